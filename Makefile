@@ -1,0 +1,58 @@
+# Drover's tasks. `make help` lists them.
+GO        ?= go
+BIN       ?= bin
+FUZZTIME  ?= 30s
+PKGS      := ./...
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## Show the targets and what they do
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build controller, worker and demo-agent into bin/
+	$(GO) build -o $(BIN)/ ./cmd/controller ./cmd/worker ./cmd/demo-agent
+
+.PHONY: test
+test: ## Run every test, unit and e2e, with the race detector (what CI runs)
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+.PHONY: test-race
+test-race: test ## Same as test: the race detector is always on
+
+.PHONY: test-short
+test-short: ## Run the unit tests only (no e2e), quickly
+	$(GO) test -short -count=1 $(PKGS)
+
+.PHONY: e2e
+e2e: ## Run the end-to-end tests (real controller, worker and NATS processes), verbosely
+	$(GO) test -count=1 -timeout 20m -v ./e2e/...
+
+.PHONY: lint
+lint: ## gofmt, go vet and staticcheck
+	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) run $(STATICCHECK) $(PKGS)
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each (default 30s)
+	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$f ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+.PHONY: bench
+bench: ## Run the benchmarks (figures go in docs/benchmarks.md)
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 $(PKGS)
+
+.PHONY: demo
+demo: build ## Run the demo flow: embedded NATS, controller, 2 workers, the demo agent, a throwaway repo
+	BIN=$(BIN) ./scripts/demo.sh
+
+.PHONY: clean
+clean: ## Remove build output
+	rm -rf $(BIN)

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+
+	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/controller"
+	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/worker"
+)
+
+func newServe() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the controller (with an embedded nats-server unless nats.url is set)",
+		Example: `  controller serve --data-dir /var/lib/drover
+  controller serve --nats-url nats://nats:4222`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			return controller.Serve(cmd.Context(), cfg, cfg.Log.Logger(os.Stderr), controller.ServeOptions{})
+		},
+	}
+	cmd.Flags().String("nats-listen", "", "host:port of the embedded nats-server (port -1 picks a free one)")
+	return cmd
+}
+
+func newDev() *cobra.Command {
+	var workers int
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run the controller, an embedded nats-server and local workers in one process",
+		Long: `dev is serve plus N workers in the same process, each with its own work directory
+under the data dir, as if they ran on separate hosts. It is for trying Drover on one machine.`,
+		Example: `  controller dev --workers 2 --data-dir /tmp/drover`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			if workers < 0 {
+				return &exitError{2, fmt.Errorf("--workers must not be negative")}
+			}
+			log := cfg.Log.Logger(os.Stderr)
+			return controller.Serve(cmd.Context(), cfg, log, controller.ServeOptions{
+				Ready: func(ctx context.Context, url string) (func(), error) {
+					return startLocalWorkers(ctx, cfg, url, workers)
+				},
+			})
+		},
+	}
+	cmd.Flags().IntVar(&workers, "workers", 2, "number of local workers")
+	cmd.Flags().Int("slots", 0, "attempts each worker runs at once")
+	cmd.Flags().String("nats-listen", "", "host:port of the embedded nats-server (port -1 picks a free one)")
+	return cmd
+}
+
+// startLocalWorkers starts n workers with separate work dirs and connections.
+func startLocalWorkers(ctx context.Context, cfg *config.Config, url string, n int) (func(), error) {
+	var started []*worker.Worker
+	var conns []*nats.Conn
+	stop := func() {
+		for _, w := range started {
+			w.Stop()
+		}
+		for _, w := range started {
+			w.Wait()
+		}
+		for _, nc := range conns {
+			nc.Close()
+		}
+	}
+	for i := 1; i <= n; i++ {
+		wc := *cfg
+		wc.Worker.ID = fmt.Sprintf("dev-worker-%d", i)
+		wc.Worker.WorkDir = filepath.Join(cfg.DataDir, fmt.Sprintf("worker-%d", i))
+		log := cfg.Log.Logger(os.Stderr)
+		nc, err := queue.Connect(url, wc.Worker.ID, log)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		conns = append(conns, nc)
+		w, err := worker.New(&wc, nc, log)
+		if err == nil {
+			err = w.Start(ctx)
+		}
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		started = append(started, w)
+	}
+	return stop, nil
+}

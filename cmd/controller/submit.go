@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drover-dev/drover/internal/controller"
+	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/flow"
+)
+
+func newSubmit() *cobra.Command {
+	var repo string
+	var watch bool
+	cmd := &cobra.Command{
+		Use:   "submit FLOW.yaml",
+		Short: "Validate a flow file and submit it",
+		Long: `submit validates the flow file (schema, ids, dependencies, runtimes) and sends it to the
+controller. A malformed flow is rejected with the file, line and field, exit code 2, and
+nothing is recorded. With --watch it follows the flow to its end and exits 0 if it
+succeeded, 1 if not.`,
+		Example: `  controller submit examples/hello.yaml --watch
+  controller submit flow.yaml --repo /srv/git/project.git`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			data, err := os.ReadFile(args[0])
+			if err != nil {
+				return &exitError{2, err}
+			}
+			spec, err := flow.Parse(args[0], data, flow.Options{
+				KnownRuntime:   func(n string) bool { _, ok := cfg.Runtimes[n]; return ok },
+				RepoOverride:   repo,
+				DefaultRuntime: cfg.Defaults.Runtime,
+			})
+			if err != nil {
+				return &exitError{2, err}
+			}
+			nc, err := controller.Connect(cfg)
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			cl := &controller.Client{NC: nc}
+			id, err := cl.Submit(cmd.Context(), spec)
+			if err != nil {
+				var apiErr *controller.APIError
+				if errors.As(err, &apiErr) && apiErr.Code == controller.CodeBadRequest {
+					return &exitError{2, fmt.Errorf("%s: %w", args[0], err)}
+				}
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "submitted flow %s (%d tasks)\n", id, len(spec.Tasks))
+			if !watch {
+				return nil
+			}
+			return watchFlow(cmd.Context(), cl, id, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&repo, "repo", "", "use this repo URL or path instead of the flow file's")
+	cmd.Flags().BoolVar(&watch, "watch", false, "follow the flow until it ends")
+	return cmd
+}
+
+// watchFlow prints each task's state changes until the flow is terminal.
+func watchFlow(ctx context.Context, cl *controller.Client, id string, w io.Writer) error {
+	seen := map[string]string{}
+	t := time.NewTicker(300 * time.Millisecond)
+	defer t.Stop()
+	for {
+		st, err := cl.Status(ctx, id)
+		if err != nil {
+			return err
+		}
+		d := st.Detail
+		attempts := map[string]*eventlog.Attempt{}
+		for _, a := range d.Attempts {
+			attempts[a.ID] = a
+		}
+		for _, task := range d.Tasks {
+			line := string(task.State)
+			if a := attempts[task.Attempt]; a != nil && !task.State.Terminal() {
+				line += fmt.Sprintf(" (attempt %d", a.N)
+				if a.Worker != "" {
+					line += " on " + a.Worker
+				}
+				if a.Phase != "" {
+					line += ", " + string(a.Phase)
+				}
+				line += ")"
+			}
+			if task.State == eventlog.TaskFailed && task.Error != nil {
+				line += ": " + task.Error.Message
+			}
+			if task.State == eventlog.TaskBlocked {
+				line += " by " + task.BlockedBy
+			}
+			if seen[task.ID] != line {
+				seen[task.ID] = line
+				fmt.Fprintf(w, "%s  %-20s %s\n", time.Now().Format("15:04:05"), task.ID, line)
+			}
+		}
+		if d.Flow.State.Terminal() {
+			fmt.Fprintf(w, "flow %s %s in %s\n", id, d.Flow.State, d.Flow.CompletedAt.Sub(d.Flow.SubmittedAt).Round(time.Millisecond))
+			if d.Flow.State != eventlog.FlowSucceeded {
+				return &exitError{1, fmt.Errorf("flow %s %s", id, d.Flow.State)}
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func newStatus() *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "status [FLOW]",
+		Short: "Show all flows, or one flow's tasks and attempts",
+		Example: `  controller status
+  controller status hello-x1y2z3
+  controller status hello-x1y2z3 -o json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "text" && output != "json" {
+				return &exitError{2, fmt.Errorf("-o must be text or json")}
+			}
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			nc, err := controller.Connect(cfg)
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			id := ""
+			if len(args) == 1 {
+				id = args[0]
+			}
+			st, err := (&controller.Client{NC: nc}).Status(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if output == "json" {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
+			printStatus(out, st)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+func printStatus(out io.Writer, st *controller.StatusResponse) {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	defer tw.Flush()
+	if st.Detail == nil {
+		fmt.Fprintln(tw, "FLOW\tSTATE\tTASKS\tSUBMITTED")
+		for _, f := range st.Flows {
+			var parts []string
+			for s, n := range f.Tasks {
+				parts = append(parts, fmt.Sprintf("%s=%d", s, n))
+			}
+			sort.Strings(parts)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.ID, f.State, strings.Join(parts, " "), f.SubmittedAt.Local().Format(time.DateTime))
+		}
+		return
+	}
+	d := st.Detail
+	fmt.Fprintf(tw, "flow %s (%s): %s, repo %s @ %s\n\n", d.Flow.ID, d.Flow.Spec.Name, d.Flow.State, d.Flow.Spec.Repo, d.Flow.Spec.Base)
+	fmt.Fprintln(tw, "TASK\tSTATE\tRUNTIME\tATTEMPTS\tRESULT / ERROR")
+	for _, t := range d.Tasks {
+		detail := t.ResultBranch
+		if t.Error != nil {
+			detail = t.Error.Message
+		}
+		if t.BlockedBy != "" {
+			detail = "blocked by " + t.BlockedBy
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", t.ID, t.State, t.Runtime, t.Attempts, detail)
+	}
+	fmt.Fprintln(tw, "\nATTEMPT\tSTATE\tWORKER\tEPOCH\tEXIT\tFILES")
+	for _, a := range d.Attempts {
+		exit, files := "", ""
+		if r := a.Report; r != nil {
+			exit = fmt.Sprint(r.ExitCode)
+			files = fmt.Sprintf("+%d ~%d -%d", len(r.FilesCreated), len(r.FilesModified), len(r.FilesDeleted))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", a.ID, a.State, a.Worker, a.Epoch, exit, files)
+	}
+}

@@ -1,0 +1,93 @@
+// Command worker is Drover's stateless worker daemon.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/worker"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRoot().ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		if errors.Is(err, config.ErrInvalid) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "worker",
+		Short:         "Drover worker: claims attempts and runs coding-agent CLIs in git worktrees",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	pf := root.PersistentFlags()
+	pf.String("config", "", "config file (YAML); also $DROVER_CONFIG")
+	pf.String("data-dir", "", "data directory, used to find a local controller's NATS URL (default ~/.drover)")
+	pf.String("nats-url", "", "NATS server URL")
+	pf.String("log-level", "", "log level: debug, info, warn, error")
+	pf.String("log-format", "", "log format: text or json")
+	root.AddCommand(newRun())
+	return root
+}
+
+func newRun() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Claim and run attempts until stopped",
+		Long: `run connects to NATS, serves every configured runtime whose binary is healthy on this
+host, and claims attempt jobs of its pool when a slot is free. SIGTERM or SIGINT stops
+claiming and hands running attempts back for prompt redelivery.`,
+		Example: `  worker run --nats-url nats://controller:4222 --slots 4 --work-dir /var/lib/drover-worker
+  DROVER_WORKER_POOL=gpu worker run`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			file, _ := cmd.Flags().GetString("config")
+			cfg, err := config.Load(config.LoadOptions{File: file, Flags: cmd.Flags(), Bind: config.FlagBindings})
+			if err != nil {
+				return err
+			}
+			log := cfg.Log.Logger(os.Stderr)
+			nc, err := queue.Connect(cfg.ClientURL(), "drover-worker-"+cfg.Worker.ID, log)
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			w, err := worker.New(cfg, nc, log)
+			if err != nil {
+				return err
+			}
+			if err := w.Start(cmd.Context()); err != nil {
+				return err
+			}
+			log.Info("worker running", "id", cfg.Worker.ID, "pool", cfg.Worker.Pool, "slots", cfg.Worker.Slots, "work_dir", cfg.Worker.WorkDir)
+			<-cmd.Context().Done()
+			log.Info("worker stopping")
+			w.Stop()
+			w.Wait()
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.String("id", "", "worker id (default hostname-pid)")
+	f.String("pool", "", "pool to claim jobs from (default \"default\")")
+	f.Int("slots", 0, "attempts run at once (default 2)")
+	f.String("work-dir", "", "repo caches and worktrees (default DATA_DIR/worker)")
+	f.StringSlice("runtimes", nil, "runtimes to serve (default all configured)")
+	return cmd
+}

@@ -1,0 +1,259 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover/internal/controller"
+)
+
+// bin holds the binaries built once for the whole package.
+var bin string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("e2e: skipped in -short mode")
+		os.Exit(0)
+	}
+	dir, err := os.MkdirTemp("", "drover-e2e-bin-")
+	if err != nil {
+		panic(err)
+	}
+	cmd := exec.Command("go", "build", "-o", dir+"/", "../cmd/controller", "../cmd/worker", "../cmd/demo-agent")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Println("e2e: build binaries:", err)
+		os.Exit(1)
+	}
+	bin = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is a started Drover process whose output goes to a log file.
+type proc struct {
+	t    *testing.T
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{}
+	err  error
+}
+
+func start(t *testing.T, name string, env []string, args ...string) *proc {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(bin, args[0]), args[1:]...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Env = append(cleanEnv(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{t: t, name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.stop()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("---- %s log ----\n%s", name, tail(string(b), 6000))
+		}
+	})
+	return p
+}
+
+// stop sends SIGTERM, then SIGKILL to the group if it lingers.
+func (p *proc) stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+// cleanEnv keeps the test's environment from configuring Drover by accident.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DROVER_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// cluster is a controller with embedded NATS plus workers.
+type cluster struct {
+	t       *testing.T
+	dataDir string
+	ctrl    *proc
+	url     string
+}
+
+func startController(t *testing.T, extraEnv ...string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, dataDir: t.TempDir()}
+	env := append([]string{"DROVER_QUEUE_ACK_WAIT=5s"}, extraEnv...)
+	c.ctrl = start(t, "controller", env, "controller", "serve", "--data-dir", c.dataDir, "--nats-listen", "127.0.0.1:-1", "--log-level", "debug")
+	urlFile := filepath.Join(c.dataDir, "nats.url")
+	waitFor(t, 30*time.Second, "controller to write nats.url", func() bool {
+		b, err := os.ReadFile(urlFile)
+		if err == nil && len(bytes.TrimSpace(b)) > 0 {
+			c.url = strings.TrimSpace(string(b))
+			return true
+		}
+		select {
+		case <-c.ctrl.done:
+			t.Fatalf("controller exited: %v", c.ctrl.err)
+		default:
+		}
+		return false
+	})
+	return c
+}
+
+func (c *cluster) startWorker(name string, slots int, extraEnv ...string) *proc {
+	env := append([]string{"DROVER_QUEUE_ACK_WAIT=5s"}, extraEnv...)
+	return start(c.t, name, env, "worker", "run", "--nats-url", c.url, "--id", name,
+		"--work-dir", filepath.Join(c.t.TempDir(), name), "--slots", fmt.Sprint(slots), "--log-level", "debug")
+}
+
+// cli runs a controller CLI command and returns its stdout, stderr and exit code.
+func (c *cluster) cli(args ...string) (string, string, int) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "controller"), append(args, "--data-dir", c.dataDir)...)
+	cmd.Env = cleanEnv()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		c.t.Fatalf("controller %v: %v", args, err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func (c *cluster) status(flowID string) *controller.StatusResponse {
+	c.t.Helper()
+	out, errOut, code := c.cli("status", flowID, "-o", "json")
+	if code != 0 {
+		c.t.Fatalf("status %s: exit %d: %s", flowID, code, errOut)
+	}
+	var st controller.StatusResponse
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		c.t.Fatalf("status %s: %v\n%s", flowID, err, out)
+	}
+	return &st
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// git runs git with a fixed identity and no user config.
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@localhost", "-c", "init.defaultBranch=main"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(cleanEnv(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// newRepo makes a bare repository with one commit on main.
+func newRepo(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	bare := filepath.Join(root, "repo.git")
+	git(t, root, "init", "-q", "--bare", bare)
+	seed := filepath.Join(root, "seed")
+	git(t, root, "init", "-q", seed)
+	if err := os.WriteFile(filepath.Join(seed, "README.md"), []byte("# test repo\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(t, seed, "add", "-A")
+	git(t, seed, "commit", "-q", "-m", "initial")
+	git(t, seed, "push", "-q", bare, "HEAD:refs/heads/main")
+	return bare
+}
+
+// files lists the files of a branch in a bare repo.
+func files(t *testing.T, repo, branch string) []string {
+	t.Helper()
+	return strings.Fields(git(t, repo, "ls-tree", "-r", "--name-only", branch))
+}
+
+func show(t *testing.T, repo, branch, path string) string {
+	t.Helper()
+	return git(t, repo, "show", branch+":"+path)
+}
+
+func writeFlow(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "flow.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func submittedID(t *testing.T, out string) string {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(line, "submitted flow "); ok {
+			return strings.Fields(rest)[0]
+		}
+	}
+	t.Fatalf("no flow id in submit output:\n%s", out)
+	return ""
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}

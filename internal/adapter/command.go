@@ -1,0 +1,220 @@
+package adapter
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/supervise"
+)
+
+// ErrBinaryNotFound means the runtime's binary is not on this host.
+var ErrBinaryNotFound = errors.New("adapter: binary not found")
+
+// baseEnv is what every CLI may see of the worker's environment; secrets
+// reach it only through a runtime's env_passthrough.
+var baseEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "SHELL"}
+
+// Command runs any binary with arguments, the prompt by stdin, argument or
+// file, as configured. It is the generic adapter every config-defined
+// runtime uses.
+type CommandAdapter struct {
+	name string
+	rt   config.Runtime
+
+	mu   sync.Mutex
+	info *Info
+}
+
+var _ Adapter = (*CommandAdapter)(nil)
+
+// NewCommand returns the generic adapter for a runtime.
+func NewCommand(name string, rt config.Runtime) *CommandAdapter {
+	return &CommandAdapter{name: name, rt: rt}
+}
+
+// Name implements Adapter.
+func (a *CommandAdapter) Name() string { return a.name }
+
+// Initialize implements Adapter: binary found, executable, version printed.
+// A success is cached; a failure is retried on the next call.
+func (a *CommandAdapter) Initialize(ctx context.Context) (*Info, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.info != nil {
+		return a.info, nil
+	}
+	path, err := ResolveBinary(a.rt.Binary)
+	if err != nil {
+		return nil, err
+	}
+	info := &Info{Adapter: "command", Binary: path}
+	if len(a.rt.VersionArgs) > 0 {
+		vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(vctx, path, a.rt.VersionArgs...)
+		cmd.Env = a.env(nil, os.TempDir())
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return nil, fmt.Errorf("adapter: %s version check `%s %s`: %w: %s", a.name, path,
+				strings.Join(a.rt.VersionArgs, " "), err, bytes.TrimSpace(tail(out, 512)))
+		}
+		info.Version = firstLine(out)
+	}
+	a.info = info
+	return info, nil
+}
+
+// ResolveBinary finds a runtime binary: a path as given, else in PATH, else
+// beside the running Drover binary (where `make build` puts the demo agent).
+func ResolveBinary(bin string) (string, error) {
+	if strings.ContainsRune(bin, '/') {
+		abs, err := filepath.Abs(bin)
+		if err != nil {
+			return "", err
+		}
+		if err := checkExecutable(abs); err != nil {
+			return "", err
+		}
+		return abs, nil
+	}
+	if p, err := exec.LookPath(bin); err == nil {
+		return filepath.Abs(p)
+	}
+	if self, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(self), bin)
+		if checkExecutable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %q is not in PATH nor beside the drover binary", ErrBinaryNotFound, bin)
+}
+
+func checkExecutable(p string) error {
+	st, err := os.Stat(p)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrBinaryNotFound, err)
+	}
+	if st.IsDir() || st.Mode()&0o111 == 0 {
+		return fmt.Errorf("%w: %s is not an executable file", ErrBinaryNotFound, p)
+	}
+	return nil
+}
+
+// Command implements Adapter.
+func (a *CommandAdapter) Command(in *Input) (*Command, error) {
+	info, err := a.Initialize(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string(nil), a.rt.Args...)
+	var stdin *strings.Reader
+	switch a.rt.Input {
+	case "arg":
+		args = appendPrompt(args, a.rt.PromptFlag, in.Prompt)
+	case "file":
+		p := filepath.Join(in.TempDir, "prompt.md")
+		if err := os.WriteFile(p, []byte(in.Prompt), 0o600); err != nil {
+			return nil, fmt.Errorf("adapter: write prompt file: %w", err)
+		}
+		args = appendPrompt(args, a.rt.PromptFlag, p)
+	default:
+		stdin = strings.NewReader(in.Prompt)
+	}
+	timeout := a.rt.Timeout
+	if in.Timeout > 0 {
+		timeout = in.Timeout
+	}
+	c := &Command{
+		Path: info.Binary, Args: args, Env: a.env(in.Env, in.TempDir),
+		Timeout: timeout, NoOutputTimeout: a.rt.NoOutputTimeout, Grace: a.rt.Grace, MaxOutput: a.rt.MaxOutputSize,
+	}
+	if stdin != nil {
+		c.Stdin = stdin
+	}
+	return c, nil
+}
+
+func appendPrompt(args []string, flag, v string) []string {
+	if flag != "" {
+		args = append(args, flag)
+	}
+	return append(args, v)
+}
+
+// env builds the CLI's whole environment from the allowlist.
+func (a *CommandAdapter) env(extra []string, tmp string) []string {
+	var env []string
+	for _, name := range append(append([]string(nil), baseEnv...), a.rt.EnvPassthrough...) {
+		if v, ok := os.LookupEnv(name); ok {
+			env = append(env, name+"="+v)
+		}
+	}
+	for k, v := range a.rt.Env {
+		env = append(env, k+"="+v)
+	}
+	env = append(env, extra...)
+	return append(env, "TMPDIR="+tmp)
+}
+
+// Classify implements Adapter with what any process tells: how it ended.
+func (a *CommandAdapter) Classify(res *supervise.Result) *Error {
+	return ClassifyExit(res)
+}
+
+// ClassifyExit is the classification every adapter starts from.
+func ClassifyExit(res *supervise.Result) *Error {
+	switch res.Outcome {
+	case supervise.Exited:
+		if res.ExitCode == 0 {
+			return nil
+		}
+		msg := fmt.Sprintf("exit code %d", res.ExitCode)
+		if t := lastLine(res.Stderr.String()); t != "" {
+			msg += ": " + t
+		}
+		return &Error{Class: ClassRuntimeError, Category: "runtime", Message: msg}
+	case supervise.TimedOut:
+		return &Error{Class: ClassTimeout, Category: "runtime", Message: "wall-clock timeout", Recoverable: true}
+	case supervise.Hung:
+		return &Error{Class: ClassTimeout, Category: "runtime", Message: "no output for too long (hang)", Recoverable: true}
+	case supervise.Stopped:
+		return &Error{Class: ClassCrashed, Category: "runtime", Message: fmt.Sprintf("stopped: %v", res.StopCause), Recoverable: true}
+	default:
+		return &Error{Class: ClassCrashed, Category: "runtime", Message: "killed by signal " + res.Signal, Recoverable: true}
+	}
+}
+
+func firstLine(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s)
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	if len(s) > 300 {
+		s = s[:300]
+	}
+	return strings.TrimSpace(s)
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}

@@ -1,0 +1,251 @@
+package attempt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/drover-dev/drover/internal/adapter"
+	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/supervise"
+	"github.com/drover-dev/drover/internal/worktree"
+)
+
+// Job is what one attempt runs.
+type Job struct {
+	Flow, Task, Attempt string
+	N                   int
+	Epoch               uint64
+	Repo, Base, Branch  string
+	Prompt              string
+	Timeout             time.Duration
+	Merge               []eventlog.DepResult
+}
+
+// Emitter records lifecycle events. Implementations stamp the attempt's ids
+// and epoch and make the event durable before returning.
+type Emitter interface {
+	Emit(ctx context.Context, typ eventlog.Type, key string, data any) error
+}
+
+// OutputSink receives the CLI's output as it is produced. It must not block.
+type OutputSink func(s supervise.Stream, p []byte)
+
+// Runner runs attempts. It is safe for concurrent use.
+type Runner struct {
+	// Cache is the worker's repo cache.
+	Cache *worktree.Cache
+	// WorkDir is where worktrees and per-attempt temp dirs are made.
+	WorkDir string
+	// KeepWorktrees keeps finished worktrees for debugging.
+	KeepWorktrees bool
+	Logger        *slog.Logger
+}
+
+// Limits of what one report and one diff event carry; the rest is counted.
+const (
+	maxDiffInEvent  = 64 << 10
+	maxTailInReport = 8 << 10
+	maxFileEvents   = 1000
+)
+
+// Run executes the lifecycle and returns the report. Events are emitted as
+// phases complete; an emit failure or ctx cancellation (the claim was lost
+// or the worker is going away) returns the error and no report: the job
+// stays unacked and is redelivered.
+func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emitter, out OutputSink) (*eventlog.Report, error) {
+	log := r.Logger.With("attempt", job.Attempt, "epoch", job.Epoch)
+	rep := &eventlog.Report{Branch: job.Branch}
+	fail := func(e *adapter.Error) (*eventlog.Report, error) {
+		rep.Success = false
+		rep.Error = &eventlog.ErrorInfo{Class: e.Class, Category: e.Category, Message: e.Message, Recoverable: e.Recoverable}
+		return rep, nil
+	}
+
+	// Initialize.
+	info, err := ad.Initialize(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return fail(&adapter.Error{Class: adapter.ClassConnectionFailed, Category: "runtime", Message: err.Error()})
+	}
+	if err := emit.Emit(ctx, eventlog.AdapterInitialized, "", eventlog.AdapterInitializedData{
+		Adapter: info.Adapter, Binary: info.Binary, Version: info.Version,
+	}); err != nil {
+		return nil, err
+	}
+
+	// Prepare.
+	scratch := fmt.Sprintf("%s-e%d", job.Attempt, job.Epoch)
+	wtPath := filepath.Join(r.WorkDir, "worktrees", scratch)
+	tmp := filepath.Join(r.WorkDir, "tmp", scratch)
+	for _, d := range []string{filepath.Dir(wtPath), tmp} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("attempt: %w", err)
+		}
+	}
+	_ = os.RemoveAll(wtPath) // a previous run of this very epoch died here
+	defer os.RemoveAll(tmp)
+	merge := make([]worktree.Ref, len(job.Merge))
+	for i, m := range job.Merge {
+		merge[i] = worktree.Ref{Branch: m.Branch, Commit: m.Commit}
+	}
+	wt, err := r.Cache.Prepare(ctx, worktree.PrepareOptions{
+		RepoURL: job.Repo, Base: job.Base, Branch: job.Branch, Path: wtPath, Merge: merge,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		var mc *worktree.MergeConflictError
+		if errors.As(err, &mc) {
+			return fail(&adapter.Error{Class: adapter.ClassMergeConflict, Category: "input",
+				Message: fmt.Sprintf("merging %s conflicts in %s", mc.Branch, strings.Join(mc.Paths, ", "))})
+		}
+		return fail(&adapter.Error{Class: adapter.ClassPrepareFailed, Category: "infrastructure", Message: err.Error(), Recoverable: true})
+	}
+	defer func() {
+		if r.KeepWorktrees {
+			return
+		}
+		if err := r.Cache.Remove(context.WithoutCancel(ctx), wt); err != nil {
+			log.Warn("remove worktree", "err", err)
+		}
+	}()
+	rep.Worktree = wt.Path
+	if err := emit.Emit(ctx, eventlog.PrepareCompleted, "", eventlog.PrepareCompletedData{
+		Worktree: wt.Path, Branch: wt.Branch, BaseCommit: wt.BaseCommit, Baseline: wt.Baseline,
+	}); err != nil {
+		return nil, err
+	}
+
+	// Execute.
+	cmd, err := ad.Command(&adapter.Input{
+		Prompt: job.Prompt, Worktree: wt.Path, TempDir: tmp, Timeout: job.Timeout,
+		Env: []string{
+			"DROVER_FLOW_ID=" + job.Flow, "DROVER_TASK_ID=" + job.Task,
+			"DROVER_ATTEMPT_ID=" + job.Attempt, "DROVER_WORKTREE=" + wt.Path,
+		},
+	})
+	if err != nil {
+		return fail(&adapter.Error{Class: adapter.ClassConnectionFailed, Category: "runtime", Message: err.Error()})
+	}
+	proc, err := supervise.Start(ctx, supervise.Spec{
+		Path: cmd.Path, Args: cmd.Args, Dir: wt.Path, Env: cmd.Env, Stdin: cmd.Stdin,
+		Timeout: cmd.Timeout, NoOutputTimeout: cmd.NoOutputTimeout, Grace: cmd.Grace,
+		MaxCapture: cmd.MaxOutput, OnOutput: out,
+	})
+	if err != nil {
+		return fail(&adapter.Error{Class: adapter.ClassConnectionFailed, Category: "runtime", Message: err.Error()})
+	}
+	if err := emit.Emit(ctx, eventlog.RuntimeStarted, "", eventlog.RuntimeStartedData{
+		Pid: proc.Pid(), Argv: append([]string{cmd.Path}, cmd.Args...),
+	}); err != nil {
+		proc.Stop(err)
+		proc.Wait()
+		return nil, err
+	}
+	res := proc.Wait()
+	if ctx.Err() != nil {
+		// The claim was lost or the worker is leaving: this run's outcome is
+		// not the attempt's, so report nothing.
+		return nil, context.Cause(ctx)
+	}
+	rep.ExitCode, rep.Signal, rep.DurationMS = res.ExitCode, res.Signal, res.Duration().Milliseconds()
+	rep.StdoutTail = tailString(res.Stdout.String(), maxTailInReport)
+	rep.StderrTail = tailString(res.Stderr.String(), maxTailInReport)
+	if err := emit.Emit(ctx, eventlog.RuntimeExited, "", eventlog.RuntimeExitedData{
+		Outcome: string(res.Outcome), ExitCode: res.ExitCode, Signal: res.Signal, DurationMS: rep.DurationMS,
+	}); err != nil {
+		return nil, err
+	}
+
+	// Observe: never trust the CLI, ask git.
+	changes, err := wt.Observe(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return fail(&adapter.Error{Class: adapter.ClassObserveFailed, Category: "infrastructure", Message: err.Error(), Recoverable: true})
+	}
+	rep.FilesCreated, rep.FilesModified, rep.FilesDeleted = changes.Created, changes.Modified, changes.Deleted
+	rep.DiffSummary = changes.DiffStat
+	if err := r.emitChanges(ctx, emit, changes); err != nil {
+		return nil, err
+	}
+	sha, err := wt.Checkpoint(ctx, fmt.Sprintf("drover: %s attempt %d\n\nDrover-Flow: %s\nDrover-Attempt: %s", job.Task, job.N, job.Flow, job.Attempt))
+	if err == nil {
+		var pushed string
+		pushed, err = wt.Push(ctx)
+		if err == nil {
+			rep.Commit = pushed
+			sha = pushed
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return fail(&adapter.Error{Class: adapter.ClassObserveFailed, Category: "infrastructure", Message: err.Error(), Recoverable: true})
+	}
+	commits := make([]eventlog.Commit, len(changes.Commits))
+	for i, c := range changes.Commits {
+		commits[i] = eventlog.Commit{SHA: c.SHA, Subject: c.Subject}
+		rep.CommitsCreated = append(rep.CommitsCreated, c.SHA)
+	}
+	if err := emit.Emit(ctx, eventlog.CheckpointCommitCreated, "", eventlog.CheckpointCommitCreatedData{
+		Commit: sha, RuntimeCommits: commits,
+	}); err != nil {
+		return nil, err
+	}
+
+	// Terminate: the process group is gone once Wait returned; say so.
+	if err := emit.Emit(ctx, eventlog.RuntimeTerminated, "", struct{}{}); err != nil {
+		return nil, err
+	}
+
+	// Report.
+	if e := ad.Classify(res); e != nil {
+		return fail(e)
+	}
+	rep.Success = true
+	return rep, nil
+}
+
+func (r *Runner) emitChanges(ctx context.Context, emit Emitter, c *worktree.Changes) error {
+	n := 0
+	for _, set := range []struct {
+		kind  string
+		paths []string
+	}{{"created", c.Created}, {"modified", c.Modified}, {"deleted", c.Deleted}} {
+		for _, p := range set.paths {
+			if n++; n > maxFileEvents {
+				break
+			}
+			if err := emit.Emit(ctx, eventlog.FileModified, p, eventlog.FileModifiedData{Path: p, Change: set.kind}); err != nil {
+				return err
+			}
+		}
+	}
+	d := eventlog.DiffComputedData{
+		Created: c.Created, Modified: c.Modified, Deleted: c.Deleted, Stat: c.DiffStat,
+		Diff: c.Diff, DiffBytes: len(c.Diff),
+	}
+	if len(d.Diff) > maxDiffInEvent {
+		d.Diff, d.DiffTruncated = d.Diff[:maxDiffInEvent], true
+	}
+	return emit.Emit(ctx, eventlog.DiffComputed, "", d)
+}
+
+func tailString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}

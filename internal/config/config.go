@@ -1,0 +1,422 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+
+	"github.com/drover-dev/drover/internal/flow"
+)
+
+// ErrInvalid is wrapped by every configuration error.
+var ErrInvalid = errors.New("config: invalid configuration")
+
+// Config is everything a controller or worker process is configured with.
+type Config struct {
+	// DataDir holds the controller's Pebble store and the embedded
+	// nats-server's files. Defaults to ~/.drover.
+	DataDir string `mapstructure:"data_dir"`
+	Log     Log    `mapstructure:"log"`
+	NATS    NATS   `mapstructure:"nats"`
+	Queue   Queue  `mapstructure:"queue"`
+	Worker  Worker `mapstructure:"worker"`
+	// Defaults apply where neither the flow nor its task says otherwise.
+	Defaults Defaults `mapstructure:"defaults"`
+	// Runtimes are the CLIs Drover can run, by name. Flows name them.
+	Runtimes map[string]Runtime `mapstructure:"runtimes"`
+}
+
+// Log configures logging.
+type Log struct {
+	// Level is debug, info, warn or error. Defaults to info.
+	Level string `mapstructure:"level"`
+	// Format is text or json. Defaults to text.
+	Format string `mapstructure:"format"`
+}
+
+// NATS says where JetStream is.
+type NATS struct {
+	// URL of an external NATS server. Empty means the controller embeds one
+	// and clients find it through the data dir. Defaults to empty.
+	URL string `mapstructure:"url"`
+	// Listen is host:port of the embedded server; port -1 picks a free one.
+	// Defaults to 127.0.0.1:4222.
+	Listen string `mapstructure:"listen"`
+	// Replicas of every stream: 1 for one server, 3 for a cluster. Defaults to 1.
+	Replicas int `mapstructure:"replicas"`
+	// SyncInterval is the embedded server's fsync interval; "always" syncs
+	// every write. Defaults to empty, the server's default.
+	SyncInterval string `mapstructure:"sync_interval"`
+}
+
+// Queue tunes job delivery.
+type Queue struct {
+	// AckWait is how long a job may go without a heartbeat before it is
+	// redelivered, and how long a claim lease lasts. Defaults to 30s.
+	AckWait time.Duration `mapstructure:"ack_wait"`
+	// Heartbeat is how often a worker renews what it holds. Defaults to AckWait/3.
+	Heartbeat time.Duration `mapstructure:"heartbeat"`
+}
+
+// Worker configures a worker process.
+type Worker struct {
+	// ID names this worker in events. Defaults to hostname-pid.
+	ID string `mapstructure:"id"`
+	// Pool is the set of workers a job is queued for. Defaults to "default".
+	Pool string `mapstructure:"pool"`
+	// Slots is how many attempts run at once. Defaults to 2.
+	Slots int `mapstructure:"slots"`
+	// WorkDir holds the repo caches and worktrees. Defaults to DataDir/worker.
+	WorkDir string `mapstructure:"work_dir"`
+	// Runtimes this worker serves. Defaults to every configured runtime.
+	Runtimes []string `mapstructure:"runtimes"`
+	// KeepWorktrees keeps finished worktrees on disk for debugging. Defaults to false.
+	KeepWorktrees bool `mapstructure:"keep_worktrees"`
+}
+
+// Defaults are the global level of runtime resolution.
+type Defaults struct {
+	// Runtime used when a flow names none. Defaults to empty.
+	Runtime string `mapstructure:"runtime"`
+	// Timeout of one attempt's CLI run. Defaults to 30m.
+	Timeout time.Duration `mapstructure:"timeout"`
+	// Pool jobs are queued for. Defaults to "default".
+	Pool string `mapstructure:"pool"`
+}
+
+// Runtime describes one CLI: how to find it, start it and feed it.
+type Runtime struct {
+	// Adapter implements the runtime. Defaults to "command".
+	Adapter string `mapstructure:"adapter"`
+	// Binary is a name looked up in PATH (and beside the Drover binary), or a path.
+	Binary string `mapstructure:"binary"`
+	// Args come before the prompt.
+	Args []string `mapstructure:"args"`
+	// Input is how the prompt is delivered: stdin, arg or file. Defaults to stdin.
+	Input string `mapstructure:"input"`
+	// PromptFlag, for input arg or file, is put before the prompt or its path.
+	PromptFlag string `mapstructure:"prompt_flag"`
+	// EnvPassthrough names the worker's environment variables the CLI may see.
+	EnvPassthrough []string `mapstructure:"env_passthrough"`
+	// Env sets fixed variables for the CLI.
+	Env map[string]string `mapstructure:"env"`
+	// Timeout of one run. Defaults to Defaults.Timeout.
+	Timeout time.Duration `mapstructure:"timeout"`
+	// Grace between SIGTERM and SIGKILL. Defaults to 5s.
+	Grace time.Duration `mapstructure:"grace"`
+	// NoOutputTimeout ends a run that prints nothing for this long. Defaults to 0, off.
+	NoOutputTimeout time.Duration `mapstructure:"no_output_timeout"`
+	// MaxOutputSize is the bytes of each stream kept for the report. Defaults to 1 MiB.
+	MaxOutputSize int64 `mapstructure:"max_output_size"`
+	// VersionArgs print the CLI's version for the health check. Defaults to ["--version"].
+	VersionArgs []string `mapstructure:"version_args"`
+}
+
+// LoadOptions says where configuration comes from.
+type LoadOptions struct {
+	// File is a YAML config file; empty means $DROVER_CONFIG, or none.
+	File string
+	// Flags are the command's flags; Bind maps config keys to flag names.
+	Flags *pflag.FlagSet
+	Bind  map[string]string
+}
+
+// defaults lists every scalar key with its default, so that a DROVER_*
+// variable is recognised for each of them.
+func defaults() map[string]any {
+	return map[string]any{
+		"data_dir":              "",
+		"log.level":             "info",
+		"log.format":            "text",
+		"nats.url":              "",
+		"nats.listen":           "127.0.0.1:4222",
+		"nats.replicas":         1,
+		"nats.sync_interval":    "",
+		"queue.ack_wait":        30 * time.Second,
+		"queue.heartbeat":       time.Duration(0),
+		"worker.id":             "",
+		"worker.pool":           "default",
+		"worker.slots":          2,
+		"worker.work_dir":       "",
+		"worker.runtimes":       []string{},
+		"worker.keep_worktrees": false,
+		"defaults.runtime":      "",
+		"defaults.timeout":      30 * time.Minute,
+		"defaults.pool":         "default",
+	}
+}
+
+var runtimeFields = []string{"adapter", "binary", "args", "input", "prompt_flag", "env_passthrough",
+	"timeout", "grace", "no_output_timeout", "max_output_size", "version_args"}
+
+// Load reads, merges, defaults and validates the configuration. Precedence:
+// flags, then DROVER_* variables (DROVER_WORKER_SLOTS for worker.slots,
+// DROVER_RUNTIMES_<NAME>_<FIELD> for runtime fields), then the file, then
+// defaults.
+func Load(o LoadOptions) (*Config, error) {
+	v := viper.New()
+	for k, d := range defaults() {
+		v.SetDefault(k, d)
+	}
+	v.SetEnvPrefix("DROVER")
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_", "-", "_"))
+	v.AutomaticEnv()
+	// Runtime entries may come from the environment alone; viper only sees
+	// keys it knows, so bind the ones present.
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if r, ok := strings.CutPrefix(name, "DROVER_RUNTIMES_"); ok {
+			for _, field := range runtimeFields {
+				if n, ok := strings.CutSuffix(strings.ToLower(r), "_"+field); ok && n != "" {
+					_ = v.BindEnv("runtimes."+strings.ReplaceAll(n, "_", "-")+"."+field, name)
+				}
+			}
+		}
+	}
+	file := o.File
+	if file == "" {
+		file = os.Getenv("DROVER_CONFIG")
+	}
+	if file != "" {
+		v.SetConfigFile(file)
+		v.SetConfigType("yaml")
+		if err := v.ReadInConfig(); err != nil {
+			return nil, fmt.Errorf("%w: read %s: %v", ErrInvalid, file, err)
+		}
+	}
+	if o.Flags != nil {
+		for key, flagName := range o.Bind {
+			if f := o.Flags.Lookup(flagName); f != nil {
+				if err := v.BindPFlag(key, f); err != nil {
+					return nil, fmt.Errorf("config: bind flag --%s: %w", flagName, err)
+				}
+			}
+		}
+	}
+	var c Config
+	if err := v.Unmarshal(&c, func(dc *mapstructure.DecoderConfig) { dc.ErrorUnused = true }); err != nil {
+		where := "environment or flags"
+		if file != "" {
+			where = file
+		}
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, where, err)
+	}
+	c.WithDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// WithDefaults fills what is derived from other fields.
+func (c *Config) WithDefaults() {
+	if c.DataDir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			home = "."
+		}
+		c.DataDir = filepath.Join(home, ".drover")
+	}
+	if abs, err := filepath.Abs(c.DataDir); err == nil {
+		c.DataDir = abs
+	}
+	if c.Worker.WorkDir == "" {
+		c.Worker.WorkDir = filepath.Join(c.DataDir, "worker")
+	}
+	if abs, err := filepath.Abs(c.Worker.WorkDir); err == nil {
+		c.Worker.WorkDir = abs
+	}
+	if c.Worker.ID == "" {
+		host, _ := os.Hostname()
+		c.Worker.ID = sanitizeID(fmt.Sprintf("%s-%d", host, os.Getpid()))
+	}
+	if c.Queue.Heartbeat == 0 {
+		c.Queue.Heartbeat = c.Queue.AckWait / 3
+	}
+	if c.Runtimes == nil {
+		c.Runtimes = map[string]Runtime{}
+	}
+	for name, rt := range builtinRuntimes() {
+		if _, ok := c.Runtimes[name]; !ok {
+			c.Runtimes[name] = rt
+		}
+	}
+	for name, rt := range c.Runtimes {
+		if rt.Adapter == "" {
+			rt.Adapter = "command"
+		}
+		if rt.Input == "" {
+			rt.Input = "stdin"
+		}
+		if rt.Timeout == 0 {
+			rt.Timeout = c.Defaults.Timeout
+		}
+		if rt.Grace == 0 {
+			rt.Grace = 5 * time.Second
+		}
+		if rt.MaxOutputSize == 0 {
+			rt.MaxOutputSize = 1 << 20
+		}
+		if rt.VersionArgs == nil {
+			rt.VersionArgs = []string{"--version"}
+		}
+		c.Runtimes[name] = rt
+	}
+	if len(c.Worker.Runtimes) == 0 {
+		c.Worker.Runtimes = c.RuntimeNames()
+	}
+}
+
+// builtinRuntimes are available without configuration.
+func builtinRuntimes() map[string]Runtime {
+	return map[string]Runtime{
+		// The bundled demo agent: no API key, no network.
+		"demo": {Adapter: "command", Binary: "demo-agent", Input: "stdin"},
+	}
+}
+
+// RuntimeNames returns the configured runtime names, sorted.
+func (c *Config) RuntimeNames() []string {
+	names := make([]string, 0, len(c.Runtimes))
+	for n := range c.Runtimes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Validate checks every field and names the bad one by its key.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: %s: %s", ErrInvalid, key, fmt.Sprintf(format, args...)))
+	}
+	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level) {
+		bad("log.level", "must be debug, info, warn or error (got %q)", c.Log.Level)
+	}
+	if c.Log.Format != "text" && c.Log.Format != "json" {
+		bad("log.format", "must be text or json (got %q)", c.Log.Format)
+	}
+	if c.NATS.URL == "" {
+		if _, port, err := net.SplitHostPort(c.NATS.Listen); err != nil {
+			bad("nats.listen", "must be host:port (got %q)", c.NATS.Listen)
+		} else if p, err := strconv.Atoi(port); err != nil || p < -1 || p > 65535 {
+			bad("nats.listen", "port must be -1..65535 (got %q)", port)
+		}
+	} else if !strings.Contains(c.NATS.URL, "://") {
+		bad("nats.url", "must be a URL like nats://host:4222 (got %q)", c.NATS.URL)
+	}
+	if c.NATS.Replicas < 1 || c.NATS.Replicas > 5 {
+		bad("nats.replicas", "must be 1..5 (got %d)", c.NATS.Replicas)
+	}
+	if s := c.NATS.SyncInterval; s != "" && s != "always" {
+		if d, err := time.ParseDuration(s); err != nil || d <= 0 {
+			bad("nats.sync_interval", "must be a positive duration or \"always\" (got %q)", s)
+		}
+	}
+	if c.Queue.AckWait < time.Second {
+		bad("queue.ack_wait", "must be at least 1s (got %s)", c.Queue.AckWait)
+	}
+	if c.Queue.Heartbeat <= 0 || c.Queue.Heartbeat >= c.Queue.AckWait {
+		bad("queue.heartbeat", "must be positive and below queue.ack_wait (got %s)", c.Queue.Heartbeat)
+	}
+	if c.Worker.Slots < 1 || c.Worker.Slots > 1024 {
+		bad("worker.slots", "must be 1..1024 (got %d)", c.Worker.Slots)
+	}
+	if err := flow.ValidID(c.Worker.Pool); err != nil {
+		bad("worker.pool", "%v", err)
+	}
+	if err := flow.ValidID(c.Defaults.Pool); err != nil {
+		bad("defaults.pool", "%v", err)
+	}
+	if err := flow.ValidID(c.Worker.ID); err != nil {
+		bad("worker.id", "%v", err)
+	}
+	if c.Defaults.Timeout <= 0 {
+		bad("defaults.timeout", "must be positive (got %s)", c.Defaults.Timeout)
+	}
+	if c.Defaults.Runtime != "" {
+		if _, ok := c.Runtimes[c.Defaults.Runtime]; !ok {
+			bad("defaults.runtime", "unknown runtime %q (configured: %s)", c.Defaults.Runtime, strings.Join(c.RuntimeNames(), ", "))
+		}
+	}
+	for _, name := range c.Worker.Runtimes {
+		if _, ok := c.Runtimes[name]; !ok {
+			bad("worker.runtimes", "unknown runtime %q (configured: %s)", name, strings.Join(c.RuntimeNames(), ", "))
+		}
+	}
+	for _, name := range c.RuntimeNames() {
+		rt, key := c.Runtimes[name], "runtimes."+name
+		if err := flow.ValidID(name); err != nil {
+			bad(key, "runtime name: %v", err)
+		}
+		if rt.Adapter != "command" {
+			bad(key+".adapter", "unknown adapter %q (known: command)", rt.Adapter)
+		}
+		if rt.Binary == "" {
+			bad(key+".binary", "is required")
+		}
+		if !slices.Contains([]string{"stdin", "arg", "file"}, rt.Input) {
+			bad(key+".input", "must be stdin, arg or file (got %q)", rt.Input)
+		}
+		if rt.Timeout < 0 || rt.Grace < 0 || rt.NoOutputTimeout < 0 {
+			bad(key, "timeouts must not be negative")
+		}
+		if rt.MaxOutputSize < 1024 {
+			bad(key+".max_output_size", "must be at least 1024 (got %d)", rt.MaxOutputSize)
+		}
+		for _, e := range rt.EnvPassthrough {
+			if e == "" || strings.ContainsAny(e, "= \t\n") {
+				bad(key+".env_passthrough", "bad variable name %q", e)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// NATSURLFile is where the controller writes the embedded server's URL, so
+// that CLI commands on the same host find it without configuration.
+func (c *Config) NATSURLFile() string { return filepath.Join(c.DataDir, "nats.url") }
+
+// ClientURL is the NATS URL clients connect to: the configured one, else the
+// embedded server's as written in the data dir, else the default listen address.
+func (c *Config) ClientURL() string {
+	if c.NATS.URL != "" {
+		return c.NATS.URL
+	}
+	if b, err := os.ReadFile(c.NATSURLFile()); err == nil {
+		if u := strings.TrimSpace(string(b)); u != "" {
+			return u
+		}
+	}
+	return "nats://" + c.NATS.Listen
+}
+
+func sanitizeID(s string) string {
+	b := []byte(s)
+	for i, ch := range b {
+		ok := ch == '-' || ch >= '0' && ch <= '9' || ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z'
+		if !ok {
+			b[i] = '-'
+		}
+	}
+	s = strings.Trim(string(b), "-")
+	if len(s) > 63 {
+		s = s[:63]
+	}
+	if s == "" {
+		s = "worker"
+	}
+	return s
+}

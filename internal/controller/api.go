@@ -1,0 +1,361 @@
+package controller
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/queue"
+)
+
+// API subjects.
+const (
+	SubjectSubmit  = queue.APIPrefix + ".submit"
+	SubjectStatus  = queue.APIPrefix + ".status"
+	SubjectRebuild = queue.APIPrefix + ".rebuild"
+)
+
+// SubmitRequest asks the controller to accept a flow.
+type SubmitRequest struct {
+	Spec flow.Spec `json:"spec"`
+}
+
+// SubmitResponse names the accepted flow.
+type SubmitResponse struct {
+	Flow string `json:"flow"`
+}
+
+// StatusRequest asks for one flow, or a summary of all when Flow is empty.
+type StatusRequest struct {
+	Flow string `json:"flow,omitempty"`
+}
+
+// FlowSummary is one line of `controller status`.
+type FlowSummary struct {
+	ID          string                     `json:"id"`
+	Name        string                     `json:"name"`
+	State       eventlog.FlowState         `json:"state"`
+	Tasks       map[eventlog.TaskState]int `json:"tasks"`
+	SubmittedAt time.Time                  `json:"submitted_at"`
+	CompletedAt time.Time                  `json:"completed_at,omitzero"`
+}
+
+// FlowDetail is one flow with its tasks and attempts.
+type FlowDetail struct {
+	Flow     *eventlog.Flow      `json:"flow"`
+	Tasks    []*eventlog.Task    `json:"tasks"`
+	Attempts []*eventlog.Attempt `json:"attempts"`
+}
+
+// StatusResponse answers a StatusRequest.
+type StatusResponse struct {
+	Flows   []FlowSummary `json:"flows,omitempty"`
+	Detail  *FlowDetail   `json:"detail,omitempty"`
+	Applied uint64        `json:"applied_seq"`
+	Poisons int           `json:"poison_events,omitempty"`
+}
+
+// RebuildResponse reports whether replaying the stream gives the live state.
+type RebuildResponse struct {
+	Equal      bool     `json:"equal"`
+	LiveSeq    uint64   `json:"live_seq"`
+	RebuiltSeq uint64   `json:"rebuilt_seq"`
+	Events     int      `json:"events"`
+	Records    int      `json:"records"`
+	Diffs      []string `json:"diffs,omitempty"`
+	Millis     int64    `json:"millis"`
+}
+
+// API error codes, as micro service error codes.
+const (
+	CodeBadRequest = "400"
+	CodeNotFound   = "404"
+	CodeInternal   = "500"
+)
+
+// Serve registers the operator API on nc. Stop the returned service to stop.
+func (c *Controller) Serve(ctx context.Context, nc *nats.Conn, known func(string) bool) (micro.Service, error) {
+	svc, err := micro.AddService(nc, micro.Config{
+		Name: "drover-controller", Version: "0.1.0", Description: "Drover operator API",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("controller: api: %w", err)
+	}
+	endpoints := []struct {
+		name, subject string
+		fn            func(context.Context, micro.Request)
+	}{
+		{"submit", SubjectSubmit, func(ctx context.Context, r micro.Request) { c.handleSubmit(ctx, r, known) }},
+		{"status", SubjectStatus, c.handleStatus},
+		{"rebuild", SubjectRebuild, c.handleRebuild},
+	}
+	for _, e := range endpoints {
+		if err := svc.AddEndpoint(e.name, micro.ContextHandler(ctx, e.fn), micro.WithEndpointSubject(e.subject)); err != nil {
+			_ = svc.Stop()
+			return nil, fmt.Errorf("controller: api %s: %w", e.name, err)
+		}
+	}
+	return svc, nil
+}
+
+func (c *Controller) handleSubmit(ctx context.Context, r micro.Request, known func(string) bool) {
+	var req SubmitRequest
+	if err := json.Unmarshal(r.Data(), &req); err != nil {
+		_ = r.Error(CodeBadRequest, "undecodable submit request: "+err.Error(), nil)
+		return
+	}
+	if err := req.Spec.Validate(flow.Options{KnownRuntime: known}); err != nil {
+		_ = r.Error(CodeBadRequest, err.Error(), nil)
+		return
+	}
+	id := newFlowID(req.Spec.Name)
+	ev, err := eventlog.New("flow_submitted:"+id, eventlog.FlowSubmitted, c.now(), id, "", "", 0, eventlog.FlowSubmittedData{Spec: req.Spec})
+	if err != nil {
+		_ = r.Error(CodeInternal, err.Error(), nil)
+		return
+	}
+	seq, err := queue.PublishEvent(ctx, c.js, ev)
+	if err != nil {
+		_ = r.Error(CodeInternal, err.Error(), nil)
+		return
+	}
+	// Answer once the flow is folded, so a status right after sees it.
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := c.waitApplied(wctx, seq); err != nil {
+		c.log.Warn("submitted flow not folded yet", "flow", id, "err", err)
+	}
+	c.log.Info("flow submitted", "flow", id, "tasks", len(req.Spec.Tasks))
+	_ = r.RespondJSON(SubmitResponse{Flow: id})
+}
+
+// newFlowID makes a flow id from its name and a random suffix; it stays a
+// valid id (the name is at most 63 characters, the id is cut to fit).
+func newFlowID(name string) string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	if len(name) > 56 {
+		name = strings.TrimRight(name[:56], "-")
+	}
+	return name + "-" + string(b[:])
+}
+
+func (c *Controller) handleStatus(_ context.Context, r micro.Request) {
+	var req StatusRequest
+	if len(r.Data()) > 0 {
+		if err := json.Unmarshal(r.Data(), &req); err != nil {
+			_ = r.Error(CodeBadRequest, "undecodable status request: "+err.Error(), nil)
+			return
+		}
+	}
+	var resp StatusResponse
+	var notFound bool
+	c.store.Read(func(st *eventlog.State) {
+		resp.Poisons = len(st.Poisons)
+		if req.Flow == "" {
+			for _, f := range st.Flows {
+				s := FlowSummary{ID: f.ID, Name: f.Spec.Name, State: f.State, Tasks: map[eventlog.TaskState]int{},
+					SubmittedAt: f.SubmittedAt, CompletedAt: f.CompletedAt}
+				for _, t := range st.FlowTasks(f) {
+					s.Tasks[t.State]++
+				}
+				resp.Flows = append(resp.Flows, s)
+			}
+			sort.Slice(resp.Flows, func(i, j int) bool {
+				a, b := resp.Flows[i], resp.Flows[j]
+				return a.SubmittedAt.Before(b.SubmittedAt) || a.SubmittedAt.Equal(b.SubmittedAt) && a.ID < b.ID
+			})
+			return
+		}
+		f := st.Flows[req.Flow]
+		if f == nil {
+			notFound = true
+			return
+		}
+		d := &FlowDetail{Flow: clone(f)}
+		for _, t := range st.FlowTasks(f) {
+			d.Tasks = append(d.Tasks, clone(t))
+		}
+		for _, a := range st.Attempts {
+			if a.Flow == f.ID {
+				d.Attempts = append(d.Attempts, clone(a))
+			}
+		}
+		sort.Slice(d.Attempts, func(i, j int) bool { return d.Attempts[i].ID < d.Attempts[j].ID })
+		resp.Detail = d
+	})
+	if notFound {
+		_ = r.Error(CodeNotFound, "no flow "+req.Flow, nil)
+		return
+	}
+	resp.Applied = c.store.Applied()
+	_ = r.RespondJSON(resp)
+}
+
+// clone deep-copies a record through JSON so the response does not share
+// memory with the live state after the read lock is released.
+func clone[T any](v *T) *T {
+	b, _ := json.Marshal(v)
+	var out T
+	_ = json.Unmarshal(b, &out)
+	return &out
+}
+
+// handleRebuild replays the EVENTS stream into an empty store, up to the
+// sequence the live store has committed, and compares the two byte for byte.
+func (c *Controller) handleRebuild(ctx context.Context, r micro.Request) {
+	resp, err := c.Rebuild(ctx)
+	if err != nil {
+		_ = r.Error(CodeInternal, err.Error(), nil)
+		return
+	}
+	_ = r.RespondJSON(resp)
+}
+
+// Rebuild is the work behind `controller rebuild`.
+func (c *Controller) Rebuild(ctx context.Context) (*RebuildResponse, error) {
+	began := time.Now()
+	if err := c.store.Commit(); err != nil {
+		return nil, err
+	}
+	snap, liveSeq := c.store.Snapshot()
+	defer snap.Close()
+	dir, err := os.MkdirTemp(c.cfg.DataDir, "rebuild-")
+	if err != nil {
+		return nil, fmt.Errorf("controller: rebuild: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	fresh, err := eventlog.OpenStore(filepath.Join(dir, "state"), eventlog.StoreOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer fresh.Close()
+	resp := &RebuildResponse{LiveSeq: liveSeq}
+	if liveSeq > 0 {
+		cons, err := c.js.OrderedConsumer(ctx, queue.EventsStream, jetstream.OrderedConsumerConfig{})
+		if err != nil {
+			return nil, fmt.Errorf("controller: rebuild consumer: %w", err)
+		}
+		it, err := cons.Messages(jetstream.PullMaxMessages(1024))
+		if err != nil {
+			return nil, fmt.Errorf("controller: rebuild consumer: %w", err)
+		}
+		defer it.Stop()
+		for resp.RebuiltSeq < liveSeq {
+			msg, err := it.Next()
+			if err != nil {
+				return nil, fmt.Errorf("controller: rebuild read: %w", err)
+			}
+			md, err := msg.Metadata()
+			if err != nil {
+				return nil, fmt.Errorf("controller: rebuild read: %w", err)
+			}
+			if md.Sequence.Stream > liveSeq {
+				break
+			}
+			fresh.Stage(md.Sequence.Stream, msg.Data())
+			resp.RebuiltSeq = md.Sequence.Stream
+			resp.Events++
+		}
+	}
+	if err := fresh.Commit(); err != nil {
+		return nil, err
+	}
+	fsnap, _ := fresh.Snapshot()
+	defer fsnap.Close()
+	diffs, err := eventlog.Compare(snap, fsnap, 20)
+	if err != nil {
+		return nil, err
+	}
+	dump, err := eventlog.Dump(fsnap)
+	if err != nil {
+		return nil, err
+	}
+	resp.Records = strings.Count(dump, "\n")
+	resp.Diffs, resp.Equal = diffs, len(diffs) == 0
+	resp.Millis = time.Since(began).Milliseconds()
+	return resp, nil
+}
+
+// APIError is an error answered by the controller.
+type APIError struct {
+	Code    string
+	Message string
+}
+
+func (e *APIError) Error() string { return e.Message }
+
+// ErrNoController means nothing answered on the API subjects.
+var ErrNoController = errors.New("controller: no controller is answering (is `controller serve` running, and is nats.url right?)")
+
+// Client calls the operator API.
+type Client struct {
+	NC      *nats.Conn
+	Timeout time.Duration
+}
+
+func (cl *Client) call(ctx context.Context, subject string, req, resp any) error {
+	data, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	timeout := cl.Timeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	msg, err := cl.NC.RequestWithContext(ctx, subject, data)
+	if err != nil {
+		if errors.Is(err, nats.ErrNoResponders) {
+			return ErrNoController
+		}
+		return fmt.Errorf("controller: %s: %w", subject, err)
+	}
+	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
+		return &APIError{Code: code, Message: msg.Header.Get(micro.ErrorHeader)}
+	}
+	return json.Unmarshal(msg.Data, resp)
+}
+
+// Submit sends a flow.
+func (cl *Client) Submit(ctx context.Context, spec *flow.Spec) (string, error) {
+	var resp SubmitResponse
+	err := cl.call(ctx, SubjectSubmit, SubmitRequest{Spec: *spec}, &resp)
+	return resp.Flow, err
+}
+
+// Status asks for one flow or all.
+func (cl *Client) Status(ctx context.Context, flowID string) (*StatusResponse, error) {
+	var resp StatusResponse
+	err := cl.call(ctx, SubjectStatus, StatusRequest{Flow: flowID}, &resp)
+	return &resp, err
+}
+
+// Rebuild asks for a rebuild comparison.
+func (cl *Client) Rebuild(ctx context.Context) (*RebuildResponse, error) {
+	var resp RebuildResponse
+	cl2 := *cl
+	if cl2.Timeout == 0 {
+		cl2.Timeout = 10 * time.Minute
+	}
+	err := cl2.call(ctx, SubjectRebuild, struct{}{}, &resp)
+	return &resp, err
+}

@@ -1,0 +1,167 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/queue"
+)
+
+// Controller folds events and makes decisions.
+type Controller struct {
+	cfg   *config.Config
+	js    jetstream.JetStream
+	store *eventlog.Store
+	log   *slog.Logger
+	now   func() time.Time
+
+	kick chan struct{}
+
+	mu        sync.Mutex
+	published map[string]bool // attempt jobs queued by this process
+	folded    *sync.Cond      // broadcast after each commit
+}
+
+// New returns a controller over an open store.
+func New(cfg *config.Config, js jetstream.JetStream, store *eventlog.Store, log *slog.Logger) *Controller {
+	c := &Controller{
+		cfg: cfg, js: js, store: store, log: log, now: time.Now,
+		kick: make(chan struct{}, 1), published: map[string]bool{},
+	}
+	c.folded = sync.NewCond(&c.mu)
+	return c
+}
+
+// Run folds and decides until ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	errc := make(chan error, 2)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := c.foldLoop(ctx); err != nil {
+			errc <- err
+			cancel(err)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		c.decideLoop(ctx)
+	}()
+	<-ctx.Done()
+	// Wake anyone waiting for a fold.
+	c.mu.Lock()
+	c.folded.Broadcast()
+	c.mu.Unlock()
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return err
+	default:
+		return nil
+	}
+}
+
+// foldLoop reads the EVENTS stream from the sequence after the last one
+// applied and folds it, committing a batch whenever it has caught up.
+func (c *Controller) foldLoop(ctx context.Context) error {
+	start := c.store.Applied() + 1
+	cons, err := c.js.OrderedConsumer(ctx, queue.EventsStream, jetstream.OrderedConsumerConfig{
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start,
+	})
+	if err != nil {
+		return fmt.Errorf("controller: events consumer: %w", err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(1024))
+	if err != nil {
+		return fmt.Errorf("controller: events consumer: %w", err)
+	}
+	go func() {
+		<-ctx.Done()
+		it.Stop()
+	}()
+	c.log.Info("folding events", "from_seq", start)
+	staged := 0
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return c.store.Commit()
+			}
+			c.log.Warn("events consumer", "err", err)
+			continue
+		}
+		md, err := msg.Metadata()
+		if err != nil {
+			c.log.Warn("event without metadata", "err", err)
+			continue
+		}
+		if c.store.Stage(md.Sequence.Stream, msg.Data()) {
+			staged++
+		}
+		if md.NumPending == 0 || staged >= 512 {
+			if err := c.store.Commit(); err != nil {
+				return err
+			}
+			staged = 0
+			c.mu.Lock()
+			c.folded.Broadcast()
+			c.mu.Unlock()
+			c.poke()
+		}
+	}
+}
+
+func (c *Controller) poke() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// waitApplied blocks until the fold has applied seq, or ctx ends.
+func (c *Controller) waitApplied(ctx context.Context, seq uint64) error {
+	stop := context.AfterFunc(ctx, func() {
+		c.mu.Lock()
+		c.folded.Broadcast()
+		c.mu.Unlock()
+	})
+	defer stop()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.store.Applied() < seq {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		c.folded.Wait()
+	}
+	return nil
+}
+
+// decideLoop derives decisions after every fold and on a timer, which also
+// re-derives everything after a restart.
+func (c *Controller) decideLoop(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.kick:
+		case <-t.C:
+		}
+		if err := c.decide(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn("decide", "err", err)
+		}
+	}
+}

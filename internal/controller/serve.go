@@ -1,0 +1,130 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/queue"
+)
+
+// ServeOptions hooks into a serving controller.
+type ServeOptions struct {
+	// Ready is called once NATS, the streams, the store and the API are up,
+	// with the client URL. What it starts it stops through the returned func.
+	Ready func(ctx context.Context, url string) (stop func(), err error)
+}
+
+// Serve runs a controller until ctx ends: the embedded nats-server unless
+// nats.url is set, the streams, the Pebble store, the fold, the decisions
+// and the API.
+func Serve(ctx context.Context, cfg *config.Config, log *slog.Logger, o ServeOptions) (err error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("controller: data dir: %w", err)
+	}
+	url := cfg.NATS.URL
+	if url == "" {
+		ns, err := startEmbedded(cfg)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			ns.Shutdown()
+			ns.WaitForShutdown()
+		}()
+		url = ns.ClientURL()
+		if err := writeFileAtomic(cfg.NATSURLFile(), []byte(url+"\n")); err != nil {
+			return err
+		}
+		defer os.Remove(cfg.NATSURLFile())
+		log.Info("embedded nats-server ready", "url", url, "store", filepath.Join(cfg.DataDir, "nats"))
+	}
+	nc, err := queue.Connect(url, "drover-controller", log)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+	ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = queue.Ensure(ectx, js, queue.StreamOptions{Replicas: cfg.NATS.Replicas})
+	cancel()
+	if err != nil {
+		return err
+	}
+	store, err := eventlog.OpenStore(filepath.Join(cfg.DataDir, "state"), eventlog.StoreOptions{})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, store.Close()) }()
+	ctrl := New(cfg, js, store, log)
+	svc, err := ctrl.Serve(ctx, nc, func(name string) bool { _, ok := cfg.Runtimes[name]; return ok })
+	if err != nil {
+		return err
+	}
+	defer func() { _ = svc.Stop() }()
+	if o.Ready != nil {
+		stop, err := o.Ready(ctx, url)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	log.Info("controller serving", "data_dir", cfg.DataDir, "applied_seq", store.Applied())
+	return ctrl.Run(ctx)
+}
+
+func startEmbedded(cfg *config.Config) (*server.Server, error) {
+	host, portStr, err := net.SplitHostPort(cfg.NATS.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("controller: nats.listen: %w", err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, fmt.Errorf("controller: nats.listen: %w", err)
+	}
+	o := queue.EmbeddedOptions{StoreDir: filepath.Join(cfg.DataDir, "nats"), Host: host, Port: port}
+	switch s := cfg.NATS.SyncInterval; s {
+	case "":
+	case "always":
+		o.SyncAlways = true
+	default:
+		o.SyncInterval, _ = time.ParseDuration(s) // validated by config
+	}
+	return queue.StartEmbedded(o)
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+	return nil
+}
+
+// Connect dials the NATS server a CLI command should talk to.
+func Connect(cfg *config.Config) (*nats.Conn, error) {
+	url := cfg.ClientURL()
+	nc, err := nats.Connect(url, nats.Name("drover-cli"), nats.Timeout(5*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("controller: connect to NATS at %s: %w (is `controller serve` running? set nats.url or --data-dir)", url, err)
+	}
+	return nc, nil
+}

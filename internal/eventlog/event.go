@@ -1,0 +1,243 @@
+package eventlog
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/drover-dev/drover/internal/flow"
+)
+
+// Version is the envelope version this build writes and folds.
+const Version = 1
+
+// MaxEventSize bounds one encoded event; larger messages are poison.
+const MaxEventSize = 1 << 20
+
+// Type names an event. The names follow seed 000 §12.1 in snake_case.
+type Type string
+
+// Event types. The controller writes the flow and decision events; workers
+// write the attempt lifecycle events.
+const (
+	FlowSubmitted           Type = "flow_submitted"
+	FlowCompleted           Type = "flow_completed"
+	AttemptScheduled        Type = "attempt_scheduled"
+	AttemptClaimed          Type = "attempt_claimed"
+	AdapterInitialized      Type = "adapter_initialized"
+	PrepareCompleted        Type = "prepare_completed"
+	RuntimeStarted          Type = "runtime_started"
+	RuntimeOutputChunk      Type = "runtime_output_chunk" // on the OUTPUT stream, never folded
+	RuntimeExited           Type = "runtime_exited"
+	FileModified            Type = "file_modified"
+	DiffComputed            Type = "diff_computed"
+	CheckpointCommitCreated Type = "checkpoint_commit_created"
+	RuntimeTerminated       Type = "runtime_terminated"
+	AttemptReported         Type = "attempt_reported"
+	RuntimeErrorClassified  Type = "runtime_error_classified"
+	TaskFailedEvent         Type = "task_failed"
+)
+
+// Event is the envelope of everything on the EVENTS stream. ID is unique per
+// logical event and deterministic for decisions, so a republished event is
+// recognised and folded once.
+type Event struct {
+	V       int             `json:"v"`
+	ID      string          `json:"id"`
+	Type    Type            `json:"type"`
+	Time    time.Time       `json:"time"`
+	Flow    string          `json:"flow"`
+	Task    string          `json:"task,omitempty"`
+	Attempt string          `json:"attempt,omitempty"`
+	Epoch   uint64          `json:"epoch,omitempty"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// ErrDecode is wrapped by every decoding failure.
+var ErrDecode = errors.New("eventlog: undecodable event")
+
+// New builds an event with its payload encoded.
+func New(id string, typ Type, at time.Time, flowID, task, attempt string, epoch uint64, data any) (*Event, error) {
+	ev := &Event{V: Version, ID: id, Type: typ, Time: at.UTC(), Flow: flowID, Task: task, Attempt: attempt, Epoch: epoch}
+	if data != nil {
+		raw, err := json.Marshal(data)
+		if err != nil {
+			return nil, fmt.Errorf("eventlog: encode %s payload: %w", typ, err)
+		}
+		ev.Data = raw
+	}
+	return ev, nil
+}
+
+// Encode returns the wire form of ev.
+func (ev *Event) Encode() ([]byte, error) { return json.Marshal(ev) }
+
+// Decode parses and checks one event off the wire.
+func Decode(raw []byte) (*Event, error) {
+	if len(raw) > MaxEventSize {
+		return nil, fmt.Errorf("%w: %d bytes exceeds %d", ErrDecode, len(raw), MaxEventSize)
+	}
+	var ev Event
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDecode, err)
+	}
+	switch {
+	case ev.V != Version:
+		return nil, fmt.Errorf("%w: version %d, want %d", ErrDecode, ev.V, Version)
+	case ev.ID == "":
+		return nil, fmt.Errorf("%w: missing id", ErrDecode)
+	case ev.Type == "":
+		return nil, fmt.Errorf("%w: missing type", ErrDecode)
+	case ev.Flow == "":
+		return nil, fmt.Errorf("%w: missing flow", ErrDecode)
+	}
+	return &ev, nil
+}
+
+// Payload decodes ev.Data into v.
+func (ev *Event) Payload(v any) error {
+	if len(ev.Data) == 0 {
+		return fmt.Errorf("%w: %s %s has no payload", ErrDecode, ev.Type, ev.ID)
+	}
+	if err := json.Unmarshal(ev.Data, v); err != nil {
+		return fmt.Errorf("%w: %s %s payload: %v", ErrDecode, ev.Type, ev.ID, err)
+	}
+	return nil
+}
+
+// FlowSubmittedData records an accepted flow.
+type FlowSubmittedData struct {
+	Spec flow.Spec `json:"spec"`
+}
+
+// FlowCompletedData is the controller's decision that every task is terminal.
+type FlowCompletedData struct {
+	State FlowState `json:"state"`
+}
+
+// DepResult is a dependency's result branch merged into a dependent attempt.
+type DepResult struct {
+	Task   string `json:"task"`
+	Branch string `json:"branch"`
+	Commit string `json:"commit"`
+}
+
+// AttemptScheduledData is the controller's decision to run a task once more.
+type AttemptScheduledData struct {
+	N       int           `json:"n"`
+	Runtime string        `json:"runtime"`
+	Pool    string        `json:"pool"`
+	Branch  string        `json:"branch"`
+	Timeout flow.Duration `json:"timeout,omitempty"`
+	Merge   []DepResult   `json:"merge,omitempty"`
+}
+
+// AttemptClaimedData says which worker holds the attempt, at Event.Epoch.
+type AttemptClaimedData struct {
+	Worker string `json:"worker"`
+	Host   string `json:"host,omitempty"`
+}
+
+// AdapterInitializedData is the Initialize phase's outcome.
+type AdapterInitializedData struct {
+	Adapter string `json:"adapter"`
+	Binary  string `json:"binary"`
+	Version string `json:"version,omitempty"`
+}
+
+// PrepareCompletedData is the Prepare phase's outcome.
+type PrepareCompletedData struct {
+	Worktree   string `json:"worktree"`
+	Branch     string `json:"branch"`
+	BaseCommit string `json:"base_commit"`
+	Baseline   string `json:"baseline"`
+}
+
+// RuntimeStartedData records the launched process.
+type RuntimeStartedData struct {
+	Pid  int      `json:"pid"`
+	Argv []string `json:"argv"`
+}
+
+// OutputChunkData is a piece of the CLI's output (OUTPUT stream).
+type OutputChunkData struct {
+	Stream string `json:"stream"`
+	Offset int64  `json:"offset"`
+	Text   string `json:"text"`
+}
+
+// RuntimeExitedData records how the process ended.
+type RuntimeExitedData struct {
+	Outcome    string `json:"outcome"`
+	ExitCode   int    `json:"exit_code"`
+	Signal     string `json:"signal,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// FileModifiedData is one changed path.
+type FileModifiedData struct {
+	Path   string `json:"path"`
+	Change string `json:"change"` // created | modified | deleted
+}
+
+// DiffComputedData is the aggregate diff, bounded; the full patch size is kept.
+type DiffComputedData struct {
+	Created       []string `json:"created,omitempty"`
+	Modified      []string `json:"modified,omitempty"`
+	Deleted       []string `json:"deleted,omitempty"`
+	Stat          string   `json:"stat,omitempty"`
+	Diff          string   `json:"diff,omitempty"`
+	DiffBytes     int      `json:"diff_bytes"`
+	DiffTruncated bool     `json:"diff_truncated,omitempty"`
+}
+
+// Commit is a commit the runtime or Drover made.
+type Commit struct {
+	SHA     string `json:"sha"`
+	Subject string `json:"subject"`
+}
+
+// CheckpointCommitCreatedData records the checkpoint commit and the runtime's own commits.
+type CheckpointCommitCreatedData struct {
+	Commit         string   `json:"commit"`
+	RuntimeCommits []Commit `json:"runtime_commits,omitempty"`
+}
+
+// ErrorInfo is a failure normalised into a class (seed 000 §9).
+type ErrorInfo struct {
+	Class       string `json:"class"`
+	Category    string `json:"category,omitempty"`
+	Message     string `json:"message"`
+	Recoverable bool   `json:"recoverable"`
+}
+
+// Report is the ExecutionReport of seed 000 §8.2.
+type Report struct {
+	Success        bool       `json:"success"`
+	ExitCode       int        `json:"exit_code"`
+	Signal         string     `json:"signal,omitempty"`
+	DurationMS     int64      `json:"duration_ms"`
+	StdoutTail     string     `json:"stdout_tail,omitempty"`
+	StderrTail     string     `json:"stderr_tail,omitempty"`
+	FilesCreated   []string   `json:"files_created,omitempty"`
+	FilesModified  []string   `json:"files_modified,omitempty"`
+	FilesDeleted   []string   `json:"files_deleted,omitempty"`
+	CommitsCreated []string   `json:"commits_created,omitempty"`
+	DiffSummary    string     `json:"diff_summary,omitempty"`
+	Branch         string     `json:"branch,omitempty"`
+	Commit         string     `json:"commit,omitempty"`
+	Worktree       string     `json:"worktree,omitempty"`
+	Error          *ErrorInfo `json:"error,omitempty"`
+}
+
+// RuntimeErrorClassifiedData is the controller's classification of a failure.
+type RuntimeErrorClassifiedData struct {
+	ErrorInfo
+}
+
+// TaskFailedData is the controller's decision that a task will not be retried.
+type TaskFailedData struct {
+	Reason string `json:"reason"`
+	Class  string `json:"class,omitempty"`
+}

@@ -1,0 +1,307 @@
+package eventlog
+
+import (
+	"fmt"
+)
+
+// Record key prefixes in the projection. A key names one JSON record.
+const (
+	keyFlow    = "f/"
+	keyTask    = "t/"
+	keyAttempt = "a/"
+	keySeen    = "e/"
+	keyPoison  = "p/"
+)
+
+func (s *State) mark(key string) { s.dirty[key] = struct{}{} }
+
+func poisonKey(seq uint64) string { return fmt.Sprintf("%s%020d", keyPoison, seq) }
+
+// ApplyRaw folds one message off the EVENTS stream. Undecodable messages are
+// recorded as poison at their sequence; they never stop the fold.
+func (s *State) ApplyRaw(seq uint64, raw []byte) {
+	ev, err := Decode(raw)
+	if err != nil {
+		s.poison(seq, err, len(raw))
+		return
+	}
+	if err := s.Apply(seq, ev); err != nil {
+		s.poison(seq, err, len(raw))
+	}
+}
+
+func (s *State) poison(seq uint64, err error, size int) {
+	s.Poisons[seq] = &Poison{Seq: seq, Reason: err.Error(), Size: size}
+	s.mark(poisonKey(seq))
+}
+
+// Apply folds one decoded event. It is a pure function of the state and the
+// event: no clock, no I/O. An event id seen before changes nothing; an event
+// that does not fit the state (unknown flow, superseded claim, attempt already
+// finished) is ignored, because at-least-once delivery and fencing make such
+// events normal. It returns an error only for a payload that cannot be decoded.
+func (s *State) Apply(seq uint64, ev *Event) error {
+	if _, dup := s.Seen[ev.ID]; dup {
+		return nil
+	}
+	s.Seen[ev.ID] = seq
+	s.mark(keySeen + ev.ID)
+
+	switch ev.Type {
+	case FlowSubmitted:
+		return s.flowSubmitted(ev)
+	case FlowCompleted:
+		return s.flowCompleted(ev)
+	case AttemptScheduled:
+		return s.attemptScheduled(ev)
+	case AttemptClaimed:
+		return s.attemptClaimed(ev)
+	case AttemptReported:
+		return s.attemptReported(ev)
+	case RuntimeErrorClassified:
+		return s.errorClassified(ev)
+	case TaskFailedEvent:
+		return s.taskFailed(ev)
+	case AdapterInitialized, PrepareCompleted, RuntimeStarted, RuntimeExited,
+		FileModified, DiffComputed, CheckpointCommitCreated, RuntimeTerminated:
+		return s.attemptPhase(ev)
+	default:
+		// Unknown types from newer writers are kept in the log but change nothing.
+		return nil
+	}
+}
+
+func (s *State) flowSubmitted(ev *Event) error {
+	if _, ok := s.Flows[ev.Flow]; ok {
+		return nil
+	}
+	var d FlowSubmittedData
+	if err := ev.Payload(&d); err != nil {
+		return err
+	}
+	f := &Flow{ID: ev.Flow, State: FlowRunning, SubmittedAt: ev.Time, Order: d.Spec.TopoOrder(), Spec: d.Spec}
+	s.Flows[f.ID] = f
+	s.mark(keyFlow + f.ID)
+	for i := range d.Spec.Tasks {
+		t := &d.Spec.Tasks[i]
+		task := &Task{
+			Flow: f.ID, ID: t.ID, State: TaskPending, DependsOn: t.DependsOn,
+			Runtime: d.Spec.RuntimeFor(t), UpdatedAt: ev.Time,
+		}
+		s.putTask(task)
+	}
+	return nil
+}
+
+func (s *State) putTask(t *Task) {
+	k := TaskKey(t.Flow, t.ID)
+	s.Tasks[k] = t
+	s.mark(keyTask + k)
+}
+
+func (s *State) touchTask(t *Task, ev *Event) {
+	t.UpdatedAt = ev.Time
+	s.mark(keyTask + TaskKey(t.Flow, t.ID))
+}
+
+func (s *State) touchAttempt(a *Attempt) { s.mark(keyAttempt + a.ID) }
+
+func (s *State) flowCompleted(ev *Event) error {
+	f := s.Flows[ev.Flow]
+	if f == nil || f.State.Terminal() {
+		return nil
+	}
+	var d FlowCompletedData
+	if err := ev.Payload(&d); err != nil {
+		return err
+	}
+	if !d.State.Terminal() {
+		return fmt.Errorf("%w: flow_completed with state %q", ErrDecode, d.State)
+	}
+	f.State = d.State
+	f.CompletedAt = ev.Time
+	s.mark(keyFlow + f.ID)
+	return nil
+}
+
+func (s *State) attemptScheduled(ev *Event) error {
+	t := s.Task(ev.Flow, ev.Task)
+	if t == nil || t.State != TaskPending {
+		return nil
+	}
+	var d AttemptScheduledData
+	if err := ev.Payload(&d); err != nil {
+		return err
+	}
+	if d.N != t.Attempts+1 || s.Attempts[ev.Attempt] != nil {
+		return nil
+	}
+	a := &Attempt{
+		ID: ev.Attempt, Flow: ev.Flow, Task: ev.Task, N: d.N, Runtime: d.Runtime, Pool: d.Pool,
+		Branch: d.Branch, Timeout: d.Timeout, Merge: d.Merge, State: AttemptQueued, ScheduledAt: ev.Time,
+	}
+	s.Attempts[a.ID] = a
+	s.touchAttempt(a)
+	t.State, t.Attempts, t.Attempt = TaskScheduled, d.N, a.ID
+	s.touchTask(t, ev)
+	return nil
+}
+
+// live returns the attempt an event is about, if it is still open.
+func (s *State) live(ev *Event) *Attempt {
+	a := s.Attempts[ev.Attempt]
+	if a == nil || a.Flow != ev.Flow || a.State.Terminal() {
+		return nil
+	}
+	return a
+}
+
+func (s *State) attemptClaimed(ev *Event) error {
+	a := s.live(ev)
+	if a == nil {
+		return nil
+	}
+	if ev.Epoch <= a.Epoch {
+		a.Fenced++
+		s.touchAttempt(a)
+		return nil
+	}
+	var d AttemptClaimedData
+	if err := ev.Payload(&d); err != nil {
+		return err
+	}
+	a.Epoch, a.Worker, a.State, a.Phase, a.ClaimedAt = ev.Epoch, d.Worker, AttemptClaimedSt, ev.Type, ev.Time
+	s.touchAttempt(a)
+	if t := s.Task(a.Flow, a.Task); t != nil && t.Attempt == a.ID {
+		t.State = TaskRunning
+		s.touchTask(t, ev)
+	}
+	return nil
+}
+
+// current returns the open attempt an event is about if the event comes from
+// the claim that holds it now; events from a superseded claim are fenced off.
+func (s *State) current(ev *Event) *Attempt {
+	a := s.live(ev)
+	if a == nil {
+		return nil
+	}
+	if ev.Epoch != a.Epoch || a.State != AttemptClaimedSt {
+		a.Fenced++
+		s.touchAttempt(a)
+		return nil
+	}
+	return a
+}
+
+func (s *State) attemptPhase(ev *Event) error {
+	a := s.current(ev)
+	if a == nil {
+		return nil
+	}
+	a.Phase = ev.Type
+	switch ev.Type {
+	case PrepareCompleted:
+		var d PrepareCompletedData
+		if err := ev.Payload(&d); err != nil {
+			return err
+		}
+		a.Worktree, a.BaseCommit = d.Worktree, d.BaseCommit
+	case RuntimeStarted:
+		var d RuntimeStartedData
+		if err := ev.Payload(&d); err != nil {
+			return err
+		}
+		a.Pid = d.Pid
+	case DiffComputed:
+		var d DiffComputedData
+		if err := ev.Payload(&d); err != nil {
+			return err
+		}
+		a.DiffStat = d.Stat
+	}
+	s.touchAttempt(a)
+	return nil
+}
+
+func (s *State) attemptReported(ev *Event) error {
+	a := s.current(ev)
+	if a == nil {
+		return nil
+	}
+	var r Report
+	if err := ev.Payload(&r); err != nil {
+		return err
+	}
+	a.Report, a.Phase, a.EndedAt = &r, ev.Type, ev.Time
+	a.State = AttemptFailed
+	if r.Success {
+		a.State = AttemptSucceeded
+	}
+	s.touchAttempt(a)
+	t := s.Task(a.Flow, a.Task)
+	if t == nil || t.Attempt != a.ID || t.State.Terminal() {
+		return nil
+	}
+	if r.Success {
+		t.State, t.ResultBranch, t.ResultCommit, t.Error = TaskSucceeded, r.Branch, r.Commit, nil
+	}
+	// A failed attempt leaves the task running until the controller decides.
+	s.touchTask(t, ev)
+	return nil
+}
+
+func (s *State) errorClassified(ev *Event) error {
+	a := s.Attempts[ev.Attempt]
+	if a == nil || a.Flow != ev.Flow {
+		return nil
+	}
+	var d RuntimeErrorClassifiedData
+	if err := ev.Payload(&d); err != nil {
+		return err
+	}
+	info := d.ErrorInfo
+	a.Error = &info
+	s.touchAttempt(a)
+	return nil
+}
+
+func (s *State) taskFailed(ev *Event) error {
+	t := s.Task(ev.Flow, ev.Task)
+	if t == nil || t.State.Terminal() {
+		return nil
+	}
+	var d TaskFailedData
+	if err := ev.Payload(&d); err != nil {
+		return err
+	}
+	t.State = TaskFailed
+	t.Error = &ErrorInfo{Class: d.Class, Message: d.Reason}
+	s.touchTask(t, ev)
+	s.blockDependents(ev, t)
+	return nil
+}
+
+// blockDependents marks every task downstream of a failed one as blocked.
+func (s *State) blockDependents(ev *Event, failed *Task) {
+	f := s.Flows[failed.Flow]
+	if f == nil {
+		return
+	}
+	// Order lists dependencies first, so one pass reaches every descendant.
+	bad := map[string]string{failed.ID: failed.ID}
+	for _, id := range f.Order {
+		t := s.Task(f.ID, id)
+		if t == nil || t.State.Terminal() {
+			continue
+		}
+		for _, dep := range t.DependsOn {
+			if root, ok := bad[dep]; ok {
+				t.State, t.BlockedBy = TaskBlocked, dep
+				bad[id] = root
+				s.touchTask(t, ev)
+				break
+			}
+		}
+	}
+}

@@ -1,0 +1,153 @@
+package eventlog
+
+import (
+	"time"
+
+	"github.com/drover-dev/drover/internal/flow"
+)
+
+// FlowState is where a flow is in its life.
+type FlowState string
+
+// Flow states.
+const (
+	FlowRunning   FlowState = "running"
+	FlowSucceeded FlowState = "succeeded"
+	FlowFailed    FlowState = "failed"
+)
+
+// Terminal reports whether the flow is finished.
+func (s FlowState) Terminal() bool { return s == FlowSucceeded || s == FlowFailed }
+
+// TaskState is where a task is in its life.
+type TaskState string
+
+// Task states.
+const (
+	TaskPending   TaskState = "pending"   // waiting for dependencies
+	TaskScheduled TaskState = "scheduled" // an attempt is queued
+	TaskRunning   TaskState = "running"   // an attempt is claimed, or awaits a decision
+	TaskSucceeded TaskState = "succeeded"
+	TaskFailed    TaskState = "failed"
+	TaskBlocked   TaskState = "blocked" // a dependency failed
+)
+
+// Terminal reports whether the task will change no more without an operator.
+func (s TaskState) Terminal() bool {
+	return s == TaskSucceeded || s == TaskFailed || s == TaskBlocked
+}
+
+// AttemptState is where an attempt is in its life.
+type AttemptState string
+
+// Attempt states.
+const (
+	AttemptQueued    AttemptState = "scheduled"
+	AttemptClaimedSt AttemptState = "claimed"
+	AttemptSucceeded AttemptState = "succeeded"
+	AttemptFailed    AttemptState = "failed"
+)
+
+// Terminal reports whether the attempt has its report.
+func (s AttemptState) Terminal() bool { return s == AttemptSucceeded || s == AttemptFailed }
+
+// Flow is the projection of one submitted flow.
+type Flow struct {
+	ID          string    `json:"id"`
+	State       FlowState `json:"state"`
+	SubmittedAt time.Time `json:"submitted_at"`
+	CompletedAt time.Time `json:"completed_at,omitzero"`
+	Order       []string  `json:"order"` // task ids, dependencies first
+	Spec        flow.Spec `json:"spec"`
+}
+
+// Task is the projection of one task of a flow.
+type Task struct {
+	Flow         string     `json:"flow"`
+	ID           string     `json:"id"`
+	State        TaskState  `json:"state"`
+	DependsOn    []string   `json:"depends_on,omitempty"`
+	Runtime      string     `json:"runtime"`
+	Attempts     int        `json:"attempts"`
+	Attempt      string     `json:"attempt,omitempty"` // the current attempt
+	ResultBranch string     `json:"result_branch,omitempty"`
+	ResultCommit string     `json:"result_commit,omitempty"`
+	BlockedBy    string     `json:"blocked_by,omitempty"`
+	Error        *ErrorInfo `json:"error,omitempty"`
+	UpdatedAt    time.Time  `json:"updated_at"`
+}
+
+// Attempt is the projection of one run of a task.
+type Attempt struct {
+	ID          string        `json:"id"`
+	Flow        string        `json:"flow"`
+	Task        string        `json:"task"`
+	N           int           `json:"n"`
+	Runtime     string        `json:"runtime"`
+	Pool        string        `json:"pool"`
+	Branch      string        `json:"branch"`
+	Timeout     flow.Duration `json:"timeout,omitempty"`
+	Merge       []DepResult   `json:"merge,omitempty"`
+	State       AttemptState  `json:"state"`
+	Phase       Type          `json:"phase,omitempty"` // the last lifecycle event folded
+	Epoch       uint64        `json:"epoch"`
+	Worker      string        `json:"worker,omitempty"`
+	Worktree    string        `json:"worktree,omitempty"`
+	BaseCommit  string        `json:"base_commit,omitempty"`
+	Pid         int           `json:"pid,omitempty"`
+	DiffStat    string        `json:"diff_stat,omitempty"`
+	ScheduledAt time.Time     `json:"scheduled_at"`
+	ClaimedAt   time.Time     `json:"claimed_at,omitzero"`
+	EndedAt     time.Time     `json:"ended_at,omitzero"`
+	Report      *Report       `json:"report,omitempty"`
+	Error       *ErrorInfo    `json:"error,omitempty"`  // set by runtime_error_classified
+	Fenced      int           `json:"fenced,omitempty"` // events ignored from superseded claims
+}
+
+// Poison records an event that could not be folded. It is part of the
+// projection so that a rebuild records the same poison at the same sequence.
+type Poison struct {
+	Seq    uint64 `json:"seq"`
+	Reason string `json:"reason"`
+	Size   int    `json:"size"`
+}
+
+// State is the whole projection in memory. Apply mutates it and marks the
+// records it touched so the store can persist exactly those.
+type State struct {
+	Flows    map[string]*Flow
+	Tasks    map[string]*Task // key: flow + "/" + task
+	Attempts map[string]*Attempt
+	Seen     map[string]uint64 // event id -> sequence that folded it
+	Poisons  map[uint64]*Poison
+	dirty    map[string]struct{}
+}
+
+// NewState returns an empty projection.
+func NewState() *State {
+	return &State{
+		Flows:    map[string]*Flow{},
+		Tasks:    map[string]*Task{},
+		Attempts: map[string]*Attempt{},
+		Seen:     map[string]uint64{},
+		Poisons:  map[uint64]*Poison{},
+		dirty:    map[string]struct{}{},
+	}
+}
+
+// TaskKey is the key of a task in State.Tasks.
+func TaskKey(flowID, task string) string { return flowID + "/" + task }
+
+// Task returns a task of a flow.
+func (s *State) Task(flowID, task string) *Task { return s.Tasks[TaskKey(flowID, task)] }
+
+// FlowTasks returns a flow's tasks in dependency order.
+func (s *State) FlowTasks(f *Flow) []*Task {
+	out := make([]*Task, 0, len(f.Order))
+	for _, id := range f.Order {
+		if t := s.Task(f.ID, id); t != nil {
+			out = append(out, t)
+		}
+	}
+	return out
+}

@@ -1,0 +1,16 @@
+// Package flow owns the flow file format: the YAML a user submits to the
+// controller, describing a DAG of tasks to run against one git repository.
+//
+// It parses a file into a Spec, validates it (ids, references, cycles,
+// runtimes, limits) and answers the graph questions the controller needs:
+// topological order, dependents and the effective runtime of a task.
+//
+// The package is pure: it never touches the network, git, NATS or the file
+// system (Parse is handed the bytes; a local repo path is made absolute but
+// not checked for existence). A Spec also travels inside events as JSON, so
+// its JSON form is part of the wire format: change it only compatibly.
+//
+// Every problem it reports wraps ErrInvalid; Parse reports as many problems
+// as it can find at once, each with the file position of the offending node.
+// The format itself is documented for users in docs/flows.md.
+package flow

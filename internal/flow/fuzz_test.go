@@ -1,0 +1,77 @@
+package flow
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// FuzzParse checks that Parse never panics, that every error it returns is an
+// ErrInvalid naming the file, and that every Spec it accepts re-validates,
+// survives a JSON round trip unchanged (it travels inside events) and has a
+// complete topological order.
+func FuzzParse(f *testing.F) {
+	for _, pattern := range []string{"testdata/bad/*.yaml", "../../examples/*.yaml"} {
+		files, err := filepath.Glob(pattern)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, file := range files {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(data)
+		}
+	}
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		spec, err := Parse("fuzz.yaml", data, Options{})
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error does not wrap ErrInvalid: %v", err)
+			}
+			var fe *Error
+			if !errors.As(err, &fe) || fe.File != "fuzz.yaml" || fe.Line < 0 || fe.Column < 0 {
+				t.Fatalf("bad first problem %#v in %v", fe, err)
+			}
+			return
+		}
+
+		if err := spec.Validate(Options{}); err != nil {
+			t.Fatalf("accepted spec does not re-validate: %v\n%+v", err, spec)
+		}
+		encoded, err := json.Marshal(spec)
+		if err != nil {
+			t.Fatalf("marshal: %v", err)
+		}
+		var back Spec
+		if err := json.Unmarshal(encoded, &back); err != nil {
+			t.Fatalf("unmarshal %s: %v", encoded, err)
+		}
+		if !reflect.DeepEqual(&back, spec) {
+			t.Fatalf("JSON round trip changed the spec:\n got %#v\nwant %#v", back, *spec)
+		}
+
+		order := spec.TopoOrder()
+		if len(order) != len(spec.Tasks) {
+			t.Fatalf("TopoOrder has %d ids for %d tasks", len(order), len(spec.Tasks))
+		}
+		done := map[string]bool{}
+		for _, id := range order {
+			task, ok := spec.Task(id)
+			if !ok || done[id] {
+				t.Fatalf("TopoOrder %v: unknown or repeated %q", order, id)
+			}
+			for _, dep := range task.DependsOn {
+				if !done[dep] {
+					t.Fatalf("TopoOrder %v: %q comes before its dependency %q", order, id, dep)
+				}
+			}
+			done[id] = true
+		}
+	})
+}

@@ -1,0 +1,394 @@
+package flow
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// Parse decodes and validates a flow file. filename is used in error messages
+// and to resolve a relative local repo path against the file's directory.
+//
+// It walks the YAML node tree itself rather than decoding into structs, so
+// that every problem, including unknown and repeated fields, carries the line
+// it was found on. All problems are returned at once in a *ValidationError,
+// which wraps ErrInvalid.
+func Parse(filename string, data []byte, opts Options) (*Spec, error) {
+	p := &problems{file: filename, pos: map[string]position{}, bad: map[string]bool{}}
+	if len(data) > MaxFileSize {
+		p.record(&Error{File: filename, Msg: fmt.Sprintf("file is %d bytes; the limit is %d", len(data), MaxFileSize)})
+		return nil, p.err()
+	}
+	if e := checkText(filename, data); e != nil {
+		p.record(e)
+		return nil, p.err()
+	}
+	root := decodeDocument(p, data)
+	if root == nil {
+		return nil, p.err()
+	}
+
+	s := &Spec{}
+	d := decoder{p}
+	d.spec(root, s)
+	repoDir := filepath.Dir(filename)
+	if opts.RepoOverride != "" {
+		s.Repo = opts.RepoOverride
+		repoDir = "."
+		p.pos["repo"] = position{} // not from the file: no line to point at
+		delete(p.bad, "repo")      // the override is checked even if the file's repo was broken
+	}
+	if s.Runtime == "" && opts.DefaultRuntime != "" && !p.bad["runtime"] {
+		s.Runtime = opts.DefaultRuntime
+		p.pos["runtime"] = position{} // not from the file either
+	}
+	s.validate(p, opts)
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+
+	if s.Base == "" {
+		s.Base = DefaultBase
+	}
+	if kindOf(s.Repo) == repoPath {
+		repo := s.Repo
+		if !filepath.IsAbs(repo) {
+			repo = filepath.Join(repoDir, repo)
+		}
+		abs, err := filepath.Abs(repo)
+		if err != nil {
+			return nil, fmt.Errorf("flow: %s: resolve repo path %q: %w", filename, s.Repo, err)
+		}
+		s.Repo = abs
+	}
+	return s, nil
+}
+
+// decodeDocument returns the root node of the single YAML document in data,
+// or nil after reporting why there is none.
+func decodeDocument(p *problems, data []byte) *yaml.Node {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	switch err := decodeNode(dec, &doc); {
+	case errors.Is(err, io.EOF):
+		p.record(&Error{File: p.file, Msg: "file is empty: it holds no YAML document"})
+		return nil
+	case err != nil:
+		p.record(syntaxError(p.file, err))
+		return nil
+	}
+
+	var extra yaml.Node
+	switch err := decodeNode(dec, &extra); {
+	case err == nil:
+		p.record(&Error{File: p.file, Line: extra.Line, Column: extra.Column,
+			Msg: "more than one YAML document; a flow file holds exactly one (remove the extra '---')"})
+		return nil
+	case !errors.Is(err, io.EOF):
+		p.record(syntaxError(p.file, err))
+		return nil
+	}
+
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	p.pos[""] = position{root.Line, root.Column}
+	switch {
+	case root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null":
+		p.record(&Error{File: p.file, Line: root.Line, Column: root.Column, Msg: "file is empty: it holds no fields"})
+		return nil
+	case root.Kind != yaml.MappingNode:
+		p.record(&Error{File: p.file, Line: root.Line, Column: root.Column,
+			Msg: fmt.Sprintf("a flow must be a mapping of fields (name, repo, tasks, ...), got %s", describe(root))})
+		return nil
+	}
+	return root
+}
+
+// decodeNode decodes the next document. The flow file is untrusted input to
+// a long-running controller, so a panic inside the YAML library becomes an
+// error instead of a crash.
+func decodeNode(dec *yaml.Decoder, n *yaml.Node) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("yaml: internal error: %v", r)
+		}
+	}()
+	return dec.Decode(n)
+}
+
+// checkText rejects bytes YAML does not allow, with their position. The
+// yaml library reports these without a line; finding them first also keeps
+// invalid UTF-8 out of every string in a Spec.
+func checkText(file string, data []byte) *Error {
+	line, col := 1, 1
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		var msg string
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			msg = "invalid UTF-8"
+		case !yamlPrintable(r):
+			msg = fmt.Sprintf("character %U is not allowed in YAML", r)
+		}
+		if msg != "" {
+			return &Error{File: file, Line: line, Column: col, Msg: msg}
+		}
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+		i += size
+	}
+	return nil
+}
+
+// yamlPrintable is the YAML 1.2 c-printable set (spec 5.1).
+func yamlPrintable(r rune) bool {
+	switch {
+	case r == '\t', r == '\n', r == '\r', r == 0x85:
+		return true
+	case r < 0x20, r == 0x7f, r >= 0x80 && r < 0xa0:
+		return false
+	case r >= 0xd800 && r < 0xe000, r == 0xfffe, r == 0xffff:
+		return false
+	}
+	return true
+}
+
+var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): `)
+
+// syntaxError turns a yaml library error ("yaml: line 3: did not find
+// expected key") into an Error carrying the line.
+func syntaxError(file string, err error) *Error {
+	msg := err.Error()
+	e := &Error{File: file}
+	switch m := yamlLineRE.FindStringSubmatch(msg); {
+	case m != nil:
+		e.Line, _ = strconv.Atoi(m[1])
+		msg = msg[len(m[0]):]
+	case strings.HasPrefix(msg, "yaml: unknown anchor"):
+		// Reported by the composer, which knows no position.
+		msg = strings.TrimPrefix(msg, "yaml: ") + " (anchors and aliases are not supported)"
+	default:
+		// The scanner's lines are 0-based and it leaves out line 0, so
+		// a syntax error without a line is on the first one. (checkText
+		// has already caught the reader errors, which have no line.)
+		e.Line = 1
+		msg = strings.TrimPrefix(msg, "yaml: ")
+	}
+	e.Msg = "invalid YAML: " + msg
+	return e
+}
+
+// decoder fills a Spec from the node tree, reporting type problems with the
+// position of the node at fault and recording where each field was written.
+type decoder struct{ p *problems }
+
+var (
+	specFields = []string{"name", "repo", "base", "runtime", "timeout", "tasks"}
+	taskFields = []string{"id", "prompt", "depends_on", "runtime", "timeout"}
+)
+
+func (d decoder) spec(n *yaml.Node, s *Spec) {
+	d.fields(n, "", specFields, func(key, field string, v *yaml.Node) {
+		switch key {
+		case "name":
+			s.Name, _ = d.str(v, field)
+		case "repo":
+			s.Repo, _ = d.str(v, field)
+		case "base":
+			s.Base, _ = d.str(v, field)
+		case "runtime":
+			s.Runtime, _ = d.str(v, field)
+		case "timeout":
+			s.Timeout = d.duration(v, field)
+		case "tasks":
+			s.Tasks = d.tasks(v, field)
+		}
+	})
+}
+
+func (d decoder) tasks(n *yaml.Node, field string) []Task {
+	items, ok := d.list(n, field, "a list of tasks")
+	if !ok {
+		return nil
+	}
+	if len(items) > MaxTasks {
+		d.fail(n, field, "%d tasks; the limit is %d", len(items), MaxTasks)
+		return nil
+	}
+	tasks := make([]Task, len(items))
+	for i, item := range items {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		d.p.pos[f] = position{item.Line, item.Column}
+		if item.Kind != yaml.MappingNode {
+			d.fail(item, f, "a task must be a mapping with id and prompt, got %s", describe(item))
+			continue
+		}
+		d.task(item, f, &tasks[i])
+	}
+	return tasks
+}
+
+func (d decoder) task(n *yaml.Node, path string, t *Task) {
+	d.fields(n, path, taskFields, func(key, field string, v *yaml.Node) {
+		switch key {
+		case "id":
+			t.ID, _ = d.str(v, field)
+		case "prompt":
+			t.Prompt, _ = d.str(v, field)
+		case "depends_on":
+			t.DependsOn = d.ids(v, field)
+		case "runtime":
+			t.Runtime, _ = d.str(v, field)
+		case "timeout":
+			t.Timeout = d.duration(v, field)
+		}
+	})
+}
+
+// ids decodes a list of task ids. It returns nil rather than an empty
+// slice so a Spec equals itself after a JSON round trip.
+func (d decoder) ids(n *yaml.Node, field string) []string {
+	items, ok := d.list(n, field, "a list of task ids, like [a, b]")
+	if !ok || len(items) == 0 {
+		return nil
+	}
+	ids := make([]string, len(items))
+	for i, item := range items {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		d.p.pos[f] = position{item.Line, item.Column}
+		ids[i], _ = d.str(item, f)
+	}
+	return ids
+}
+
+// fields walks the key/value pairs of mapping n at path, calling set for
+// each known key and reporting unknown, repeated and non-string keys.
+func (d decoder) fields(n *yaml.Node, path string, known []string, set func(key, field string, v *yaml.Node)) {
+	seen := make(map[string]int, len(known)) // key -> line
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			d.fail(k, path, "field names must be plain strings, got %s", describe(k))
+			continue
+		}
+		field := joinField(path, k.Value)
+		if !slices.Contains(known, k.Value) {
+			d.fail(k, field, "unknown field (known fields: %s)", strings.Join(known, ", "))
+			continue
+		}
+		if line, dup := seen[k.Value]; dup {
+			d.fail(k, field, "field is set twice (first at line %d)", line)
+			continue
+		}
+		seen[k.Value] = k.Line
+		d.p.pos[field] = position{v.Line, v.Column}
+		set(k.Value, field, v)
+	}
+}
+
+// str decodes a scalar as a string; null reads as "". Numbers and booleans
+// are taken as written, so `id: 1` is the id "1".
+func (d decoder) str(n *yaml.Node, field string) (string, bool) {
+	if n.Kind != yaml.ScalarNode {
+		d.fail(n, field, "must be a string, got %s", describe(n))
+		return "", false
+	}
+	switch tag := n.ShortTag(); tag {
+	case "!!null":
+		return "", true
+	case "!!str", "!!int", "!!float", "!!bool", "!!timestamp":
+		return n.Value, true
+	default:
+		d.fail(n, field, "unsupported YAML tag %s; write a plain string", tag)
+		return "", false
+	}
+}
+
+func (d decoder) duration(n *yaml.Node, field string) Duration {
+	s, ok := d.str(n, field)
+	if !ok || s == "" {
+		return 0
+	}
+	v, err := parseDuration(s)
+	if err != nil {
+		d.fail(n, field, "%v", err)
+		return 0
+	}
+	return v
+}
+
+// list returns the items of a sequence node; null reads as an empty list.
+func (d decoder) list(n *yaml.Node, field, want string) ([]*yaml.Node, bool) {
+	switch {
+	case n.Kind == yaml.SequenceNode:
+		return n.Content, true
+	case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null":
+		return nil, true
+	default:
+		d.fail(n, field, "must be %s, got %s", want, describe(n))
+		return nil, false
+	}
+}
+
+// fail reports a problem at node n and marks field as bad, so validation
+// does not report its consequences again.
+func (d decoder) fail(n *yaml.Node, field, format string, args ...any) {
+	d.p.bad[field] = true
+	if len(d.p.errs) >= MaxProblems {
+		d.p.more++
+		return
+	}
+	d.p.record(&Error{File: d.p.file, Line: n.Line, Column: n.Column, Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+// describe names the kind of a node for "got ..." messages.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias (*" + n.Value + "); anchors and aliases are not supported"
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!null":
+			return "nothing (null)"
+		case "!!int", "!!float":
+			return "a number"
+		case "!!bool":
+			return "a boolean"
+		default:
+			return "a string"
+		}
+	}
+	return "an unexpected YAML node"
+}
+
+var plainKeyRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// joinField appends a key to a field path, quoting keys that would make the
+// path ambiguous or unreadable (unknown keys are arbitrary user input).
+func joinField(path, key string) string {
+	if !plainKeyRE.MatchString(key) {
+		key = fmt.Sprintf("%.40q", key)
+	}
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}

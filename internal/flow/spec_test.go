@@ -1,0 +1,443 @@
+package flow
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// TestParseExamples parses every example flow, so the examples in the
+// repository cannot rot, and checks the two the docs lean on in detail.
+func TestParseExamples(t *testing.T) {
+	files, err := filepath.Glob("../../examples/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := map[string]*Spec{}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec, err := Parse(file, data, testOptions)
+		if err != nil {
+			t.Errorf("%s: %v", file, err)
+			continue
+		}
+		if err := spec.Validate(testOptions); err != nil {
+			t.Errorf("%s: parsed spec does not re-validate: %v", file, err)
+		}
+		specs[filepath.Base(file)] = spec
+	}
+
+	wantRepo, err := filepath.Abs("../../examples/repo.git")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	hello := specs["hello.yaml"]
+	if hello == nil {
+		t.Fatal("examples/hello.yaml did not parse")
+	}
+	if hello.Name != "hello" || len(hello.Tasks) != 1 || hello.Repo != wantRepo || hello.Base != "HEAD" {
+		t.Errorf("hello = %+v", hello)
+	}
+
+	d := specs["diamond.yaml"]
+	if d == nil {
+		t.Fatal("examples/diamond.yaml did not parse")
+	}
+	if d.Repo != wantRepo {
+		t.Errorf("Repo = %q, want %q: a relative repo resolves against the flow file's directory", d.Repo, wantRepo)
+	}
+	if got, want := d.TopoOrder(), []string{"a", "b", "c", "d"}; !slices.Equal(got, want) {
+		t.Errorf("TopoOrder = %v, want %v", got, want)
+	}
+	wantDeps := map[string][]string{"a": {"c"}, "b": {"c"}, "c": {"d"}, "d": nil}
+	if got := d.Dependents(); !reflect.DeepEqual(got, wantDeps) {
+		t.Errorf("Dependents = %v, want %v", got, wantDeps)
+	}
+	for i := range d.Tasks {
+		if got := d.RuntimeFor(&d.Tasks[i]); got != "demo" {
+			t.Errorf("RuntimeFor(%s) = %q", d.Tasks[i].ID, got)
+		}
+	}
+	if dt, ok := d.Task("d"); !ok || dt.Timeout != Duration(2*time.Minute) || !slices.Equal(dt.DependsOn, []string{"c"}) {
+		t.Errorf("Task(d) = %+v, %v", dt, ok)
+	}
+	if d.Timeout != Duration(5*time.Minute) {
+		t.Errorf("Timeout = %v", d.Timeout)
+	}
+	if !strings.Contains(d.Tasks[0].Prompt, "@write greeting.txt Hello from task a") {
+		t.Errorf("task a prompt = %q", d.Tasks[0].Prompt)
+	}
+}
+
+func TestSpecJSONRoundTrip(t *testing.T) {
+	s := diamond()
+	s.Timeout = Duration(90 * time.Second)
+	s.Tasks[3].Timeout = Duration(10 * time.Minute)
+	data, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"timeout":"1m30s"`, `"timeout":"10m0s"`, `"depends_on":["a","b"]`} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("JSON %s lacks %s", data, want)
+		}
+	}
+	if strings.Contains(string(data), `"runtime":""`) {
+		t.Errorf("JSON %s has an empty task runtime; it should be omitted", data)
+	}
+	var back Spec
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(&back, s) {
+		t.Errorf("round trip changed the spec:\n got %+v\nwant %+v", back, *s)
+	}
+}
+
+func TestDuration(t *testing.T) {
+	for _, d := range []Duration{0, Duration(time.Nanosecond), Duration(90 * time.Second), Duration(26 * time.Hour)} {
+		data, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Duration
+		if err := json.Unmarshal(data, &back); err != nil || back != d {
+			t.Errorf("%v -> %s -> %v, %v", d, data, back, err)
+		}
+	}
+
+	var d Duration
+	if err := json.Unmarshal([]byte(`"10m"`), &d); err != nil || d != Duration(10*time.Minute) {
+		t.Errorf(`"10m" -> %v, %v`, d, err)
+	}
+	d = 7
+	if err := json.Unmarshal([]byte(`null`), &d); err != nil || d != 7 {
+		t.Errorf("null -> %v, %v; want unchanged", d, err)
+	}
+	for _, bad := range []string{`"-1s"`, `"abc"`, `"90"`, `90`, `{}`} {
+		if err := json.Unmarshal([]byte(bad), &d); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+
+	var cfg struct {
+		Timeout Duration `yaml:"timeout"`
+	}
+	if err := yaml.Unmarshal([]byte("timeout: 2m30s\n"), &cfg); err != nil || cfg.Timeout != Duration(150*time.Second) {
+		t.Errorf("yaml: %v, %v", cfg.Timeout, err)
+	}
+	for _, bad := range []string{"timeout: -2s\n", "timeout: [1]\n", "timeout: soon\n"} {
+		if err := yaml.Unmarshal([]byte(bad), &cfg); !errors.Is(err, ErrInvalid) {
+			t.Errorf("yaml %q: got %v, want ErrInvalid", bad, err)
+		}
+	}
+	out, err := yaml.Marshal(cfg)
+	if err != nil || string(out) != "timeout: 2m30s\n" {
+		t.Errorf("yaml.Marshal = %q, %v", out, err)
+	}
+}
+
+// diamond is examples/diamond.yaml built in code.
+func diamond() *Spec {
+	return &Spec{
+		Name:    "diamond",
+		Repo:    "/srv/repo.git",
+		Base:    "main",
+		Runtime: "demo",
+		Tasks: []Task{
+			{ID: "a", Prompt: "do a"},
+			{ID: "b", Prompt: "do b", Runtime: "claude-code"},
+			{ID: "c", Prompt: "do c", DependsOn: []string{"a", "b"}},
+			{ID: "d", Prompt: "do d", DependsOn: []string{"c"}},
+		},
+	}
+}
+
+func TestGraph(t *testing.T) {
+	s := diamond()
+	if got := s.RuntimeFor(&s.Tasks[1]); got != "claude-code" {
+		t.Errorf("RuntimeFor(b) = %q, want the task's own runtime", got)
+	}
+	if got := s.RuntimeFor(&s.Tasks[0]); got != "demo" {
+		t.Errorf("RuntimeFor(a) = %q, want the flow default", got)
+	}
+	if _, ok := s.Task("zz"); ok {
+		t.Error("Task(zz) found a task")
+	}
+	if task, ok := s.Task("c"); !ok || task != &s.Tasks[2] {
+		t.Error("Task(c) does not point into the spec")
+	}
+
+	tests := []struct {
+		name  string
+		tasks []Task
+		order []string
+		deps  map[string][]string
+	}{
+		{
+			name: "ties keep file order",
+			tasks: []Task{
+				{ID: "late", DependsOn: []string{"x"}},
+				{ID: "x"},
+				{ID: "y"},
+				{ID: "early", DependsOn: []string{"y"}},
+			},
+			// x is the first ready task; once it is done, late (index 0)
+			// precedes y (index 2).
+			order: []string{"x", "late", "y", "early"},
+			deps:  map[string][]string{"late": nil, "x": {"late"}, "y": {"early"}, "early": nil},
+		},
+		{
+			name: "chain listed backwards",
+			tasks: []Task{
+				{ID: "c", DependsOn: []string{"b"}},
+				{ID: "b", DependsOn: []string{"a"}},
+				{ID: "a"},
+			},
+			order: []string{"a", "b", "c"},
+			deps:  map[string][]string{"a": {"b"}, "b": {"c"}, "c": nil},
+		},
+		{
+			name: "dependents in file order",
+			tasks: []Task{
+				{ID: "z", DependsOn: []string{"root"}},
+				{ID: "root"},
+				{ID: "a", DependsOn: []string{"root"}},
+			},
+			order: []string{"root", "z", "a"},
+			deps:  map[string][]string{"root": {"z", "a"}, "z": nil, "a": nil},
+		},
+		{
+			// Invalid specs must not make the helpers panic or lose tasks.
+			name: "invalid: cycle, unknown, self and repeated dependencies",
+			tasks: []Task{
+				{ID: "a", DependsOn: []string{"b", "b", "nope"}},
+				{ID: "b", DependsOn: []string{"a"}},
+				{ID: "c", DependsOn: []string{"c"}},
+			},
+			order: []string{"c", "a", "b"},
+			deps:  map[string][]string{"a": {"b"}, "b": {"a"}, "c": nil},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &Spec{Tasks: tt.tasks}
+			if got := s.TopoOrder(); !slices.Equal(got, tt.order) {
+				t.Errorf("TopoOrder = %v, want %v", got, tt.order)
+			}
+			if got := s.Dependents(); !reflect.DeepEqual(got, tt.deps) {
+				t.Errorf("Dependents = %v, want %v", got, tt.deps)
+			}
+		})
+	}
+}
+
+// TestValidate checks a Spec built in code: errors name the field but carry
+// no file or line.
+func TestValidate(t *testing.T) {
+	if err := diamond().Validate(testOptions); err != nil {
+		t.Fatalf("diamond: %v", err)
+	}
+	empty := diamond()
+	empty.Base = ""
+	if err := empty.Validate(testOptions); err != nil {
+		t.Errorf("an empty base means HEAD: %v", err)
+	}
+
+	tests := []struct {
+		name   string
+		mutate func(s *Spec)
+		want   []string // each problem's Error(), in order
+	}{
+		{"empty spec", func(s *Spec) { *s = Spec{} }, []string{
+			"name: required: give the flow an id-like name",
+			"repo: required: a git URL or a local path",
+			"tasks: at least one task is required",
+		}},
+		{"depends on unknown task", func(s *Spec) { s.Tasks[2].DependsOn[1] = "x" }, []string{
+			`tasks[2].depends_on[1]: unknown task "x"`,
+		}},
+		{"duplicate id", func(s *Spec) { s.Tasks[3].ID = "a" }, []string{
+			`tasks[3].id: duplicate task id "a" (first defined at tasks[0].id)`,
+		}},
+		{"cycle", func(s *Spec) { s.Tasks[0].DependsOn = []string{"d"} }, []string{
+			"tasks[2].depends_on[0]: dependency cycle: a -> d -> c -> a",
+		}},
+		{"negative timeouts", func(s *Spec) { s.Timeout = -1; s.Tasks[0].Timeout = Duration(-time.Second) }, []string{
+			"timeout: negative duration -1ns",
+			"tasks[0].timeout: negative duration -1s",
+		}},
+		{"no runtime", func(s *Spec) { s.Runtime = "" }, []string{
+			"tasks[0].runtime: no runtime: set runtime on the task or a default runtime for the flow",
+			"tasks[2].runtime: no runtime: set runtime on the task or a default runtime for the flow",
+			"tasks[3].runtime: no runtime: set runtime on the task or a default runtime for the flow",
+		}},
+		{"bad strings", func(s *Spec) {
+			s.Runtime = "de mo"
+			s.Tasks[0].Prompt = "a\x00b"
+			s.Tasks[1].Prompt = "\xff"
+			s.Tasks[1].Runtime = "nope"
+		}, []string{
+			`runtime: runtime "de mo" contains whitespace or control characters`,
+			"tasks[0].prompt: contains a NUL byte",
+			"tasks[1].prompt: not valid UTF-8",
+			`tasks[1].runtime: unknown runtime "nope": it is not configured`,
+		}},
+		{"too many tasks", func(s *Spec) { s.Tasks = make([]Task, MaxTasks+1) }, []string{
+			"tasks: 10001 tasks; the limit is 10000",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := diamond()
+			tt.mutate(s)
+			err := s.Validate(testOptions)
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("got %v, want ErrInvalid", err)
+			}
+			var verr *ValidationError
+			if !errors.As(err, &verr) {
+				t.Fatalf("got %T", err)
+			}
+			var got []string
+			for _, e := range verr.Errors {
+				if e.File != "" || e.Line != 0 || e.Column != 0 {
+					t.Errorf("code-built spec error has a position: %#v", e)
+				}
+				got = append(got, e.Error())
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(tt.want, "\n  "))
+			}
+		})
+	}
+}
+
+func TestValidID(t *testing.T) {
+	good := []string{"a", "A", "0", "build-v2", "9-lives", "a-", strings.Repeat("x", MaxIDLen)}
+	for _, id := range good {
+		if err := ValidID(id); err != nil {
+			t.Errorf("ValidID(%q) = %v", id, err)
+		}
+	}
+	bad := map[string]string{
+		"":                              "id is empty",
+		"-a":                            "starts with '-'",
+		"a.b":                           "contains '.'",
+		"..":                            "contains '.'",
+		"a/b":                           "contains '/'",
+		`a\b`:                           `contains '\'`,
+		"a b":                           "contains a space",
+		"a_b":                           "contains '_'",
+		"a*":                            "contains '*'",
+		"a>":                            "contains '>'",
+		"é":                             "contains a non-ASCII character",
+		"a\tb":                          "contains control character 0x09",
+		strings.Repeat("x", MaxIDLen+1): "is 64 bytes long",
+	}
+	for id, want := range bad {
+		err := ValidID(id)
+		if err == nil || !strings.HasPrefix(err.Error(), "flow: ") || !strings.Contains(err.Error(), want) {
+			t.Errorf("ValidID(%q) = %v, want an error containing %q", id, err, want)
+		}
+	}
+}
+
+func TestErrorFormat(t *testing.T) {
+	tests := []struct {
+		err  Error
+		want string
+	}{
+		{Error{File: "f.yaml", Line: 3, Column: 7, Field: "name", Msg: "m"}, "f.yaml:3:7: name: m"},
+		{Error{File: "f.yaml", Line: 3, Field: "name", Msg: "m"}, "f.yaml:3: name: m"},
+		{Error{File: "f.yaml", Field: "name", Msg: "m"}, "f.yaml: name: m"},
+		{Error{File: "f.yaml", Msg: "m"}, "f.yaml: m"},
+		{Error{Line: 3, Column: 7, Msg: "m"}, "3:7: m"},
+		{Error{Field: "tasks[1].id", Msg: "m"}, "tasks[1].id: m"},
+		{Error{Msg: "m"}, "m"},
+	}
+	for _, tt := range tests {
+		if got := tt.err.Error(); got != tt.want {
+			t.Errorf("%#v: got %q, want %q", tt.err, got, tt.want)
+		}
+	}
+}
+
+func TestValidationError(t *testing.T) {
+	err := newValidationError([]*Error{
+		{Msg: "no position"},
+		{Line: 9, Column: 1, Msg: "c"},
+		{Line: 2, Column: 5, Msg: "b"},
+		{Line: 2, Column: 3, Msg: "a"},
+	}, 0)
+	if got, want := err.Error(), "2:3: a\n2:5: b\n9:1: c\nno position"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	var fe *Error
+	if !errors.As(err, &fe) || fe.Msg != "a" {
+		t.Errorf("errors.As found %v, want the first problem", fe)
+	}
+	if newValidationError(nil, 0) != nil {
+		t.Error("no problems must mean a nil error")
+	}
+
+	// A file with a huge number of problems records MaxProblems of them.
+	var b strings.Builder
+	b.WriteString("name: many\nrepo: r\nruntime: demo\ntasks:\n")
+	for range MaxProblems + 20 {
+		b.WriteString("  - {id: a.b, prompt: p}\n")
+	}
+	_, err = Parse("many.yaml", []byte(b.String()), testOptions)
+	var verr *ValidationError
+	if !errors.As(err, &verr) || len(verr.Errors) != MaxProblems || verr.More != 20 {
+		t.Fatalf("got %d problems and %d more, want %d and 20", len(verr.Errors), verr.More, MaxProblems)
+	}
+	if !strings.HasSuffix(err.Error(), "\n(and 20 more problems)") {
+		t.Errorf("message does not say problems were left out: ...%s", err.Error()[len(err.Error())-60:])
+	}
+}
+
+// TestDocsExamples keeps docs/flows.md honest: every complete flow in it
+// parses, and the diamond it shows is examples/diamond.yaml.
+func TestDocsExamples(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/flows.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flows []string
+	for _, block := range strings.Split(string(doc), "```yaml\n")[1:] {
+		block = block[:strings.Index(block, "```")]
+		if strings.HasPrefix(block, "name:") {
+			flows = append(flows, block)
+		}
+	}
+	if len(flows) < 2 {
+		t.Fatalf("found %d complete flows in docs/flows.md", len(flows))
+	}
+	for _, f := range flows {
+		if _, err := Parse("docs/flows.md", []byte(f), testOptions); err != nil {
+			t.Errorf("%v\n%s", err, f)
+		}
+	}
+
+	file, err := os.ReadFile("../../examples/diamond.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := string(file[strings.Index(string(file), "name:"):]) // without the comment header
+	if !slices.Contains(flows, body) {
+		t.Error("docs/flows.md does not show examples/diamond.yaml as it is")
+	}
+}

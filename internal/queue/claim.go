@@ -1,0 +1,157 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Claim outcomes and errors.
+var (
+	// ErrHeld means a live worker holds the attempt: do not run it again.
+	ErrHeld = errors.New("queue: attempt held by a live worker")
+	// ErrFinished means the attempt already reported: ack the job, run nothing.
+	ErrFinished = errors.New("queue: attempt already finished")
+	// ErrSuperseded means another worker took the attempt over: stop at once
+	// and publish nothing more; the fold ignores this epoch from now on.
+	ErrSuperseded = errors.New("queue: claim superseded")
+)
+
+// Claim states.
+const (
+	claimRunning  = "running"
+	claimFinished = "finished"
+	claimReleased = "released"
+)
+
+type claimRecord struct {
+	Worker string `json:"worker"`
+	Epoch  uint64 `json:"epoch"`
+	State  string `json:"state"`
+}
+
+// Claims fences attempts: at most one live holder per attempt, and every
+// takeover raises the epoch, which workers stamp on their events.
+type Claims struct {
+	kv    jetstream.KeyValue
+	lease time.Duration
+	now   func() time.Time
+}
+
+// NewClaims opens the claims bucket. A claim not renewed for lease is stale
+// and may be taken over. now is the clock; nil means time.Now.
+func NewClaims(ctx context.Context, js jetstream.JetStream, lease time.Duration, now func() time.Time) (*Claims, error) {
+	kv, err := js.KeyValue(ctx, ClaimsBucket)
+	if err != nil {
+		return nil, fmt.Errorf("queue: open claims bucket: %w", err)
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Claims{kv: kv, lease: lease, now: now}, nil
+}
+
+// Lease is a worker's hold on one attempt.
+type Lease struct {
+	c       *Claims
+	attempt string
+	rec     claimRecord
+	rev     uint64
+}
+
+// Epoch is the fencing token of this hold.
+func (l *Lease) Epoch() uint64 { return l.rec.Epoch }
+
+// Acquire takes the attempt for worker: a new claim at epoch 1, or a takeover
+// of a stale one at the next epoch. Compare-and-set makes one caller win.
+func (c *Claims) Acquire(ctx context.Context, attempt, worker string) (*Lease, error) {
+	e, err := c.kv.Get(ctx, attempt)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		rec := claimRecord{Worker: worker, Epoch: 1, State: claimRunning}
+		rev, err := c.kv.Create(ctx, attempt, mustJSON(rec))
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return nil, ErrHeld
+		}
+		if err != nil {
+			return nil, fmt.Errorf("queue: claim %s: %w", attempt, err)
+		}
+		return &Lease{c: c, attempt: attempt, rec: rec, rev: rev}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("queue: read claim %s: %w", attempt, err)
+	}
+	var prev claimRecord
+	if err := json.Unmarshal(e.Value(), &prev); err != nil {
+		prev = claimRecord{} // an unreadable claim is treated as stale
+	}
+	switch {
+	case prev.State == claimFinished:
+		return nil, ErrFinished
+	case prev.State == claimRunning && c.now().Sub(e.Created()) < c.lease && prev.Worker != worker:
+		return nil, ErrHeld
+	}
+	rec := claimRecord{Worker: worker, Epoch: prev.Epoch + 1, State: claimRunning}
+	rev, err := c.kv.Update(ctx, attempt, mustJSON(rec), e.Revision())
+	if err != nil {
+		if isWrongRevision(err) {
+			return nil, ErrHeld
+		}
+		return nil, fmt.Errorf("queue: take over claim %s: %w", attempt, err)
+	}
+	return &Lease{c: c, attempt: attempt, rec: rec, rev: rev}, nil
+}
+
+// Renew proves the holder is alive. It fails with ErrSuperseded when another
+// worker took the attempt over.
+func (l *Lease) Renew(ctx context.Context) error { return l.write(ctx, l.rec) }
+
+// Finish marks the attempt reported, so later deliveries of its job are acked
+// without running.
+func (l *Lease) Finish(ctx context.Context) error {
+	rec := l.rec
+	rec.State = claimFinished
+	return l.write(ctx, rec)
+}
+
+// Release hands the attempt back unfinished (a worker shutting down), so the
+// next delivery may take it over at once instead of waiting out the lease.
+func (l *Lease) Release(ctx context.Context) error {
+	rec := l.rec
+	rec.State = claimReleased
+	return l.write(ctx, rec)
+}
+
+func (l *Lease) write(ctx context.Context, rec claimRecord) error {
+	rev, err := l.c.kv.Update(ctx, l.attempt, mustJSON(rec), l.rev)
+	if err != nil {
+		if isWrongRevision(err) {
+			return fmt.Errorf("%w: %s at epoch %d", ErrSuperseded, l.attempt, l.rec.Epoch)
+		}
+		return fmt.Errorf("queue: renew claim %s: %w", l.attempt, err)
+	}
+	l.rev, l.rec = rev, rec
+	return nil
+}
+
+func isWrongRevision(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case jetstream.JSErrCodeStreamWrongLastSequence, jetstream.JSErrCodeStreamWrongLastSequenceConstant:
+			return true
+		}
+	}
+	return errors.Is(err, jetstream.ErrKeyExists)
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only plain structs are encoded here
+	}
+	return b
+}

@@ -1,0 +1,88 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/flow"
+)
+
+// JobVersion is the job encoding this build writes and reads.
+const JobVersion = 1
+
+// Job is one attempt to run, as queued for workers. It carries everything a
+// stateless worker needs; workers never read the projection.
+type Job struct {
+	V       int                  `json:"v"`
+	Attempt string               `json:"attempt"`
+	Flow    string               `json:"flow"`
+	Task    string               `json:"task"`
+	N       int                  `json:"n"`
+	Pool    string               `json:"pool"`
+	Runtime string               `json:"runtime"`
+	Repo    string               `json:"repo"`
+	Base    string               `json:"base"`
+	Branch  string               `json:"branch"`
+	Prompt  string               `json:"prompt"`
+	Timeout flow.Duration        `json:"timeout,omitempty"`
+	Merge   []eventlog.DepResult `json:"merge,omitempty"`
+}
+
+// ErrBadJob is wrapped by every job decoding failure.
+var ErrBadJob = errors.New("queue: bad job")
+
+// DecodeJob parses and checks a job off the wire.
+func DecodeJob(raw []byte) (*Job, error) {
+	if len(raw) > 1<<20 {
+		return nil, fmt.Errorf("%w: %d bytes", ErrBadJob, len(raw))
+	}
+	var j Job
+	if err := json.Unmarshal(raw, &j); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadJob, err)
+	}
+	if j.V != JobVersion {
+		return nil, fmt.Errorf("%w: version %d, want %d", ErrBadJob, j.V, JobVersion)
+	}
+	for name, id := range map[string]string{"flow": j.Flow, "task": j.Task, "pool": j.Pool, "runtime": j.Runtime} {
+		if err := flow.ValidID(id); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrBadJob, name, err)
+		}
+	}
+	if j.Attempt != AttemptID(j.Flow, j.Task, j.N) || j.N < 1 {
+		return nil, fmt.Errorf("%w: attempt id %q does not match flow %q task %q n %d", ErrBadJob, j.Attempt, j.Flow, j.Task, j.N)
+	}
+	if j.Repo == "" || j.Branch == "" || j.Base == "" {
+		return nil, fmt.Errorf("%w: missing repo, base or branch", ErrBadJob)
+	}
+	return &j, nil
+}
+
+// AttemptID is the id of the n-th attempt of a task. Flow and task ids have
+// no underscore, so the id splits back unambiguously.
+func AttemptID(flowID, task string, n int) string { return fmt.Sprintf("%s_%s_%d", flowID, task, n) }
+
+// AttemptBranch is the git branch an attempt's result is pushed to.
+func AttemptBranch(flowID, task string, n int) string {
+	return fmt.Sprintf("drover/%s/%s/%d", flowID, task, n)
+}
+
+// PublishJob queues j for its pool and runtime; the attempt id is the
+// Nats-Msg-Id so a decision republished after a crash queues it once.
+func PublishJob(ctx context.Context, js jetstream.JetStream, j *Job) error {
+	j.V = JobVersion
+	data, err := json.Marshal(j)
+	if err != nil {
+		return fmt.Errorf("queue: encode job %s: %w", j.Attempt, err)
+	}
+	msg := &nats.Msg{Subject: AttemptSubject(j.Pool, j.Runtime), Data: data, Header: nats.Header{}}
+	if _, err := js.PublishMsg(ctx, msg, jetstream.WithMsgID(j.Attempt), jetstream.WithExpectStream(AttemptsStream)); err != nil {
+		return fmt.Errorf("queue: publish job %s: %w", j.Attempt, err)
+	}
+	return nil
+}

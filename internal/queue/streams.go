@@ -1,0 +1,163 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Stream, bucket and subject names. Subjects carry ids validated by the flow
+// parser, so every token is [A-Za-z0-9_-].
+const (
+	EventsStream     = "DROVER_EVENTS"
+	AttemptsStream   = "DROVER_ATTEMPTS"
+	OutputStream     = "DROVER_OUTPUT"
+	DeadLetterStream = "DROVER_DEADLETTER"
+	ClaimsBucket     = "drover-claims"
+
+	eventsPrefix     = "drover.events."
+	attemptsPrefix   = "drover.attempts."
+	outputPrefix     = "drover.output."
+	deadLetterPrefix = "drover.deadletter."
+
+	// APIPrefix is where the controller answers operator requests.
+	APIPrefix = "drover.api"
+)
+
+// EventSubject is the subject of an event of a flow: one token for the flow,
+// one for the type, so `controller events FLOW` can filter by flow.
+func EventSubject(flowID, typ string) string { return eventsPrefix + flowID + "." + typ }
+
+// FlowEventsFilter matches every event of one flow.
+func FlowEventsFilter(flowID string) string { return eventsPrefix + flowID + ".>" }
+
+// AttemptSubject is where jobs for a pool and runtime are queued.
+func AttemptSubject(pool, runtime string) string { return attemptsPrefix + pool + "." + runtime }
+
+// OutputSubject carries one attempt's output chunks.
+func OutputSubject(flowID, attempt string) string { return outputPrefix + flowID + "." + attempt }
+
+// DeadLetterSubject is where a poison message from source is parked.
+func DeadLetterSubject(source string) string { return deadLetterPrefix + source }
+
+// StreamOptions sets what differs between deployments.
+type StreamOptions struct {
+	// Replicas for every stream and bucket: 1 on a single server, 3 on a
+	// JetStream cluster. Defaults to 1.
+	Replicas int
+	// DedupWindow is how long JetStream remembers a Nats-Msg-Id. Defaults to 10m.
+	DedupWindow time.Duration
+	// OutputMaxAge bounds how long output chunks are kept. Defaults to 7 days.
+	OutputMaxAge time.Duration
+	// OutputMaxBytes bounds the output stream. Defaults to 1 GiB.
+	OutputMaxBytes int64
+}
+
+// WithDefaults fills zero fields.
+func (o StreamOptions) WithDefaults() StreamOptions {
+	if o.Replicas == 0 {
+		o.Replicas = 1
+	}
+	if o.DedupWindow == 0 {
+		o.DedupWindow = 10 * time.Minute
+	}
+	if o.OutputMaxAge == 0 {
+		o.OutputMaxAge = 7 * 24 * time.Hour
+	}
+	if o.OutputMaxBytes == 0 {
+		o.OutputMaxBytes = 1 << 30
+	}
+	return o
+}
+
+// StreamConfigs returns the configuration of every Drover stream.
+func StreamConfigs(o StreamOptions) []jetstream.StreamConfig {
+	o = o.WithDefaults()
+	return []jetstream.StreamConfig{{
+		// The log of truth: kept in full, never discarded by age.
+		Name: EventsStream, Subjects: []string{eventsPrefix + ">"},
+		Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy,
+		Replicas: o.Replicas, Duplicates: o.DedupWindow, MaxMsgSize: 1 << 20,
+		Description: "Drover events: the source of truth the controller folds",
+	}, {
+		// One message per queued attempt, removed when a worker acks it.
+		Name: AttemptsStream, Subjects: []string{attemptsPrefix + ">"},
+		Storage: jetstream.FileStorage, Retention: jetstream.WorkQueuePolicy,
+		Replicas: o.Replicas, Duplicates: o.DedupWindow, MaxMsgSize: 1 << 20,
+		Description: "Drover attempt jobs, consumed by workers per pool and runtime",
+	}, {
+		Name: OutputStream, Subjects: []string{outputPrefix + ">"},
+		Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy,
+		Replicas: o.Replicas, MaxAge: o.OutputMaxAge, MaxBytes: o.OutputMaxBytes,
+		Discard: jetstream.DiscardOld, MaxMsgSize: 1 << 20,
+		Description: "Drover runtime output chunks, for live logs",
+	}, {
+		Name: DeadLetterStream, Subjects: []string{deadLetterPrefix + ">"},
+		Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy,
+		Replicas: o.Replicas, MaxAge: 30 * 24 * time.Hour, MaxMsgSize: 2 << 20,
+		Description: "Drover poison messages, parked with the reason",
+	}}
+}
+
+// Ensure creates or updates every stream and bucket; it is idempotent.
+func Ensure(ctx context.Context, js jetstream.JetStream, o StreamOptions) error {
+	o = o.WithDefaults()
+	for _, cfg := range StreamConfigs(o) {
+		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
+			return fmt.Errorf("queue: ensure stream %s: %w", cfg.Name, err)
+		}
+	}
+	_, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: ClaimsBucket, Description: "Drover attempt claims: holder, epoch, liveness",
+		History: 1, TTL: 7 * 24 * time.Hour, Storage: jetstream.FileStorage, Replicas: o.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("queue: ensure bucket %s: %w", ClaimsBucket, err)
+	}
+	return nil
+}
+
+// ConsumerOptions tunes the attempt consumers.
+type ConsumerOptions struct {
+	// AckWait is how long a claimed job may go without a heartbeat before
+	// JetStream redelivers it. Defaults to 30s.
+	AckWait time.Duration
+	// MaxAckPending bounds jobs held at once across a pool. Defaults to 10000.
+	MaxAckPending int
+}
+
+// AttemptConsumerName names the durable consumer shared by all workers of a
+// pool that serve one runtime.
+func AttemptConsumerName(pool, runtime string) string { return "attempts-" + pool + "-" + runtime }
+
+// EnsureAttemptConsumer creates or updates the pull consumer for pool/runtime.
+func EnsureAttemptConsumer(ctx context.Context, js jetstream.JetStream, pool, runtime string, o ConsumerOptions) (jetstream.Consumer, error) {
+	if o.AckWait == 0 {
+		o.AckWait = 30 * time.Second
+	}
+	if o.MaxAckPending == 0 {
+		o.MaxAckPending = 10000
+	}
+	c, err := js.CreateOrUpdateConsumer(ctx, AttemptsStream, jetstream.ConsumerConfig{
+		Durable:       AttemptConsumerName(pool, runtime),
+		FilterSubject: AttemptSubject(pool, runtime),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       o.AckWait,
+		MaxDeliver:    -1, // poison jobs are terminated by the worker, not by a count
+		MaxAckPending: o.MaxAckPending,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		Description:   "Drover workers of pool " + pool + " serving runtime " + runtime,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue: ensure consumer %s: %w", AttemptConsumerName(pool, runtime), err)
+	}
+	return c, nil
+}
+
+// IsNotFound reports whether err says a stream or consumer does not exist.
+func IsNotFound(err error) bool {
+	return errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrConsumerNotFound)
+}

@@ -1,0 +1,106 @@
+package worker
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/supervise"
+)
+
+// output streams a CLI's output as runtime_output_chunk events on the OUTPUT
+// stream. It is best effort by design: the report keeps the bounded head and
+// tail whatever happens here, and when the server falls behind, chunks are
+// dropped (and counted) rather than buffered without bound.
+type output struct {
+	js   jetstream.JetStream
+	job  *queue.Job
+	mu   sync.Mutex
+	buf  map[supervise.Stream][]byte
+	off  map[supervise.Stream]int64
+	seq  int
+	drop int64
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+const (
+	chunkSize     = 16 << 10
+	flushInterval = 200 * time.Millisecond
+	maxInFlight   = 256
+)
+
+func newOutput(js jetstream.JetStream, job *queue.Job) *output {
+	o := &output{
+		js: js, job: job,
+		buf: map[supervise.Stream][]byte{}, off: map[supervise.Stream]int64{},
+		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	go o.loop()
+	return o
+}
+
+func (o *output) loop() {
+	defer close(o.done)
+	t := time.NewTicker(flushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-o.stop:
+			o.flush(true)
+			return
+		case <-t.C:
+			o.flush(true)
+		}
+	}
+}
+
+func (o *output) write(s supervise.Stream, p []byte) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.buf[s] = append(o.buf[s], p...)
+	for len(o.buf[s]) >= chunkSize {
+		o.publishLocked(s, o.buf[s][:chunkSize])
+		o.buf[s] = append(o.buf[s][:0], o.buf[s][chunkSize:]...)
+	}
+}
+
+func (o *output) flush(all bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for s, b := range o.buf {
+		if len(b) > 0 && all {
+			o.publishLocked(s, b)
+			o.buf[s] = b[:0]
+		}
+	}
+}
+
+func (o *output) publishLocked(s supervise.Stream, p []byte) {
+	off := o.off[s]
+	o.off[s] += int64(len(p))
+	if o.js.PublishAsyncPending() > maxInFlight {
+		o.drop += int64(len(p))
+		return
+	}
+	o.seq++
+	ev := eventlog.Event{
+		V: eventlog.Version, ID: fmt.Sprintf("%s:%s:%d", eventlog.RuntimeOutputChunk, o.job.Attempt, o.seq),
+		Type: eventlog.RuntimeOutputChunk, Time: time.Now().UTC(), Flow: o.job.Flow, Task: o.job.Task, Attempt: o.job.Attempt,
+	}
+	ev.Data, _ = json.Marshal(eventlog.OutputChunkData{Stream: s.String(), Offset: off, Text: string(p)})
+	data, _ := json.Marshal(ev)
+	_, _ = o.js.PublishAsync(queue.OutputSubject(o.job.Flow, o.job.Attempt), data)
+}
+
+// close flushes what is left and stops the flusher.
+func (o *output) close() {
+	close(o.stop)
+	<-o.done
+}

@@ -1,0 +1,342 @@
+package worker
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/drover-dev/drover/internal/adapter"
+	"github.com/drover-dev/drover/internal/attempt"
+	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/worktree"
+)
+
+// ErrShutdown is the cause given to attempts stopped because the worker stops.
+var ErrShutdown = errors.New("worker: shutting down")
+
+// Worker claims and runs attempts.
+type Worker struct {
+	cfg      *config.Config
+	js       jetstream.JetStream
+	log      *slog.Logger
+	claims   *queue.Claims
+	runner   *attempt.Runner
+	adapters map[string]adapter.Adapter
+	slots    chan struct{}
+	now      func() time.Time
+
+	mu      sync.Mutex
+	running map[string]bool // attempt ids held by this process
+
+	cancel context.CancelCauseFunc
+	wg     sync.WaitGroup
+}
+
+// New builds a worker from its configuration and a NATS connection.
+func New(cfg *config.Config, nc *nats.Conn, log *slog.Logger) (*Worker, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	cache, err := worktree.NewCache(worktree.CacheOptions{Dir: filepath.Join(cfg.Worker.WorkDir, "repos"), Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	w := &Worker{
+		cfg: cfg, js: js, log: log.With("worker", cfg.Worker.ID),
+		runner:   &attempt.Runner{Cache: cache, WorkDir: cfg.Worker.WorkDir, KeepWorktrees: cfg.Worker.KeepWorktrees, Logger: log},
+		adapters: map[string]adapter.Adapter{},
+		slots:    make(chan struct{}, cfg.Worker.Slots),
+		now:      time.Now,
+		running:  map[string]bool{},
+	}
+	for _, name := range cfg.Worker.Runtimes {
+		ad, err := adapter.New(name, cfg.Runtimes[name])
+		if err != nil {
+			return nil, err
+		}
+		w.adapters[name] = ad
+	}
+	return w, nil
+}
+
+// Start checks the runtimes, ensures the consumers and starts claiming. It
+// returns once the worker is claiming.
+func (w *Worker) Start(ctx context.Context) error {
+	if err := os.MkdirAll(w.cfg.Worker.WorkDir, 0o755); err != nil {
+		return fmt.Errorf("worker: work dir: %w", err)
+	}
+	claims, err := queue.NewClaims(ctx, w.js, w.cfg.Queue.AckWait, w.now)
+	if err != nil {
+		return err
+	}
+	w.claims = claims
+	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	w.cancel = cancel
+	served := 0
+	for name, ad := range w.adapters {
+		info, err := ad.Initialize(ctx)
+		if err != nil {
+			// An unhealthy runtime is not served: its jobs wait for a worker
+			// that has it.
+			w.log.Warn("runtime unavailable, not claiming its jobs", "runtime", name, "err", err)
+			continue
+		}
+		cons, err := queue.EnsureAttemptConsumer(ctx, w.js, w.cfg.Worker.Pool, name, queue.ConsumerOptions{AckWait: w.cfg.Queue.AckWait})
+		if err != nil {
+			cancel(err)
+			return err
+		}
+		w.log.Info("serving runtime", "runtime", name, "binary", info.Binary, "version", info.Version, "pool", w.cfg.Worker.Pool)
+		served++
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			w.claimLoop(runCtx, name, ad, cons)
+		}()
+	}
+	if served == 0 {
+		cancel(nil)
+		return fmt.Errorf("worker: none of the runtimes %v is available on this host", w.cfg.Worker.Runtimes)
+	}
+	return nil
+}
+
+// Stop stops claiming and hands running attempts back (their CLIs are
+// stopped, their jobs nak'd for prompt redelivery). Idempotent.
+func (w *Worker) Stop() {
+	if w.cancel != nil {
+		w.cancel(ErrShutdown)
+	}
+}
+
+// Wait blocks until every goroutine of the worker has returned.
+func (w *Worker) Wait() { w.wg.Wait() }
+
+// claimLoop pulls one job whenever a slot is free.
+func (w *Worker) claimLoop(ctx context.Context, runtime string, ad adapter.Adapter, cons jetstream.Consumer) {
+	backoff := 100 * time.Millisecond
+	for {
+		select {
+		case w.slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		msg, err := cons.Next(jetstream.FetchContext(fctx))
+		cancel()
+		if err != nil {
+			<-w.slots
+			if ctx.Err() != nil {
+				return
+			}
+			if !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+				w.log.Warn("fetch job", "runtime", runtime, "err", err)
+				select {
+				case <-time.After(backoff):
+				case <-ctx.Done():
+					return
+				}
+				backoff = min(backoff*2, 5*time.Second)
+			}
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			defer func() { <-w.slots }()
+			w.handle(ctx, ad, msg)
+		}()
+	}
+}
+
+// handle runs one delivered job to its end, or hands it back.
+func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.Msg) {
+	// Acks and reports must get through even while the worker stops.
+	bg := context.WithoutCancel(ctx)
+	job, err := queue.DecodeJob(msg.Data())
+	if err != nil {
+		w.log.Error("poison job terminated", "subject", msg.Subject(), "err", err)
+		if perr := queue.PublishDeadLetter(bg, w.js, "attempts", err.Error(), msg.Data()); perr != nil {
+			w.log.Error("park poison job", "err", perr)
+		}
+		_ = msg.Term()
+		return
+	}
+	log := w.log.With("attempt", job.Attempt)
+	if !w.hold(job.Attempt) {
+		// Redelivered while this very process runs it: the original delivery
+		// will be acked.
+		_ = msg.NakWithDelay(w.cfg.Queue.AckWait)
+		return
+	}
+	defer w.unhold(job.Attempt)
+
+	lease, err := w.claims.Acquire(bg, job.Attempt, w.cfg.Worker.ID)
+	switch {
+	case errors.Is(err, queue.ErrFinished):
+		log.Info("attempt already finished; acking duplicate job")
+		_ = msg.Ack()
+		return
+	case errors.Is(err, queue.ErrHeld):
+		log.Info("attempt held by a live worker; not running it again")
+		_ = msg.NakWithDelay(w.cfg.Queue.AckWait)
+		return
+	case err != nil:
+		log.Warn("claim", "err", err)
+		_ = msg.NakWithDelay(time.Second)
+		return
+	}
+	log = log.With("epoch", lease.Epoch())
+	em := &emitter{js: w.js, job: job, epoch: lease.Epoch(), now: w.now}
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		w.heartbeat(runCtx, stop, msg, lease, log)
+	}()
+	defer func() { stop(nil); <-hbDone }()
+
+	if err := em.Emit(runCtx, eventlog.AttemptClaimed, "", eventlog.AttemptClaimedData{Worker: w.cfg.Worker.ID, Host: hostname()}); err != nil {
+		w.handBack(bg, msg, lease, log, err)
+		return
+	}
+	out := newOutput(w.js, job)
+	rep, err := w.runner.Run(runCtx, &attempt.Job{
+		Flow: job.Flow, Task: job.Task, Attempt: job.Attempt, N: job.N, Epoch: lease.Epoch(),
+		Repo: job.Repo, Base: job.Base, Branch: job.Branch, Prompt: job.Prompt,
+		Timeout: time.Duration(job.Timeout), Merge: job.Merge,
+	}, ad, em, out.write)
+	out.close()
+	if err != nil {
+		w.handBack(bg, msg, lease, log, err)
+		return
+	}
+	// The report must be stored before the job is acked.
+	if err := em.Emit(context.WithoutCancel(runCtx), eventlog.AttemptReported, "", rep); err != nil {
+		w.handBack(bg, msg, lease, log, err)
+		return
+	}
+	if err := lease.Finish(bg); err != nil {
+		log.Warn("mark claim finished", "err", err)
+	}
+	if err := msg.DoubleAck(bg); err != nil {
+		log.Warn("ack job", "err", err)
+	}
+	log.Info("attempt reported", "success", rep.Success, "exit", rep.ExitCode)
+}
+
+// handBack leaves a job for another delivery. A superseded claim is not ours
+// to touch; otherwise the claim is released so the next holder need not wait
+// out the lease.
+func (w *Worker) handBack(ctx context.Context, msg jetstream.Msg, lease *queue.Lease, log *slog.Logger, cause error) {
+	if errors.Is(cause, queue.ErrSuperseded) {
+		log.Warn("claim superseded; abandoning run", "err", cause)
+		return
+	}
+	log.Warn("handing attempt back", "cause", cause)
+	if err := lease.Release(ctx); err != nil {
+		log.Warn("release claim", "err", err)
+	}
+	_ = msg.Nak()
+}
+
+// heartbeat keeps the job and the claim alive while the attempt runs.
+func (w *Worker) heartbeat(ctx context.Context, stop context.CancelCauseFunc, msg jetstream.Msg, lease *queue.Lease, log *slog.Logger) {
+	t := time.NewTicker(w.cfg.Queue.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := msg.InProgress(); err != nil {
+			log.Warn("job heartbeat", "err", err)
+		}
+		if err := lease.Renew(ctx); err != nil {
+			if errors.Is(err, queue.ErrSuperseded) {
+				stop(err)
+				return
+			}
+			log.Warn("claim heartbeat", "err", err)
+		}
+	}
+}
+
+func (w *Worker) hold(id string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.running[id] {
+		return false
+	}
+	w.running[id] = true
+	return true
+}
+
+func (w *Worker) unhold(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.running, id)
+}
+
+// emitter stamps an attempt's events with deterministic ids: the same phase
+// of the same claim always has the same id, so a retried publish is deduped.
+type emitter struct {
+	js    jetstream.JetStream
+	job   *queue.Job
+	epoch uint64
+	now   func() time.Time
+}
+
+func (e *emitter) Emit(ctx context.Context, typ eventlog.Type, key string, data any) error {
+	id := fmt.Sprintf("%s:%s:%d", typ, e.job.Attempt, e.epoch)
+	if key != "" {
+		sum := sha256.Sum256([]byte(key))
+		id += ":" + hex.EncodeToString(sum[:8])
+	}
+	ev, err := eventlog.New(id, typ, e.now(), e.job.Flow, e.job.Task, e.job.Attempt, e.epoch, data)
+	if err != nil {
+		return err
+	}
+	return publishRetry(ctx, e.js, ev)
+}
+
+// publishRetry publishes until the server acknowledges or ctx ends; the
+// event id makes the retries idempotent.
+func publishRetry(ctx context.Context, js jetstream.JetStream, ev *eventlog.Event) error {
+	backoff := 100 * time.Millisecond
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := queue.PublishEvent(pctx, js, ev)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("worker: publish %s: %w (last error: %v)", ev.ID, context.Cause(ctx), err)
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 2*time.Second)
+	}
+}
+
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
+}

@@ -1,0 +1,484 @@
+package worktree
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Default identity for commits and merges Drover makes.
+const (
+	DefaultAuthorName  = "Drover"
+	DefaultAuthorEmail = "drover@localhost"
+)
+
+// cloneTempPrefix names clones in progress inside the cache directory.
+const cloneTempPrefix = ".clone-"
+
+// DefaultMaxDiffBytes bounds Changes.Diff unless CacheOptions says otherwise.
+const DefaultMaxDiffBytes = 8 << 20
+
+// Refspecs used for every fetch. Remote branches go to refs/remotes/origin/*
+// so a fetch never writes a refs/heads/* branch that some live worktree has
+// checked out (git refuses that, and it would clobber attempt branches).
+var fetchRefspecs = []string{
+	"+refs/heads/*:refs/remotes/origin/*",
+	"+refs/tags/*:refs/tags/*",
+}
+
+// CacheOptions configures a Cache.
+type CacheOptions struct {
+	Dir    string       // required: where bare clones live; created if missing
+	Git    string       // git binary; defaults to "git" from PATH
+	Logger *slog.Logger // defaults to discarding
+
+	// Identity used for the checkpoint commits and merges Drover makes.
+	AuthorName, AuthorEmail string // default "Drover", "drover@localhost"
+
+	// Env is extra environment for git, as KEY=VALUE (e.g. SSH_AUTH_SOCK or
+	// GIT_SSH_COMMAND for private remotes). Everything else but PATH and
+	// HOME is withheld from git.
+	Env []string
+
+	// MaxDiffBytes bounds Changes.Diff; longer diffs are cut and flagged.
+	// Defaults to DefaultMaxDiffBytes.
+	MaxDiffBytes int64
+}
+
+// Cache keeps one bare clone per repository URL and prepares worktrees from
+// them. It is safe for concurrent use: operations on one repository are
+// serialized (git's own lock files would otherwise make concurrent fetches
+// and worktree adds fail); different repositories proceed in parallel.
+type Cache struct {
+	dir         string
+	gitBin      string
+	log         *slog.Logger
+	authorName  string
+	authorEmail string
+	extraEnv    []string
+	maxDiff     int64
+
+	mu    sync.Mutex
+	repos map[string]*repo // by cache directory
+}
+
+// repo is the in-process state of one cached repository.
+type repo struct {
+	url string
+	dir string
+	sem chan struct{} // capacity 1: a mutex that respects context cancellation
+
+	// Guarded by sem.
+	ready bool // exists on disk and verified this process
+}
+
+func (r *repo) lock(ctx context.Context) error {
+	select {
+	case r.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (r *repo) unlock() { <-r.sem }
+
+// NewCache validates opts and creates the cache directory if needed.
+func NewCache(opts CacheOptions) (*Cache, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("worktree: CacheOptions.Dir is required")
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("worktree: cache dir: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("worktree: create cache dir: %w", err)
+	}
+	// Resolve symlinks once so the "worktree inside cache" check compares
+	// like with like.
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	gitName := opts.Git
+	if gitName == "" {
+		gitName = "git"
+	}
+	gitBin, err := exec.LookPath(gitName)
+	if err != nil {
+		return nil, fmt.Errorf("worktree: git binary: %w", err)
+	}
+	for _, kv := range opts.Env {
+		if !strings.Contains(kv, "=") {
+			return nil, fmt.Errorf("worktree: CacheOptions.Env entry %q is not KEY=VALUE", kv)
+		}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := &Cache{
+		dir:         dir,
+		gitBin:      gitBin,
+		log:         log,
+		authorName:  opts.AuthorName,
+		authorEmail: opts.AuthorEmail,
+		extraEnv:    append([]string(nil), opts.Env...),
+		maxDiff:     opts.MaxDiffBytes,
+		repos:       make(map[string]*repo),
+	}
+	if c.authorName == "" {
+		c.authorName = DefaultAuthorName
+	}
+	if c.authorEmail == "" {
+		c.authorEmail = DefaultAuthorEmail
+	}
+	if c.maxDiff <= 0 {
+		c.maxDiff = DefaultMaxDiffBytes
+	}
+	c.removeStaleClones()
+	return c, nil
+}
+
+// staleCloneAge is how old an unfinished clone must be before it is taken
+// as left by a crashed process rather than one still cloning.
+const staleCloneAge = 24 * time.Hour
+
+// removeStaleClones deletes temporary clone directories left by crashes.
+// Best effort: they are never used, only wasting disk.
+func (c *Cache) removeStaleClones() {
+	entries, err := os.ReadDir(c.dir)
+	if err != nil {
+		c.log.Warn("listing cache dir", "dir", c.dir, "err", err)
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), cloneTempPrefix) {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil || time.Since(info.ModTime()) < staleCloneAge {
+			continue
+		}
+		p := filepath.Join(c.dir, e.Name())
+		if err := os.RemoveAll(p); err != nil {
+			c.log.Warn("removing stale clone", "dir", p, "err", err)
+			continue
+		}
+		c.log.Info("removed stale clone", "dir", p)
+	}
+}
+
+// Dir returns the absolute cache directory.
+func (c *Cache) Dir() string { return c.dir }
+
+// RepoDir returns the bare clone directory used for a repository URL
+// (whether or not it exists yet).
+func (c *Cache) RepoDir(repoURL string) (string, error) {
+	u, err := normalizeURL(repoURL)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(c.dir, repoDirName(u)), nil
+}
+
+// repoFor returns the shared state for a URL, creating it on first use.
+func (c *Cache) repoFor(repoURL string) (*repo, error) {
+	u, err := normalizeURL(repoURL)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(c.dir, repoDirName(u))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.repos[dir]
+	if !ok {
+		r = &repo{url: u, dir: dir, sem: make(chan struct{}, 1)}
+		c.repos[dir] = r
+	}
+	return r, nil
+}
+
+// normalizeURL accepts URLs (scheme://..., scp-like user@host:path) and
+// absolute local paths. Relative paths are refused: git would resolve them
+// against whatever directory it happens to run in.
+func normalizeURL(u string) (string, error) {
+	if u == "" {
+		return "", fmt.Errorf("%w: empty", ErrInvalidRepoURL)
+	}
+	if strings.HasPrefix(u, "-") || strings.ContainsAny(u, "\x00\n\r") {
+		return "", fmt.Errorf("%w: %q", ErrInvalidRepoURL, u)
+	}
+	if strings.Contains(u, "://") {
+		return u, nil
+	}
+	if filepath.IsAbs(u) {
+		return filepath.Clean(u), nil
+	}
+	// scp-like syntax: a colon before the first slash.
+	if i := strings.IndexByte(u, ':'); i > 0 && !strings.Contains(u[:i], "/") {
+		return u, nil
+	}
+	return "", fmt.Errorf("%w: %q is neither a URL nor an absolute path", ErrInvalidRepoURL, u)
+}
+
+// repoDirName is a hash of the URL (unique) plus its last path element
+// (readable when someone looks at the disk).
+func repoDirName(u string) string {
+	sum := sha256.Sum256([]byte(u))
+	base := strings.TrimRight(u, "/")
+	if i := strings.LastIndexAny(base, "/:\\"); i >= 0 {
+		base = base[i+1:]
+	}
+	base = strings.TrimSuffix(base, ".git")
+	var b strings.Builder
+	for _, r := range base {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+		if b.Len() >= 40 {
+			break
+		}
+	}
+	name := strings.Trim(b.String(), ".")
+	if name == "" {
+		name = "repo"
+	}
+	return hex.EncodeToString(sum[:8]) + "-" + name + ".git"
+}
+
+// sync makes sure the bare clone exists and is up to date. Caller holds r's lock.
+func (c *Cache) sync(ctx context.Context, r *repo) error {
+	if !r.ready {
+		_, err := os.Stat(r.dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if err := c.clone(ctx, r); err != nil {
+				return err
+			}
+			r.ready = true
+			return nil // freshly fetched
+		case err != nil:
+			return fmt.Errorf("worktree: stat cache %s: %w", r.dir, err)
+		}
+		if err := c.verify(ctx, r); err != nil {
+			return err
+		}
+		r.ready = true
+	}
+	return c.fetch(ctx, r, r.dir)
+}
+
+// verify checks an existing cache directory belongs to r's URL, so a hash
+// collision or a hand-edited cache cannot push to the wrong place.
+func (c *Cache) verify(ctx context.Context, r *repo) error {
+	got, err := c.out(ctx, gitRun{args: []string{"--git-dir=" + r.dir, "config", "--get", "remote.origin.url"}})
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrCacheCorrupt, r.dir, err)
+	}
+	if got != r.url {
+		return fmt.Errorf("%w: %s has origin %q, want %q", ErrCacheCorrupt, r.dir, got, r.url)
+	}
+	return nil
+}
+
+// clone creates the bare cache under a temporary name and renames it into
+// place, so a crash mid-clone never leaves a half cache that later gets used.
+//
+// It is init + fetch rather than `git clone --bare`: clone --bare copies the
+// remote's branches into refs/heads/*, where they would collide with attempt
+// branches of the same name; we want them in refs/remotes/origin/* only.
+func (c *Cache) clone(ctx context.Context, r *repo) (err error) {
+	c.log.InfoContext(ctx, "cloning repository into cache", "url", r.url, "dir", r.dir)
+	tmp, err := os.MkdirTemp(c.dir, cloneTempPrefix+filepath.Base(r.dir)+"-")
+	if err != nil {
+		return fmt.Errorf("worktree: clone temp dir: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			if rmErr := os.RemoveAll(tmp); rmErr != nil {
+				c.log.WarnContext(ctx, "removing failed clone", "dir", tmp, "err", rmErr)
+			}
+		}
+	}()
+	if _, err := c.run(ctx, gitRun{dir: tmp, args: []string{"init", "--quiet", "--bare", "--template="}}); err != nil {
+		return err
+	}
+	gd := "--git-dir=" + tmp
+	if _, err := c.run(ctx, gitRun{args: []string{gd, "remote", "add", "origin", r.url}}); err != nil {
+		return err
+	}
+	if err := c.fetch(ctx, r, tmp); err != nil {
+		return err
+	}
+	// Record the remote's default branch once, for Base "HEAD". An empty
+	// remote has none yet; resolve retries later.
+	if _, err := c.run(ctx, gitRun{args: []string{gd, "remote", "set-head", "origin", "--auto"}}); err != nil {
+		c.log.DebugContext(ctx, "remote has no default branch yet", "url", r.url, "err", err)
+	}
+	if err := os.Rename(tmp, r.dir); err != nil {
+		// Another process may have won the race; use its clone if it is ours.
+		if _, statErr := os.Stat(r.dir); statErr == nil {
+			if vErr := c.verify(ctx, r); vErr == nil {
+				_ = os.RemoveAll(tmp)
+				return nil
+			}
+		}
+		return fmt.Errorf("worktree: move clone into place: %w", err)
+	}
+	return nil
+}
+
+func (c *Cache) fetch(ctx context.Context, r *repo, gitDir string) error {
+	args := []string{"--git-dir=" + gitDir, "fetch", "--quiet", "--prune", "--no-write-fetch-head",
+		"--no-recurse-submodules", "origin"}
+	args = append(args, fetchRefspecs...)
+	if _, err := c.run(ctx, gitRun{args: args}); err != nil {
+		return fmt.Errorf("worktree: fetch %s: %w", r.url, err)
+	}
+	return nil
+}
+
+// resolveCommit returns the full sha of rev^{commit}, or "" if it does not
+// name a commit.
+func (c *Cache) resolveCommit(ctx context.Context, gitDir, rev string) (string, error) {
+	out, err := c.out(ctx, gitRun{args: []string{"--git-dir=" + gitDir, "rev-parse", "--verify", "--quiet", rev + "^{commit}"}})
+	if err != nil {
+		if exitCode(err) == 1 { // --quiet: 1 is "no such commit"; 128 is a broken repo
+			return "", nil
+		}
+		return "", err
+	}
+	return out, nil
+}
+
+// resolveBase resolves a base revision: "HEAD" is the remote's default
+// branch; otherwise a remote branch, then a tag, then a raw commit sha.
+// Caller holds r's lock.
+func (c *Cache) resolveBase(ctx context.Context, r *repo, base string) (string, error) {
+	notFound := &RevisionNotFoundError{RepoURL: r.url, Revision: base}
+	if base == "" || base == "HEAD" {
+		base = "HEAD"
+		notFound.Revision = base
+		sha, err := c.resolveCommit(ctx, r.dir, "refs/remotes/origin/HEAD")
+		if err != nil || sha != "" {
+			return sha, err
+		}
+		// The default branch was unknown at clone time (empty remote) or
+		// has since been deleted; ask the remote again.
+		if _, err := c.run(ctx, gitRun{args: []string{"--git-dir=" + r.dir, "remote", "set-head", "origin", "--auto"}}); err != nil {
+			return "", fmt.Errorf("%w: %w", notFound, err)
+		}
+		sha, err = c.resolveCommit(ctx, r.dir, "refs/remotes/origin/HEAD")
+		if err != nil {
+			return "", err
+		}
+		if sha == "" {
+			return "", notFound
+		}
+		return sha, nil
+	}
+	if err := checkRevision(base); err != nil {
+		return "", err
+	}
+	var candidates []string
+	switch {
+	case strings.HasPrefix(base, "refs/heads/"):
+		candidates = []string{"refs/remotes/origin/" + strings.TrimPrefix(base, "refs/heads/")}
+	case strings.HasPrefix(base, "refs/tags/"):
+		candidates = []string{base}
+	default:
+		candidates = []string{"refs/remotes/origin/" + base, "refs/tags/" + base}
+	}
+	for _, ref := range candidates {
+		sha, err := c.resolveCommit(ctx, r.dir, ref)
+		if err != nil {
+			return "", err
+		}
+		if sha != "" {
+			return sha, nil
+		}
+	}
+	if !isHex(base) {
+		return "", notFound
+	}
+	return c.resolveSHA(ctx, r, base, notFound)
+}
+
+// resolveSHA resolves a (possibly abbreviated) hex commit id. A commit not
+// reachable from any branch or tag is fetched by id as a last resort.
+func (c *Cache) resolveSHA(ctx context.Context, r *repo, sha string, notFound error) (string, error) {
+	if !isHex(sha) {
+		return "", notFound
+	}
+	got, err := c.resolveCommit(ctx, r.dir, sha)
+	if err != nil || got != "" {
+		return got, err
+	}
+	if len(sha) == 40 || len(sha) == 64 {
+		// Servers may refuse want-by-sha; failure just means "not found".
+		if _, err := c.run(ctx, gitRun{args: []string{"--git-dir=" + r.dir, "fetch", "--quiet", "--no-write-fetch-head", "origin", sha}}); err != nil {
+			c.log.DebugContext(ctx, "fetch by sha failed", "sha", sha, "err", err)
+		}
+		got, err = c.resolveCommit(ctx, r.dir, sha)
+		if err != nil || got != "" {
+			return got, err
+		}
+	}
+	return "", notFound
+}
+
+// checkRevision rejects strings that could be read as options or that
+// contain characters no ref or sha has.
+func checkRevision(rev string) error {
+	if strings.HasPrefix(rev, "-") || strings.ContainsAny(rev, " \t\n\r\x00:") {
+		return fmt.Errorf("%w: %q", ErrInvalidRevision, rev)
+	}
+	return nil
+}
+
+func isHex(s string) bool {
+	if len(s) < 4 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch b := s[i]; {
+		case b >= '0' && b <= '9', b >= 'a' && b <= 'f':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// checkBranch validates a branch name with git itself, and refuses names
+// git would expand (like @{-1}) rather than take literally.
+func (c *Cache) checkBranch(ctx context.Context, branch string) error {
+	if branch == "" || strings.HasPrefix(branch, "-") {
+		return fmt.Errorf("%w: %q", ErrInvalidBranch, branch)
+	}
+	out, err := c.out(ctx, gitRun{args: []string{"check-ref-format", "--branch", branch}})
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		return fmt.Errorf("%w: %q: %w", ErrInvalidBranch, branch, err)
+	}
+	if out != branch {
+		return fmt.Errorf("%w: %q expands to %q", ErrInvalidBranch, branch, out)
+	}
+	return nil
+}

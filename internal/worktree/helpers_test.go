@@ -1,0 +1,218 @@
+package worktree
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+const (
+	testAuthor = "Tester <tester@example.com>"
+	mainBranch = "main"
+)
+
+// testGitEnv is the environment the tests' own git commands run with:
+// isolated from the developer's config like the package's, plus an author.
+func testGitEnv() []string {
+	return []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + os.Getenv("HOME"),
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_TERMINAL_PROMPT=0",
+		"LC_ALL=C",
+		"GIT_AUTHOR_NAME=Tester", "GIT_AUTHOR_EMAIL=tester@example.com",
+		"GIT_COMMITTER_NAME=Tester", "GIT_COMMITTER_EMAIL=tester@example.com",
+	}
+}
+
+// gitT runs git in dir (or with explicit --git-dir args) and returns its
+// trimmed stdout, failing the test on error.
+func gitT(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	out, err := gitE(dir, args...)
+	if err != nil {
+		t.Fatalf("git %s (in %s): %v", strings.Join(args, " "), dir, err)
+	}
+	return out
+}
+
+func gitE(dir string, args ...string) (string, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = testGitEnv()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", &testGitErr{err: err, stderr: stderr.String()}
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}
+
+type testGitErr struct {
+	err    error
+	stderr string
+}
+
+func (e *testGitErr) Error() string { return e.err.Error() + ": " + strings.TrimSpace(e.stderr) }
+
+// origin is a bare repository playing the role of the remote, plus a
+// working clone ("seed") used to push new commits to it.
+type origin struct {
+	URL  string // the bare repository's path, used as RepoURL
+	Seed string
+	C1   string // main~1: README.md, notes.txt, .gitignore; tags v1 (annotated) and light
+	C2   string // main: + src/app.go, script.sh (executable); branch "feature" at C3
+	C3   string // feature: + feature.txt
+}
+
+func newOrigin(t testing.TB) *origin {
+	t.Helper()
+	root := t.TempDir()
+	o := &origin{Seed: filepath.Join(root, "seed"), URL: filepath.Join(root, "origin.git")}
+	gitT(t, root, "init", "--quiet", "--initial-branch="+mainBranch, o.Seed)
+	writeFile(t, filepath.Join(o.Seed, "README.md"), "hello\n", 0o644)
+	writeFile(t, filepath.Join(o.Seed, "notes.txt"), "some notes\n", 0o644)
+	writeFile(t, filepath.Join(o.Seed, ".gitignore"), "*.log\n", 0o644)
+	o.C1 = o.commit(t, "first")
+	gitT(t, o.Seed, "tag", "-a", "-m", "version 1", "v1")
+	gitT(t, o.Seed, "tag", "light")
+	writeFile(t, filepath.Join(o.Seed, "src", "app.go"), "package main\n\nfunc main() {}\n", 0o644)
+	writeFile(t, filepath.Join(o.Seed, "script.sh"), "#!/bin/sh\necho hi\n", 0o755)
+	o.C2 = o.commit(t, "second")
+	gitT(t, o.Seed, "checkout", "--quiet", "-b", "feature")
+	writeFile(t, filepath.Join(o.Seed, "feature.txt"), "feature\n", 0o644)
+	o.C3 = o.commit(t, "feature work")
+	gitT(t, o.Seed, "checkout", "--quiet", mainBranch)
+	gitT(t, root, "clone", "--quiet", "--bare", o.Seed, o.URL)
+	gitT(t, o.Seed, "remote", "add", "origin", o.URL)
+	return o
+}
+
+// commit stages everything in the seed and commits it.
+func (o *origin) commit(t testing.TB, msg string) string {
+	t.Helper()
+	gitT(t, o.Seed, "add", "-A")
+	gitT(t, o.Seed, "commit", "--quiet", "-m", msg)
+	return gitT(t, o.Seed, "rev-parse", "HEAD")
+}
+
+// pushNew commits a file on branch in the seed and pushes it to origin.
+func (o *origin) pushNew(t testing.TB, branch, file, content string) string {
+	t.Helper()
+	gitT(t, o.Seed, "checkout", "--quiet", branch)
+	writeFile(t, filepath.Join(o.Seed, file), content, 0o644)
+	sha := o.commit(t, "add "+file)
+	gitT(t, o.Seed, "push", "--quiet", "origin", branch)
+	gitT(t, o.Seed, "checkout", "--quiet", mainBranch)
+	return sha
+}
+
+func (o *origin) git(t testing.TB, args ...string) string {
+	t.Helper()
+	return gitT(t, "", append([]string{"--git-dir=" + o.URL}, args...)...)
+}
+
+// lsTree lists the files of rev in the origin.
+func (o *origin) lsTree(t testing.TB, rev string) []string {
+	t.Helper()
+	return strings.Split(o.git(t, "ls-tree", "-r", "--name-only", rev), "\n")
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+func newTestCache(t testing.TB) *Cache {
+	t.Helper()
+	return newTestCacheIn(t, t.TempDir())
+}
+
+func newTestCacheIn(t testing.TB, dir string) *Cache {
+	t.Helper()
+	c, err := NewCache(CacheOptions{Dir: dir, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatalf("NewCache: %v", err)
+	}
+	return c
+}
+
+// wtPath returns a fresh, not yet existing path for a worktree.
+func wtPath(t testing.TB) string {
+	return filepath.Join(t.TempDir(), "wt")
+}
+
+func prepare(t testing.TB, c *Cache, opts PrepareOptions) *Worktree {
+	t.Helper()
+	if opts.Path == "" {
+		opts.Path = wtPath(t)
+	}
+	w, err := c.Prepare(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("Prepare(%+v): %v", opts, err)
+	}
+	return w
+}
+
+func writeFile(t testing.TB, p, content string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil { // WriteFile keeps an existing file's mode
+		t.Fatal(err)
+	}
+}
+
+func readFile(t testing.TB, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func assertStrings(t testing.TB, what string, got, want []string) {
+	t.Helper()
+	if got == nil {
+		got = []string{}
+	}
+	if want == nil {
+		want = []string{}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%s = %q, want %q", what, got, want)
+	}
+}
+
+func assertContains(t testing.TB, what, s string, subs ...string) {
+	t.Helper()
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			t.Errorf("%s does not contain %q; got:\n%s", what, sub, s)
+		}
+	}
+}
+
+func assertNotExist(t testing.TB, p string) {
+	t.Helper()
+	if _, err := os.Lstat(p); !os.IsNotExist(err) {
+		t.Errorf("%s exists (err=%v), want it gone", p, err)
+	}
+}

@@ -1,0 +1,261 @@
+package worktree
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// maxCommits bounds Changes.Commits; an attempt making more commits than
+// this is reported with its most recent ones.
+const maxCommits = 10000
+
+// DefaultCheckpointMessage is used when Checkpoint is given an empty message.
+const DefaultCheckpointMessage = "drover: checkpoint"
+
+// Changes is what an attempt changed relative to its baseline.
+type Changes struct {
+	// Compared against the baseline snapshot (content hash + mode), so
+	// they include files the agent never told git about, and files it
+	// committed itself. Sorted, slash-separated, relative to the worktree.
+	Created, Modified, Deleted []string
+
+	Commits []Commit // commits made since the baseline, oldest first (`git log --reverse Baseline..HEAD`)
+
+	// Diff is the unified diff of the whole tree against Baseline as
+	// `git add -A` would stage it, so it includes untracked files but not
+	// ignored ones (exactly what Checkpoint would commit). Binary files
+	// show as "Binary files ... differ".
+	Diff          string
+	DiffTruncated bool   // Diff was cut at CacheOptions.MaxDiffBytes
+	DiffStat      string // `--stat` of the same
+}
+
+// Commit is one commit made on top of the baseline.
+type Commit struct {
+	SHA, Subject, Author string // Author is "Name <email>"
+}
+
+// Observe computes what changed since the baseline. It only reads git and
+// the filesystem; it does not modify the worktree, its index or its refs.
+func (w *Worktree) Observe(ctx context.Context) (*Changes, error) {
+	if err := w.usable(); err != nil {
+		return nil, err
+	}
+	cur, err := takeSnapshot(ctx, w.Path)
+	if err != nil {
+		return nil, err
+	}
+	ch := &Changes{}
+	ch.Created, ch.Modified, ch.Deleted = compare(w.baseline, cur)
+	if ch.Commits, err = w.commits(ctx); err != nil {
+		return nil, err
+	}
+	if err := w.diff(ctx, ch); err != nil {
+		return nil, err
+	}
+	return ch, nil
+}
+
+func (w *Worktree) commits(ctx context.Context) ([]Commit, error) {
+	res, err := w.run(ctx, gitRun{args: []string{
+		"-c", "log.showSignature=false",
+		"log", "-z", "--reverse", "--no-decorate", "--no-color",
+		"--max-count=" + strconv.Itoa(maxCommits),
+		"--format=%H%x1f%s%x1f%an <%ae>",
+		w.Baseline + "..HEAD", "--",
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("worktree: list commits in %s: %w", w.Path, err)
+	}
+	commits := []Commit{}
+	for rec := range bytes.SplitSeq(res.stdout, []byte{0}) {
+		rec = bytes.TrimSpace(rec)
+		if len(rec) == 0 {
+			continue
+		}
+		f := strings.SplitN(string(rec), "\x1f", 3)
+		if len(f) != 3 {
+			return nil, fmt.Errorf("worktree: unexpected git log record %q", rec)
+		}
+		commits = append(commits, Commit{SHA: f[0], Subject: f[1], Author: f[2]})
+	}
+	return commits, nil
+}
+
+// diff stages the whole tree into a throwaway index and diffs that against
+// the baseline, so untracked files appear without touching the real index
+// the agent (or a later Checkpoint) relies on.
+func (w *Worktree) diff(ctx context.Context, ch *Changes) error {
+	idx, err := w.tempIndex()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		_ = os.Remove(idx)
+		_ = os.Remove(idx + ".lock") // left only if git was killed
+	}()
+	env := []string{"GIT_INDEX_FILE=" + idx}
+	if _, err := w.run(ctx, gitRun{env: env, args: []string{"add", "--all", "--", "."}}); err != nil {
+		return fmt.Errorf("worktree: stage for diff in %s: %w", w.Path, err)
+	}
+	diffArgs := []string{"diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv",
+		"--src-prefix=a/", "--dst-prefix=b/"}
+	res, err := w.run(ctx, gitRun{env: env, stdoutLimit: w.cache.maxDiff, allowTrunc: true,
+		args: append(slices.Clone(diffArgs), w.Baseline, "--")})
+	if err != nil {
+		return fmt.Errorf("worktree: diff in %s: %w", w.Path, err)
+	}
+	ch.Diff, ch.DiffTruncated = string(res.stdout), res.truncated
+	if ch.DiffTruncated {
+		// Cut at a line boundary so consumers never see half a line.
+		if i := strings.LastIndexByte(ch.Diff, '\n'); i >= 0 {
+			ch.Diff = ch.Diff[:i+1]
+		}
+	}
+	stat, err := w.run(ctx, gitRun{env: env, args: append(slices.Clone(diffArgs), "--stat", w.Baseline, "--")})
+	if err != nil {
+		return fmt.Errorf("worktree: diff --stat in %s: %w", w.Path, err)
+	}
+	ch.DiffStat = string(stat.stdout)
+	return nil
+}
+
+// tempIndex returns the path for a throwaway index next to the real one,
+// seeded with a copy of the real index so git can reuse its stat cache
+// instead of rehashing every file. The caller removes it.
+func (w *Worktree) tempIndex() (string, error) {
+	f, err := os.CreateTemp(w.gitDir, "drover-observe-index-")
+	if err != nil {
+		return "", fmt.Errorf("worktree: temp index: %w", err)
+	}
+	name := f.Name()
+	src, err := os.Open(filepath.Join(w.gitDir, "index"))
+	if err == nil {
+		_, err = io.Copy(f, src)
+		src.Close()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		// No usable real index (the agent may have deleted it): an index
+		// file that does not exist is an empty index to git; an empty
+		// file is a corrupt one.
+		if !errors.Is(err, fs.ErrNotExist) {
+			w.cache.log.Debug("copy index for observe", "path", w.Path, "err", err)
+		}
+		if rmErr := os.Remove(name); rmErr != nil {
+			return "", fmt.Errorf("worktree: temp index: %w", rmErr)
+		}
+	}
+	return name, nil
+}
+
+// Checkpoint commits everything left uncommitted (as `git add -A` sees it)
+// with the Drover identity and returns HEAD's sha. With nothing to commit it
+// returns the current HEAD. Hooks never run. The attempt branch is left
+// pointing at the returned commit even if the agent switched branches.
+//
+// Call it only once the agent has stopped: an index.lock left in the
+// worktree is then stale (an agent killed mid-commit) and is removed.
+func (w *Worktree) Checkpoint(ctx context.Context, message string) (string, error) {
+	if err := w.usable(); err != nil {
+		return "", err
+	}
+	if strings.TrimSpace(message) == "" {
+		message = DefaultCheckpointMessage
+	}
+	lock := filepath.Join(w.gitDir, "index.lock")
+	if err := os.Remove(lock); err == nil {
+		w.cache.log.WarnContext(ctx, "removed stale index.lock", "path", w.Path)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("worktree: remove stale index.lock: %w", err)
+	}
+	if _, err := w.run(ctx, gitRun{args: []string{"add", "--all", "--", "."}}); err != nil {
+		return "", fmt.Errorf("worktree: stage checkpoint in %s: %w", w.Path, err)
+	}
+	_, err := w.run(ctx, gitRun{args: []string{"diff", "--cached", "--quiet", "--no-ext-diff", "HEAD", "--"}})
+	switch exitCode(err) {
+	case 0: // nothing staged
+	case 1:
+		if _, err := w.run(ctx, gitRun{args: []string{"commit", "--quiet", "--no-verify", "--no-gpg-sign",
+			"--cleanup=strip", "-m", message}}); err != nil {
+			return "", fmt.Errorf("worktree: checkpoint commit in %s: %w", w.Path, err)
+		}
+	default:
+		return "", fmt.Errorf("worktree: checkpoint in %s: %w", w.Path, err)
+	}
+	head, err := w.head(ctx)
+	if err != nil {
+		return "", err
+	}
+	if err := w.pinBranch(ctx, head); err != nil {
+		return "", err
+	}
+	return head, nil
+}
+
+// pinBranch makes the attempt branch point at head. Normally HEAD is that
+// branch already; if the agent checked out something else, the worktree's
+// content is still the attempt's result, and Push publishes the branch.
+func (w *Worktree) pinBranch(ctx context.Context, head string) error {
+	ref := "refs/heads/" + w.Branch
+	sym, err := w.out(ctx, "symbolic-ref", "--quiet", "HEAD")
+	if err == nil && sym == ref {
+		return nil
+	}
+	if err != nil && exitCode(err) != 1 { // 1 = detached HEAD
+		return fmt.Errorf("worktree: read HEAD in %s: %w", w.Path, err)
+	}
+	w.cache.log.WarnContext(ctx, "agent moved HEAD off the attempt branch; moving the branch to HEAD",
+		"path", w.Path, "branch", w.Branch, "head", sym, "sha", head)
+	if _, err := w.out(ctx, "update-ref", "-m", "drover: checkpoint", ref, head); err != nil {
+		return fmt.Errorf("worktree: move %s to %s: %w", w.Branch, shortSHA(head), err)
+	}
+	return nil
+}
+
+// Push pushes the attempt branch to the repository's remote under the same
+// name and returns the pushed sha. It does not force: a branch of that
+// name with different history on the remote makes the push fail.
+func (w *Worktree) Push(ctx context.Context) (string, error) {
+	if err := w.usable(); err != nil {
+		return "", err
+	}
+	c, r := w.cache, w.repo
+	// Push also updates refs/remotes/origin/<branch>, which a concurrent
+	// fetch in the same cache writes too.
+	if err := r.lock(ctx); err != nil {
+		return "", err
+	}
+	defer r.unlock()
+	ref := "refs/heads/" + w.Branch
+	sha, err := c.resolveCommit(ctx, r.dir, ref)
+	if err != nil {
+		return "", err
+	}
+	if sha == "" {
+		return "", &RevisionNotFoundError{RepoURL: r.url, Revision: ref}
+	}
+	if _, err := c.run(ctx, gitRun{args: []string{"--git-dir=" + r.dir, "push", "--quiet", "--no-verify",
+		"--no-recurse-submodules", "origin", ref + ":" + ref}}); err != nil {
+		return "", fmt.Errorf("worktree: push %s to %s: %w", w.Branch, r.url, err)
+	}
+	c.log.InfoContext(ctx, "pushed attempt branch", "url", r.url, "branch", w.Branch, "sha", sha)
+	return sha, nil
+}
+
+func sortStrings(lists ...[]string) {
+	for _, l := range lists {
+		slices.Sort(l)
+	}
+}
