@@ -31,7 +31,7 @@ tasks:
   - id: a
     prompt: y
 `)
-	out, errOut, code := c.cli("submit", bad)
+	_, errOut, code := c.cli("submit", bad)
 	if code != 2 || !strings.Contains(errOut, "flow.yaml") || !strings.Contains(errOut, "duplicate") {
 		t.Errorf("duplicate task id: exit %d, stderr %q, want exit 2 naming the file and the problem", code, errOut)
 	}
@@ -39,7 +39,7 @@ tasks:
 	if _, errOut, code = c.cli("submit", unknownRuntime); code != 2 || !strings.Contains(errOut, "nosuch") {
 		t.Errorf("unknown runtime: exit %d, stderr %q", code, errOut)
 	}
-	if out, _, _ = c.cli("status"); strings.Contains(out, "bad-") {
+	if out, _, _ := c.cli("status"); strings.Contains(out, "bad-") {
 		t.Errorf("a refused flow left state:\n%s", out)
 	}
 
@@ -83,7 +83,7 @@ tasks:
 
 	// Everyone survived: a good flow still runs.
 	good := writeFlow(t, "name: good\nrepo: "+repo+"\nruntime: demo\ntasks:\n  - id: a\n    prompt: \"@write ok.txt fine\"\n")
-	out, errOut, code = c.cli("submit", good, "--watch")
+	out, errOut, code := c.cli("submit", good, "--watch")
 	if code != 0 {
 		t.Fatalf("good flow after poison: exit %d\n%s\n%s", code, out, errOut)
 	}

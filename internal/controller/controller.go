@@ -79,13 +79,19 @@ func (c *Controller) foldLoop(ctx context.Context) error {
 	cons, err := c.js.OrderedConsumer(ctx, queue.EventsStream, jetstream.OrderedConsumerConfig{
 		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start,
 	})
-	if err != nil {
-		return fmt.Errorf("controller: events consumer: %w", err)
+	if err == nil {
+		var it jetstream.MessagesContext
+		if it, err = cons.Messages(jetstream.PullMaxMessages(1024)); err == nil {
+			return c.fold(ctx, it, start)
+		}
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(1024))
-	if err != nil {
-		return fmt.Errorf("controller: events consumer: %w", err)
+	if ctx.Err() != nil {
+		return nil // stopped before it started
 	}
+	return fmt.Errorf("controller: events consumer: %w", err)
+}
+
+func (c *Controller) fold(ctx context.Context, it jetstream.MessagesContext, start uint64) error {
 	go func() {
 		<-ctx.Done()
 		it.Stop()

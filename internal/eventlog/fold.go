@@ -40,6 +40,9 @@ func (s *State) poison(seq uint64, err error, size int) {
 // that does not fit the state (unknown flow, superseded claim, attempt already
 // finished) is ignored, because at-least-once delivery and fencing make such
 // events normal. It returns an error only for a payload that cannot be decoded.
+// Every known type's payload is decoded before the state is looked at, so
+// whether an event is poison depends on its bytes alone, and a poison event
+// changes nothing but the set of ids seen.
 func (s *State) Apply(seq uint64, ev *Event) error {
 	if _, dup := s.Seen[ev.ID]; dup {
 		return nil
@@ -72,12 +75,12 @@ func (s *State) Apply(seq uint64, ev *Event) error {
 }
 
 func (s *State) flowSubmitted(ev *Event) error {
-	if _, ok := s.Flows[ev.Flow]; ok {
-		return nil
-	}
 	var d FlowSubmittedData
 	if err := ev.Payload(&d); err != nil {
 		return err
+	}
+	if _, ok := s.Flows[ev.Flow]; ok {
+		return nil
 	}
 	f := &Flow{ID: ev.Flow, State: FlowRunning, SubmittedAt: ev.Time, Order: d.Spec.TopoOrder(), Spec: d.Spec}
 	s.Flows[f.ID] = f
@@ -107,16 +110,16 @@ func (s *State) touchTask(t *Task, ev *Event) {
 func (s *State) touchAttempt(a *Attempt) { s.mark(keyAttempt + a.ID) }
 
 func (s *State) flowCompleted(ev *Event) error {
-	f := s.Flows[ev.Flow]
-	if f == nil || f.State.Terminal() {
-		return nil
-	}
 	var d FlowCompletedData
 	if err := ev.Payload(&d); err != nil {
 		return err
 	}
 	if !d.State.Terminal() {
 		return fmt.Errorf("%w: flow_completed with state %q", ErrDecode, d.State)
+	}
+	f := s.Flows[ev.Flow]
+	if f == nil || f.State.Terminal() {
+		return nil
 	}
 	f.State = d.State
 	f.CompletedAt = ev.Time
@@ -125,13 +128,13 @@ func (s *State) flowCompleted(ev *Event) error {
 }
 
 func (s *State) attemptScheduled(ev *Event) error {
-	t := s.Task(ev.Flow, ev.Task)
-	if t == nil || t.State != TaskPending {
-		return nil
-	}
 	var d AttemptScheduledData
 	if err := ev.Payload(&d); err != nil {
 		return err
+	}
+	t := s.Task(ev.Flow, ev.Task)
+	if t == nil || t.State != TaskPending {
+		return nil
 	}
 	if d.N != t.Attempts+1 || s.Attempts[ev.Attempt] != nil {
 		return nil
@@ -157,6 +160,10 @@ func (s *State) live(ev *Event) *Attempt {
 }
 
 func (s *State) attemptClaimed(ev *Event) error {
+	var d AttemptClaimedData
+	if err := ev.Payload(&d); err != nil {
+		return err
+	}
 	a := s.live(ev)
 	if a == nil {
 		return nil
@@ -166,13 +173,11 @@ func (s *State) attemptClaimed(ev *Event) error {
 		s.touchAttempt(a)
 		return nil
 	}
-	var d AttemptClaimedData
-	if err := ev.Payload(&d); err != nil {
-		return err
-	}
 	a.Epoch, a.Worker, a.State, a.Phase, a.ClaimedAt = ev.Epoch, d.Worker, AttemptClaimedSt, ev.Type, ev.Time
 	s.touchAttempt(a)
-	if t := s.Task(a.Flow, a.Task); t != nil && t.Attempt == a.ID {
+	// A task the controller already finished (failed while its attempt was
+	// queued, say) stays finished: the claim is the attempt's business only.
+	if t := s.Task(a.Flow, a.Task); t != nil && t.Attempt == a.ID && !t.State.Terminal() {
 		t.State = TaskRunning
 		s.touchTask(t, ev)
 	}
@@ -195,6 +200,35 @@ func (s *State) current(ev *Event) *Attempt {
 }
 
 func (s *State) attemptPhase(ev *Event) error {
+	// Decode first: a payload that fails must leave the attempt untouched,
+	// or memory would hold a change that Commit never writes.
+	var (
+		prep  PrepareCompletedData
+		start RuntimeStartedData
+		diff  DiffComputedData
+		d     any
+	)
+	switch ev.Type {
+	case AdapterInitialized:
+		d = &AdapterInitializedData{}
+	case PrepareCompleted:
+		d = &prep
+	case RuntimeStarted:
+		d = &start
+	case RuntimeExited:
+		d = &RuntimeExitedData{}
+	case FileModified:
+		d = &FileModifiedData{}
+	case DiffComputed:
+		d = &diff
+	case CheckpointCommitCreated:
+		d = &CheckpointCommitCreatedData{}
+	default: // RuntimeTerminated: an empty object
+		d = &struct{}{}
+	}
+	if err := ev.Payload(d); err != nil {
+		return err
+	}
 	a := s.current(ev)
 	if a == nil {
 		return nil
@@ -202,36 +236,24 @@ func (s *State) attemptPhase(ev *Event) error {
 	a.Phase = ev.Type
 	switch ev.Type {
 	case PrepareCompleted:
-		var d PrepareCompletedData
-		if err := ev.Payload(&d); err != nil {
-			return err
-		}
-		a.Worktree, a.BaseCommit = d.Worktree, d.BaseCommit
+		a.Worktree, a.BaseCommit = prep.Worktree, prep.BaseCommit
 	case RuntimeStarted:
-		var d RuntimeStartedData
-		if err := ev.Payload(&d); err != nil {
-			return err
-		}
-		a.Pid = d.Pid
+		a.Pid = start.Pid
 	case DiffComputed:
-		var d DiffComputedData
-		if err := ev.Payload(&d); err != nil {
-			return err
-		}
-		a.DiffStat = d.Stat
+		a.DiffStat = diff.Stat
 	}
 	s.touchAttempt(a)
 	return nil
 }
 
 func (s *State) attemptReported(ev *Event) error {
-	a := s.current(ev)
-	if a == nil {
-		return nil
-	}
 	var r Report
 	if err := ev.Payload(&r); err != nil {
 		return err
+	}
+	a := s.current(ev)
+	if a == nil {
+		return nil
 	}
 	a.Report, a.Phase, a.EndedAt = &r, ev.Type, ev.Time
 	a.State = AttemptFailed
@@ -252,13 +274,13 @@ func (s *State) attemptReported(ev *Event) error {
 }
 
 func (s *State) errorClassified(ev *Event) error {
-	a := s.Attempts[ev.Attempt]
-	if a == nil || a.Flow != ev.Flow {
-		return nil
-	}
 	var d RuntimeErrorClassifiedData
 	if err := ev.Payload(&d); err != nil {
 		return err
+	}
+	a := s.Attempts[ev.Attempt]
+	if a == nil || a.Flow != ev.Flow {
+		return nil
 	}
 	info := d.ErrorInfo
 	a.Error = &info
@@ -267,13 +289,13 @@ func (s *State) errorClassified(ev *Event) error {
 }
 
 func (s *State) taskFailed(ev *Event) error {
-	t := s.Task(ev.Flow, ev.Task)
-	if t == nil || t.State.Terminal() {
-		return nil
-	}
 	var d TaskFailedData
 	if err := ev.Payload(&d); err != nil {
 		return err
+	}
+	t := s.Task(ev.Flow, ev.Task)
+	if t == nil || t.State.Terminal() {
+		return nil
 	}
 	t.State = TaskFailed
 	t.Error = &ErrorInfo{Class: d.Class, Message: d.Reason}
@@ -282,7 +304,8 @@ func (s *State) taskFailed(ev *Event) error {
 	return nil
 }
 
-// blockDependents marks every task downstream of a failed one as blocked.
+// blockDependents marks every task downstream of a failed one as blocked by
+// it: BlockedBy names the failed task, however far upstream.
 func (s *State) blockDependents(ev *Event, failed *Task) {
 	f := s.Flows[failed.Flow]
 	if f == nil {
@@ -297,7 +320,7 @@ func (s *State) blockDependents(ev *Event, failed *Task) {
 		}
 		for _, dep := range t.DependsOn {
 			if root, ok := bad[dep]; ok {
-				t.State, t.BlockedBy = TaskBlocked, dep
+				t.State, t.BlockedBy = TaskBlocked, root
 				bad[id] = root
 				s.touchTask(t, ev)
 				break

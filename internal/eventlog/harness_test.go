@@ -548,7 +548,7 @@ func testdataStreams(tb testing.TB) [][][]byte {
 		}
 		var msgs [][]byte
 		var last uint64
-		datadriven.RunTestFromStringAny(tb, string(data), func(tb testing.TB, d *datadriven.TestData) string {
+		datadriven.RunTestFromStringAny(quietTB{tb}, string(data), func(tb testing.TB, d *datadriven.TestData) string {
 			switch d.Cmd {
 			case "submit", "event", "raw":
 				m := buildMessage(tb, d, last+1)
@@ -564,3 +564,10 @@ func testdataStreams(tb testing.TB) [][][]byte {
 	}
 	return out
 }
+
+// quietTB keeps datadriven from echoing every directive under -v when the
+// files are only read for their messages.
+type quietTB struct{ testing.TB }
+
+func (quietTB) Log(...any)          {}
+func (quietTB) Logf(string, ...any) {}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -242,9 +243,13 @@ func Dump(r Reader) (string, error) {
 	return b.String(), it.Error()
 }
 
-// Compare lists the differences between two stores, at most limit of them.
-// An empty result means the two are equal byte for byte.
+// Compare lists the differences between two stores, at most limit of them
+// (all of them if limit <= 0). An empty result means the two are equal byte
+// for byte.
 func Compare(a, b Reader, limit int) ([]string, error) {
+	if limit <= 0 {
+		limit = math.MaxInt
+	}
 	ia, err := a.NewIter(nil)
 	if err != nil {
 		return nil, err

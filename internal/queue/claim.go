@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -55,16 +56,25 @@ func NewClaims(ctx context.Context, js jetstream.JetStream, lease time.Duration,
 	return &Claims{kv: kv, lease: lease, now: now}, nil
 }
 
-// Lease is a worker's hold on one attempt.
+// Lease is a worker's hold on one attempt. It is safe for concurrent use:
+// the worker renews it from a heartbeat goroutine while the attempt's own
+// goroutine finishes or releases it.
 type Lease struct {
 	c       *Claims
 	attempt string
-	rec     claimRecord
-	rev     uint64
+	epoch   uint64 // fixed for the life of the lease
+
+	mu  sync.Mutex // serialises writes: each must chain on the last revision
+	rec claimRecord
+	rev uint64
+}
+
+func newLease(c *Claims, attempt string, rec claimRecord, rev uint64) *Lease {
+	return &Lease{c: c, attempt: attempt, epoch: rec.Epoch, rec: rec, rev: rev}
 }
 
 // Epoch is the fencing token of this hold.
-func (l *Lease) Epoch() uint64 { return l.rec.Epoch }
+func (l *Lease) Epoch() uint64 { return l.epoch }
 
 // Acquire takes the attempt for worker: a new claim at epoch 1, or a takeover
 // of a stale one at the next epoch. Compare-and-set makes one caller win.
@@ -79,7 +89,7 @@ func (c *Claims) Acquire(ctx context.Context, attempt, worker string) (*Lease, e
 		if err != nil {
 			return nil, fmt.Errorf("queue: claim %s: %w", attempt, err)
 		}
-		return &Lease{c: c, attempt: attempt, rec: rec, rev: rev}, nil
+		return newLease(c, attempt, rec, rev), nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("queue: read claim %s: %w", attempt, err)
@@ -102,36 +112,37 @@ func (c *Claims) Acquire(ctx context.Context, attempt, worker string) (*Lease, e
 		}
 		return nil, fmt.Errorf("queue: take over claim %s: %w", attempt, err)
 	}
-	return &Lease{c: c, attempt: attempt, rec: rec, rev: rev}, nil
+	return newLease(c, attempt, rec, rev), nil
 }
 
 // Renew proves the holder is alive. It fails with ErrSuperseded when another
-// worker took the attempt over.
-func (l *Lease) Renew(ctx context.Context) error { return l.write(ctx, l.rec) }
+// worker took the attempt over. It rewrites the claim in its current state,
+// so a renewal racing Finish or Release never undoes them.
+func (l *Lease) Renew(ctx context.Context) error { return l.write(ctx, "") }
 
 // Finish marks the attempt reported, so later deliveries of its job are acked
 // without running.
-func (l *Lease) Finish(ctx context.Context) error {
-	rec := l.rec
-	rec.State = claimFinished
-	return l.write(ctx, rec)
-}
+func (l *Lease) Finish(ctx context.Context) error { return l.write(ctx, claimFinished) }
 
 // Release hands the attempt back unfinished (a worker shutting down), so the
 // next delivery may take it over at once instead of waiting out the lease.
-func (l *Lease) Release(ctx context.Context) error {
-	rec := l.rec
-	rec.State = claimReleased
-	return l.write(ctx, rec)
-}
+func (l *Lease) Release(ctx context.Context) error { return l.write(ctx, claimReleased) }
 
-func (l *Lease) write(ctx context.Context, rec claimRecord) error {
+// write stores the claim with state (or its current state if ""), on top of
+// the revision this lease last wrote.
+func (l *Lease) write(ctx context.Context, state string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rec := l.rec
+	if state != "" {
+		rec.State = state
+	}
 	rev, err := l.c.kv.Update(ctx, l.attempt, mustJSON(rec), l.rev)
 	if err != nil {
 		if isWrongRevision(err) {
-			return fmt.Errorf("%w: %s at epoch %d", ErrSuperseded, l.attempt, l.rec.Epoch)
+			return fmt.Errorf("%w: %s at epoch %d", ErrSuperseded, l.attempt, l.epoch)
 		}
-		return fmt.Errorf("queue: renew claim %s: %w", l.attempt, err)
+		return fmt.Errorf("queue: write claim %s: %w", l.attempt, err)
 	}
 	l.rev, l.rec = rev, rec
 	return nil

@@ -221,10 +221,10 @@ func TestConcurrentTakeoverHasOneWinner(t *testing.T) {
 
 		const n = 10
 		var (
-			wg      sync.WaitGroup
-			start   = make(chan struct{})
-			leases  = make([]*Lease, n)
-			errs    = make([]error, n)
+			wg     sync.WaitGroup
+			start  = make(chan struct{})
+			leases = make([]*Lease, n)
+			errs   = make([]error, n)
 		)
 		for i := range n {
 			wg.Go(func() {

@@ -3,6 +3,7 @@ package queue
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -58,10 +59,62 @@ func StartEmbedded(o EmbeddedOptions) (*server.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue: embedded nats-server: %w", err)
 	}
+	// With NoLog a failure to start JetStream (an unusable store dir, say)
+	// would be silent: Start would return without listening, and we would wait
+	// out the whole timeout and report no cause. Keep the server's errors.
+	errs := &errorLog{}
+	ns.SetLogger(errs, false, false)
 	ns.Start()
+	if errs.fatal() || !ns.JetStreamEnabled() {
+		shutdown(ns)
+		return nil, fmt.Errorf("%w: %s", ErrNotReady, errs.last())
+	}
 	if !ns.ReadyForConnections(30 * time.Second) {
-		ns.Shutdown()
-		return nil, fmt.Errorf("%w: listening on %s:%d", ErrNotReady, o.Host, o.Port)
+		shutdown(ns)
+		return nil, fmt.Errorf("%w: listening on %s:%d: %s", ErrNotReady, o.Host, o.Port, errs.last())
 	}
 	return ns, nil
 }
+
+func shutdown(ns *server.Server) {
+	ns.Shutdown()
+	ns.WaitForShutdown()
+}
+
+// errorLog is the embedded server's logger: it drops everything but keeps
+// the last error, to explain a failed start. Start returns right after
+// logging a fatal error, so a fatal error means the server is not serving.
+type errorLog struct {
+	mu     sync.Mutex
+	err    string
+	failed bool
+}
+
+func (l *errorLog) keep(fatal bool, format string, v ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.err = fmt.Sprintf(format, v...)
+	l.failed = l.failed || fatal
+}
+
+func (l *errorLog) fatal() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failed
+}
+
+func (l *errorLog) last() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err == "" {
+		return "no error logged"
+	}
+	return l.err
+}
+
+func (l *errorLog) Fatalf(format string, v ...any) { l.keep(true, format, v...) }
+func (l *errorLog) Errorf(format string, v ...any) { l.keep(false, format, v...) }
+func (*errorLog) Noticef(string, ...any)           {}
+func (*errorLog) Warnf(string, ...any)             {}
+func (*errorLog) Debugf(string, ...any)            {}
+func (*errorLog) Tracef(string, ...any)            {}

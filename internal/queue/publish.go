@@ -3,6 +3,8 @@ package queue
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -26,18 +28,54 @@ func PublishEvent(ctx context.Context, js jetstream.JetStream, ev *eventlog.Even
 	return ack.Sequence, nil
 }
 
+// Dead letter headers.
+const (
+	// DeadLetterReasonHeader says why the message was refused.
+	DeadLetterReasonHeader = "Drover-Reason"
+	// DeadLetterSizeHeader is the size of the refused message, which the
+	// stored copy may be a truncated prefix of.
+	DeadLetterSizeHeader = "Drover-Original-Size"
+)
+
+const (
+	deadLetterMaxMsgSize = 2 << 20 // the DEADLETTER stream's MaxMsgSize
+	maxReasonLen         = 4 << 10
+	// headerRoom is kept for the header framing and the headers JetStream
+	// adds (Nats-Expected-Stream).
+	headerRoom = 512
+)
+
 // PublishDeadLetter parks a poison message with the reason it was refused.
+// The message is cut to what the server accepts (its max_payload, 1 MiB by
+// default, counts headers too), so even a message as large as anything the
+// server delivers can be parked.
 func PublishDeadLetter(ctx context.Context, js jetstream.JetStream, source, reason string, data []byte) error {
-	const keep = 1 << 20
-	if len(data) > keep {
+	reason = truncateUTF8(reason, maxReasonLen)
+	limit := int64(deadLetterMaxMsgSize)
+	if mp := js.Conn().MaxPayload(); mp > 0 && mp < limit {
+		limit = mp
+	}
+	keep := max(limit-headerRoom-int64(len(reason)), 0)
+	msg := &nats.Msg{Subject: DeadLetterSubject(source), Header: nats.Header{}}
+	msg.Header.Set(DeadLetterReasonHeader, reason)
+	msg.Header.Set(DeadLetterSizeHeader, strconv.Itoa(len(data)))
+	if int64(len(data)) > keep {
 		data = data[:keep]
 	}
-	msg := &nats.Msg{Subject: DeadLetterSubject(source), Data: data, Header: nats.Header{}}
-	msg.Header.Set("Drover-Reason", reason)
+	msg.Data = data
 	if _, err := js.PublishMsg(ctx, msg, jetstream.WithExpectStream(DeadLetterStream)); err != nil {
 		return fmt.Errorf("queue: park dead letter from %s: %w", source, err)
 	}
 	return nil
 }
 
-const DeadLetterSizeHeader = "Drover-Size"
+// truncateUTF8 cuts s to at most n bytes without splitting a character.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

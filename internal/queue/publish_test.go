@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -133,7 +134,7 @@ func TestPublishDeadLetter(t *testing.T) {
 		t.Errorf("data %q, want %q", m.Data, data)
 	}
 	// Header values cannot carry newlines; the text must survive otherwise.
-	if got := m.Header.Get("Drover-Reason"); got != strings.ReplaceAll(reason, "\n", " ") {
+	if got := m.Header.Get(DeadLetterReasonHeader); got != strings.ReplaceAll(reason, "\n", " ") {
 		t.Errorf("reason %q, want %q", got, reason)
 	}
 }
@@ -154,10 +155,22 @@ func TestPublishDeadLetterOversized(t *testing.T) {
 	if len(m.Data) == 0 || !bytes.Equal(m.Data, data[:len(m.Data)]) {
 		t.Errorf("stored %d bytes, want a non-empty prefix of the data", len(m.Data))
 	}
-	if got := m.Header.Get("Drover-Reason"); !strings.HasPrefix(got, "queue: bad job: rrr") {
+	if got := m.Header.Get(DeadLetterReasonHeader); !strings.HasPrefix(got, "queue: bad job: rrr") {
 		t.Errorf("reason %.40q... lost", got)
 	}
 	if got := m.Header.Get(DeadLetterSizeHeader); got != "2097152" {
 		t.Errorf("%s = %q, want the original size 2097152", DeadLetterSizeHeader, got)
+	}
+
+	// A long reason in a multi-byte script is cut between characters.
+	if err := PublishDeadLetter(ctx, js, "events", strings.Repeat("é", 1<<19), []byte("x")); err != nil {
+		t.Fatalf("PublishDeadLetter with a long reason: %v", err)
+	}
+	m = getMsg(t, js, DeadLetterStream, 2)
+	if got := m.Header.Get(DeadLetterReasonHeader); !utf8.ValidString(got) || !strings.HasPrefix(got, "éé") {
+		t.Errorf("reason cut into invalid UTF-8: %.20q", got)
+	}
+	if string(m.Data) != "x" {
+		t.Errorf("small data changed: %q", m.Data)
 	}
 }

@@ -97,7 +97,7 @@ func StreamConfigs(o StreamOptions) []jetstream.StreamConfig {
 	}, {
 		Name: DeadLetterStream, Subjects: []string{deadLetterPrefix + ">"},
 		Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy,
-		Replicas: o.Replicas, MaxAge: 30 * 24 * time.Hour, MaxMsgSize: 2 << 20,
+		Replicas: o.Replicas, MaxAge: 30 * 24 * time.Hour, MaxMsgSize: deadLetterMaxMsgSize,
 		Description: "Drover poison messages, parked with the reason",
 	}}
 }
@@ -130,8 +130,11 @@ type ConsumerOptions struct {
 }
 
 // AttemptConsumerName names the durable consumer shared by all workers of a
-// pool that serve one runtime.
-func AttemptConsumerName(pool, runtime string) string { return "attempts-" + pool + "-" + runtime }
+// pool that serve one runtime. Pool and runtime ids may contain '-' but never
+// '_', so '_' separates them: with '-', pool "gpu" runtime "large-claude" and
+// pool "gpu-large" runtime "claude" would share one consumer, and ensuring it
+// for one would repoint it away from the other's jobs.
+func AttemptConsumerName(pool, runtime string) string { return "attempts_" + pool + "_" + runtime }
 
 // EnsureAttemptConsumer creates or updates the pull consumer for pool/runtime.
 func EnsureAttemptConsumer(ctx context.Context, js jetstream.JetStream, pool, runtime string, o ConsumerOptions) (jetstream.Consumer, error) {

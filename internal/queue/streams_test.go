@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -87,7 +88,7 @@ func TestEnsureIsIdempotent(t *testing.T) {
 	if n := streamMsgs(t, js, EventsStream); n != 1 {
 		t.Errorf("a second Ensure lost events: %d stored, want 1", n)
 	}
-	if _, err := claims.Acquire(ctx, "f1_t1_1", "w2"); err != ErrHeld {
+	if _, err := claims.Acquire(ctx, "f1_t1_1", "w2"); !errors.Is(err, ErrHeld) {
 		t.Errorf("a second Ensure lost the claims: Acquire = %v, want ErrHeld", err)
 	}
 }

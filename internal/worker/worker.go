@@ -203,13 +203,14 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 	log = log.With("epoch", lease.Epoch())
 	em := &emitter{js: w.js, job: job, epoch: lease.Epoch(), now: w.now}
 	runCtx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
 	hbDone := make(chan struct{})
 	go func() {
 		defer close(hbDone)
 		w.heartbeat(runCtx, stop, msg, lease, log)
 	}()
-	defer func() { stop(nil); <-hbDone }()
+	// Heartbeats end before the claim is finished or released.
+	stopHeartbeat := sync.OnceFunc(func() { stop(nil); <-hbDone })
+	defer stopHeartbeat()
 
 	if err := em.Emit(runCtx, eventlog.AttemptClaimed, "", eventlog.AttemptClaimedData{Worker: w.cfg.Worker.ID, Host: hostname()}); err != nil {
 		w.handBack(bg, msg, lease, log, err)
@@ -231,6 +232,7 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 		w.handBack(bg, msg, lease, log, err)
 		return
 	}
+	stopHeartbeat()
 	if err := lease.Finish(bg); err != nil {
 		log.Warn("mark claim finished", "err", err)
 	}

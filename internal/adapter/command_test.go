@@ -1,0 +1,129 @@
+package adapter
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/supervise"
+)
+
+func script(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "agent")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestInitialize(t *testing.T) {
+	ok := NewCommand("x", config.Runtime{Binary: script(t, `echo "agent 1.2.3"; echo more`), VersionArgs: []string{"--version"}})
+	info, err := ok.Initialize(context.Background())
+	if err != nil || info.Version != "agent 1.2.3" {
+		t.Fatalf("info %+v, err %v", info, err)
+	}
+	_, err = NewCommand("x", config.Runtime{Binary: "/nonexistent/agent"}).Initialize(context.Background())
+	if !errors.Is(err, ErrBinaryNotFound) {
+		t.Errorf("missing binary: %v", err)
+	}
+	_, err = NewCommand("x", config.Runtime{Binary: "no-such-agent-in-path"}).Initialize(context.Background())
+	if !errors.Is(err, ErrBinaryNotFound) {
+		t.Errorf("binary not in PATH: %v", err)
+	}
+	notExec := filepath.Join(t.TempDir(), "agent")
+	if err := os.WriteFile(notExec, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = NewCommand("x", config.Runtime{Binary: notExec}).Initialize(context.Background()); !errors.Is(err, ErrBinaryNotFound) {
+		t.Errorf("not executable: %v", err)
+	}
+	failing := NewCommand("x", config.Runtime{Binary: script(t, "echo broken >&2; exit 1"), VersionArgs: []string{"--version"}})
+	if _, err = failing.Initialize(context.Background()); err == nil || !strings.Contains(err.Error(), "broken") {
+		t.Errorf("failing version check: %v", err)
+	}
+}
+
+func TestCommandInput(t *testing.T) {
+	bin := script(t, "exit 0")
+	tmp := t.TempDir()
+	in := &Input{Prompt: "do it", TempDir: tmp, Env: []string{"DROVER_TASK_ID=a"}}
+
+	stdin, err := NewCommand("x", config.Runtime{Binary: bin, Input: "stdin", Args: []string{"--yes"}}).Command(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(stdin.Stdin)
+	if string(b) != "do it" || !slices.Equal(stdin.Args, []string{"--yes"}) {
+		t.Errorf("stdin: args %v, stdin %q", stdin.Args, b)
+	}
+
+	arg, err := NewCommand("x", config.Runtime{Binary: bin, Input: "arg", PromptFlag: "-p", Args: []string{"--yes"}}).Command(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(arg.Args, []string{"--yes", "-p", "do it"}) || arg.Stdin != nil {
+		t.Errorf("arg: %v", arg.Args)
+	}
+
+	file, err := NewCommand("x", config.Runtime{Binary: bin, Input: "file"}).Command(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := file.Args[len(file.Args)-1]
+	if b, err := os.ReadFile(p); err != nil || string(b) != "do it" || !strings.HasPrefix(p, tmp) {
+		t.Errorf("file: %v %q %v", file.Args, b, err)
+	}
+}
+
+// TestEnvAllowlist: nothing of the worker's environment leaks but the allowlist.
+func TestEnvAllowlist(t *testing.T) {
+	t.Setenv("SECRET_TOKEN", "hunter2")
+	t.Setenv("MY_KEY", "k")
+	ad := NewCommand("x", config.Runtime{Binary: script(t, "exit 0"), EnvPassthrough: []string{"MY_KEY"}, Env: map[string]string{"FIXED": "1"}})
+	tmp := t.TempDir()
+	c, err := ad.Command(&Input{Prompt: "p", TempDir: tmp, Env: []string{"DROVER_ATTEMPT_ID=a1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := strings.Join(c.Env, "\n")
+	for _, want := range []string{"MY_KEY=k", "FIXED=1", "DROVER_ATTEMPT_ID=a1", "TMPDIR=" + tmp, "PATH="} {
+		if !strings.Contains(env, want) {
+			t.Errorf("env lacks %q", want)
+		}
+	}
+	if strings.Contains(env, "hunter2") || strings.Contains(env, "SECRET_TOKEN") {
+		t.Errorf("a variable outside the allowlist leaked:\n%s", env)
+	}
+}
+
+func TestClassifyExit(t *testing.T) {
+	for _, tc := range []struct {
+		res   supervise.Result
+		class string
+	}{
+		{supervise.Result{Outcome: supervise.Exited, ExitCode: 0}, ""},
+		{supervise.Result{Outcome: supervise.Exited, ExitCode: 3, Stderr: supervise.Captured{Head: []byte("first\nlast words\n")}}, ClassRuntimeError},
+		{supervise.Result{Outcome: supervise.TimedOut, ExitCode: -1}, ClassTimeout},
+		{supervise.Result{Outcome: supervise.Hung, ExitCode: -1}, ClassTimeout},
+		{supervise.Result{Outcome: supervise.Signaled, ExitCode: -1, Signal: "killed"}, ClassCrashed},
+	} {
+		e := ClassifyExit(&tc.res)
+		switch {
+		case tc.class == "" && e != nil:
+			t.Errorf("%+v: %v, want success", tc.res, e)
+		case tc.class != "" && (e == nil || e.Class != tc.class):
+			t.Errorf("%+v: %v, want %s", tc.res, e, tc.class)
+		}
+	}
+	e := ClassifyExit(&supervise.Result{Outcome: supervise.Exited, ExitCode: 3, Stderr: supervise.Captured{Head: []byte("first\nlast words\n")}})
+	if !strings.Contains(e.Message, "last words") {
+		t.Errorf("message %q lacks the stderr's last line", e.Message)
+	}
+}

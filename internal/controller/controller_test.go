@@ -1,0 +1,258 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/goleak"
+
+	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/queue"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// harness runs a controller in-process against an embedded nats-server, and
+// can stop and restart it on the same or a fresh store.
+type harness struct {
+	t      *testing.T
+	cfg    *config.Config
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	cancel context.CancelFunc
+	done   chan error
+	store  *eventlog.Store
+	ctrl   *Controller
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	ns, err := queue.StartEmbedded(queue.EmbeddedOptions{StoreDir: t.TempDir(), Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := queue.Ensure(context.Background(), js, queue.StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &config.Config{DataDir: t.TempDir(), Defaults: config.Defaults{Pool: "default"},
+		Runtimes: map[string]config.Runtime{"demo": {Binary: "demo-agent"}}}
+	return &harness{t: t, cfg: cfg, nc: nc, js: js}
+}
+
+func (h *harness) start(dir string) {
+	h.t.Helper()
+	store, err := eventlog.OpenStore(dir, eventlog.StoreOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.store = store
+	h.ctrl = New(h.cfg, h.js, store, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	svc, err := h.ctrl.Serve(ctx, h.nc, func(n string) bool { return n == "demo" })
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.cancel, h.done = cancel, make(chan error, 1)
+	go func() {
+		err := h.ctrl.Run(ctx)
+		_ = svc.Stop()
+		h.done <- err
+	}()
+	h.t.Cleanup(h.stop)
+}
+
+func (h *harness) stop() {
+	if h.cancel == nil {
+		return
+	}
+	h.cancel()
+	if err := <-h.done; err != nil {
+		h.t.Errorf("controller run: %v", err)
+	}
+	h.cancel = nil
+	if err := h.store.Close(); err != nil {
+		h.t.Error(err)
+	}
+}
+
+func (h *harness) waitFor(what string, cond func(st *eventlog.State) bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var ok bool
+		h.store.Read(func(st *eventlog.State) { ok = cond(st) })
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// count returns how many messages of one event type the flow has.
+func (h *harness) count(flowID string, typ eventlog.Type) int {
+	h.t.Helper()
+	s, err := h.js.Stream(context.Background(), queue.EventsStream)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	info, err := s.Info(context.Background(), jetstream.WithSubjectFilter(queue.EventSubject(flowID, string(typ))))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return int(info.State.Subjects[queue.EventSubject(flowID, string(typ))])
+}
+
+func (h *harness) jobs() uint64 {
+	h.t.Helper()
+	s, err := h.js.Stream(context.Background(), queue.AttemptsStream)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return info.State.Msgs
+}
+
+// publish records a worker's event for an attempt.
+func (h *harness) publish(id string, typ eventlog.Type, flowID, task, attempt string, epoch uint64, data any) {
+	h.t.Helper()
+	ev, err := eventlog.New(id, typ, time.Now(), flowID, task, attempt, epoch, data)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if _, err := queue.PublishEvent(context.Background(), h.js, ev); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// TestRestartRederivesWithoutDoubling stops the controller at points where
+// decisions are due and checks that a restarted one (on the same store, or on
+// an empty one that refolds the whole log) makes each decision exactly once.
+func TestRestartRederivesWithoutDoubling(t *testing.T) {
+	h := newHarness(t)
+	stateDir := filepath.Join(t.TempDir(), "state")
+	h.start(stateDir)
+
+	spec := &flow.Spec{Name: "chain", Repo: "/srv/repo.git", Base: "main", Runtime: "demo", Tasks: []flow.Task{
+		{ID: "a", Prompt: "first"},
+		{ID: "b", Prompt: "second", DependsOn: []string{"a"}},
+	}}
+	id, err := (&Client{NC: h.nc}).Submit(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attA := queue.AttemptID(id, "a", 1)
+	h.waitFor("a's attempt to be scheduled", func(st *eventlog.State) bool { return st.Attempts[attA] != nil })
+	deadline := time.Now().Add(10 * time.Second)
+	for h.jobs() != 1 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// Restart on the same store: the queued job is republished, deduplicated.
+	h.stop()
+	h.start(stateDir)
+	time.Sleep(1500 * time.Millisecond) // at least one decide tick
+	if n := h.jobs(); n != 1 {
+		t.Errorf("jobs after restart = %d, want 1", n)
+	}
+	if n := h.count(id, eventlog.AttemptScheduled); n != 1 {
+		t.Errorf("attempt_scheduled events = %d, want 1", n)
+	}
+
+	// A worker runs a to success; then b is scheduled with a's result to merge.
+	h.publish("claim-a", eventlog.AttemptClaimed, id, "a", attA, 1, eventlog.AttemptClaimedData{Worker: "w1"})
+	h.publish("report-a", eventlog.AttemptReported, id, "a", attA, 1, eventlog.Report{Success: true, Branch: "drover/x/a/1", Commit: "abc"})
+	attB := queue.AttemptID(id, "b", 1)
+	h.waitFor("b's attempt to be scheduled", func(st *eventlog.State) bool { return st.Attempts[attB] != nil })
+	var merge []eventlog.DepResult
+	h.store.Read(func(st *eventlog.State) { merge = st.Attempts[attB].Merge })
+	if len(merge) != 1 || merge[0].Branch != "drover/x/a/1" || merge[0].Commit != "abc" {
+		t.Errorf("b merges %+v", merge)
+	}
+
+	// b fails: the controller classifies and fails the task, and the flow.
+	h.publish("claim-b", eventlog.AttemptClaimed, id, "b", attB, 1, eventlog.AttemptClaimedData{Worker: "w2"})
+	h.publish("report-b", eventlog.AttemptReported, id, "b", attB, 1, eventlog.Report{
+		Success: false, ExitCode: 3, Error: &eventlog.ErrorInfo{Class: "RUNTIME_ERROR", Message: "exit code 3"}})
+	h.waitFor("the flow to fail", func(st *eventlog.State) bool { return st.Flows[id].State == eventlog.FlowFailed })
+
+	// Refold everything into an empty store: the same state, no new decisions.
+	before := map[eventlog.Type]int{}
+	for _, typ := range []eventlog.Type{eventlog.AttemptScheduled, eventlog.RuntimeErrorClassified, eventlog.TaskFailedEvent, eventlog.FlowCompleted} {
+		before[typ] = h.count(id, typ)
+	}
+	var live []byte
+	h.store.Read(func(st *eventlog.State) { live, _ = json.Marshal(st.Flows[id]) })
+	h.stop()
+	h.start(filepath.Join(t.TempDir(), "fresh"))
+	h.waitFor("the refold", func(st *eventlog.State) bool { return st.Flows[id] != nil && st.Flows[id].State.Terminal() })
+	time.Sleep(1500 * time.Millisecond)
+	var refolded []byte
+	h.store.Read(func(st *eventlog.State) { refolded, _ = json.Marshal(st.Flows[id]) })
+	if string(live) != string(refolded) {
+		t.Errorf("refolded flow differs:\nlive:     %s\nrefolded: %s", live, refolded)
+	}
+	want := map[eventlog.Type]int{eventlog.AttemptScheduled: 2, eventlog.RuntimeErrorClassified: 1, eventlog.TaskFailedEvent: 1, eventlog.FlowCompleted: 1}
+	for typ, n := range before {
+		if n != want[typ] {
+			t.Errorf("%s events = %d, want %d", typ, n, want[typ])
+		}
+		if got := h.count(id, typ); got != n {
+			t.Errorf("%s events after refold = %d, want %d", typ, got, n)
+		}
+	}
+	res, err := h.ctrl.Rebuild(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Equal {
+		t.Errorf("rebuild differs: %v", res.Diffs)
+	}
+}
+
+// TestSubmitRejectsInvalid: the server validates too, and records nothing.
+func TestSubmitRejectsInvalid(t *testing.T) {
+	h := newHarness(t)
+	h.start(filepath.Join(t.TempDir(), "state"))
+	cl := &Client{NC: h.nc}
+	_, err := cl.Submit(context.Background(), &flow.Spec{Name: "x", Repo: "/r", Runtime: "nosuch", Tasks: []flow.Task{{ID: "a", Prompt: "p"}}})
+	apiErr, ok := err.(*APIError)
+	if !ok || apiErr.Code != CodeBadRequest {
+		t.Fatalf("err = %v, want a bad request", err)
+	}
+	st, err := cl.Status(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Flows) != 0 || st.Applied != 0 {
+		t.Errorf("state changed: %+v", st)
+	}
+	if _, err := cl.Status(context.Background(), "nosuch-flow"); err == nil {
+		t.Error("status of an unknown flow: no error")
+	}
+}

@@ -1,0 +1,255 @@
+package eventlog
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover/internal/flow"
+)
+
+// A scenario is the events of some flows as a partial order: each node may
+// only be published after the nodes it depends on (the previous event of the
+// same attempt, the reports a decision waits for). Any topological order is
+// a stream the controller and workers could have produced.
+type scenario struct {
+	nodes []scenarioNode
+}
+
+type scenarioNode struct {
+	raw  []byte
+	ev   *Event // nil for a message that is not an event
+	deps []int
+}
+
+// add appends an event that depends on deps and returns its index.
+func (sc *scenario) add(tb testing.TB, deps []int, id string, typ Type, at time.Time, flowID, task, attempt string, epoch uint64, data any) int {
+	tb.Helper()
+	ev, err := New(id, typ, at, flowID, task, attempt, epoch, data)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	raw, err := ev.Encode()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sc.nodes = append(sc.nodes, scenarioNode{raw: raw, ev: ev, deps: deps})
+	return len(sc.nodes) - 1
+}
+
+func (sc *scenario) addRaw(raw string) {
+	sc.nodes = append(sc.nodes, scenarioNode{raw: []byte(raw)})
+}
+
+type diamondOpts struct {
+	failA     bool // a's attempt fails: a failed, c and d blocked, flow failed
+	prompt    int  // bytes of prompt per task, to make the records bigger
+	takeoverB bool // b's first worker is superseded and keeps writing
+	badPhase  bool // a's worker writes a runtime_started with a broken payload
+}
+
+// addDiamond adds a diamond flow (a, b; c after both; d after c), every
+// event stamped with a fixed time so that any order folds to the same
+// records.
+func (sc *scenario) addDiamond(tb testing.TB, fid string, o diamondOpts) {
+	tb.Helper()
+	clock := 0
+	at := func() time.Time { clock++; return baseTime.Add(time.Duration(clock) * time.Second) }
+	pad := strings.Repeat(".", o.prompt)
+	spec := flow.Spec{Name: fid, Repo: "/r", Base: "HEAD", Runtime: "demo", Tasks: []flow.Task{
+		{ID: "a", Prompt: "a" + pad}, {ID: "b", Prompt: "b" + pad},
+		{ID: "c", Prompt: "c" + pad, DependsOn: []string{"a", "b"}},
+		{ID: "d", Prompt: "d" + pad, DependsOn: []string{"c"}},
+	}}
+	submit := sc.add(tb, nil, "flow_submitted:"+fid, FlowSubmitted, at(), fid, "", "", 0, FlowSubmittedData{Spec: spec})
+
+	attemptID := func(task string) string { return fmt.Sprintf("%s_%s_1", fid, task) }
+	schedule := func(task string, deps []int, merge []DepResult) int {
+		id := attemptID(task)
+		return sc.add(tb, deps, "attempt_scheduled:"+id, AttemptScheduled, at(), fid, task, id, 0, AttemptScheduledData{
+			N: 1, Runtime: "demo", Pool: "default", Branch: "drover/" + fid + "/" + task + "/1", Merge: merge,
+		})
+	}
+	// worker adds the events of one claim, each after the previous one.
+	worker := func(task string, epoch uint64, prev int, success bool, commit string) int {
+		id := attemptID(task)
+		w := func(typ Type, data any) {
+			prev = sc.add(tb, []int{prev}, fmt.Sprintf("%s:%s:%d", typ, id, epoch), typ, at(), fid, task, id, epoch, data)
+		}
+		w(AttemptClaimed, AttemptClaimedData{Worker: fmt.Sprintf("w%d", epoch)})
+		w(AdapterInitialized, AdapterInitializedData{Adapter: "demo", Binary: "/bin/demo"})
+		w(PrepareCompleted, PrepareCompletedData{Worktree: "/wt/" + id, Branch: "b", BaseCommit: "base", Baseline: "base"})
+		if o.badPhase && task == "a" {
+			prev = sc.add(tb, []int{prev}, "bad-start:"+id, RuntimeStarted, at(), fid, task, id, epoch, map[string]any{"pid": "nope"})
+		}
+		w(RuntimeStarted, RuntimeStartedData{Pid: 100 + int(epoch), Argv: []string{"demo"}})
+		w(RuntimeExited, RuntimeExitedData{Outcome: "exited", DurationMS: 5})
+		w(DiffComputed, DiffComputedData{Stat: "1 file changed", DiffBytes: 10})
+		w(RuntimeTerminated, struct{}{})
+		rep := Report{Success: success, Branch: "drover/" + fid + "/" + task + "/1", Commit: commit}
+		if !success {
+			rep.ExitCode = 1
+			rep.Error = &ErrorInfo{Class: "EXIT", Message: "exit 1"}
+		}
+		w(AttemptReported, rep)
+		return prev
+	}
+
+	schedA := schedule("a", []int{submit}, nil)
+	repA := worker("a", 1, schedA, !o.failA, "ca")
+	schedB := schedule("b", []int{submit}, nil)
+	var repB int
+	if o.takeoverB {
+		// Worker 1 claims and starts; worker 2 takes over; worker 1's
+		// remaining events (fenced) and worker 2's are each in order, and
+		// worker 1's come after the takeover only where they depend on it.
+		id := attemptID("b")
+		claim1 := sc.add(tb, []int{schedB}, "attempt_claimed:"+id+":1", AttemptClaimed, at(), fid, "b", id, 1, AttemptClaimedData{Worker: "old"})
+		prep1 := sc.add(tb, []int{claim1}, "prepare_completed:"+id+":1", PrepareCompleted, at(), fid, "b", id, 1, PrepareCompletedData{Worktree: "/wt/old"})
+		claim2 := sc.add(tb, []int{prep1}, "attempt_claimed:"+id+":2", AttemptClaimed, at(), fid, "b", id, 2, AttemptClaimedData{Worker: "new"})
+		late := sc.add(tb, []int{claim2}, "runtime_started:"+id+":1", RuntimeStarted, at(), fid, "b", id, 1, RuntimeStartedData{Pid: 1})
+		lateRep := sc.add(tb, []int{late}, "attempt_reported:"+id+":1", AttemptReported, at(), fid, "b", id, 1, Report{Success: true, Commit: "stale"})
+		prep2 := sc.add(tb, []int{claim2}, "prepare_completed:"+id+":2", PrepareCompleted, at(), fid, "b", id, 2, PrepareCompletedData{Worktree: "/wt/new"})
+		// The good report waits for the stale one so that the stale one is
+		// fenced (rather than ignored as late) in every order.
+		repB = sc.add(tb, []int{prep2, lateRep}, "attempt_reported:"+id+":2", AttemptReported, at(), fid, "b", id, 2, Report{Success: true, Branch: "drover/" + fid + "/b/1", Commit: "cb"})
+	} else {
+		repB = worker("b", 1, schedB, true, "cb")
+	}
+
+	if o.failA {
+		id := attemptID("a")
+		cls := sc.add(tb, []int{repA}, "runtime_error_classified:"+id, RuntimeErrorClassified, at(), fid, "a", id, 0, RuntimeErrorClassifiedData{ErrorInfo{Class: "EXIT", Message: "exit 1"}})
+		failed := sc.add(tb, []int{cls}, "task_failed:"+id, TaskFailedEvent, at(), fid, "a", id, 0, TaskFailedData{Reason: "attempt 1 failed", Class: "EXIT"})
+		sc.add(tb, []int{failed, repB}, "flow_completed:"+fid, FlowCompleted, at(), fid, "", "", 0, FlowCompletedData{State: FlowFailed})
+		return
+	}
+	schedC := schedule("c", []int{repA, repB}, []DepResult{{Task: "a", Commit: "ca"}, {Task: "b", Commit: "cb"}})
+	repC := worker("c", 1, schedC, true, "cc")
+	schedD := schedule("d", []int{repC}, []DepResult{{Task: "c", Commit: "cc"}})
+	repD := worker("d", 1, schedD, true, "cd")
+	sc.add(tb, []int{repD}, "flow_completed:"+fid, FlowCompleted, at(), fid, "", "", 0, FlowCompletedData{State: FlowSucceeded})
+}
+
+// standardScenario is a few flows covering success, failure, takeover and
+// (with poison) broken messages.
+func standardScenario(tb testing.TB, poison bool) *scenario {
+	sc := &scenario{}
+	sc.addStandard(tb, "", poison, 0)
+	return sc
+}
+
+func (sc *scenario) addStandard(tb testing.TB, suffix string, poison bool, prompt int) {
+	sc.addDiamond(tb, "ok"+suffix, diamondOpts{prompt: prompt})
+	sc.addDiamond(tb, "fail"+suffix, diamondOpts{failA: true, prompt: prompt})
+	sc.addDiamond(tb, "takeover"+suffix, diamondOpts{takeoverB: true, badPhase: poison, prompt: prompt})
+	if poison {
+		sc.addRaw("not json")
+		sc.addRaw(`{"v":2,"id":"future","type":"flow_submitted","flow":"x"}`)
+		sc.addRaw(`{"v":1,"id":"newer-type` + suffix + `","type":"task_paused","flow":"ok"}`)
+	}
+}
+
+// order returns the nodes in their order of addition: a valid topological
+// order, since every node is added after its dependencies.
+func (sc *scenario) order() []int {
+	out := make([]int, len(sc.nodes))
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// randomOrder returns a random topological order of the nodes.
+func (sc *scenario) randomOrder(rng *rand.Rand) []int {
+	waiting := make([]int, len(sc.nodes)) // unmet dependencies
+	dependents := make([][]int, len(sc.nodes))
+	var ready []int
+	for i, n := range sc.nodes {
+		waiting[i] = len(n.deps)
+		for _, d := range n.deps {
+			dependents[d] = append(dependents[d], i)
+		}
+		if waiting[i] == 0 {
+			ready = append(ready, i)
+		}
+	}
+	out := make([]int, 0, len(sc.nodes))
+	for len(ready) > 0 {
+		k := rng.IntN(len(ready))
+		i := ready[k]
+		ready[k] = ready[len(ready)-1]
+		ready = ready[:len(ready)-1]
+		out = append(out, i)
+		for _, j := range dependents[i] {
+			if waiting[j]--; waiting[j] == 0 {
+				ready = append(ready, j)
+			}
+		}
+	}
+	if len(out) != len(sc.nodes) {
+		panic("scenario has a cycle")
+	}
+	return out
+}
+
+// delivery is one message handed to Store.Stage, and whether a Commit
+// follows it.
+type delivery struct {
+	seq    uint64
+	raw    []byte
+	commit bool
+}
+
+// noisyStream publishes the nodes in a random valid order, republishing some
+// events later on (same id; sometimes the bytes differ, as when the
+// controller re-decides with a fresh clock), and has the consumer redeliver
+// some sequences already folded. It returns the stream (sequence -> message)
+// and the deliveries in order, with random commit points.
+func (sc *scenario) noisyStream(rng *rand.Rand) (map[uint64][]byte, []delivery) {
+	stream := map[uint64][]byte{}
+	var out []delivery
+	var seq uint64
+	var published []int // nodes published so far, for republishing
+	publish := func(raw []byte) {
+		seq++
+		stream[seq] = raw
+		out = append(out, delivery{seq: seq, raw: raw, commit: rng.IntN(4) == 0})
+	}
+	for _, i := range sc.randomOrder(rng) {
+		publish(sc.nodes[i].raw)
+		if sc.nodes[i].ev != nil {
+			published = append(published, i)
+		}
+		if rng.IntN(5) == 0 && len(published) > 0 {
+			n := sc.nodes[published[rng.IntN(len(published))]]
+			raw := n.raw
+			if rng.IntN(2) == 0 {
+				ev := *n.ev
+				ev.Time = ev.Time.Add(time.Hour)
+				var err error
+				if raw, err = ev.Encode(); err != nil {
+					panic(err)
+				}
+			}
+			publish(raw)
+		}
+		if rng.IntN(6) == 0 {
+			old := uint64(rng.IntN(int(seq))) + 1
+			out = append(out, delivery{seq: old, raw: stream[old]})
+		}
+	}
+	out[len(out)-1].commit = true
+	return stream, out
+}
+
+// cleanStream publishes the nodes once each, in order of addition.
+func (sc *scenario) cleanStream() map[uint64][]byte {
+	stream := map[uint64][]byte{}
+	for k, i := range sc.order() {
+		stream[uint64(k+1)] = sc.nodes[i].raw
+	}
+	return stream
+}
