@@ -31,7 +31,11 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	cmd := exec.Command("go", "build", "-o", dir+"/", "../cmd/controller", "../cmd/worker", "../cmd/demo-agent")
+	args := []string{"build", "-o", dir + "/"}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, "../cmd/controller", "../cmd/worker", "../cmd/demo-agent")...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
 		fmt.Println("e2e: build binaries:", err)
@@ -62,7 +66,7 @@ func start(t *testing.T, name string, env []string, args ...string) *proc {
 	}
 	cmd := exec.Command(filepath.Join(bin, args[0]), args[1:]...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append(cleanEnv(), env...)
+	cmd.Env = append(append(cleanEnv(), "GORACE=halt_on_error=1 exitcode=66"), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -75,6 +79,10 @@ func start(t *testing.T, name string, env []string, args ...string) *proc {
 	}()
 	t.Cleanup(func() {
 		p.stop()
+		var ee *exec.ExitError
+		if errors.As(p.err, &ee) && ee.ExitCode() == 66 {
+			t.Errorf("%s: the race detector found a data race (see its log)", name)
+		}
 		if t.Failed() {
 			b, _ := os.ReadFile(logPath)
 			t.Logf("---- %s log ----\n%s", name, tail(string(b), 6000))
