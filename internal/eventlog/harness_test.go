@@ -141,7 +141,7 @@ func buildMessage(tb testing.TB, d *datadriven.TestData, next uint64) message {
 			// An otherwise valid flow submission padded to exactly size bytes.
 			var size int
 			d.ScanArgs(tb, "size", &size)
-			head := fmt.Sprintf(`{"v":1,"id":"big","type":"flow_submitted","flow":"big","data":{"spec":{"name":"big","tasks":[]},"pad":"`)
+			head := `{"v":1,"id":"big","type":"flow_submitted","flow":"big","data":{"spec":{"name":"big","tasks":[]},"pad":"`
 			tail := `"}}`
 			if size < len(head)+len(tail) {
 				tb.Fatalf("%s: size %d too small", d.Pos, size)
