@@ -35,8 +35,8 @@ done
 [ -s "$tmp/data/nats.url" ] || { echo "controller did not start"; cat "$tmp/dev.log"; exit 1; }
 
 echo "==> controller submit examples/demo.yaml --watch"
-out=$("$BIN/controller" submit "$here/examples/demo.yaml" --repo "$tmp/repo.git" --data-dir "$tmp/data" --watch | tee /dev/stderr)
-flow=$(printf '%s\n' "$out" | sed -n 's/^submitted flow \([^ ]*\).*/\1/p')
+"$BIN/controller" submit "$here/examples/demo.yaml" --repo "$tmp/repo.git" --data-dir "$tmp/data" --watch | tee "$tmp/submit.out"
+flow=$(sed -n 's/^submitted flow \([^ ]*\).*/\1/p' "$tmp/submit.out")
 
 echo
 echo "==> controller status $flow"
