@@ -116,6 +116,9 @@ func (a *CommandAdapter) Command(in *Input) (*Command, error) {
 		return nil, err
 	}
 	args := append([]string(nil), a.rt.Args...)
+	if a.rt.Model != "" {
+		args = append(args, a.rt.ModelFlag, a.rt.Model)
+	}
 	var stdin *strings.Reader
 	switch a.rt.Input {
 	case "arg":
@@ -158,9 +161,7 @@ func (a *CommandAdapter) env(extra []string, tmp string) []string {
 			env = append(env, name+"="+v)
 		}
 	}
-	for k, v := range a.rt.Env {
-		env = append(env, k+"="+v)
-	}
+	env = append(env, a.rt.Env...)
 	env = append(env, extra...)
 	return append(env, "TMPDIR="+tmp)
 }

@@ -86,7 +86,7 @@ func TestCommandInput(t *testing.T) {
 func TestEnvAllowlist(t *testing.T) {
 	t.Setenv("SECRET_TOKEN", "hunter2")
 	t.Setenv("MY_KEY", "k")
-	ad := NewCommand("x", config.Runtime{Binary: script(t, "exit 0"), EnvPassthrough: []string{"MY_KEY"}, Env: map[string]string{"FIXED": "1"}})
+	ad := NewCommand("x", config.Runtime{Binary: script(t, "exit 0"), EnvPassthrough: []string{"MY_KEY"}, Env: []string{"FIXED=1"}})
 	tmp := t.TempDir()
 	c, err := ad.Command(&Input{Prompt: "p", TempDir: tmp, Env: []string{"DROVER_ATTEMPT_ID=a1"}})
 	if err != nil {

@@ -109,8 +109,9 @@ type Runtime struct {
 	PromptFlag string `mapstructure:"prompt_flag"`
 	// EnvPassthrough names the worker's environment variables the CLI may see.
 	EnvPassthrough []string `mapstructure:"env_passthrough"`
-	// Env sets fixed variables for the CLI.
-	Env map[string]string `mapstructure:"env"`
+	// Env sets fixed variables for the CLI, as NAME=value entries (a list,
+	// because configuration keys are case-insensitive and names are not).
+	Env []string `mapstructure:"env"`
 	// Timeout of one run. Defaults to Defaults.Timeout.
 	Timeout time.Duration `mapstructure:"timeout"`
 	// Grace between SIGTERM and SIGKILL. Defaults to 5s.
@@ -121,6 +122,14 @@ type Runtime struct {
 	MaxOutputSize int64 `mapstructure:"max_output_size"`
 	// VersionArgs print the CLI's version for the health check. Defaults to ["--version"].
 	VersionArgs []string `mapstructure:"version_args"`
+	// Model is passed with ModelFlag when set. Defaults to the CLI's own choice.
+	Model string `mapstructure:"model"`
+	// ModelFlag is the CLI's flag that selects a model, e.g. "--model".
+	ModelFlag string `mapstructure:"model_flag"`
+	// Output is the format of the CLI's stdout, which picks the parser that
+	// reads usage and errors from it: text, claude-stream-json, codex-json,
+	// opencode-json, gemini-stream-json, pi-json or copilot-json. Defaults to text.
+	Output string `mapstructure:"output"`
 }
 
 // LoadOptions says where configuration comes from.
@@ -158,7 +167,7 @@ func defaults() map[string]any {
 }
 
 var runtimeFields = []string{"adapter", "binary", "args", "input", "prompt_flag", "env_passthrough",
-	"timeout", "grace", "no_output_timeout", "max_output_size", "version_args"}
+	"env", "timeout", "grace", "no_output_timeout", "max_output_size", "version_args", "model", "model_flag", "output"}
 
 // Load reads, merges, defaults and validates the configuration. Precedence:
 // flags, then DROVER_* variables (DROVER_WORKER_SLOTS for worker.slots,
@@ -247,10 +256,9 @@ func (c *Config) WithDefaults() {
 	if c.Runtimes == nil {
 		c.Runtimes = map[string]Runtime{}
 	}
+	// A configured runtime named like a built-in overrides its fields.
 	for name, rt := range builtinRuntimes() {
-		if _, ok := c.Runtimes[name]; !ok {
-			c.Runtimes[name] = rt
-		}
+		c.Runtimes[name] = overlay(rt, c.Runtimes[name])
 	}
 	for name, rt := range c.Runtimes {
 		if rt.Adapter == "" {
@@ -271,18 +279,13 @@ func (c *Config) WithDefaults() {
 		if rt.VersionArgs == nil {
 			rt.VersionArgs = []string{"--version"}
 		}
+		if rt.Output == "" {
+			rt.Output = "text"
+		}
 		c.Runtimes[name] = rt
 	}
 	if len(c.Worker.Runtimes) == 0 {
 		c.Worker.Runtimes = c.RuntimeNames()
-	}
-}
-
-// builtinRuntimes are available without configuration.
-func builtinRuntimes() map[string]Runtime {
-	return map[string]Runtime{
-		// The bundled demo agent: no API key, no network.
-		"demo": {Adapter: "command", Binary: "demo-agent", Input: "stdin"},
 	}
 }
 
@@ -375,6 +378,17 @@ func (c *Config) Validate() error {
 		}
 		if rt.MaxOutputSize < 1024 {
 			bad(key+".max_output_size", "must be at least 1024 (got %d)", rt.MaxOutputSize)
+		}
+		if !slices.Contains(outputFormats, rt.Output) {
+			bad(key+".output", "unknown output format %q (known: %s)", rt.Output, strings.Join(outputFormats, ", "))
+		}
+		if rt.Model != "" && rt.ModelFlag == "" {
+			bad(key+".model_flag", "is required to pass model %q", rt.Model)
+		}
+		for _, e := range rt.Env {
+			if name, _, ok := strings.Cut(e, "="); !ok || name == "" || strings.ContainsAny(name, " \t\n") {
+				bad(key+".env", "entry %q is not NAME=value", e)
+			}
 		}
 		for _, e := range rt.EnvPassthrough {
 			if e == "" || strings.ContainsAny(e, "= \t\n") {

@@ -48,8 +48,9 @@ func TestDefaults(t *testing.T) {
 	if rt, ok := c.Runtimes["demo"]; !ok || rt.Binary != "demo-agent" || rt.Input != "stdin" || rt.Grace != 5*time.Second {
 		t.Errorf("builtin demo runtime: %+v", rt)
 	}
-	if len(c.Worker.Runtimes) != 1 || c.Worker.Runtimes[0] != "demo" {
-		t.Errorf("worker runtimes: %v", c.Worker.Runtimes)
+	want := []string{"claude-code", "codex", "copilot", "demo", "gemini", "kilo", "opencode", "pi"}
+	if strings.Join(c.Worker.Runtimes, ",") != strings.Join(want, ",") {
+		t.Errorf("worker runtimes: %v, want every built-in %v", c.Worker.Runtimes, want)
 	}
 }
 
@@ -178,5 +179,34 @@ func TestClientURL(t *testing.T) {
 	c.NATS.URL = "nats://elsewhere:4222"
 	if got := c.ClientURL(); got != "nats://elsewhere:4222" {
 		t.Errorf("configured: %s", got)
+	}
+}
+
+// TestBuiltinOverride: a configured runtime named like a built-in changes only
+// the fields it sets.
+func TestBuiltinOverride(t *testing.T) {
+	file := writeFile(t, `
+runtimes:
+  claude-code:
+    binary: /opt/claude/bin/claude
+    env: ["CLAUDE_CODE_MAX_RETRIES=0"]
+`)
+	t.Setenv("DROVER_RUNTIMES_CLAUDE_CODE_MODEL", "sonnet")
+	c, err := Load(LoadOptions{File: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := c.Runtimes["claude-code"]
+	if rt.Binary != "/opt/claude/bin/claude" || rt.Model != "sonnet" || rt.ModelFlag != "--model" || rt.Output != "claude-stream-json" {
+		t.Errorf("claude-code: %+v", rt)
+	}
+	if strings.Join(rt.Args, " ") != "--output-format stream-json --verbose --dangerously-skip-permissions" || rt.PromptFlag != "-p" {
+		t.Errorf("built-in argv lost: %v %q", rt.Args, rt.PromptFlag)
+	}
+	if env := strings.Join(rt.Env, " "); !strings.Contains(env, "CLAUDE_CODE_MAX_RETRIES=0") || strings.Contains(env, "RETRIES=1") || !strings.Contains(env, "DISABLE_AUTOUPDATER=1") {
+		t.Errorf("env not merged: %v", rt.Env)
+	}
+	if _, err := Load(LoadOptions{File: writeFile(t, "runtimes:\n  x:\n    binary: x\n    output: xml\n")}); err == nil || !strings.Contains(err.Error(), "runtimes.x.output") {
+		t.Errorf("unknown output format: %v", err)
 	}
 }

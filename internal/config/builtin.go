@@ -1,0 +1,143 @@
+package config
+
+import "strings"
+
+// outputFormats are the formats the transcript parsers read.
+var outputFormats = []string{"text", "claude-stream-json", "codex-json", "opencode-json",
+	"gemini-stream-json", "pi-json", "copilot-json"}
+
+// builtinRuntimes are the runtimes Drover knows without configuration: the
+// seed CLIs with the headless argv, environment and output format recorded
+// from real runs (docs/runtimes.md), and the bundled demo agent. They are
+// plain Runtime values: configuring a runtime of the same name overrides any
+// field.
+func builtinRuntimes() map[string]Runtime {
+	return map[string]Runtime{
+		// The bundled demo agent: no API key, no network.
+		"demo": {Adapter: "command", Binary: "demo-agent", Input: "stdin", Output: "claude-stream-json"},
+
+		// claude -p PROMPT --output-format stream-json --verbose --dangerously-skip-permissions.
+		// As root the permission bypass needs IS_SANDBOX=1 (pass it through where
+		// workers run as root in a sandbox). CLAUDE_CODE_MAX_RETRIES caps its own
+		// retries, which otherwise last about 3 minutes on 401/429, so that
+		// Drover's fallback acts quickly.
+		"claude-code": {
+			Binary: "claude", Input: "arg", PromptFlag: "-p",
+			Args:      []string{"--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"},
+			ModelFlag: "--model", Output: "claude-stream-json",
+			EnvPassthrough: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL",
+				"CLAUDE_CODE_OAUTH_TOKEN", "IS_SANDBOX"},
+			Env: []string{"CLAUDE_CODE_MAX_RETRIES=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"},
+		},
+		// codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox PROMPT.
+		"codex": {
+			Binary: "codex", Input: "arg",
+			Args:      []string{"exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"},
+			ModelFlag: "-m", Output: "codex-json",
+			EnvPassthrough: []string{"OPENAI_API_KEY", "CODEX_HOME"},
+		},
+		// opencode run --format json --auto PROMPT.
+		"opencode": {
+			Binary: "opencode", Input: "arg",
+			Args:      []string{"run", "--format", "json", "--auto"},
+			ModelFlag: "-m", Output: "opencode-json",
+			EnvPassthrough: []string{"OPENCODE_CONFIG", "OPENCODE_CONFIG_CONTENT", "ANTHROPIC_API_KEY", "OPENAI_API_KEY",
+				"GEMINI_API_KEY", "OPENROUTER_API_KEY"},
+			Env: []string{"OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1"},
+		},
+		// kilo run --format json --auto PROMPT (an opencode fork: same flags and output).
+		"kilo": {
+			Binary: "kilo", Input: "arg",
+			Args:      []string{"run", "--format", "json", "--auto"},
+			ModelFlag: "-m", Output: "opencode-json",
+			EnvPassthrough: []string{"KILO_CONFIG", "KILO_CONFIG_CONTENT", "ANTHROPIC_API_KEY", "OPENAI_API_KEY",
+				"OPENROUTER_API_KEY"},
+			Env: []string{"KILO_DISABLE_AUTOUPDATE=1", "KILO_DISABLE_MODELS_FETCH=1", "KILO_TELEMETRY_LEVEL=off"},
+		},
+		// gemini --output-format stream-json --yolo --skip-trust -p PROMPT.
+		// Without --skip-trust it exits 55 in an untrusted folder and drops --yolo.
+		"gemini": {
+			Binary: "gemini", Input: "arg", PromptFlag: "-p",
+			Args:      []string{"--output-format", "stream-json", "--yolo", "--skip-trust"},
+			ModelFlag: "-m", Output: "gemini-stream-json",
+			EnvPassthrough: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL",
+				"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA", "GOOGLE_CLOUD_PROJECT"},
+		},
+		// pi --mode json --no-session -p PROMPT.
+		"pi": {
+			Binary: "pi", Input: "arg", PromptFlag: "-p",
+			Args:      []string{"--mode", "json", "--no-session"},
+			ModelFlag: "--model", Output: "pi-json",
+			EnvPassthrough: []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "PI_CODING_AGENT_DIR"},
+			Env:            []string{"PI_TELEMETRY=0"},
+		},
+		// copilot --output-format json --allow-all-tools --disable-client-telemetry --no-auto-update -p PROMPT.
+		"copilot": {
+			Binary: "copilot", Input: "arg", PromptFlag: "-p",
+			Args:      []string{"--output-format", "json", "--allow-all-tools", "--disable-client-telemetry", "--no-auto-update"},
+			ModelFlag: "--model", Output: "copilot-json",
+			EnvPassthrough: []string{"COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "COPILOT_PROVIDER_BASE_URL",
+				"COPILOT_PROVIDER_TYPE", "COPILOT_PROVIDER_API_KEY", "COPILOT_PROVIDER_WIRE_API", "COPILOT_MODEL", "COPILOT_OFFLINE"},
+			Env: []string{"COPILOT_AUTO_UPDATE=false"},
+		},
+	}
+}
+
+// overlay returns base with every field that over sets replacing it.
+func overlay(base, over Runtime) Runtime {
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&base.Adapter, over.Adapter)
+	set(&base.Binary, over.Binary)
+	set(&base.Input, over.Input)
+	set(&base.PromptFlag, over.PromptFlag)
+	set(&base.Model, over.Model)
+	set(&base.ModelFlag, over.ModelFlag)
+	set(&base.Output, over.Output)
+	if over.Args != nil {
+		base.Args = over.Args
+	}
+	if over.EnvPassthrough != nil {
+		base.EnvPassthrough = over.EnvPassthrough
+	}
+	if over.VersionArgs != nil {
+		base.VersionArgs = over.VersionArgs
+	}
+	if over.Env != nil {
+		base.Env = mergeEnv(base.Env, over.Env)
+	}
+	if over.Timeout != 0 {
+		base.Timeout = over.Timeout
+	}
+	if over.Grace != 0 {
+		base.Grace = over.Grace
+	}
+	if over.NoOutputTimeout != 0 {
+		base.NoOutputTimeout = over.NoOutputTimeout
+	}
+	if over.MaxOutputSize != 0 {
+		base.MaxOutputSize = over.MaxOutputSize
+	}
+	return base
+}
+
+// mergeEnv returns base's NAME=value entries with over's replacing or adding.
+func mergeEnv(base, over []string) []string {
+	out := append([]string(nil), base...)
+	for _, kv := range over {
+		name, _, _ := strings.Cut(kv, "=")
+		replaced := false
+		for i, b := range out {
+			if n, _, _ := strings.Cut(b, "="); n == name {
+				out[i], replaced = kv, true
+			}
+		}
+		if !replaced {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
