@@ -174,7 +174,9 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 		}
 		return fail(&adapter.Error{Class: adapter.ClassObserveFailed, Category: "infrastructure", Message: err.Error(), Recoverable: true})
 	}
-	rep.FilesCreated, rep.FilesModified, rep.FilesDeleted = changes.Created, changes.Modified, changes.Deleted
+	// Lists are bounded so an event stays well under the stream's message
+	// size limit; the diff stat and the pushed branch have the whole story.
+	rep.FilesCreated, rep.FilesModified, rep.FilesDeleted = capList(changes.Created), capList(changes.Modified), capList(changes.Deleted)
 	rep.DiffSummary = changes.DiffStat
 	if err := r.emitChanges(ctx, emit, changes); err != nil {
 		return nil, err
@@ -234,7 +236,7 @@ func (r *Runner) emitChanges(ctx context.Context, emit Emitter, c *worktree.Chan
 		}
 	}
 	d := eventlog.DiffComputedData{
-		Created: c.Created, Modified: c.Modified, Deleted: c.Deleted, Stat: c.DiffStat,
+		Created: capList(c.Created), Modified: capList(c.Modified), Deleted: capList(c.Deleted), Stat: tailString(c.DiffStat, maxDiffInEvent),
 		Diff: c.Diff, DiffBytes: len(c.Diff),
 	}
 	if len(d.Diff) > maxDiffInEvent {
@@ -248,4 +250,12 @@ func tailString(s string, n int) string {
 		return s
 	}
 	return s[len(s)-n:]
+}
+
+// capList keeps the first maxFileEvents paths of a list.
+func capList(paths []string) []string {
+	if len(paths) > maxFileEvents {
+		return paths[:maxFileEvents]
+	}
+	return paths
 }
