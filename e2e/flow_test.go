@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/queue"
 )
 
 // TestFlowAcrossWorkers runs a flow of four tasks through a controller and
@@ -14,8 +16,8 @@ import (
 func TestFlowAcrossWorkers(t *testing.T) {
 	t.Parallel()
 	c := startController(t)
-	c.startWorker("worker-1", 1)
-	c.startWorker("worker-2", 1)
+	c.startWorker("worker-1", 1, "DROVER_WORKER_RUNTIMES=demo,codex")
+	c.startWorker("worker-2", 1, "DROVER_WORKER_RUNTIMES=demo,codex")
 	repo := newRepo(t)
 
 	flowFile := writeFlow(t, `
@@ -99,6 +101,30 @@ tasks:
 		if a.Worker != "worker-1" && a.Worker != "worker-2" {
 			t.Errorf("attempt %s ran on %q", a.ID, a.Worker)
 		}
+	}
+
+	// The fleet: both workers registered, demo healthy on each, codex (no
+	// binary here) reported unhealthy with the reason.
+	out, _, code = c.cli("workers", "-o", "json")
+	var ws []queue.Registration
+	if code != 0 || json.Unmarshal([]byte(out), &ws) != nil || len(ws) != 2 {
+		t.Fatalf("workers: exit %d\n%s", code, out)
+	}
+	for _, w := range ws {
+		health := map[string]queue.RuntimeHealth{}
+		for _, r := range w.Runtimes {
+			health[r.Name] = r
+		}
+		if !health["demo"].Healthy || health["demo"].Version != "demo-agent 1.0.0" {
+			t.Errorf("worker %s: demo runtime %+v", w.ID, health["demo"])
+		}
+		if h, ok := health["codex"]; !ok || h.Healthy || !strings.Contains(h.Error, "not in PATH") {
+			t.Errorf("worker %s: codex runtime %+v", w.ID, h)
+		}
+	}
+	out, _, code = c.cli("runtime", "list")
+	if code != 0 || !strings.Contains(out, "worker-1, worker-2") {
+		t.Errorf("runtime list: exit %d\n%s", code, out)
 	}
 
 	// The projection is a pure fold of the log.

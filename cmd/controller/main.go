@@ -62,7 +62,8 @@ Configuration comes from flags, then DROVER_* environment variables, then the
 	pf.String("nats-url", "", "NATS server URL (default: the embedded server of the controller on this data dir)")
 	pf.String("log-level", "", "log level: debug, info, warn, error")
 	pf.String("log-format", "", "log format: text or json")
-	root.AddCommand(newServe(), newDev(), newSubmit(), newStatus(), newEvents(), newRebuild())
+	root.AddCommand(newServe(), newDev(), newSubmit(), newStatus(), newEvents(), newRebuild(),
+		newWorkers(), newRuntimeCmd())
 	return root
 }
 

@@ -28,7 +28,7 @@ type directive struct {
 	line int    // 1-based line in the prompt, for messages
 	name string // without the "@"
 	path string // @write, @append, @delete, @require: cleaned, relative
-	text string // @write/@append content (escapes expanded), @commit message, @stdout/@stderr text
+	text string // @write/@append content (escapes expanded), @commit message, @stdout/@stderr text, @case name
 	num  int64  // @exit code, @flood byte count
 	dur  time.Duration
 }
@@ -127,6 +127,11 @@ func parseDirective(line int, name, rest string) (directive, error) {
 			return bad("want a byte count, got %q", arg)
 		}
 		d.num = n
+	case "case":
+		if arg == "" || arg == "." || arg == ".." || strings.ContainsAny(arg, "/\\ \t") {
+			return bad("want one recording NAME such as success, fail-401 or fail-429, got %q", arg)
+		}
+		d.text = arg
 	case "hang", "ignore-sigterm", "spawn-grandchild":
 		if arg != "" {
 			return bad("takes no arguments")
@@ -215,6 +220,8 @@ func (a *agent) execute(d directive) error {
 		a.flood(d.num)
 	case "spawn-grandchild":
 		return a.spawnGrandchild()
+	case "case":
+		return a.replay()
 	}
 	return nil
 }

@@ -8,6 +8,10 @@
 // what it did on stdout as Claude Code `--output-format stream-json` lines.
 // A prompt without directives makes it write a note to DEMO.md, so every run
 // changes something. See docs/demo-agent.md for the directives.
+//
+// Invoked as claude, codex, opencode, kilo, gemini, pi or copilot (a symlink)
+// or with --persona NAME, it impersonates that CLI instead: its argv, and its
+// output replayed from a real recorded run (persona.go, replay.go).
 package main
 
 import (
@@ -27,11 +31,14 @@ import (
 const version = "1.0.0"
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[0], os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
 // run is the whole program; it returns the exit code.
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func run(argv0 string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if name, rest, ok := personaArgs(argv0, args); ok {
+		return runPersona(name, rest, stdin, stdout, stderr)
+	}
 	fl := flag.NewFlagSet("demo-agent", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	text := fl.String("p", "", "the prompt `TEXT`")
@@ -123,6 +130,11 @@ type agent struct {
 	stderr  io.Writer
 	out     *stream
 	actions []string // short past-tense notes for the summary
+
+	// Persona mode only: the recording @case replays, and the exit code
+	// once every directive has run (the recording's, after a replay).
+	rec      *recording
+	exitCode int
 }
 
 func (a *agent) did(action string) { a.actions = append(a.actions, action) }
@@ -137,11 +149,22 @@ func (a *agent) run(prompt, model string) int {
 	if err != nil {
 		return a.finish(exitUsage, err.Error())
 	}
+	for _, d := range ds {
+		if d.name == "case" {
+			return a.finish(exitUsage, fmt.Sprintf("line %d: @case works only in persona mode (see --persona)", d.line))
+		}
+	}
 	if len(ds) == 0 {
 		if err := a.demoNote(prompt); err != nil {
 			return a.finish(exitFailed, "writing DEMO.md: "+err.Error())
 		}
 	}
+	return a.finish(a.perform(ds))
+}
+
+// perform runs the directives in order. It returns the exit code and, for
+// a failure, the message to report on stderr.
+func (a *agent) perform(ds []directive) (code int, msg string) {
 	for _, d := range ds {
 		err := a.execute(d)
 		if err == nil {
@@ -150,13 +173,13 @@ func (a *agent) run(prompt, model string) int {
 		if ee, ok := errors.AsType[*exitError](err); ok {
 			if d.name == "exit" {
 				// A scripted exit is not a failure to explain on stderr.
-				return a.finish(ee.code, "")
+				return ee.code, ""
 			}
-			return a.finish(ee.code, ee.msg)
+			return ee.code, ee.msg
 		}
-		return a.finish(exitFailed, fmt.Sprintf("line %d: @%s: %v", d.line, d.name, err))
+		return exitFailed, fmt.Sprintf("line %d: @%s: %v", d.line, d.name, err)
 	}
-	return a.finish(exitOK, "")
+	return a.exitCode, ""
 }
 
 // demoNote is what the agent does with a prompt that has no directives: add
@@ -207,8 +230,11 @@ func (a *agent) finish(code int, msg string) int {
 // stream writes Claude Code stream-json lines. Each line goes out in a
 // single unbuffered Write, so lines reach a supervisor as they happen and
 // nothing is lost when the process exits (or is killed) right after.
+// A quiet stream (persona mode, whose stdout is the replayed recording)
+// drops the JSON lines and keeps only raw output (@stdout, @flood).
 type stream struct {
 	w          io.Writer
+	quiet      bool
 	session    string
 	start      time.Time
 	nextID     int
@@ -218,6 +244,9 @@ type stream struct {
 }
 
 func (s *stream) emit(v any) {
+	if s.quiet {
+		return
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

@@ -17,7 +17,8 @@ import (
 
 // agentBin is the demo-agent binary built once for all tests: the tests
 // exercise the real program (exit codes, signals, stdio), not run().
-var agentBin string
+// personaDir holds a symlink to it under each persona's name.
+var agentBin, personaDir string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "demo-agent-test-")
@@ -31,6 +32,18 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "building demo-agent: %v\n%s", err, out)
 		os.RemoveAll(dir)
 		os.Exit(1)
+	}
+	personaDir = filepath.Join(dir, "personas")
+	if err := os.Mkdir(personaDir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	for name := range personas {
+		if err := os.Symlink(agentBin, filepath.Join(personaDir, name)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	if code == 0 {

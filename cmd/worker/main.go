@@ -42,7 +42,7 @@ func newRoot() *cobra.Command {
 	pf.String("nats-url", "", "NATS server URL")
 	pf.String("log-level", "", "log level: debug, info, warn, error")
 	pf.String("log-format", "", "log format: text or json")
-	root.AddCommand(newRun())
+	root.AddCommand(newRun(), newRuntime())
 	return root
 }
 
@@ -57,8 +57,7 @@ claiming and hands running attempts back for prompt redelivery.`,
   DROVER_WORKER_POOL=gpu worker run`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			file, _ := cmd.Flags().GetString("config")
-			cfg, err := config.Load(config.LoadOptions{File: file, Flags: cmd.Flags(), Bind: config.FlagBindings})
+			cfg, err := loadConfig(cmd)
 			if err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/supervise"
+	"github.com/drover-dev/drover/internal/transcript"
 )
 
 // Adapter is one runtime. Implementations must be safe for concurrent use:
@@ -21,10 +22,33 @@ type Adapter interface {
 	Initialize(ctx context.Context) (*Info, error)
 	// Command builds the process for one attempt.
 	Command(in *Input) (*Command, error)
-	// Classify turns how the process ended into an error, or nil on success.
-	// Exit code 0 is not success by itself: an adapter that can read a fatal
-	// error in the output reports it.
-	Classify(res *supervise.Result) *Error
+	// Capabilities says what the runtime supports (seed 003).
+	Capabilities() Capabilities
+	// Classify turns how the process ended, and what its output said (sum,
+	// nil when the adapter reads no output), into an error, or nil on
+	// success. Exit code 0 is not success by itself: a fatal auth or
+	// rate-limit error in the output is a failure.
+	Classify(res *supervise.Result, sum *transcript.Summary) *Error
+}
+
+// OutputReader is implemented by adapters that understand their CLI's
+// output; the attempt feeds the parser every line while the CLI runs.
+type OutputReader interface {
+	NewParser() transcript.Parser
+}
+
+// HealthChecker is implemented by adapters whose health can change while a
+// worker runs (a binary upgraded or removed): Check runs the checks afresh.
+type HealthChecker interface {
+	Check(ctx context.Context) (*Info, error)
+}
+
+// Capabilities are what a runtime can do, as seed 003 names them.
+type Capabilities struct {
+	SupportsModel               bool     `json:"supports_model"`
+	SupportsNonInteractive      bool     `json:"supports_non_interactive"`
+	SupportsPromptFileInclusion bool     `json:"supports_prompt_file_inclusion"`
+	AvailableModels             []string `json:"available_models,omitempty"`
 }
 
 // Info is what Initialize learned.
@@ -78,6 +102,9 @@ type Error struct {
 	Category    string // runtime | infrastructure | input
 	Message     string
 	Recoverable bool
+	Status      int           // HTTP status the CLI reported, if any
+	RetryAfter  time.Duration // how long the CLI says to wait, if it says
+	ResetAt     time.Time     // when the CLI says a quota resets, if it says
 }
 
 func (e *Error) Error() string { return e.Class + ": " + e.Message }

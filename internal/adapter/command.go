@@ -14,6 +14,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/supervise"
+	"github.com/drover-dev/drover/internal/transcript"
 )
 
 // ErrBinaryNotFound means the runtime's binary is not on this host.
@@ -34,7 +35,11 @@ type CommandAdapter struct {
 	info *Info
 }
 
-var _ Adapter = (*CommandAdapter)(nil)
+var (
+	_ Adapter       = (*CommandAdapter)(nil)
+	_ HealthChecker = (*CommandAdapter)(nil)
+	_ OutputReader  = (*CommandAdapter)(nil)
+)
 
 // NewCommand returns the generic adapter for a runtime.
 func NewCommand(name string, rt config.Runtime) *CommandAdapter {
@@ -48,29 +53,58 @@ func (a *CommandAdapter) Name() string { return a.name }
 // A success is cached; a failure is retried on the next call.
 func (a *CommandAdapter) Initialize(ctx context.Context) (*Info, error) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.info != nil {
-		return a.info, nil
+	info := a.info
+	a.mu.Unlock()
+	if info != nil {
+		return info, nil
 	}
+	return a.Check(ctx)
+}
+
+// Check implements HealthChecker: it runs the checks again, whatever is cached.
+func (a *CommandAdapter) Check(ctx context.Context) (*Info, error) {
 	path, err := ResolveBinary(a.rt.Binary)
-	if err != nil {
-		return nil, err
-	}
-	info := &Info{Adapter: "command", Binary: path}
-	if len(a.rt.VersionArgs) > 0 {
-		vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(vctx, path, a.rt.VersionArgs...)
-		cmd.Env = a.env(nil, os.TempDir())
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			return nil, fmt.Errorf("adapter: %s version check `%s %s`: %w: %s", a.name, path,
-				strings.Join(a.rt.VersionArgs, " "), err, bytes.TrimSpace(tail(out, 512)))
+	if err == nil {
+		var info *Info
+		if info, err = a.version(ctx, path); err == nil {
+			a.mu.Lock()
+			a.info = info
+			a.mu.Unlock()
+			return info, nil
 		}
-		info.Version = firstLine(out)
 	}
-	a.info = info
+	a.mu.Lock()
+	a.info = nil
+	a.mu.Unlock()
+	return nil, err
+}
+
+func (a *CommandAdapter) version(ctx context.Context, path string) (*Info, error) {
+	info := &Info{Adapter: "command", Binary: path}
+	if len(a.rt.VersionArgs) == 0 {
+		return info, nil
+	}
+	vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(vctx, path, a.rt.VersionArgs...)
+	cmd.Env = a.env(nil, os.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("adapter: %s version check `%s %s`: %w: %s", a.name, path,
+			strings.Join(a.rt.VersionArgs, " "), err, bytes.TrimSpace(tail(out, 512)))
+	}
+	info.Version = firstLine(out)
 	return info, nil
+}
+
+// Capabilities implements Adapter (seed 003).
+func (a *CommandAdapter) Capabilities() Capabilities {
+	return Capabilities{
+		SupportsModel:               a.rt.ModelFlag != "",
+		SupportsNonInteractive:      true, // a command runtime is headless by construction
+		SupportsPromptFileInclusion: a.rt.Input == "file",
+		AvailableModels:             a.rt.Models,
+	}
 }
 
 // ResolveBinary finds a runtime binary: a path as given, else in PATH, else
@@ -166,9 +200,49 @@ func (a *CommandAdapter) env(extra []string, tmp string) []string {
 	return append(env, "TMPDIR="+tmp)
 }
 
-// Classify implements Adapter with what any process tells: how it ended.
-func (a *CommandAdapter) Classify(res *supervise.Result) *Error {
-	return ClassifyExit(res)
+// NewParser implements OutputReader with the runtime's output format.
+func (a *CommandAdapter) NewParser() transcript.Parser {
+	f, err := transcript.ParseFormat(a.rt.Output)
+	if err != nil {
+		f = transcript.Text // validated by config; text is the safe reading
+	}
+	return transcript.NewParser(f)
+}
+
+// Classify implements Adapter: how the process ended, corrected by what its
+// output says.
+func (a *CommandAdapter) Classify(res *supervise.Result, sum *transcript.Summary) *Error {
+	return Classify(res, sum)
+}
+
+// Classify combines the exit classification with the output's. A rate limit
+// or an auth failure in the output names the cause even when the process was
+// ended by a timeout (the CLI was busy retrying) or exited 0; any other
+// failure in the output turns an exit 0 into a failure.
+func Classify(res *supervise.Result, sum *transcript.Summary) *Error {
+	exit := ClassifyExit(res)
+	if sum == nil || sum.Failure == nil {
+		return exit
+	}
+	f := sum.Failure
+	out := &Error{
+		Class: f.Class, Category: "runtime", Message: f.Message, Recoverable: f.Retryable,
+		Status: f.Status, RetryAfter: f.RetryAfter, ResetAt: f.ResetAt,
+	}
+	switch {
+	case f.Class == ClassRateLimited || f.Class == ClassAuthFailed:
+		if f.Class == ClassRateLimited {
+			out.Recoverable = true
+		}
+		return out
+	case exit == nil:
+		return out
+	}
+	if f.Message != "" && !strings.Contains(exit.Message, f.Message) {
+		exit.Message += "; output: " + f.Message
+	}
+	exit.Status = f.Status
+	return exit
 }
 
 // ClassifyExit is the classification every adapter starts from.

@@ -122,7 +122,7 @@ func TestClassifyExit(t *testing.T) {
 			t.Errorf("%+v: %v, want %s", tc.res, e, tc.class)
 		}
 	}
-	e := ClassifyExit(&supervise.Result{Outcome: supervise.Exited, ExitCode: 3, Stderr: supervise.Captured{Head: []byte("first\nlast words\n")}})
+	e := Classify(&supervise.Result{Outcome: supervise.Exited, ExitCode: 3, Stderr: supervise.Captured{Head: []byte("first\nlast words\n")}}, nil)
 	if !strings.Contains(e.Message, "last words") {
 		t.Errorf("message %q lacks the stderr's last line", e.Message)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/drover-dev/drover/internal/adapter"
 	"github.com/drover-dev/drover/internal/eventlog"
 	"github.com/drover-dev/drover/internal/supervise"
+	"github.com/drover-dev/drover/internal/transcript"
 	"github.com/drover-dev/drover/internal/worktree"
 )
 
@@ -63,7 +64,8 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 	rep := &eventlog.Report{Branch: job.Branch}
 	fail := func(e *adapter.Error) (*eventlog.Report, error) {
 		rep.Success = false
-		rep.Error = &eventlog.ErrorInfo{Class: e.Class, Category: e.Category, Message: e.Message, Recoverable: e.Recoverable}
+		rep.Error = &eventlog.ErrorInfo{Class: e.Class, Category: e.Category, Message: e.Message, Recoverable: e.Recoverable,
+			Status: e.Status, RetryAfterMS: e.RetryAfter.Milliseconds(), ResetAt: e.ResetAt}
 		return rep, nil
 	}
 
@@ -136,10 +138,11 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 	if err != nil {
 		return fail(&adapter.Error{Class: adapter.ClassConnectionFailed, Category: "runtime", Message: err.Error()})
 	}
+	reader := newOutputReader(ad)
 	proc, err := supervise.Start(ctx, supervise.Spec{
 		Path: cmd.Path, Args: cmd.Args, Dir: wt.Path, Env: cmd.Env, Stdin: cmd.Stdin,
 		Timeout: cmd.Timeout, NoOutputTimeout: cmd.NoOutputTimeout, Grace: cmd.Grace,
-		MaxCapture: cmd.MaxOutput, OnOutput: out,
+		MaxCapture: cmd.MaxOutput, OnOutput: reader.tee(out),
 	})
 	if err != nil {
 		return fail(&adapter.Error{Class: adapter.ClassConnectionFailed, Category: "runtime", Message: err.Error()})
@@ -152,6 +155,7 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 		return nil, err
 	}
 	res := proc.Wait()
+	sum := reader.summary(res.ExitCode)
 	if ctx.Err() != nil {
 		// The claim was lost or the worker is leaving: this run's outcome is
 		// not the attempt's, so report nothing.
@@ -160,6 +164,14 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 	rep.ExitCode, rep.Signal, rep.DurationMS = res.ExitCode, res.Signal, res.Duration().Milliseconds()
 	rep.StdoutTail = tailString(res.Stdout.String(), maxTailInReport)
 	rep.StderrTail = tailString(res.Stderr.String(), maxTailInReport)
+	if sum != nil {
+		u := sum.Usage
+		if u != (transcript.Usage{}) {
+			rep.Usage = &eventlog.Usage{Model: u.Model, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+				CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD}
+		}
+		rep.FinalText, rep.Unparsed = tailString(sum.FinalText, maxTailInReport), sum.Unparsed
+	}
 	if err := emit.Emit(ctx, eventlog.RuntimeExited, "", eventlog.RuntimeExitedData{
 		Outcome: string(res.Outcome), ExitCode: res.ExitCode, Signal: res.Signal, DurationMS: rep.DurationMS,
 	}); err != nil {
@@ -213,7 +225,7 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 	}
 
 	// Report.
-	if e := ad.Classify(res); e != nil {
+	if e := ad.Classify(res, sum); e != nil {
 		return fail(e)
 	}
 	rep.Success = true

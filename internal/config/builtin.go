@@ -24,7 +24,7 @@ func builtinRuntimes() map[string]Runtime {
 		"claude-code": {
 			Binary: "claude", Input: "arg", PromptFlag: "-p",
 			Args:      []string{"--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"},
-			ModelFlag: "--model", Output: "claude-stream-json",
+			ModelFlag: "--model", Output: "claude-stream-json", Models: []string{"sonnet", "opus", "haiku"},
 			EnvPassthrough: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL",
 				"CLAUDE_CODE_OAUTH_TOKEN", "IS_SANDBOX"},
 			Env: []string{"CLAUDE_CODE_MAX_RETRIES=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"},
@@ -102,6 +102,9 @@ func overlay(base, over Runtime) Runtime {
 	}
 	if over.EnvPassthrough != nil {
 		base.EnvPassthrough = over.EnvPassthrough
+	}
+	if over.Models != nil {
+		base.Models = over.Models
 	}
 	if over.VersionArgs != nil {
 		base.VersionArgs = over.VersionArgs

@@ -81,6 +81,9 @@ type Worker struct {
 	WorkDir string `mapstructure:"work_dir"`
 	// Runtimes this worker serves. Defaults to every configured runtime.
 	Runtimes []string `mapstructure:"runtimes"`
+	// HealthInterval is how often the worker re-checks its runtimes and renews
+	// its registration. Defaults to 30s.
+	HealthInterval time.Duration `mapstructure:"health_interval"`
 	// KeepWorktrees keeps finished worktrees on disk for debugging. Defaults to false.
 	KeepWorktrees bool `mapstructure:"keep_worktrees"`
 }
@@ -124,6 +127,8 @@ type Runtime struct {
 	VersionArgs []string `mapstructure:"version_args"`
 	// Model is passed with ModelFlag when set. Defaults to the CLI's own choice.
 	Model string `mapstructure:"model"`
+	// Models lists the models this runtime offers, for capabilities. Optional.
+	Models []string `mapstructure:"models"`
 	// ModelFlag is the CLI's flag that selects a model, e.g. "--model".
 	ModelFlag string `mapstructure:"model_flag"`
 	// Output is the format of the CLI's stdout, which picks the parser that
@@ -145,29 +150,30 @@ type LoadOptions struct {
 // variable is recognised for each of them.
 func defaults() map[string]any {
 	return map[string]any{
-		"data_dir":              "",
-		"log.level":             "info",
-		"log.format":            "text",
-		"nats.url":              "",
-		"nats.listen":           "127.0.0.1:4222",
-		"nats.replicas":         1,
-		"nats.sync_interval":    "",
-		"queue.ack_wait":        30 * time.Second,
-		"queue.heartbeat":       time.Duration(0),
-		"worker.id":             "",
-		"worker.pool":           "default",
-		"worker.slots":          2,
-		"worker.work_dir":       "",
-		"worker.runtimes":       []string{},
-		"worker.keep_worktrees": false,
-		"defaults.runtime":      "",
-		"defaults.timeout":      30 * time.Minute,
-		"defaults.pool":         "default",
+		"data_dir":               "",
+		"log.level":              "info",
+		"log.format":             "text",
+		"nats.url":               "",
+		"nats.listen":            "127.0.0.1:4222",
+		"nats.replicas":          1,
+		"nats.sync_interval":     "",
+		"queue.ack_wait":         30 * time.Second,
+		"queue.heartbeat":        time.Duration(0),
+		"worker.id":              "",
+		"worker.pool":            "default",
+		"worker.slots":           2,
+		"worker.work_dir":        "",
+		"worker.runtimes":        []string{},
+		"worker.keep_worktrees":  false,
+		"worker.health_interval": 30 * time.Second,
+		"defaults.runtime":       "",
+		"defaults.timeout":       30 * time.Minute,
+		"defaults.pool":          "default",
 	}
 }
 
 var runtimeFields = []string{"adapter", "binary", "args", "input", "prompt_flag", "env_passthrough",
-	"env", "timeout", "grace", "no_output_timeout", "max_output_size", "version_args", "model", "model_flag", "output"}
+	"env", "timeout", "grace", "no_output_timeout", "max_output_size", "version_args", "model", "models", "model_flag", "output"}
 
 // Load reads, merges, defaults and validates the configuration. Precedence:
 // flags, then DROVER_* variables (DROVER_WORKER_SLOTS for worker.slots,
@@ -333,6 +339,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Queue.Heartbeat <= 0 || c.Queue.Heartbeat >= c.Queue.AckWait {
 		bad("queue.heartbeat", "must be positive and below queue.ack_wait (got %s)", c.Queue.Heartbeat)
+	}
+	if c.Worker.HealthInterval < time.Second || c.Worker.HealthInterval > time.Minute {
+		bad("worker.health_interval", "must be 1s..1m, inside the registration TTL (got %s)", c.Worker.HealthInterval)
 	}
 	if c.Worker.Slots < 1 || c.Worker.Slots > 1024 {
 		bad("worker.slots", "must be 1..1024 (got %d)", c.Worker.Slots)

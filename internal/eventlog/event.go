@@ -206,10 +206,23 @@ type CheckpointCommitCreatedData struct {
 
 // ErrorInfo is a failure normalised into a class (seed 000 §9).
 type ErrorInfo struct {
-	Class       string `json:"class"`
-	Category    string `json:"category,omitempty"`
-	Message     string `json:"message"`
-	Recoverable bool   `json:"recoverable"`
+	Class        string    `json:"class"`
+	Category     string    `json:"category,omitempty"`
+	Message      string    `json:"message"`
+	Recoverable  bool      `json:"recoverable"`
+	Status       int       `json:"status,omitempty"`         // HTTP status the CLI reported
+	RetryAfterMS int64     `json:"retry_after_ms,omitempty"` // how long the CLI said to wait
+	ResetAt      time.Time `json:"reset_at,omitzero"`        // when the CLI said a quota resets
+}
+
+// Usage is token usage as the CLI reported it.
+type Usage struct {
+	Model            string  `json:"model,omitempty"`
+	InputTokens      int64   `json:"input_tokens"`
+	OutputTokens     int64   `json:"output_tokens"`
+	CacheReadTokens  int64   `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64   `json:"cache_write_tokens,omitempty"`
+	CostUSD          float64 `json:"cost_usd,omitempty"`
 }
 
 // Report is the ExecutionReport of seed 000 §8.2.
@@ -229,6 +242,10 @@ type Report struct {
 	Commit         string     `json:"commit,omitempty"`
 	Worktree       string     `json:"worktree,omitempty"`
 	Error          *ErrorInfo `json:"error,omitempty"`
+	// What the CLI's own output said, read best effort by its parser.
+	Usage     *Usage `json:"usage,omitempty"`
+	FinalText string `json:"final_text,omitempty"`
+	Unparsed  int    `json:"unparsed_lines,omitempty"`
 }
 
 // RuntimeErrorClassifiedData is the controller's classification of a failure.

@@ -17,6 +17,7 @@ const (
 	OutputStream     = "DROVER_OUTPUT"
 	DeadLetterStream = "DROVER_DEADLETTER"
 	ClaimsBucket     = "drover-claims"
+	WorkersBucket    = "drover-workers"
 
 	eventsPrefix     = "drover.events."
 	attemptsPrefix   = "drover.attempts."
@@ -116,6 +117,14 @@ func Ensure(ctx context.Context, js jetstream.JetStream, o StreamOptions) error 
 	})
 	if err != nil {
 		return fmt.Errorf("queue: ensure bucket %s: %w", ClaimsBucket, err)
+	}
+	// A worker re-registers well inside the TTL; a dead one ages out.
+	_, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: WorkersBucket, Description: "Drover workers: pool, slots, runtimes and their health",
+		History: 1, TTL: RegistrationTTL, Storage: jetstream.FileStorage, Replicas: o.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("queue: ensure bucket %s: %w", WorkersBucket, err)
 	}
 	return nil
 }

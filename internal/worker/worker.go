@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
 	"sync"
 	"time"
 
@@ -39,6 +41,8 @@ type Worker struct {
 
 	mu      sync.Mutex
 	running map[string]bool // attempt ids held by this process
+	health  map[string]*queue.RuntimeHealth
+	started time.Time
 
 	cancel context.CancelCauseFunc
 	wg     sync.WaitGroup
@@ -61,6 +65,7 @@ func New(cfg *config.Config, nc *nats.Conn, log *slog.Logger) (*Worker, error) {
 		slots:    make(chan struct{}, cfg.Worker.Slots),
 		now:      time.Now,
 		running:  map[string]bool{},
+		health:   map[string]*queue.RuntimeHealth{},
 	}
 	for _, name := range cfg.Worker.Runtimes {
 		ad, err := adapter.New(name, cfg.Runtimes[name])
@@ -85,33 +90,115 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.claims = claims
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	w.cancel = cancel
-	served := 0
+	w.started = w.now()
+	if w.checkHealth(ctx) == 0 {
+		cancel(nil)
+		return fmt.Errorf("worker: none of the runtimes %v is available on this host", w.cfg.Worker.Runtimes)
+	}
 	for name, ad := range w.adapters {
-		info, err := ad.Initialize(ctx)
-		if err != nil {
-			// An unhealthy runtime is not served: its jobs wait for a worker
-			// that has it.
-			w.log.Warn("runtime unavailable, not claiming its jobs", "runtime", name, "err", err)
-			continue
-		}
 		cons, err := queue.EnsureAttemptConsumer(ctx, w.js, w.cfg.Worker.Pool, name, queue.ConsumerOptions{AckWait: w.cfg.Queue.AckWait})
 		if err != nil {
 			cancel(err)
 			return err
 		}
-		w.log.Info("serving runtime", "runtime", name, "binary", info.Binary, "version", info.Version, "pool", w.cfg.Worker.Pool)
-		served++
 		w.wg.Add(1)
 		go func() {
 			defer w.wg.Done()
 			w.claimLoop(runCtx, name, ad, cons)
 		}()
 	}
-	if served == 0 {
-		cancel(nil)
-		return fmt.Errorf("worker: none of the runtimes %v is available on this host", w.cfg.Worker.Runtimes)
+	if err := queue.Register(ctx, w.js, w.registration()); err != nil {
+		w.log.Warn("register worker", "err", err)
 	}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		w.healthLoop(runCtx)
+	}()
 	return nil
+}
+
+// checkHealth fingerprints every runtime afresh and returns how many are
+// healthy. Only healthy runtimes are claimed for.
+func (w *Worker) checkHealth(ctx context.Context) int {
+	healthy := 0
+	for name, ad := range w.adapters {
+		h := &queue.RuntimeHealth{Name: name, Adapter: w.cfg.Runtimes[name].Adapter, Checked: w.now().UTC()}
+		var info *adapter.Info
+		var err error
+		if hc, ok := ad.(adapter.HealthChecker); ok {
+			info, err = hc.Check(ctx)
+		} else {
+			info, err = ad.Initialize(ctx)
+		}
+		if caps, cerr := json.Marshal(ad.Capabilities()); cerr == nil {
+			h.Capabilities = caps
+		}
+		if err != nil {
+			h.Error = err.Error()
+		} else {
+			h.Healthy, h.Binary, h.Version = true, info.Binary, info.Version
+			healthy++
+		}
+		w.mu.Lock()
+		prev := w.health[name]
+		w.health[name] = h
+		w.mu.Unlock()
+		switch {
+		case prev == nil && h.Healthy:
+			w.log.Info("serving runtime", "runtime", name, "binary", h.Binary, "version", h.Version, "pool", w.cfg.Worker.Pool)
+		case (prev == nil || prev.Healthy) && !h.Healthy:
+			w.log.Warn("runtime unavailable, not claiming its jobs", "runtime", name, "err", h.Error)
+		case prev != nil && !prev.Healthy && h.Healthy:
+			w.log.Info("runtime healthy again", "runtime", name, "version", h.Version)
+		}
+	}
+	return healthy
+}
+
+func (w *Worker) healthy(runtime string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	h := w.health[runtime]
+	return h != nil && h.Healthy
+}
+
+func (w *Worker) registration() *queue.Registration {
+	host, _ := os.Hostname()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r := &queue.Registration{
+		ID: w.cfg.Worker.ID, Host: host, Pool: w.cfg.Worker.Pool, Slots: w.cfg.Worker.Slots,
+		Busy: len(w.running), Started: w.started.UTC(), Seen: w.now().UTC(),
+	}
+	for _, h := range w.health {
+		r.Runtimes = append(r.Runtimes, *h)
+	}
+	sort.Slice(r.Runtimes, func(i, j int) bool { return r.Runtimes[i].Name < r.Runtimes[j].Name })
+	return r
+}
+
+// healthLoop re-fingerprints the runtimes and renews the registration; on
+// stop it deregisters.
+func (w *Worker) healthLoop(ctx context.Context) {
+	t := time.NewTicker(w.cfg.Worker.HealthInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := queue.Deregister(dctx, w.js, w.cfg.Worker.ID); err != nil {
+				w.log.Warn("deregister worker", "err", err)
+			}
+			cancel()
+			return
+		case <-t.C:
+		}
+		w.checkHealth(ctx)
+		if err := queue.Register(ctx, w.js, w.registration()); err != nil && ctx.Err() == nil {
+			w.log.Warn("renew worker registration", "err", err)
+		}
+	}
 }
 
 // Stop stops claiming and hands running attempts back (their CLIs are
@@ -129,6 +216,15 @@ func (w *Worker) Wait() { w.wg.Wait() }
 func (w *Worker) claimLoop(ctx context.Context, runtime string, ad adapter.Adapter, cons jetstream.Consumer) {
 	backoff := 100 * time.Millisecond
 	for {
+		if !w.healthy(runtime) {
+			// Jobs for an unhealthy runtime wait for a worker that has it.
+			select {
+			case <-time.After(w.cfg.Worker.HealthInterval):
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
 		select {
 		case w.slots <- struct{}{}:
 		case <-ctx.Done():

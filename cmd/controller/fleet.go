@@ -1,0 +1,157 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/drover-dev/drover/internal/controller"
+	"github.com/drover-dev/drover/internal/queue"
+)
+
+// fleet reads the worker registrations from NATS.
+func fleet(cmd *cobra.Command) ([]*queue.Registration, error) {
+	cfg, err := loadConfig(cmd)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := controller.Connect(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	return queue.Workers(cmd.Context(), js)
+}
+
+func newWorkers() *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:     "workers",
+		Short:   "List the live workers: host, pool, load, runtimes and versions, last heartbeat",
+		Example: "  controller workers\n  controller workers -o json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ws, err := fleet(cmd)
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(ws)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "WORKER\tHOST\tPOOL\tBUSY\tRUNTIMES (healthy)\tLAST SEEN")
+			for _, w := range ws {
+				var rts []string
+				for _, r := range w.Runtimes {
+					if r.Healthy {
+						rts = append(rts, strings.TrimSpace(r.Name+" "+r.Version))
+					}
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s ago\n", w.ID, w.Host, w.Pool, w.Busy, w.Slots,
+					strings.Join(rts, ", "), time.Since(w.Seen).Round(time.Second))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+func newRuntimeCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "runtime", Short: "The fleet's runtimes, as the workers report them"}
+	var output string
+	list := &cobra.Command{
+		Use:     "list",
+		Short:   "Each runtime with the workers that serve it healthy, and its versions",
+		Example: "  controller runtime list",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ws, err := fleet(cmd)
+			if err != nil {
+				return err
+			}
+			type row struct {
+				Runtime  string   `json:"runtime"`
+				Workers  []string `json:"workers"`
+				Versions []string `json:"versions"`
+			}
+			byName := map[string]*row{}
+			for _, w := range ws {
+				for _, r := range w.Runtimes {
+					if !r.Healthy {
+						continue
+					}
+					rw := byName[r.Name]
+					if rw == nil {
+						rw = &row{Runtime: r.Name}
+						byName[r.Name] = rw
+					}
+					rw.Workers = append(rw.Workers, w.ID)
+					if r.Version != "" && !slices.Contains(rw.Versions, r.Version) {
+						rw.Versions = append(rw.Versions, r.Version)
+					}
+				}
+			}
+			rows := make([]*row, 0, len(byName))
+			for _, r := range byName {
+				rows = append(rows, r)
+			}
+			sort.Slice(rows, func(i, j int) bool { return rows[i].Runtime < rows[j].Runtime })
+			if output == "json" {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(rows)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUNTIME\tWORKERS\tVERSIONS")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Runtime, strings.Join(r.Workers, ", "), strings.Join(r.Versions, ", "))
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	var hOutput string
+	health := &cobra.Command{
+		Use:     "health",
+		Short:   "Every runtime on every worker: healthy or why not",
+		Example: "  controller runtime health -o json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ws, err := fleet(cmd)
+			if err != nil {
+				return err
+			}
+			if hOutput == "json" {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(ws)
+			}
+			printHealth(cmd.OutOrStdout(), ws)
+			return nil
+		},
+	}
+	health.Flags().StringVarP(&hOutput, "output", "o", "text", "output format: text or json")
+	cmd.AddCommand(list, health)
+	return cmd
+}
+
+func printHealth(out io.Writer, ws []*queue.Registration) {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	defer tw.Flush()
+	fmt.Fprintln(tw, "WORKER\tRUNTIME\tHEALTHY\tVERSION\tCHECKED\tERROR")
+	for _, w := range ws {
+		for _, r := range w.Runtimes {
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s ago\t%s\n", w.ID, r.Name, r.Healthy, r.Version,
+				time.Since(r.Checked).Round(time.Second), r.Error)
+		}
+	}
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drover-dev/drover/internal/adapter"
+	"github.com/drover-dev/drover/internal/config"
+)
+
+func newRuntime() *cobra.Command {
+	cmd := &cobra.Command{Use: "runtime", Short: "Inspect the runtimes configured on this host"}
+	var output string
+	list := &cobra.Command{
+		Use:     "list",
+		Short:   "List the configured runtimes with their argv, input, output format and capabilities",
+		Example: "  worker runtime list\n  worker runtime list -o json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			type row struct {
+				Name         string               `json:"name"`
+				Runtime      config.Runtime       `json:"config"`
+				Capabilities adapter.Capabilities `json:"capabilities"`
+			}
+			var rows []row
+			for _, name := range cfg.RuntimeNames() {
+				ad, err := adapter.New(name, cfg.Runtimes[name])
+				if err != nil {
+					return err
+				}
+				rows = append(rows, row{name, cfg.Runtimes[name], ad.Capabilities()})
+			}
+			if output == "json" {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(rows)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUNTIME\tADAPTER\tBINARY\tINPUT\tOUTPUT\tMODEL")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Runtime.Adapter, r.Runtime.Binary, r.Runtime.Input, r.Runtime.Output, r.Runtime.Model)
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	var hOutput string
+	health := &cobra.Command{
+		Use:     "health",
+		Short:   "Check each runtime here: binary found, executable, version; exit 1 if none is healthy",
+		Example: "  worker runtime health\n  worker runtime health -o json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			type row struct {
+				Name    string `json:"name"`
+				Healthy bool   `json:"healthy"`
+				Binary  string `json:"binary,omitempty"`
+				Version string `json:"version,omitempty"`
+				Error   string `json:"error,omitempty"`
+			}
+			var rows []row
+			healthy := 0
+			for _, name := range cfg.Worker.Runtimes {
+				ad, err := adapter.New(name, cfg.Runtimes[name])
+				if err != nil {
+					return err
+				}
+				r := row{Name: name}
+				if info, err := ad.Initialize(cmd.Context()); err != nil {
+					r.Error = err.Error()
+				} else {
+					r.Healthy, r.Binary, r.Version = true, info.Binary, info.Version
+					healthy++
+				}
+				rows = append(rows, r)
+			}
+			if hOutput == "json" {
+				if err := json.NewEncoder(cmd.OutOrStdout()).Encode(rows); err != nil {
+					return err
+				}
+			} else {
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "RUNTIME\tHEALTHY\tVERSION\tBINARY / ERROR")
+				for _, r := range rows {
+					detail := r.Binary
+					if !r.Healthy {
+						detail = r.Error
+					}
+					fmt.Fprintf(tw, "%s\t%v\t%s\t%s\n", r.Name, r.Healthy, r.Version, detail)
+				}
+				_ = tw.Flush()
+			}
+			if healthy == 0 {
+				return fmt.Errorf("no runtime is healthy on this host")
+			}
+			return nil
+		},
+	}
+	health.Flags().StringVarP(&hOutput, "output", "o", "text", "output format: text or json")
+	cmd.AddCommand(list, health)
+	return cmd
+}
+
+func loadConfig(cmd *cobra.Command) (*config.Config, error) {
+	file, _ := cmd.Flags().GetString("config")
+	return config.Load(config.LoadOptions{File: file, Flags: cmd.Flags(), Bind: config.FlagBindings})
+}

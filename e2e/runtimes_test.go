@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/drover-dev/drover/internal/eventlog"
+)
+
+// TestBuiltinRuntimesWithFakeCLIs runs the built-in runtimes' exact argv
+// against the demo agent impersonating each CLI (a symlink named like the
+// CLI), replaying the real recorded transcripts: a success pushes the file
+// the CLI wrote, and the recorded 401 and 429 failures are classified from
+// the output, including pi's, which exits 0 on both.
+func TestBuiltinRuntimesWithFakeCLIs(t *testing.T) {
+	t.Parallel()
+	transcripts, err := filepath.Abs("../testdata/transcripts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	personas := t.TempDir()
+	clis := map[string]string{"claude-code": "claude", "codex": "codex", "opencode": "opencode", "kilo": "kilo",
+		"gemini": "gemini", "pi": "pi", "copilot": "copilot"}
+	var env []string
+	for runtime, cli := range clis {
+		link := filepath.Join(personas, cli)
+		if err := os.Symlink(filepath.Join(bin, "demo-agent"), link); err != nil {
+			t.Fatal(err)
+		}
+		key := "DROVER_RUNTIMES_" + strings.ToUpper(strings.ReplaceAll(runtime, "-", "_"))
+		env = append(env, key+"_BINARY="+link, key+"_ENV=DEMO_AGENT_TRANSCRIPTS="+transcripts)
+	}
+	// claude refuses to skip permissions as root unless told it is sandboxed.
+	env = append(env, "IS_SANDBOX=1")
+	c := startController(t, env...)
+	c.startWorker("worker-1", 4, env...)
+	repo := newRepo(t)
+
+	var tasks strings.Builder
+	type want struct {
+		state  eventlog.TaskState
+		class  string
+		status int
+	}
+	wants := map[string]want{}
+	for runtime := range clis {
+		for _, cs := range []string{"success", "fail-401", "fail-429"} {
+			id := runtime + "-" + cs
+			fmt.Fprintf(&tasks, "  - id: %s\n    runtime: %s\n    prompt: \"create hello.txt containing hi\\n@case %s\"\n", id, runtime, cs)
+			switch cs {
+			case "success":
+				wants[id] = want{state: eventlog.TaskSucceeded}
+			case "fail-401":
+				wants[id] = want{eventlog.TaskFailed, "AUTH_FAILED", 401}
+			case "fail-429":
+				wants[id] = want{eventlog.TaskFailed, "RATE_LIMITED", 429}
+			}
+		}
+	}
+	flowFile := writeFlow(t, "name: personas\nrepo: "+repo+"\nbase: main\ntasks:\n"+tasks.String())
+	out, errOut, code := c.cli("submit", flowFile, "--watch")
+	if code != 1 {
+		t.Fatalf("submit: exit %d, want 1 (some tasks fail)\n%s\n%s", code, out, errOut)
+	}
+	st := c.status(submittedID(t, out))
+	attempts := map[string]*eventlog.Attempt{}
+	for _, a := range st.Detail.Attempts {
+		attempts[a.Task] = a
+	}
+	for _, task := range st.Detail.Tasks {
+		w := wants[task.ID]
+		a := attempts[task.ID]
+		if task.State != w.state {
+			t.Errorf("%s: state %s, want %s (error %+v)", task.ID, task.State, w.state, task.Error)
+			continue
+		}
+		if w.state == eventlog.TaskSucceeded {
+			if got := show(t, repo, task.ResultBranch, "hello.txt"); got != "hi" {
+				t.Errorf("%s: hello.txt = %q", task.ID, got)
+			}
+			if a.Report == nil || a.Report.FinalText == "" {
+				t.Errorf("%s: no final text in the report: %+v", task.ID, a.Report)
+			}
+			continue
+		}
+		e := a.Report.Error
+		if e == nil || e.Class != w.class || e.Status != w.status {
+			t.Errorf("%s: error %+v, want %s with status %d", task.ID, e, w.class, w.status)
+		}
+	}
+	// Token usage from claude's own result line (2 model calls, summed).
+	if u := attempts["claude-code-success"].Report.Usage; u == nil || u.InputTokens == 0 || u.OutputTokens == 0 {
+		t.Errorf("claude usage: %+v", u)
+	}
+}

@@ -1,0 +1,98 @@
+package transcript_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/drover-dev/drover/internal/transcript"
+)
+
+// One fuzz target per format, seeded with that format's recordings. Lines
+// that start with '!' also go to stderr, so both paths are exercised.
+
+func FuzzClaude(f *testing.F)   { fuzzFormat(f, transcript.ClaudeStreamJSON, "claude") }
+func FuzzCodex(f *testing.F)    { fuzzFormat(f, transcript.CodexJSON, "codex") }
+func FuzzOpenCode(f *testing.F) { fuzzFormat(f, transcript.OpenCodeJSON, "opencode", "kilo") }
+func FuzzGemini(f *testing.F)   { fuzzFormat(f, transcript.GeminiStreamJSON, "gemini") }
+func FuzzPi(f *testing.F)       { fuzzFormat(f, transcript.PiJSON, "pi") }
+func FuzzCopilot(f *testing.F)  { fuzzFormat(f, transcript.CopilotJSON, "copilot") }
+func FuzzText(f *testing.F)     { fuzzFormat(f, transcript.Text, "codex", "gemini") }
+
+func fuzzFormat(f *testing.F, format transcript.Format, clis ...string) {
+	for _, cli := range clis {
+		for _, c := range cases {
+			r := load(f, cli, c)
+			f.Add(r.stdout, r.meta.Exit)
+			f.Add(prefixLines(r.stderr, '!'), r.meta.Exit)
+		}
+	}
+	f.Add([]byte("{\"type\":\"result\"\n\x1b[91mError: \x1b[0m429\n!Error: 401 Unauthorized\r\n"), 0)
+	f.Add([]byte{}, 0)
+	f.Fuzz(func(t *testing.T, data []byte, exit int) {
+		p := transcript.NewParser(format)
+		w := transcript.NewLineWriter(p, transcript.Stdout)
+		// Odd chunks, so lines straddle writes.
+		for b, n := data, 1; len(b) > 0; n = n*3 + 1 {
+			k := min(len(b), n)
+			w.Write(b[:k])
+			b = b[k:]
+		}
+		w.Close()
+		for line := range bytes.Lines(data) {
+			if line[0] == '!' {
+				p.Line(transcript.Stderr, bytes.TrimSuffix(line[1:], []byte("\n")))
+			}
+		}
+		checkSummary(t, format, p.Summary(exit), exit)
+	})
+}
+
+func prefixLines(b []byte, c byte) []byte {
+	var out []byte
+	for line := range bytes.Lines(b) {
+		out = append(out, c)
+		out = append(out, line...)
+	}
+	return out
+}
+
+// checkSummary asserts what holds for any input: bounds, and a Failure
+// that is well formed.
+func checkSummary(t *testing.T, format transcript.Format, s *transcript.Summary, exit int) {
+	t.Helper()
+	if len(s.Events) > 2*transcript.KeepEvents {
+		t.Fatalf("%d events", len(s.Events))
+	}
+	for _, e := range s.Events {
+		if len(e.Text) > transcript.MaxText || len(e.Input) > transcript.MaxInput || len(e.Tool) > transcript.MaxText {
+			t.Fatalf("event out of bounds: text %d, input %d", len(e.Text), len(e.Input))
+		}
+	}
+	if len(s.FinalText) > transcript.MaxFinal || len(s.Files) > transcript.MaxFiles {
+		t.Fatalf("FinalText %d bytes, %d files", len(s.FinalText), len(s.Files))
+	}
+	if s.Unparsed > s.Lines || s.Dropped < 0 {
+		t.Fatalf("Unparsed %d > Lines %d, Dropped %d", s.Unparsed, s.Lines, s.Dropped)
+	}
+	f := s.Failure
+	if f == nil {
+		if exit != 0 {
+			t.Fatalf("exit %d without a Failure", exit)
+		}
+		return
+	}
+	switch f.Class {
+	case transcript.ClassAuthFailed, transcript.ClassRateLimited, transcript.ClassRuntimeError, transcript.ClassOutputMalformed:
+	default:
+		t.Fatalf("class %q", f.Class)
+	}
+	if len(f.Message) > transcript.MaxMessage || f.Message == "" {
+		t.Fatalf("Message %q", f.Message)
+	}
+	if f.RetryAfter < 0 || f.RetryAfter > 0 && !f.Retryable {
+		t.Fatalf("RetryAfter %v, Retryable %v", f.RetryAfter, f.Retryable)
+	}
+	if format == transcript.Text && exit == 0 {
+		t.Fatalf("Text with exit 0 failed: %+v", f)
+	}
+}

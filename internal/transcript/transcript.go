@@ -1,0 +1,170 @@
+package transcript
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Format names a CLI output format.
+type Format string
+
+// The formats Drover can read. Each is the structured mode of one CLI run
+// headless; see RUNTIMES.md §4 for the shapes.
+const (
+	ClaudeStreamJSON Format = "claude-stream-json" // claude -p --output-format stream-json --verbose
+	CodexJSON        Format = "codex-json"         // codex exec --json
+	OpenCodeJSON     Format = "opencode-json"      // opencode run --format json, and kilo run --format json (same shape)
+	GeminiStreamJSON Format = "gemini-stream-json" // gemini -p ... --output-format stream-json
+	PiJSON           Format = "pi-json"            // pi -p ... --mode json
+	CopilotJSON      Format = "copilot-json"       // copilot -p ... --output-format json
+	Text             Format = "text"               // anything else: lines kept as text
+)
+
+// ErrUnknownFormat is returned by ParseFormat for a name it does not know.
+var ErrUnknownFormat = errors.New("transcript: unknown format")
+
+// ParseFormat turns a configured name into a Format. It accepts the format
+// names above and, for convenience, the CLI names (claude, codex, opencode,
+// kilo, gemini, pi, copilot). The empty string means Text.
+func ParseFormat(s string) (Format, error) {
+	switch f := Format(strings.ToLower(strings.TrimSpace(s))); f {
+	case ClaudeStreamJSON, CodexJSON, OpenCodeJSON, GeminiStreamJSON, PiJSON, CopilotJSON, Text:
+		return f, nil
+	case "":
+		return Text, nil
+	case "claude":
+		return ClaudeStreamJSON, nil
+	case "codex":
+		return CodexJSON, nil
+	case "opencode", "kilo", "kilo-json":
+		return OpenCodeJSON, nil
+	case "gemini":
+		return GeminiStreamJSON, nil
+	case "pi":
+		return PiJSON, nil
+	case "copilot":
+		return CopilotJSON, nil
+	}
+	return "", fmt.Errorf("%w: %q", ErrUnknownFormat, s)
+}
+
+// Kind says what an Event is.
+type Kind string
+
+// The kinds of Event.
+const (
+	KindAssistantText Kind = "assistant_text"
+	KindToolCall      Kind = "tool_call"
+	KindToolResult    Kind = "tool_result"
+	KindResult        Kind = "result"
+	KindError         Kind = "error"
+	KindText          Kind = "text" // a line that did not parse, or plain text (stderr, Text format)
+)
+
+// Limits that keep a Parser's memory bounded whatever it is fed.
+const (
+	MaxLine    = 1 << 20 // longer lines are truncated to this many bytes
+	MaxText    = 4 << 10 // Event.Text is cut to this many bytes
+	MaxInput   = 4 << 10 // Event.Input larger than this is dropped
+	MaxMessage = 1 << 10 // Failure.Message is cut to this many bytes
+	MaxFinal   = 64 << 10
+	KeepEvents = 200 // Summary keeps the first and the last KeepEvents events
+	MaxFiles   = 1000
+)
+
+// Event is one normalised thing the CLI reported.
+type Event struct {
+	Kind    Kind
+	Stream  Stream          // where the line came from
+	Text    string          // assistant text, error message, result text, or the raw line for KindText (≤ MaxText)
+	Tool    string          // tool name for tool calls and results
+	Input   json.RawMessage // tool input; nil when larger than MaxInput
+	IsError bool
+}
+
+// Usage is token usage as the CLI reports it.
+type Usage struct {
+	Model            string
+	InputTokens      int64
+	OutputTokens     int64
+	CacheReadTokens  int64
+	CacheWriteTokens int64
+	CostUSD          float64
+}
+
+// Error classes. They have the same values as package adapter's classes
+// (which imports this package, so this one cannot import it).
+const (
+	ClassRateLimited     = "RATE_LIMITED"
+	ClassAuthFailed      = "AUTH_FAILED"
+	ClassRuntimeError    = "RUNTIME_ERROR"
+	ClassOutputMalformed = "RUNTIME_OUTPUT_MALFORMED"
+)
+
+// Failure is the fatal error the output shows.
+type Failure struct {
+	Class      string        // one of the Class constants
+	Status     int           // HTTP status when the output says (401, 429, 500…), else 0
+	Message    string        // the CLI's own words (≤ MaxMessage)
+	Retryable  bool          // trying again later may work
+	RetryAfter time.Duration // set only when Retryable and the output says how long to wait
+	ResetAt    time.Time     // set only when the output says when a quota resets
+}
+
+func (f *Failure) Error() string {
+	if f.Status != 0 {
+		return fmt.Sprintf("%s (%d): %s", f.Class, f.Status, f.Message)
+	}
+	return f.Class + ": " + f.Message
+}
+
+// Summary is what a Parser learned from one run's output.
+type Summary struct {
+	Events    []Event // the first and the last KeepEvents events, in order
+	Dropped   int     // events left out between them
+	FinalText string  // the CLI's last answer (≤ MaxFinal)
+	Usage     Usage
+	Files     []string // files the CLI says it wrote — informational only, git decides what changed
+	Failure   *Failure // nil when the output shows no fatal error
+	Lines     int      // lines seen on both streams
+	Unparsed  int      // stdout lines a structured format could not parse
+}
+
+// Stream says which output a line came from.
+type Stream int
+
+// The two streams of a process.
+const (
+	Stdout Stream = 1
+	Stderr Stream = 2
+)
+
+func (s Stream) String() string {
+	switch s {
+	case Stdout:
+		return "stdout"
+	case Stderr:
+		return "stderr"
+	}
+	return fmt.Sprintf("stream(%d)", int(s))
+}
+
+// Parser consumes a run's output line by line. It never fails: a line that
+// does not parse is kept as a KindText event. Memory stays bounded whatever
+// it is fed. A Parser is safe for concurrent use, so the stdout and stderr
+// copiers of one process may feed it at once.
+type Parser interface {
+	// Line takes one line without its newline. The Parser does not keep line.
+	Line(stream Stream, line []byte)
+	// Summary reports what was seen so far, classified with the process's
+	// exit code. It may be called more than once.
+	Summary(exitCode int) *Summary
+}
+
+// NewParser returns a Parser for f; an unknown f is read as Text.
+func NewParser(f Format) Parser {
+	return newParser(specFor(f))
+}
