@@ -41,8 +41,9 @@ succeeded, 1 if not.`,
 			if err != nil {
 				return &exitError{2, err}
 			}
+			// Runtimes are checked by the controller, whose configuration is
+			// the one that counts; everything else is checked here, with lines.
 			spec, err := flow.Parse(args[0], data, flow.Options{
-				KnownRuntime:   func(n string) bool { _, ok := cfg.Runtimes[n]; return ok },
 				RepoOverride:   repo,
 				DefaultRuntime: cfg.Defaults.Runtime,
 			})

@@ -2,7 +2,6 @@ package attempt
 
 import (
 	"io"
-	"sync"
 
 	"github.com/drover-dev/drover/internal/adapter"
 	"github.com/drover-dev/drover/internal/supervise"
@@ -11,9 +10,8 @@ import (
 
 // outputReader feeds the CLI's output, line by line, to the adapter's parser
 // while it also goes to the output sink. Both streams arrive on their own
-// goroutines, so the parser is guarded.
+// goroutines; transcript parsers are safe for that.
 type outputReader struct {
-	mu      sync.Mutex
 	parser  transcript.Parser
 	streams map[supervise.Stream]io.WriteCloser
 }
@@ -24,10 +22,9 @@ func newOutputReader(ad adapter.Adapter) *outputReader {
 		return &outputReader{}
 	}
 	r := &outputReader{parser: or.NewParser()}
-	locked := lockedParser{mu: &r.mu, p: r.parser}
 	r.streams = map[supervise.Stream]io.WriteCloser{
-		supervise.Stdout: transcript.NewLineWriter(locked, transcript.Stdout),
-		supervise.Stderr: transcript.NewLineWriter(locked, transcript.Stderr),
+		supervise.Stdout: transcript.NewLineWriter(r.parser, transcript.Stdout),
+		supervise.Stderr: transcript.NewLineWriter(r.parser, transcript.Stderr),
 	}
 	return r
 }
@@ -53,24 +50,5 @@ func (r *outputReader) summary(exitCode int) *transcript.Summary {
 	for _, w := range r.streams {
 		_ = w.Close()
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	return r.parser.Summary(exitCode)
-}
-
-type lockedParser struct {
-	mu *sync.Mutex
-	p  transcript.Parser
-}
-
-func (l lockedParser) Line(s transcript.Stream, line []byte) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.p.Line(s, line)
-}
-
-func (l lockedParser) Summary(exitCode int) *transcript.Summary {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.p.Summary(exitCode)
 }

@@ -172,8 +172,14 @@ func defaults() map[string]any {
 	}
 }
 
-var runtimeFields = []string{"adapter", "binary", "args", "input", "prompt_flag", "env_passthrough",
-	"env", "timeout", "grace", "no_output_timeout", "max_output_size", "version_args", "model", "models", "model_flag", "output"}
+// runtimeFields are the fields a DROVER_RUNTIMES_<NAME>_<FIELD> variable
+// may set, longest first so that a suffix match picks the whole field name.
+var runtimeFields = func() []string {
+	f := []string{"adapter", "binary", "args", "input", "prompt_flag", "env_passthrough",
+		"env", "timeout", "grace", "no_output_timeout", "max_output_size", "version_args", "model", "models", "model_flag", "output"}
+	sort.Slice(f, func(i, j int) bool { return len(f[i]) > len(f[j]) })
+	return f
+}()
 
 // Load reads, merges, defaults and validates the configuration. Precedence:
 // flags, then DROVER_* variables (DROVER_WORKER_SLOTS for worker.slots,
@@ -192,9 +198,11 @@ func Load(o LoadOptions) (*Config, error) {
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		if r, ok := strings.CutPrefix(name, "DROVER_RUNTIMES_"); ok {
+			// Longest field first: _VERSION_ARGS is not _ARGS of "x-version".
 			for _, field := range runtimeFields {
 				if n, ok := strings.CutSuffix(strings.ToLower(r), "_"+field); ok && n != "" {
 					_ = v.BindEnv("runtimes."+strings.ReplaceAll(n, "_", "-")+"."+field, name)
+					break
 				}
 			}
 		}

@@ -108,6 +108,8 @@ runtimes:
     version_args: []
 `)
 	t.Setenv("DROVER_RUNTIMES_MY_AGENT_GRACE", "2s")
+	t.Setenv("DROVER_RUNTIMES_MY_AGENT_VERSION_ARGS", "-c,true")
+	t.Setenv("DROVER_RUNTIMES_MY_AGENT_ENV_PASSTHROUGH", "MY_KEY,OTHER_KEY")
 	t.Setenv("DROVER_RUNTIMES_OTHER_BINARY", "/opt/other")
 	c, err := Load(LoadOptions{File: file})
 	if err != nil {
@@ -115,7 +117,7 @@ runtimes:
 	}
 	rt := c.Runtimes["my-agent"]
 	if rt.Binary != "/opt/my-agent" || rt.Input != "arg" || rt.PromptFlag != "-p" || rt.Timeout != 20*time.Minute ||
-		rt.Grace != 2*time.Second || len(rt.EnvPassthrough) != 1 || len(rt.VersionArgs) != 0 {
+		rt.Grace != 2*time.Second || len(rt.EnvPassthrough) != 2 || strings.Join(rt.VersionArgs, " ") != "-c true" {
 		t.Errorf("my-agent: %+v", rt)
 	}
 	if c.Runtimes["other"].Binary != "/opt/other" {

@@ -14,7 +14,7 @@ var codexRules = []rule{
 	{in: fromJSON, status: 429, class: ClassRateLimited, retry: true},
 	// fail-429/stdout.txt: the same line names the status "Too Many Requests"
 	{in: fromJSON, text: re(`\bToo Many Requests\b`), implies: 429, class: ClassRateLimited, retry: true},
-	// fail-401/stdout.txt's "unexpected status N" with a server status
+	// Not recorded: fail-401/stdout.txt's "unexpected status N" with a 5xx status (server trouble, retryable)
 	{in: fromJSON, status: statusServer, class: ClassRuntimeError, retry: true},
 	// RUNTIMES.md §2: `Error loading config.toml: wire_api = "chat" is no longer supported.` (exit 1)
 	{in: fromText, text: re(`^Error loading config\.toml`), class: ClassRuntimeError},
@@ -32,8 +32,8 @@ var codexSpec = &spec{
 
 // codexLine is every codex exec --json line type at once (RUNTIMES.md §4).
 type codexLine struct {
-	Type    string `json:"type"`
-	Message string `json:"message"` // error
+	Type    string     `json:"type"`
+	Message string     `json:"message"` // error
 	Item    *codexItem `json:"item"`
 	Error   *struct {
 		Message string `json:"message"`

@@ -16,7 +16,7 @@ var copilotRules = []rule{
 	{in: fromJSON, status: 401, class: ClassAuthFailed},
 	// fail-429/stdout.txt: model.call_failure "statusCode":429 (a retry notice)
 	{in: fromJSON, status: 429, class: ClassRateLimited, retry: true},
-	// The same shapes with a server status
+	// Not recorded: the same shapes with a 5xx status (server trouble, retryable)
 	{in: fromJSON, status: statusServer, class: ClassRuntimeError, retry: true},
 	// RUNTIMES.md §3 copilot, no creds: exit 1, stderr "Error: No authentication information found."
 	{in: fromText, text: re(`No authentication information found`), class: ClassAuthFailed},
@@ -80,6 +80,7 @@ func decodeCopilot(p *parser, line []byte) bool {
 		if d.Model != "" {
 			p.usage.Model = d.Model
 		}
+		p.hint = nil // a model call went through: earlier retry notices are stale
 		if d.Content != "" {
 			p.push(Event{Kind: KindAssistantText, Text: d.Content})
 			p.final = clip(d.Content, MaxFinal)

@@ -14,8 +14,9 @@
 //     recordings are the tests.
 //   - Bounds: a Parser's memory does not grow with the output (lines are cut
 //     at MaxLine, the first and last KeepEvents events are kept, texts are
-//     clipped), because the output is untrusted input. Every decoder is
-//     fuzzed.
+//     clipped, at most MaxFiles files and 1024 tool call ids are kept: a few
+//     MiB at worst), because the output is untrusted input. Every decoder
+//     is fuzzed (make fuzz).
 //
 // # What it must not know
 //

@@ -445,3 +445,35 @@ type recorder struct{ lines *[]string }
 
 func (r *recorder) Line(_ transcript.Stream, b []byte) { *r.lines = append(*r.lines, string(b)) }
 func (r *recorder) Summary(int) *transcript.Summary    { return nil }
+
+// RUNTIMES.md §2: with only the first request failing with 429, every CLI
+// retried on its own and succeeded. The retry notice must not decide.
+func TestRetriedThenSucceeded(t *testing.T) {
+	ok := strings.SplitAfter(stdoutOf(t, "claude", "success"), "\n")
+	retry := strings.SplitAfter(stdoutOf(t, "claude", "fail-429"), "\n")[1] // system/api_retry 429
+	out := ok[0] + retry + strings.Join(ok[1:], "")
+	if s := feed(transcript.ClaudeStreamJSON, out, "", 0); s.Failure != nil {
+		t.Errorf("exit 0: Failure = %+v", s.Failure)
+	}
+	s := feed(transcript.ClaudeStreamJSON, out, "", 1)
+	wantFailure(t, s, transcript.ClassRuntimeError, 0, false)
+
+	// The same for gemini's stderr notice and copilot's model.call_failure.
+	gerr := "Attempt 1 failed with status 429. Retrying with backoff... _ApiError: {\"error\":{\"code\":429}}\n"
+	if s := feed(transcript.GeminiStreamJSON, stdoutOf(t, "gemini", "success"), gerr, 0); s.Failure != nil {
+		t.Errorf("gemini: Failure = %+v", s.Failure)
+	}
+	cok := strings.SplitAfter(stdoutOf(t, "copilot", "success"), "\n")
+	cfail := strings.SplitAfter(stdoutOf(t, "copilot", "fail-429"), "\n")
+	var callFailure string
+	for _, l := range cfail {
+		if strings.Contains(l, `"type":"model.call_failure"`) {
+			callFailure = l
+			break
+		}
+	}
+	out = strings.Join(cok[:6], "") + callFailure + strings.Join(cok[6:], "")
+	if s := feed(transcript.CopilotJSON, out, "", 0); s.Failure != nil || s.FinalText != done {
+		t.Errorf("copilot: Failure = %+v, FinalText %q", s.Failure, s.FinalText)
+	}
+}

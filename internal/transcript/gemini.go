@@ -17,7 +17,7 @@ var geminiRules = []rule{
 	// carries no code; fail-429/stderr.txt shows it is `{"error":{"code":429,...,"status":"RESOURCE_EXHAUSTED"}}`.
 	{in: fromJSON, text: re(`Resource has been exhausted|\bRESOURCE_EXHAUSTED\b`), implies: 429, class: ClassRateLimited, retry: true},
 	{in: fromJSON, status: 429, class: ClassRateLimited, retry: true},
-	// The same error shape with a server status
+	// Not recorded: the same error shape with a 5xx status (server trouble, retryable)
 	{in: fromJSON, status: statusServer, class: ClassRuntimeError, retry: true},
 	// RUNTIMES.md §3 gemini, no creds: exit 41, stderr "Please set an Auth method in your <HOME>/.gemini/settings.json ..."
 	{in: fromText, text: re(`^Please set an Auth method\b`), class: ClassAuthFailed},

@@ -11,11 +11,12 @@ import (
 var openCodeRules = []rule{
 	// opencode/fail-401, kilo/fail-401 stdout.txt: error.data "statusCode":401,"isRetryable":false
 	{in: fromJSON, status: 401, class: ClassAuthFailed},
-	// RUNTIMES.md §3 table (opencode/kilo error.data.statusCode): 403 is refused credentials too
+	// Not recorded: the same APIError shape with 403, the other status an
+	// OpenAI-compatible server refuses credentials with.
 	{in: fromJSON, status: 403, class: ClassAuthFailed},
 	// opencode/fail-429, kilo/fail-429 stdout.txt: "statusCode":429,"isRetryable":true
 	{in: fromJSON, status: 429, class: ClassRateLimited, retry: true},
-	// The same error shape with a server status
+	// Not recorded: the same error shape with a 5xx status (server trouble, retryable)
 	{in: fromJSON, status: statusServer, class: ClassRuntimeError, retry: true},
 	// kilo/fail-401/stderr.txt: "Error: Incorrect API key provided: mock****. (mockllm)" (ANSI stripped).
 	// kilo repeats the stdout error there; a hint, as stdout says it better.

@@ -159,13 +159,16 @@ func (p *parser) resolve(sig *signal) *signal {
 	return sig
 }
 
-// setFatal records the structured error that ends the run (nil: none).
+// setFatal records the structured error that ends the run. nil says the
+// CLI got past its errors (a good answer, a clean final line): it clears
+// the error and the retry notices before it.
 func (p *parser) setFatal(sig *signal) {
-	if sig != nil {
-		sig.from = fromJSON
-		sig = p.resolve(sig)
+	if sig == nil {
+		p.fatal, p.hint = nil, nil
+		return
 	}
-	p.fatal = sig
+	sig.from = fromJSON
+	p.fatal = p.resolve(sig)
 }
 
 // setHint records a structured retry notice.
@@ -392,5 +395,3 @@ func clip(s string, n int) string {
 	}
 	return s[:n]
 }
-
-func boolp(b bool) *bool { return &b }

@@ -10,7 +10,7 @@ var piRules = []rule{
 	{in: fromJSON, status: 401, class: ClassAuthFailed},
 	// fail-429/stdout.txt: auto_retry_end "success":false,"finalError":"429 Rate limit reached for requests ..."
 	{in: fromJSON, status: 429, class: ClassRateLimited, retry: true},
-	// The same "<status> <message>" shape with a server status
+	// Not recorded: the same "<status> <message>" shape with a 5xx status (server trouble, retryable)
 	{in: fromJSON, status: statusServer, class: ClassRuntimeError, retry: true},
 	// RUNTIMES.md §3 pi, no creds: exit 1, stderr "No API key found for the selected model."
 	{in: fromText, text: re(`^No API key found\b`), class: ClassAuthFailed},

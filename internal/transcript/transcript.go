@@ -114,7 +114,8 @@ type Failure struct {
 	ResetAt    time.Time     // set only when the output says when a quota resets
 }
 
-func (f *Failure) Error() string {
+// String is the failure in one line, for logs.
+func (f *Failure) String() string {
 	if f.Status != 0 {
 		return fmt.Sprintf("%s (%d): %s", f.Class, f.Status, f.Message)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/eventlog"
 	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/redact"
 	"github.com/drover-dev/drover/internal/supervise"
 )
 
@@ -20,6 +21,7 @@ import (
 type output struct {
 	js   jetstream.JetStream
 	job  *queue.Job
+	red  *redact.Redactor
 	mu   sync.Mutex
 	buf  map[supervise.Stream][]byte
 	off  map[supervise.Stream]int64
@@ -36,9 +38,9 @@ const (
 	maxInFlight   = 256
 )
 
-func newOutput(js jetstream.JetStream, job *queue.Job) *output {
+func newOutput(js jetstream.JetStream, job *queue.Job, red *redact.Redactor) *output {
 	o := &output{
-		js: js, job: job,
+		js: js, job: job, red: red,
 		buf: map[supervise.Stream][]byte{}, off: map[supervise.Stream]int64{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -53,10 +55,10 @@ func (o *output) loop() {
 	for {
 		select {
 		case <-o.stop:
-			o.flush(true)
+			o.flush(0)
 			return
 		case <-t.C:
-			o.flush(true)
+			o.flush(o.hold())
 		}
 	}
 }
@@ -64,20 +66,29 @@ func (o *output) loop() {
 func (o *output) write(s supervise.Stream, p []byte) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.buf[s] = append(o.buf[s], p...)
-	for len(o.buf[s]) >= chunkSize {
+	// Masking the whole buffer catches a secret that arrived in pieces; a
+	// secret still arriving can only start in the held-back tail.
+	o.buf[s] = o.red.Bytes(append(o.buf[s], p...))
+	for len(o.buf[s]) >= chunkSize+o.hold() {
 		o.publishLocked(s, o.buf[s][:chunkSize])
 		o.buf[s] = append(o.buf[s][:0], o.buf[s][chunkSize:]...)
 	}
 }
 
-func (o *output) flush(all bool) {
+// hold is how many trailing bytes stay buffered until more output or the
+// end, so that a secret split across two chunks is still masked whole.
+func (o *output) hold() int { return max(o.red.MaxLen()-1, 0) }
+
+// flush publishes what is buffered but the last keep bytes of each stream.
+func (o *output) flush(keep int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for s, b := range o.buf {
-		if len(b) > 0 && all {
-			o.publishLocked(s, b)
-			o.buf[s] = b[:0]
+		b = o.red.Bytes(b)
+		o.buf[s] = b
+		if len(b) > keep {
+			o.publishLocked(s, b[:len(b)-keep])
+			o.buf[s] = append(b[:0], b[len(b)-keep:]...)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/eventlog"
 	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/redact"
 	"github.com/drover-dev/drover/internal/worktree"
 )
 
@@ -38,6 +40,7 @@ type Worker struct {
 	adapters map[string]adapter.Adapter
 	slots    chan struct{}
 	now      func() time.Time
+	red      *redact.Redactor // masks secret values in events and logs
 
 	mu      sync.Mutex
 	running map[string]bool // attempt ids held by this process
@@ -50,6 +53,8 @@ type Worker struct {
 
 // New builds a worker from its configuration and a NATS connection.
 func New(cfg *config.Config, nc *nats.Conn, log *slog.Logger) (*Worker, error) {
+	red := secrets(cfg)
+	log = slog.New(redact.Handler(log.Handler(), red))
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
@@ -59,7 +64,7 @@ func New(cfg *config.Config, nc *nats.Conn, log *slog.Logger) (*Worker, error) {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
 	w := &Worker{
-		cfg: cfg, js: js, log: log.With("worker", cfg.Worker.ID),
+		cfg: cfg, js: js, log: log.With("worker", cfg.Worker.ID), red: red,
 		runner:   &attempt.Runner{Cache: cache, WorkDir: cfg.Worker.WorkDir, KeepWorktrees: cfg.Worker.KeepWorktrees, Logger: log},
 		adapters: map[string]adapter.Adapter{},
 		slots:    make(chan struct{}, cfg.Worker.Slots),
@@ -297,7 +302,7 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 		return
 	}
 	log = log.With("epoch", lease.Epoch())
-	em := &emitter{js: w.js, job: job, epoch: lease.Epoch(), now: w.now}
+	em := &emitter{js: w.js, job: job, epoch: lease.Epoch(), now: w.now, red: w.red}
 	runCtx, stop := context.WithCancelCause(ctx)
 	hbDone := make(chan struct{})
 	go func() {
@@ -312,7 +317,7 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 		w.handBack(bg, msg, lease, log, err)
 		return
 	}
-	out := newOutput(w.js, job)
+	out := newOutput(w.js, job, w.red)
 	rep, err := w.runner.Run(runCtx, &attempt.Job{
 		Flow: job.Flow, Task: job.Task, Attempt: job.Attempt, N: job.N, Epoch: lease.Epoch(),
 		Repo: job.Repo, Base: job.Base, Branch: job.Branch, Prompt: job.Prompt,
@@ -399,6 +404,7 @@ type emitter struct {
 	job   *queue.Job
 	epoch uint64
 	now   func() time.Time
+	red   *redact.Redactor
 }
 
 func (e *emitter) Emit(ctx context.Context, typ eventlog.Type, key string, data any) error {
@@ -411,6 +417,9 @@ func (e *emitter) Emit(ctx context.Context, typ eventlog.Type, key string, data 
 	if err != nil {
 		return err
 	}
+	// Secrets are masked in the encoded payload: stderr tails, final text,
+	// error messages and diffs alike.
+	ev.Data = e.red.Bytes(ev.Data)
 	return publishRetry(ctx, e.js, ev)
 }
 
@@ -437,4 +446,24 @@ func publishRetry(ctx context.Context, js jetstream.JetStream, ev *eventlog.Even
 func hostname() string {
 	h, _ := os.Hostname()
 	return h
+}
+
+// secrets collects the values of the secret variables the served runtimes
+// pass through or set, so they can be masked wherever they appear.
+func secrets(cfg *config.Config) *redact.Redactor {
+	var names, fixed []string
+	for _, name := range cfg.Worker.Runtimes {
+		rt := cfg.Runtimes[name]
+		for _, n := range rt.EnvPassthrough {
+			if redact.IsSecretName(n) {
+				names = append(names, n)
+			}
+		}
+		for _, kv := range rt.Env {
+			if n, _, _ := strings.Cut(kv, "="); redact.IsSecretName(n) {
+				fixed = append(fixed, kv)
+			}
+		}
+	}
+	return redact.FromEnv(names, fixed)
 }
