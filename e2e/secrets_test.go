@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -77,6 +78,25 @@ func TestSecretsRedacted(t *testing.T) {
 	}
 	if chunks.Len() == 0 || strings.Contains(chunks.String(), secret) || !strings.Contains(chunks.String(), "[REDACTED]") {
 		t.Errorf("output chunks: %s", chunks.String())
+	}
+	// The full log and the patch in the object store are masked too.
+	for _, name := range []string{rep.LogObject, rep.PatchObject} {
+		if name == "" {
+			t.Errorf("report names no artifact: %+v", rep)
+			continue
+		}
+		rc, err := queue.NewArtifacts(js).Get(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		if strings.Contains(string(b), secret) || !strings.Contains(string(b), "[REDACTED]") {
+			t.Errorf("artifact %s: %q", name, b)
+		}
+	}
+	if rep.LogBytes == 0 {
+		t.Errorf("log size not recorded")
 	}
 	w.stop()
 	logs, _ := os.ReadFile(w.log)

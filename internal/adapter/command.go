@@ -187,17 +187,36 @@ func appendPrompt(args []string, flag, v string) []string {
 	return append(args, v)
 }
 
-// env builds the CLI's whole environment from the allowlist.
+// env builds the CLI's whole environment from the allowlist. Each name
+// appears once: a later source replaces an earlier one (the worker's
+// variables, then the runtime's fixed env, then Drover's, then TMPDIR).
+// A duplicate would be read differently by each CLI — Go and glibc's getenv
+// take the first, sh the last — so an override would silently be ignored.
 func (a *CommandAdapter) env(extra []string, tmp string) []string {
 	var env []string
+	index := map[string]int{}
+	set := func(kv string) {
+		name, _, _ := strings.Cut(kv, "=")
+		if i, ok := index[name]; ok {
+			env[i] = kv
+			return
+		}
+		index[name] = len(env)
+		env = append(env, kv)
+	}
 	for _, name := range append(append([]string(nil), baseEnv...), a.rt.EnvPassthrough...) {
 		if v, ok := os.LookupEnv(name); ok {
-			env = append(env, name+"="+v)
+			set(name + "=" + v)
 		}
 	}
-	env = append(env, a.rt.Env...)
-	env = append(env, extra...)
-	return append(env, "TMPDIR="+tmp)
+	for _, kv := range a.rt.Env {
+		set(kv)
+	}
+	for _, kv := range extra {
+		set(kv)
+	}
+	set("TMPDIR=" + tmp)
+	return env
 }
 
 // NewParser implements OutputReader with the runtime's output format.

@@ -127,3 +127,30 @@ func TestClassifyExit(t *testing.T) {
 		t.Errorf("message %q lacks the stderr's last line", e.Message)
 	}
 }
+
+// TestEnvOverride: each variable is set once, the most specific source
+// winning — a duplicate is read as the first value by Go and glibc and as
+// the last by sh, so the runtime's HOME or the attempt's TMPDIR could be
+// silently ignored.
+func TestEnvOverride(t *testing.T) {
+	bin, tmp := script(t, "exit 0"), t.TempDir()
+	t.Setenv("HOME", "/worker/home")
+	t.Setenv("TMPDIR", "/worker/tmp")
+	ad := NewCommand("x", config.Runtime{Binary: bin, EnvPassthrough: []string{"TMPDIR"},
+		Env: []string{"HOME=/runtime/home", "A=runtime"}})
+	c, err := ad.Command(&Input{Prompt: "p", TempDir: tmp, Env: []string{"A=drover"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	for _, kv := range c.Env {
+		name, v, _ := strings.Cut(kv, "=")
+		if old, dup := seen[name]; dup {
+			t.Errorf("%s set twice: %q and %q", name, old, v)
+		}
+		seen[name] = v
+	}
+	if seen["HOME"] != "/runtime/home" || seen["A"] != "drover" || seen["TMPDIR"] != tmp {
+		t.Errorf("HOME=%q A=%q TMPDIR=%q; want the runtime's HOME, Drover's A and the attempt's TMPDIR", seen["HOME"], seen["A"], seen["TMPDIR"])
+	}
+}

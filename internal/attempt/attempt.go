@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/adapter"
 	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/redact"
 	"github.com/drover-dev/drover/internal/supervise"
 	"github.com/drover-dev/drover/internal/transcript"
 	"github.com/drover-dev/drover/internal/worktree"
@@ -45,7 +47,16 @@ type Runner struct {
 	WorkDir string
 	// KeepWorktrees keeps finished worktrees for debugging.
 	KeepWorktrees bool
-	Logger        *slog.Logger
+	// Artifacts receives the full output log and the patch. Optional.
+	Artifacts ArtifactStore
+	// Redact masks secret values in the artifacts. Optional.
+	Redact *redact.Redactor
+	Logger *slog.Logger
+}
+
+// ArtifactStore keeps what is too large for an event.
+type ArtifactStore interface {
+	Put(ctx context.Context, name string, r io.Reader) (int64, error)
 }
 
 // Limits of what one report and one diff event carry; the rest is counted.
@@ -139,10 +150,19 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 		return fail(&adapter.Error{Class: adapter.ClassConnectionFailed, Category: "runtime", Message: err.Error()})
 	}
 	reader := newOutputReader(ad)
+	// The full log goes to disk (bounded by the disk, not by memory), masked,
+	// and from there to the object store.
+	logPath := filepath.Join(tmp, "output.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("attempt: %w", err)
+	}
+	defer logFile.Close()
+	logW := redact.Writer(logFile, r.Redact)
 	proc, err := supervise.Start(ctx, supervise.Spec{
 		Path: cmd.Path, Args: cmd.Args, Dir: wt.Path, Env: cmd.Env, Stdin: cmd.Stdin,
 		Timeout: cmd.Timeout, NoOutputTimeout: cmd.NoOutputTimeout, Grace: cmd.Grace,
-		MaxCapture: cmd.MaxOutput, OnOutput: reader.tee(out),
+		MaxCapture: cmd.MaxOutput, OnOutput: reader.tee(out), LogFile: logW,
 	})
 	if err != nil {
 		return fail(&adapter.Error{Class: adapter.ClassConnectionFailed, Category: "runtime", Message: err.Error()})
@@ -156,6 +176,7 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 	}
 	res := proc.Wait()
 	sum := reader.summary(res.ExitCode)
+	_ = logW.Close()
 	if ctx.Err() != nil {
 		// The claim was lost or the worker is leaving: this run's outcome is
 		// not the attempt's, so report nothing.
@@ -224,6 +245,8 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 		return nil, err
 	}
 
+	r.storeArtifacts(ctx, job, rep, logPath, changes.Diff)
+
 	// Report.
 	if e := ad.Classify(res, sum); e != nil {
 		return fail(e)
@@ -270,4 +293,29 @@ func capList(paths []string) []string {
 		return paths[:maxFileEvents]
 	}
 	return paths
+}
+
+// storeArtifacts uploads the full log and the patch. They are best effort:
+// the report says what was stored, and a failure to store loses no state.
+func (r *Runner) storeArtifacts(ctx context.Context, job *Job, rep *eventlog.Report, logPath, diff string) {
+	if r.Artifacts == nil {
+		return
+	}
+	if f, err := os.Open(logPath); err == nil {
+		name := fmt.Sprintf("%s/e%d/output.log", job.Attempt, job.Epoch)
+		if n, err := r.Artifacts.Put(ctx, name, f); err != nil {
+			r.Logger.Warn("store output log", "attempt", job.Attempt, "err", err)
+		} else {
+			rep.LogObject, rep.LogBytes = name, n
+		}
+		f.Close()
+	}
+	if diff != "" {
+		name := fmt.Sprintf("%s/e%d/diff.patch", job.Attempt, job.Epoch)
+		if _, err := r.Artifacts.Put(ctx, name, strings.NewReader(r.Redact.String(diff))); err != nil {
+			r.Logger.Warn("store patch", "attempt", job.Attempt, "err", err)
+		} else {
+			rep.PatchObject = name
+		}
+	}
 }

@@ -246,6 +246,10 @@ type Report struct {
 	Usage     *Usage `json:"usage,omitempty"`
 	FinalText string `json:"final_text,omitempty"`
 	Unparsed  int    `json:"unparsed_lines,omitempty"`
+	// Artifacts in the object store: the full (masked) log and the patch.
+	LogObject   string `json:"log_object,omitempty"`
+	LogBytes    int64  `json:"log_bytes,omitempty"`
+	PatchObject string `json:"patch_object,omitempty"`
 }
 
 // RuntimeErrorClassifiedData is the controller's classification of a failure.

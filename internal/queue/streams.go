@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -18,6 +19,7 @@ const (
 	DeadLetterStream = "DROVER_DEADLETTER"
 	ClaimsBucket     = "drover-claims"
 	WorkersBucket    = "drover-workers"
+	ArtifactsBucket  = "drover-artifacts"
 
 	eventsPrefix     = "drover.events."
 	attemptsPrefix   = "drover.attempts."
@@ -55,6 +57,8 @@ type StreamOptions struct {
 	OutputMaxAge time.Duration
 	// OutputMaxBytes bounds the output stream. Defaults to 1 GiB.
 	OutputMaxBytes int64
+	// ArtifactsMaxAge is how long full logs and patches are kept. Defaults to 30 days.
+	ArtifactsMaxAge time.Duration
 }
 
 // WithDefaults fills zero fields.
@@ -70,6 +74,9 @@ func (o StreamOptions) WithDefaults() StreamOptions {
 	}
 	if o.OutputMaxBytes == 0 {
 		o.OutputMaxBytes = 1 << 30
+	}
+	if o.ArtifactsMaxAge == 0 {
+		o.ArtifactsMaxAge = 30 * 24 * time.Hour
 	}
 	return o
 }
@@ -126,7 +133,53 @@ func Ensure(ctx context.Context, js jetstream.JetStream, o StreamOptions) error 
 	if err != nil {
 		return fmt.Errorf("queue: ensure bucket %s: %w", WorkersBucket, err)
 	}
+	_, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket: ArtifactsBucket, Description: "Drover attempt artifacts: full CLI logs and patches",
+		TTL: o.ArtifactsMaxAge, Storage: jetstream.FileStorage, Replicas: o.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("queue: ensure object store %s: %w", ArtifactsBucket, err)
+	}
 	return nil
+}
+
+// Artifacts stores attempt artifacts in the object store.
+type Artifacts struct {
+	js jetstream.JetStream
+}
+
+// NewArtifacts returns the artifact store over js.
+func NewArtifacts(js jetstream.JetStream) *Artifacts { return &Artifacts{js: js} }
+
+// ArtifactName names one artifact of one claim of an attempt.
+func ArtifactName(attempt string, epoch uint64, file string) string {
+	return fmt.Sprintf("%s/e%d/%s", attempt, epoch, file)
+}
+
+// Put stores r under name and returns its size.
+func (a *Artifacts) Put(ctx context.Context, name string, r io.Reader) (int64, error) {
+	obs, err := a.js.ObjectStore(ctx, ArtifactsBucket)
+	if err != nil {
+		return 0, fmt.Errorf("queue: open %s: %w", ArtifactsBucket, err)
+	}
+	info, err := obs.Put(ctx, jetstream.ObjectMeta{Name: name}, r)
+	if err != nil {
+		return 0, fmt.Errorf("queue: store artifact %s: %w", name, err)
+	}
+	return int64(info.Size), nil
+}
+
+// Get returns a stored artifact; the caller closes it.
+func (a *Artifacts) Get(ctx context.Context, name string) (io.ReadCloser, error) {
+	obs, err := a.js.ObjectStore(ctx, ArtifactsBucket)
+	if err != nil {
+		return nil, fmt.Errorf("queue: open %s: %w", ArtifactsBucket, err)
+	}
+	res, err := obs.Get(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("queue: read artifact %s: %w", name, err)
+	}
+	return res, nil
 }
 
 // ConsumerOptions tunes the attempt consumers.

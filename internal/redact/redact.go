@@ -6,6 +6,7 @@ package redact
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"os"
 	"regexp"
@@ -159,4 +160,43 @@ func (h *handler) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (h *handler) WithGroup(name string) slog.Handler {
 	return &handler{next: h.next.WithGroup(name), r: h.r}
+}
+
+// Writer masks secrets in a stream. It holds back the last MaxLen-1 bytes
+// of what it was given, so a secret split across two writes is masked
+// whole; Close writes the rest.
+func Writer(w io.Writer, r *Redactor) io.WriteCloser {
+	return &writer{w: w, r: r}
+}
+
+type writer struct {
+	w   io.Writer
+	r   *Redactor
+	buf []byte
+	err error
+}
+
+func (x *writer) Write(p []byte) (int, error) {
+	if x.err != nil {
+		return 0, x.err
+	}
+	if x.r.Empty() {
+		_, x.err = x.w.Write(p)
+		return len(p), x.err
+	}
+	x.buf = x.r.Bytes(append(x.buf, p...))
+	if keep := x.r.MaxLen() - 1; len(x.buf) > keep {
+		n := len(x.buf) - keep
+		_, x.err = x.w.Write(x.buf[:n])
+		x.buf = append(x.buf[:0], x.buf[n:]...)
+	}
+	return len(p), x.err
+}
+
+func (x *writer) Close() error {
+	if x.err == nil && len(x.buf) > 0 {
+		_, x.err = x.w.Write(x.r.Bytes(x.buf))
+		x.buf = nil
+	}
+	return x.err
 }

@@ -52,3 +52,27 @@ func TestHandler(t *testing.T) {
 		t.Errorf("want 4 masks: %s", buf.String())
 	}
 }
+
+// TestWriter: a secret split across writes, at every split point, is masked.
+func TestWriter(t *testing.T) {
+	const secret = "sk-split-secret-42"
+	r := New(secret)
+	text := "before " + secret + " middle " + secret + " after"
+	for cut := 0; cut <= len(text); cut++ {
+		for cut2 := cut; cut2 <= len(text); cut2 += 3 {
+			var out bytes.Buffer
+			w := Writer(&out, r)
+			for _, part := range []string{text[:cut], text[cut:cut2], text[cut2:]} {
+				if _, err := w.Write([]byte(part)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if want := "before [REDACTED] middle [REDACTED] after"; out.String() != want {
+				t.Fatalf("cuts %d,%d: %q", cut, cut2, out.String())
+			}
+		}
+	}
+}

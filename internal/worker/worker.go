@@ -65,7 +65,8 @@ func New(cfg *config.Config, nc *nats.Conn, log *slog.Logger) (*Worker, error) {
 	}
 	w := &Worker{
 		cfg: cfg, js: js, log: log.With("worker", cfg.Worker.ID), red: red,
-		runner:   &attempt.Runner{Cache: cache, WorkDir: cfg.Worker.WorkDir, KeepWorktrees: cfg.Worker.KeepWorktrees, Logger: log},
+		runner: &attempt.Runner{Cache: cache, WorkDir: cfg.Worker.WorkDir, KeepWorktrees: cfg.Worker.KeepWorktrees,
+			Artifacts: queue.NewArtifacts(js), Redact: red, Logger: log},
 		adapters: map[string]adapter.Adapter{},
 		slots:    make(chan struct{}, cfg.Worker.Slots),
 		now:      time.Now,
