@@ -80,6 +80,7 @@ type Command struct {
 	NoOutputTimeout time.Duration
 	Grace           time.Duration
 	MaxOutput       int64
+	Limits          supervise.Limits
 }
 
 // Error classes: seed 000 §9 plus the ones Drover's own phases produce.

@@ -170,14 +170,70 @@ func (a *CommandAdapter) Command(in *Input) (*Command, error) {
 	if in.Timeout > 0 {
 		timeout = in.Timeout
 	}
+	env := in.Env
+	if a.rt.Home == "isolated" {
+		home, err := a.isolatedHome(in.TempDir)
+		if err != nil {
+			return nil, err
+		}
+		env = append(append([]string(nil), env...), "HOME="+home)
+	}
 	c := &Command{
-		Path: info.Binary, Args: args, Env: a.env(in.Env, in.TempDir),
+		Path: info.Binary, Args: args, Env: a.env(env, in.TempDir),
 		Timeout: timeout, NoOutputTimeout: a.rt.NoOutputTimeout, Grace: a.rt.Grace, MaxOutput: a.rt.MaxOutputSize,
+		Limits: supervise.Limits(a.rt.Limits),
 	}
 	if stdin != nil {
 		c.Stdin = stdin
 	}
 	return c, nil
+}
+
+// isolatedHome makes a HOME private to the attempt and stages into it the
+// files the CLI needs from the worker's HOME (its login, its settings), so
+// that isolation does not break login-based auth.
+func (a *CommandAdapter) isolatedHome(tmp string) (string, error) {
+	home := filepath.Join(tmp, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return "", fmt.Errorf("adapter: isolated home: %w", err)
+	}
+	src, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("adapter: isolated home: the worker has no HOME to stage from: %w", err)
+	}
+	for _, rel := range a.rt.HomeFiles {
+		from, to := filepath.Join(src, rel), filepath.Join(home, rel)
+		st, err := os.Stat(from)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // not every login method leaves every file
+		}
+		if err == nil {
+			err = os.MkdirAll(filepath.Dir(to), 0o700)
+		}
+		if err == nil {
+			if st.IsDir() {
+				err = os.CopyFS(to, os.DirFS(from))
+			} else {
+				err = copyFile(from, to)
+			}
+		}
+		if err != nil {
+			return "", fmt.Errorf("adapter: stage %s into the isolated HOME: %w", rel, err)
+		}
+	}
+	return home, nil
+}
+
+func copyFile(from, to string) error {
+	st, err := os.Stat(from)
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, st.Mode().Perm())
 }
 
 func appendPrompt(args []string, flag, v string) []string {

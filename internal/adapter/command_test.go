@@ -154,3 +154,52 @@ func TestEnvOverride(t *testing.T) {
 		t.Errorf("HOME=%q A=%q TMPDIR=%q; want the runtime's HOME, Drover's A and the attempt's TMPDIR", seen["HOME"], seen["A"], seen["TMPDIR"])
 	}
 }
+
+// TestIsolatedHome: a fresh HOME per attempt, with the configured login
+// files staged from the worker's HOME, missing ones skipped.
+func TestIsolatedHome(t *testing.T) {
+	workerHome := t.TempDir()
+	t.Setenv("HOME", workerHome)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(workerHome, ".claude"), 0o700))
+	must(os.WriteFile(filepath.Join(workerHome, ".claude", ".credentials.json"), []byte(`{"token":"t"}`), 0o600))
+	must(os.MkdirAll(filepath.Join(workerHome, ".copilot", "pkg"), 0o700))
+	must(os.WriteFile(filepath.Join(workerHome, ".copilot", "pkg", "x"), []byte("x"), 0o644))
+	must(os.WriteFile(filepath.Join(workerHome, "unrelated"), []byte("private"), 0o600))
+	ad := NewCommand("x", config.Runtime{Binary: script(t, "exit 0"), Home: "isolated",
+		HomeFiles: []string{".claude/.credentials.json", ".copilot", ".missing/file"}})
+	tmp := t.TempDir()
+	c, err := ad.Command(&Input{Prompt: "p", TempDir: tmp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(tmp, "home")
+	if !slices.Contains(c.Env, "HOME="+home) {
+		t.Fatalf("HOME not isolated: %v", c.Env)
+	}
+	if b, err := os.ReadFile(filepath.Join(home, ".claude", ".credentials.json")); err != nil || string(b) != `{"token":"t"}` {
+		t.Errorf("credentials not staged: %q %v", b, err)
+	}
+	if st, err := os.Stat(filepath.Join(home, ".claude", ".credentials.json")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("credentials mode: %v %v", st, err)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".copilot", "pkg", "x")); err != nil {
+		t.Errorf("directory not staged: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(home, "unrelated")); !os.IsNotExist(err) {
+		t.Errorf("an unlisted file was staged: %v", err)
+	}
+	// The worker's own HOME is what a non-isolated runtime sees.
+	plain, err := NewCommand("x", config.Runtime{Binary: script(t, "exit 0")}).Command(&Input{Prompt: "p", TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(plain.Env, "HOME="+workerHome) {
+		t.Errorf("worker HOME not passed: %v", plain.Env)
+	}
+}

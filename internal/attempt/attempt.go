@@ -162,7 +162,7 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 	proc, err := supervise.Start(ctx, supervise.Spec{
 		Path: cmd.Path, Args: cmd.Args, Dir: wt.Path, Env: cmd.Env, Stdin: cmd.Stdin,
 		Timeout: cmd.Timeout, NoOutputTimeout: cmd.NoOutputTimeout, Grace: cmd.Grace,
-		MaxCapture: cmd.MaxOutput, OnOutput: reader.tee(out), LogFile: logW,
+		MaxCapture: cmd.MaxOutput, OnOutput: reader.tee(out), LogFile: logW, Limits: cmd.Limits,
 	})
 	if err != nil {
 		return fail(&adapter.Error{Class: adapter.ClassConnectionFailed, Category: "runtime", Message: err.Error()})
@@ -175,6 +175,9 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 		return nil, err
 	}
 	res := proc.Wait()
+	if res.LimitErr != nil {
+		log.Warn("resource limits not applied", "err", res.LimitErr)
+	}
 	sum := reader.summary(res.ExitCode)
 	_ = logW.Close()
 	if ctx.Err() != nil {

@@ -25,6 +25,7 @@ func builtinRuntimes() map[string]Runtime {
 			Binary: "claude", Input: "arg", PromptFlag: "-p",
 			Args:      []string{"--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"},
 			ModelFlag: "--model", Output: "claude-stream-json", Models: []string{"sonnet", "opus", "haiku"},
+			HomeFiles: []string{".claude/.credentials.json", ".claude/settings.json", ".claude.json"},
 			EnvPassthrough: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL",
 				"CLAUDE_CODE_OAUTH_TOKEN", "IS_SANDBOX"},
 			Env: []string{"CLAUDE_CODE_MAX_RETRIES=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"},
@@ -33,7 +34,7 @@ func builtinRuntimes() map[string]Runtime {
 		"codex": {
 			Binary: "codex", Input: "arg",
 			Args:      []string{"exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"},
-			ModelFlag: "-m", Output: "codex-json",
+			ModelFlag: "-m", Output: "codex-json", HomeFiles: []string{".codex/auth.json", ".codex/config.toml"},
 			EnvPassthrough: []string{"OPENAI_API_KEY", "CODEX_HOME"},
 		},
 		// opencode run --format json --auto PROMPT.
@@ -59,7 +60,7 @@ func builtinRuntimes() map[string]Runtime {
 		"gemini": {
 			Binary: "gemini", Input: "arg", PromptFlag: "-p",
 			Args:      []string{"--output-format", "stream-json", "--yolo", "--skip-trust"},
-			ModelFlag: "-m", Output: "gemini-stream-json",
+			ModelFlag: "-m", Output: "gemini-stream-json", HomeFiles: []string{".gemini/settings.json", ".gemini/oauth_creds.json"},
 			EnvPassthrough: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL",
 				"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA", "GOOGLE_CLOUD_PROJECT"},
 		},
@@ -67,7 +68,7 @@ func builtinRuntimes() map[string]Runtime {
 		"pi": {
 			Binary: "pi", Input: "arg", PromptFlag: "-p",
 			Args:      []string{"--mode", "json", "--no-session"},
-			ModelFlag: "--model", Output: "pi-json",
+			ModelFlag: "--model", Output: "pi-json", HomeFiles: []string{".pi/agent"},
 			EnvPassthrough: []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "PI_CODING_AGENT_DIR"},
 			Env:            []string{"PI_TELEMETRY=0"},
 		},
@@ -75,7 +76,7 @@ func builtinRuntimes() map[string]Runtime {
 		"copilot": {
 			Binary: "copilot", Input: "arg", PromptFlag: "-p",
 			Args:      []string{"--output-format", "json", "--allow-all-tools", "--disable-client-telemetry", "--no-auto-update"},
-			ModelFlag: "--model", Output: "copilot-json",
+			ModelFlag: "--model", Output: "copilot-json", HomeFiles: []string{".copilot"},
 			EnvPassthrough: []string{"COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "COPILOT_PROVIDER_BASE_URL",
 				"COPILOT_PROVIDER_TYPE", "COPILOT_PROVIDER_API_KEY", "COPILOT_PROVIDER_WIRE_API", "COPILOT_MODEL", "COPILOT_OFFLINE"},
 			Env: []string{"COPILOT_AUTO_UPDATE=false"},
@@ -97,11 +98,18 @@ func overlay(base, over Runtime) Runtime {
 	set(&base.Model, over.Model)
 	set(&base.ModelFlag, over.ModelFlag)
 	set(&base.Output, over.Output)
+	set(&base.Home, over.Home)
+	if over.HomeFiles != nil {
+		base.HomeFiles = over.HomeFiles
+	}
 	if over.Args != nil {
 		base.Args = over.Args
 	}
 	if over.EnvPassthrough != nil {
 		base.EnvPassthrough = over.EnvPassthrough
+	}
+	if over.Limits != (Limits{}) {
+		base.Limits = over.Limits
 	}
 	if over.Models != nil {
 		base.Models = over.Models

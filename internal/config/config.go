@@ -127,6 +127,15 @@ type Runtime struct {
 	VersionArgs []string `mapstructure:"version_args"`
 	// Model is passed with ModelFlag when set. Defaults to the CLI's own choice.
 	Model string `mapstructure:"model"`
+	// Home is "worker" (the CLI sees the worker's HOME) or "isolated" (a fresh
+	// HOME per attempt, into which HomeFiles are copied). Defaults to worker.
+	Home string `mapstructure:"home"`
+	// HomeFiles are files or directories, relative to the worker's HOME, that
+	// an isolated HOME needs — a CLI's login or settings, e.g.
+	// ".claude/.credentials.json". Missing ones are skipped.
+	HomeFiles []string `mapstructure:"home_files"`
+	// Limits are resource limits for the CLI process. Defaults to none.
+	Limits Limits `mapstructure:"limits"`
 	// Models lists the models this runtime offers, for capabilities. Optional.
 	Models []string `mapstructure:"models"`
 	// ModelFlag is the CLI's flag that selects a model, e.g. "--model".
@@ -135,6 +144,19 @@ type Runtime struct {
 	// reads usage and errors from it: text, claude-stream-json, codex-json,
 	// opencode-json, gemini-stream-json, pi-json or copilot-json. Defaults to text.
 	Output string `mapstructure:"output"`
+}
+
+// Limits are resource limits for a CLI; 0 leaves one unset.
+type Limits struct {
+	// CPUSeconds of CPU time (RLIMIT_CPU).
+	CPUSeconds uint64 `mapstructure:"cpu_seconds"`
+	// AddressSpace in bytes (RLIMIT_AS). Node-based CLIs reserve a lot of
+	// virtual memory: set it generously.
+	AddressSpace uint64 `mapstructure:"address_space"`
+	// OpenFiles (RLIMIT_NOFILE).
+	OpenFiles uint64 `mapstructure:"open_files"`
+	// FileSize in bytes, the largest file the CLI may write (RLIMIT_FSIZE).
+	FileSize uint64 `mapstructure:"file_size"`
 }
 
 // LoadOptions says where configuration comes from.
@@ -176,7 +198,7 @@ func defaults() map[string]any {
 // may set, longest first so that a suffix match picks the whole field name.
 var runtimeFields = func() []string {
 	f := []string{"adapter", "binary", "args", "input", "prompt_flag", "env_passthrough",
-		"env", "timeout", "grace", "no_output_timeout", "max_output_size", "version_args", "model", "models", "model_flag", "output"}
+		"env", "timeout", "grace", "no_output_timeout", "max_output_size", "version_args", "model", "models", "model_flag", "output", "home", "home_files"}
 	sort.Slice(f, func(i, j int) bool { return len(f[i]) > len(f[j]) })
 	return f
 }()
@@ -296,6 +318,9 @@ func (c *Config) WithDefaults() {
 		if rt.Output == "" {
 			rt.Output = "text"
 		}
+		if rt.Home == "" {
+			rt.Home = "worker"
+		}
 		c.Runtimes[name] = rt
 	}
 	if len(c.Worker.Runtimes) == 0 {
@@ -395,6 +420,14 @@ func (c *Config) Validate() error {
 		}
 		if rt.MaxOutputSize < 1024 {
 			bad(key+".max_output_size", "must be at least 1024 (got %d)", rt.MaxOutputSize)
+		}
+		if rt.Home != "worker" && rt.Home != "isolated" {
+			bad(key+".home", "must be worker or isolated (got %q)", rt.Home)
+		}
+		for _, f := range rt.HomeFiles {
+			if f == "" || filepath.IsAbs(f) || strings.HasPrefix(filepath.Clean(f), "..") {
+				bad(key+".home_files", "%q must be a path relative to HOME, inside it", f)
+			}
 		}
 		if !slices.Contains(outputFormats, rt.Output) {
 			bad(key+".output", "unknown output format %q (known: %s)", rt.Output, strings.Join(outputFormats, ", "))

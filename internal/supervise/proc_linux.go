@@ -3,6 +3,8 @@
 package supervise
 
 import (
+	"errors"
+	"fmt"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -26,4 +28,22 @@ func waitExited(pid int) error {
 			return err
 		}
 	}
+}
+
+// applyLimits sets the process's resource limits with prlimit(2).
+func applyLimits(pid int, l Limits) error {
+	var errs []error
+	for _, lim := range []struct {
+		res int
+		v   uint64
+	}{{unix.RLIMIT_CPU, l.CPUSeconds}, {unix.RLIMIT_AS, l.AddressSpace}, {unix.RLIMIT_NOFILE, l.OpenFiles}, {unix.RLIMIT_FSIZE, l.FileSize}} {
+		if lim.v == 0 {
+			continue
+		}
+		rl := unix.Rlimit{Cur: lim.v, Max: lim.v}
+		if err := unix.Prlimit(pid, lim.res, &rl, nil); err != nil {
+			errs = append(errs, fmt.Errorf("supervise: prlimit %d=%d: %w", lim.res, lim.v, err))
+		}
+	}
+	return errors.Join(errs...)
 }

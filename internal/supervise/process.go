@@ -23,9 +23,10 @@ import (
 // output readers and, when Spec.Stdin is not a file, a stdin copier. All of
 // them have returned when Wait returns.
 type Process struct {
-	spec    Spec
-	pid     int
-	started time.Time
+	spec     Spec
+	pid      int
+	limitErr error // set when a configured limit could not be applied
+	started  time.Time
 
 	readers [2]*reader
 	stdinW  *os.File // parent end of the stdin pipe; nil unless copying
@@ -208,6 +209,7 @@ func (p *Process) waiter(argv []string, attr *os.ProcAttr, forked chan<- error) 
 	}
 	p.pid = proc.Pid
 	p.started = time.Now()
+	p.limitErr = applyLimits(p.pid, p.spec.Limits)
 	forked <- nil
 
 	// Observe the exit without reaping where the platform allows it: while
@@ -462,6 +464,7 @@ func (p *Process) finish() {
 	}
 	p.logMu.Lock()
 	res.LogErr = p.logErr
+	res.LimitErr = p.limitErr
 	p.logMu.Unlock()
 	for _, r := range p.readers {
 		res.OutputAbandoned = res.OutputAbandoned || r.cutOff

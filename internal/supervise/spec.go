@@ -102,6 +102,8 @@ type Spec struct {
 	// a child writing to it stalls.
 	OnOutput func(s Stream, p []byte)
 	// LogFile, if set, receives every byte of both streams, interleaved in
+	// Limits are resource limits applied to the process (0 = unlimited by Drover).
+	Limits Limits
 	// the order read, unbounded. Writes are serialised. After the first
 	// write error the log is abandoned (capture and OnOutput go on) and the
 	// error is reported in Result.LogErr.
@@ -173,6 +175,8 @@ type Result struct {
 	OutputAbandoned bool
 	// LogErr is the first error writing Spec.LogFile, if any.
 	LogErr error
+	// LimitErr says a configured resource limit could not be applied.
+	LimitErr error
 	// Err reports a supervision failure after a successful start (the exit
 	// status could not be collected); nil normally.
 	Err error
@@ -180,3 +184,13 @@ type Result struct {
 
 // Duration is the wall-clock run time of the leader.
 func (r *Result) Duration() time.Duration { return r.Ended.Sub(r.Started) }
+
+// Limits are POSIX resource limits for a CLI. They are applied with prlimit
+// right after exec, so a process can run for a moment before they bind;
+// they guard against runaways, not against hostile code.
+type Limits struct {
+	CPUSeconds   uint64 // RLIMIT_CPU
+	AddressSpace uint64 // RLIMIT_AS, bytes
+	OpenFiles    uint64 // RLIMIT_NOFILE
+	FileSize     uint64 // RLIMIT_FSIZE, bytes
+}

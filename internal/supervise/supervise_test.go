@@ -606,3 +606,25 @@ func TestPdeathsig(t *testing.T) {
 	_ = helper.Wait()
 	waitGone(t, child)
 }
+
+// TestLimits: configured resource limits bind the CLI.
+func TestLimits(t *testing.T) {
+	res, err := Run(context.Background(), Spec{
+		// Limits bind right after exec (see Limits); the pause keeps the
+		// shell from reading them inside that window.
+		Path: "/bin/sh", Args: []string{"-c", "sleep 0.3; ulimit -n; ulimit -f"}, Dir: t.TempDir(),
+		Env:    []string{"PATH=/usr/bin:/bin"},
+		Limits: Limits{OpenFiles: 64, FileSize: 1 << 20},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.LimitErr != nil {
+		t.Fatal(res.LimitErr)
+	}
+	// dash and bash print -f in 512- or 1024-byte blocks.
+	out := strings.Fields(res.Stdout.String())
+	if len(out) != 2 || out[0] != "64" || (out[1] != "2048" && out[1] != "1024") {
+		t.Errorf("limits seen by the CLI: %q", res.Stdout.String())
+	}
+}
