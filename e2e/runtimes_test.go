@@ -81,8 +81,8 @@ func TestBuiltinRuntimesWithFakeCLIs(t *testing.T) {
 			if got := show(t, repo, task.ResultBranch, "hello.txt"); got != "hi" {
 				t.Errorf("%s: hello.txt = %q", task.ID, got)
 			}
-			if a.Report == nil || a.Report.FinalText == "" {
-				t.Errorf("%s: no final text in the report: %+v", task.ID, a.Report)
+			if a.Report == nil || a.Report.FinalText == "" || a.Report.EventsObject == "" {
+				t.Errorf("%s: no final text or parsed events in the report: %+v", task.ID, a.Report)
 			}
 			continue
 		}
@@ -91,8 +91,9 @@ func TestBuiltinRuntimesWithFakeCLIs(t *testing.T) {
 			t.Errorf("%s: error %+v, want %s with status %d", task.ID, e, w.class, w.status)
 		}
 	}
-	// Token usage from claude's own result line (2 model calls, summed).
-	if u := attempts["claude-code-success"].Report.Usage; u == nil || u.InputTokens == 0 || u.OutputTokens == 0 {
-		t.Errorf("claude usage: %+v", u)
+	// Token usage from claude's own result line (2 model calls, summed), and
+	// the tool call it made.
+	if r := attempts["claude-code-success"].Report; r.Usage == nil || r.Usage.InputTokens != 38432 || r.Usage.OutputTokens != 24 || r.ToolCalls["Write"] != 1 {
+		t.Errorf("claude usage %+v, tool calls %v", r.Usage, r.ToolCalls)
 	}
 }

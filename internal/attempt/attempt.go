@@ -2,6 +2,7 @@ package attempt
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -195,6 +196,14 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 				CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD}
 		}
 		rep.FinalText, rep.Unparsed = tailString(sum.FinalText, maxTailInReport), sum.Unparsed
+		for _, e := range sum.Events {
+			if e.Kind == transcript.KindToolCall && e.Tool != "" && len(rep.ToolCalls) < 100 {
+				if rep.ToolCalls == nil {
+					rep.ToolCalls = map[string]int{}
+				}
+				rep.ToolCalls[e.Tool]++
+			}
+		}
 	}
 	if err := emit.Emit(ctx, eventlog.RuntimeExited, "", eventlog.RuntimeExitedData{
 		Outcome: string(res.Outcome), ExitCode: res.ExitCode, Signal: res.Signal, DurationMS: rep.DurationMS,
@@ -248,7 +257,7 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 		return nil, err
 	}
 
-	r.storeArtifacts(ctx, job, rep, logPath, changes.Diff)
+	r.storeArtifacts(ctx, job, rep, logPath, changes.Diff, sum)
 
 	// Report.
 	if e := ad.Classify(res, sum); e != nil {
@@ -300,9 +309,22 @@ func capList(paths []string) []string {
 
 // storeArtifacts uploads the full log and the patch. They are best effort:
 // the report says what was stored, and a failure to store loses no state.
-func (r *Runner) storeArtifacts(ctx context.Context, job *Job, rep *eventlog.Report, logPath, diff string) {
+func (r *Runner) storeArtifacts(ctx context.Context, job *Job, rep *eventlog.Report, logPath, diff string, sum *transcript.Summary) {
 	if r.Artifacts == nil {
 		return
+	}
+	if sum != nil && len(sum.Events) > 0 {
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		for _, e := range sum.Events {
+			_ = enc.Encode(outputEvent{Kind: string(e.Kind), Stream: streamName(e.Stream), Text: e.Text, Tool: e.Tool, Input: e.Input, IsError: e.IsError})
+		}
+		name := fmt.Sprintf("%s/e%d/events.jsonl", job.Attempt, job.Epoch)
+		if _, err := r.Artifacts.Put(ctx, name, strings.NewReader(r.Redact.String(b.String()))); err != nil {
+			r.Logger.Warn("store parsed events", "attempt", job.Attempt, "err", err)
+		} else {
+			rep.EventsObject = name
+		}
 	}
 	if f, err := os.Open(logPath); err == nil {
 		name := fmt.Sprintf("%s/e%d/output.log", job.Attempt, job.Epoch)
@@ -321,4 +343,21 @@ func (r *Runner) storeArtifacts(ctx context.Context, job *Job, rep *eventlog.Rep
 			rep.PatchObject = name
 		}
 	}
+}
+
+// outputEvent is one normalised event of the CLI's output, as stored.
+type outputEvent struct {
+	Kind    string          `json:"kind"`
+	Stream  string          `json:"stream"`
+	Text    string          `json:"text,omitempty"`
+	Tool    string          `json:"tool,omitempty"`
+	Input   json.RawMessage `json:"input,omitempty"`
+	IsError bool            `json:"is_error,omitempty"`
+}
+
+func streamName(s transcript.Stream) string {
+	if s == transcript.Stderr {
+		return "stderr"
+	}
+	return "stdout"
 }

@@ -246,10 +246,14 @@ type Report struct {
 	Usage     *Usage `json:"usage,omitempty"`
 	FinalText string `json:"final_text,omitempty"`
 	Unparsed  int    `json:"unparsed_lines,omitempty"`
-	// Artifacts in the object store: the full (masked) log and the patch.
-	LogObject   string `json:"log_object,omitempty"`
-	LogBytes    int64  `json:"log_bytes,omitempty"`
-	PatchObject string `json:"patch_object,omitempty"`
+	// ToolCalls counts the tool calls the CLI reported, by tool name.
+	ToolCalls map[string]int `json:"tool_calls,omitempty"`
+	// Artifacts in the object store: the full (masked) log, the patch, and
+	// the CLI's output parsed into normalised events (JSON lines).
+	EventsObject string `json:"events_object,omitempty"`
+	LogObject    string `json:"log_object,omitempty"`
+	LogBytes     int64  `json:"log_bytes,omitempty"`
+	PatchObject  string `json:"patch_object,omitempty"`
 }
 
 // RuntimeErrorClassifiedData is the controller's classification of a failure.
