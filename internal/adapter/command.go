@@ -2,12 +2,15 @@ package adapter
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -94,7 +97,36 @@ func (a *CommandAdapter) version(ctx context.Context, path string) (*Info, error
 			strings.Join(a.rt.VersionArgs, " "), err, bytes.TrimSpace(tail(out, 512)))
 	}
 	info.Version = firstLine(out)
+	if a.rt.MinVersion != "" {
+		got := versionIn.FindString(info.Version)
+		if got == "" || compareVersions(got, a.rt.MinVersion) < 0 {
+			return nil, fmt.Errorf("%w: %s reports %q, need at least %s", ErrVersionTooOld, a.name, info.Version, a.rt.MinVersion)
+		}
+	}
 	return info, nil
+}
+
+// ErrVersionTooOld means the binary is older than the runtime's min_version.
+var ErrVersionTooOld = errors.New("adapter: version too old")
+
+var versionIn = regexp.MustCompile(`\d+(\.\d+)+`)
+
+// compareVersions compares dotted numbers: 1.10 > 1.9, 2 == 2.0.
+func compareVersions(a, b string) int {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < max(len(pa), len(pb)); i++ {
+		var x, y int
+		if i < len(pa) {
+			x, _ = strconv.Atoi(pa[i])
+		}
+		if i < len(pb) {
+			y, _ = strconv.Atoi(pb[i])
+		}
+		if x != y {
+			return cmp.Compare(x, y)
+		}
+	}
+	return 0
 }
 
 // Capabilities implements Adapter (seed 003).

@@ -203,3 +203,19 @@ func TestIsolatedHome(t *testing.T) {
 		t.Errorf("worker HOME not passed: %v", plain.Env)
 	}
 }
+
+func TestMinVersion(t *testing.T) {
+	bin := script(t, `echo "2.1.197 (Claude Code)"`)
+	for _, tc := range []struct {
+		min string
+		ok  bool
+	}{{"", true}, {"2.1.0", true}, {"2.1.197", true}, {"2.1.198", false}, {"2.10", false}, {"1", true}, {"3.0", false}} {
+		_, err := NewCommand("x", config.Runtime{Binary: bin, VersionArgs: []string{"--version"}, MinVersion: tc.min}).Initialize(context.Background())
+		if tc.ok != (err == nil) || (!tc.ok && !errors.Is(err, ErrVersionTooOld)) {
+			t.Errorf("min %q: err %v", tc.min, err)
+		}
+	}
+	if compareVersions("1.10", "1.9") <= 0 || compareVersions("2", "2.0") != 0 {
+		t.Error("compareVersions")
+	}
+}

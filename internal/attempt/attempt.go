@@ -187,8 +187,8 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 		return nil, context.Cause(ctx)
 	}
 	rep.ExitCode, rep.Signal, rep.DurationMS = res.ExitCode, res.Signal, res.Duration().Milliseconds()
-	rep.StdoutTail = tailString(res.Stdout.String(), maxTailInReport)
-	rep.StderrTail = tailString(res.Stderr.String(), maxTailInReport)
+	rep.StdoutTail = headTail(res.Stdout.String(), maxTailInReport)
+	rep.StderrTail = headTail(res.Stderr.String(), maxTailInReport)
 	if sum != nil {
 		u := sum.Usage
 		if u != (transcript.Usage{}) {
@@ -360,4 +360,13 @@ func streamName(s transcript.Stream) string {
 		return "stderr"
 	}
 	return "stdout"
+}
+
+// headTail keeps the first and the last n/2 bytes of s: how a CLI started
+// and how it ended are both worth reading in a report.
+func headTail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return fmt.Sprintf("%s\n…[%d bytes omitted; the full log is in the object store]…\n%s", s[:n/2], len(s)-n, s[len(s)-n/2:])
 }

@@ -99,6 +99,7 @@ func overlay(base, over Runtime) Runtime {
 	set(&base.ModelFlag, over.ModelFlag)
 	set(&base.Output, over.Output)
 	set(&base.Home, over.Home)
+	set(&base.MinVersion, over.MinVersion)
 	if over.HomeFiles != nil {
 		base.HomeFiles = over.HomeFiles
 	}

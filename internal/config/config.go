@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -125,6 +126,10 @@ type Runtime struct {
 	MaxOutputSize int64 `mapstructure:"max_output_size"`
 	// VersionArgs print the CLI's version for the health check. Defaults to ["--version"].
 	VersionArgs []string `mapstructure:"version_args"`
+	// MinVersion is the lowest version (dotted numbers, e.g. "2.1.0") the
+	// runtime is healthy with; compared with the first such number the
+	// version check prints. Defaults to none.
+	MinVersion string `mapstructure:"min_version"`
 	// Model is passed with ModelFlag when set. Defaults to the CLI's own choice.
 	Model string `mapstructure:"model"`
 	// Home is "worker" (the CLI sees the worker's HOME) or "isolated" (a fresh
@@ -198,7 +203,7 @@ func defaults() map[string]any {
 // may set, longest first so that a suffix match picks the whole field name.
 var runtimeFields = func() []string {
 	f := []string{"adapter", "binary", "args", "input", "prompt_flag", "env_passthrough",
-		"env", "timeout", "grace", "no_output_timeout", "max_output_size", "version_args", "model", "models", "model_flag", "output", "home", "home_files"}
+		"env", "timeout", "grace", "no_output_timeout", "max_output_size", "version_args", "model", "models", "model_flag", "output", "home", "home_files", "min_version"}
 	sort.Slice(f, func(i, j int) bool { return len(f[i]) > len(f[j]) })
 	return f
 }()
@@ -421,6 +426,9 @@ func (c *Config) Validate() error {
 		if rt.MaxOutputSize < 1024 {
 			bad(key+".max_output_size", "must be at least 1024 (got %d)", rt.MaxOutputSize)
 		}
+		if rt.MinVersion != "" && !versionRE.MatchString(rt.MinVersion) {
+			bad(key+".min_version", "must be dotted numbers like 1.2.3 (got %q)", rt.MinVersion)
+		}
 		if rt.Home != "worker" && rt.Home != "isolated" {
 			bad(key+".home", "must be worker or isolated (got %q)", rt.Home)
 		}
@@ -484,3 +492,5 @@ func sanitizeID(s string) string {
 	}
 	return s
 }
+
+var versionRE = regexp.MustCompile(`^\d+(\.\d+)*$`)
