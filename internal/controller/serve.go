@@ -45,10 +45,6 @@ func Serve(ctx context.Context, cfg *config.Config, log *slog.Logger, o ServeOpt
 			ns.WaitForShutdown()
 		}()
 		url = ns.ClientURL()
-		if err := writeFileAtomic(cfg.NATSURLFile(), []byte(url+"\n")); err != nil {
-			return err
-		}
-		defer os.Remove(cfg.NATSURLFile())
 		log.Info("embedded nats-server ready", "url", url, "store", filepath.Join(cfg.DataDir, "nats"))
 	}
 	nc, err := queue.Connect(url, "drover-controller", log)
@@ -65,6 +61,13 @@ func Serve(ctx context.Context, cfg *config.Config, log *slog.Logger, o ServeOpt
 	cancel()
 	if err != nil {
 		return err
+	}
+	// Local clients find the server only once its streams and buckets exist.
+	if cfg.NATS.URL == "" {
+		if err := writeFileAtomic(cfg.NATSURLFile(), []byte(url+"\n")); err != nil {
+			return err
+		}
+		defer os.Remove(cfg.NATSURLFile())
 	}
 	store, err := eventlog.OpenStore(filepath.Join(cfg.DataDir, "state"), eventlog.StoreOptions{})
 	if err != nil {
