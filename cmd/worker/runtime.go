@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/adapter"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/worker"
 )
 
 func newRuntime() *cobra.Command {
@@ -60,28 +63,18 @@ func newRuntime() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			type row struct {
-				Name    string `json:"name"`
-				Healthy bool   `json:"healthy"`
-				Binary  string `json:"binary,omitempty"`
-				Version string `json:"version,omitempty"`
-				Error   string `json:"error,omitempty"`
-			}
-			var rows []row
+			var rows []*queue.RuntimeHealth
 			healthy := 0
 			for _, name := range cfg.Worker.Runtimes {
 				ad, err := adapter.New(name, cfg.Runtimes[name])
 				if err != nil {
 					return err
 				}
-				r := row{Name: name}
-				if info, err := ad.Initialize(cmd.Context()); err != nil {
-					r.Error = err.Error()
-				} else {
-					r.Healthy, r.Binary, r.Version = true, info.Binary, info.Version
+				h := worker.Fingerprint(cmd.Context(), name, cfg.Runtimes[name].Adapter, ad, time.Now())
+				if h.Healthy {
 					healthy++
 				}
-				rows = append(rows, r)
+				rows = append(rows, h)
 			}
 			if hOutput == "json" {
 				if err := json.NewEncoder(cmd.OutOrStdout()).Encode(rows); err != nil {

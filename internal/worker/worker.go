@@ -129,21 +129,8 @@ func (w *Worker) Start(ctx context.Context) error {
 func (w *Worker) checkHealth(ctx context.Context) int {
 	healthy := 0
 	for name, ad := range w.adapters {
-		h := &queue.RuntimeHealth{Name: name, Adapter: w.cfg.Runtimes[name].Adapter, Checked: w.now().UTC()}
-		var info *adapter.Info
-		var err error
-		if hc, ok := ad.(adapter.HealthChecker); ok {
-			info, err = hc.Check(ctx)
-		} else {
-			info, err = ad.Initialize(ctx)
-		}
-		if caps, cerr := json.Marshal(ad.Capabilities()); cerr == nil {
-			h.Capabilities = caps
-		}
-		if err != nil {
-			h.Error = err.Error()
-		} else {
-			h.Healthy, h.Binary, h.Version = true, info.Binary, info.Version
+		h := Fingerprint(ctx, name, w.cfg.Runtimes[name].Adapter, ad, w.now())
+		if h.Healthy {
 			healthy++
 		}
 		w.mu.Lock()
@@ -160,6 +147,28 @@ func (w *Worker) checkHealth(ctx context.Context) int {
 		}
 	}
 	return healthy
+}
+
+// Fingerprint checks one runtime afresh: binary found, executable, version,
+// capabilities. The worker registers it; `worker runtime health` prints it.
+func Fingerprint(ctx context.Context, name, adapterName string, ad adapter.Adapter, now time.Time) *queue.RuntimeHealth {
+	h := &queue.RuntimeHealth{Name: name, Adapter: adapterName, Checked: now.UTC()}
+	var info *adapter.Info
+	var err error
+	if hc, ok := ad.(adapter.HealthChecker); ok {
+		info, err = hc.Check(ctx)
+	} else {
+		info, err = ad.Initialize(ctx)
+	}
+	if caps, cerr := json.Marshal(ad.Capabilities()); cerr == nil {
+		h.Capabilities = caps
+	}
+	if err != nil {
+		h.Error = err.Error()
+	} else {
+		h.Healthy, h.Binary, h.Version = true, info.Binary, info.Version
+	}
+	return h
 }
 
 func (w *Worker) healthy(runtime string) bool {
