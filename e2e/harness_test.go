@@ -124,13 +124,34 @@ type cluster struct {
 	dataDir string
 	ctrl    *proc
 	url     string
+	env     []string
 }
 
 func startController(t *testing.T, extraEnv ...string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, dataDir: t.TempDir()}
-	env := append([]string{"DROVER_QUEUE_ACK_WAIT=5s"}, extraEnv...)
-	c.ctrl = start(t, "controller", env, "controller", "serve", "--data-dir", c.dataDir, "--nats-listen", "127.0.0.1:-1", "--log-level", "debug")
+	c := &cluster{t: t, dataDir: t.TempDir(), env: append([]string{"DROVER_QUEUE_ACK_WAIT=5s"}, extraEnv...)}
+	c.startCtrl("127.0.0.1:-1")
+	return c
+}
+
+// restartController kills the controller (SIGKILL, or SIGTERM when !kill)
+// and starts it again on the same data dir and NATS port, so workers
+// reconnect by themselves.
+func (c *cluster) restartController(kill bool) {
+	c.t.Helper()
+	if kill {
+		_ = syscall.Kill(-c.ctrl.cmd.Process.Pid, syscall.SIGKILL)
+		<-c.ctrl.done
+	} else {
+		c.ctrl.stop()
+	}
+	_ = os.Remove(filepath.Join(c.dataDir, "nats.url"))
+	c.startCtrl(strings.TrimPrefix(c.url, "nats://"))
+}
+
+func (c *cluster) startCtrl(listen string) {
+	t := c.t
+	c.ctrl = start(t, "controller", c.env, "controller", "serve", "--data-dir", c.dataDir, "--nats-listen", listen, "--log-level", "debug")
 	urlFile := filepath.Join(c.dataDir, "nats.url")
 	waitFor(t, 30*time.Second, "controller to write nats.url", func() bool {
 		b, err := os.ReadFile(urlFile)
@@ -145,7 +166,6 @@ func startController(t *testing.T, extraEnv ...string) *cluster {
 		}
 		return false
 	})
-	return c
 }
 
 func (c *cluster) startWorker(name string, slots int, extraEnv ...string) *proc {

@@ -87,7 +87,7 @@ wire_api = "responses"
 	repo := newRepo(t)
 
 	flow := func(name, suffix string) string {
-		return writeFlow(t, "name: "+name+"\nrepo: "+repo+"\nbase: main\ntimeout: 3m\ntasks:\n"+
+		return writeFlow(t, "name: "+name+"\nrepo: "+repo+"\nbase: main\ntimeout: 3m\nretry: {max_attempts: 1}\ntasks:\n"+
 			"  - id: claude"+suffix+"\n    runtime: claude-code\n    prompt: create hello.txt containing hi\n"+
 			"  - id: codex"+suffix+"\n    runtime: codex\n    prompt: create hello.txt containing hi\n")
 	}

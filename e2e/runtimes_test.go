@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,24 +15,9 @@ import (
 // the output, including pi's, which exits 0 on both.
 func TestBuiltinRuntimesWithFakeCLIs(t *testing.T) {
 	t.Parallel()
-	transcripts, err := filepath.Abs("../testdata/transcripts")
-	if err != nil {
-		t.Fatal(err)
-	}
-	personas := t.TempDir()
 	clis := map[string]string{"claude-code": "claude", "codex": "codex", "opencode": "opencode", "kilo": "kilo",
 		"gemini": "gemini", "pi": "pi", "copilot": "copilot"}
-	var env []string
-	for runtime, cli := range clis {
-		link := filepath.Join(personas, cli)
-		if err := os.Symlink(filepath.Join(bin, "demo-agent"), link); err != nil {
-			t.Fatal(err)
-		}
-		key := "DROVER_RUNTIMES_" + strings.ToUpper(strings.ReplaceAll(runtime, "-", "_"))
-		env = append(env, key+"_BINARY="+link, key+"_ENV=DEMO_AGENT_TRANSCRIPTS="+transcripts)
-	}
-	// claude refuses to skip permissions as root unless told it is sandboxed.
-	env = append(env, "IS_SANDBOX=1")
+	env := personaEnv(t, clis)
 	c := startController(t, env...)
 	c.startWorker("worker-1", 4, env...)
 	repo := newRepo(t)
@@ -60,7 +43,8 @@ func TestBuiltinRuntimesWithFakeCLIs(t *testing.T) {
 			}
 		}
 	}
-	flowFile := writeFlow(t, "name: personas\nrepo: "+repo+"\nbase: main\ntasks:\n"+tasks.String())
+	// One attempt each: this test is about classification, not retries.
+	flowFile := writeFlow(t, "name: personas\nrepo: "+repo+"\nbase: main\nretry: {max_attempts: 1}\ntasks:\n"+tasks.String())
 	out, errOut, code := c.cli("submit", flowFile, "--watch")
 	if code != 1 {
 		t.Fatalf("submit: exit %d, want 1 (some tasks fail)\n%s\n%s", code, out, errOut)

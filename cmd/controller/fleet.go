@@ -70,7 +70,7 @@ func newWorkers() *cobra.Command {
 }
 
 func newRuntimeCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "runtime", Short: "The fleet's runtimes, as the workers report them"}
+	cmd := &cobra.Command{Use: "runtime", Short: "The fleet's runtimes as the workers report them, and how tasks resolve them"}
 	var output string
 	list := &cobra.Command{
 		Use:     "list",
@@ -140,7 +140,7 @@ func newRuntimeCmd() *cobra.Command {
 		},
 	}
 	health.Flags().StringVarP(&hOutput, "output", "o", "text", "output format: text or json")
-	cmd.AddCommand(list, health)
+	cmd.AddCommand(list, health, newResolve())
 	return cmd
 }
 

@@ -130,13 +130,14 @@ func watchFlow(ctx context.Context, cl *controller.Client, id string, w io.Write
 }
 
 func newStatus() *cobra.Command {
-	var output string
+	var output, task string
 	cmd := &cobra.Command{
 		Use:   "status [FLOW]",
 		Short: "Show all flows, or one flow's tasks and attempts",
 		Example: `  controller status
   controller status hello-x1y2z3
-  controller status hello-x1y2z3 -o json`,
+  controller status hello-x1y2z3 -o json
+  controller status hello-x1y2z3 --task greet   # each attempt with the prompt it got`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "text" && output != "json" {
@@ -160,16 +161,23 @@ func newStatus() *cobra.Command {
 				return err
 			}
 			out := cmd.OutOrStdout()
+			if task != "" && st.Detail == nil {
+				return &exitError{2, fmt.Errorf("--task needs a FLOW argument")}
+			}
 			if output == "json" {
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
 				return enc.Encode(st)
+			}
+			if task != "" {
+				return printTask(out, st.Detail, task)
 			}
 			printStatus(out, st)
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVar(&task, "task", "", "show one task: its attempts, errors, checks and the prompt each attempt got")
 	return cmd
 }
 

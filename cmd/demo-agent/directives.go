@@ -31,6 +31,51 @@ type directive struct {
 	text string // @write/@append content (escapes expanded), @commit message, @stdout/@stderr text, @case name
 	num  int64  // @exit code, @flood byte count
 	dur  time.Duration
+	when attemptCond // from an @on-attempt or @after-attempt prefix
+}
+
+// attemptCond limits a directive to some attempts of a task: attempt n
+// (@on-attempt n), or every attempt after n (@after-attempt n). The zero
+// value means every attempt.
+type attemptCond struct {
+	n     int
+	after bool
+}
+
+func (c attemptCond) applies(attempt int) bool {
+	switch {
+	case c.n == 0:
+		return true
+	case c.after:
+		return attempt > c.n
+	}
+	return attempt == c.n
+}
+
+// attemptNumber is the attempt number in a Drover attempt id,
+// <flow>_<task>_<n>: n after the last underscore. Outside Drover (no id)
+// or with an id it cannot read, the run is attempt 1.
+func attemptNumber(id string) int {
+	i := strings.LastIndexByte(id, '_')
+	if i < 0 {
+		return 1
+	}
+	n, err := strconv.Atoi(id[i+1:])
+	if err != nil || n < 1 || strings.HasPrefix(id[i+1:], "+") {
+		return 1
+	}
+	return n
+}
+
+// forAttempt returns the directives that apply to the given attempt.
+func forAttempt(ds []directive, attempt int) []directive {
+	var out []directive
+	for _, d := range ds {
+		if d.when.applies(attempt) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // usageError is an invalid prompt. The whole prompt is parsed before
@@ -61,7 +106,9 @@ func cutSpace(s string) (head, tail string) {
 }
 
 // parse extracts the directives of a prompt, in order. Lines whose first
-// non-blank character is "@" are directives; everything else is free text.
+// non-blank character is "@" are directives; everything else is free text
+// (so feedback quoted as "> @write x" is inert). Directives meant for other
+// attempts are parsed and checked too, and kept: forAttempt selects.
 func parse(prompt string) ([]directive, error) {
 	var out []directive
 	for i, line := range strings.Split(prompt, "\n") {
@@ -136,6 +183,27 @@ func parseDirective(line int, name, rest string) (directive, error) {
 		if arg != "" {
 			return bad("takes no arguments")
 		}
+	case "on-attempt", "after-attempt":
+		num, inner := cutSpace(rest)
+		n, err := strconv.Atoi(num)
+		if err != nil || n < 1 || strings.HasPrefix(num, "+") {
+			return bad("want an attempt number N >= 1 and a directive, got %q", arg)
+		}
+		if !strings.HasPrefix(inner, "@") {
+			return bad("want a directive after %d, such as @case fail-429, got %q", n, strings.TrimSpace(inner))
+		}
+		innerName, innerRest := cutSpace(inner[1:])
+		if innerName == "on-attempt" || innerName == "after-attempt" {
+			return bad("@%s cannot be nested", innerName)
+		}
+		// Checked now even when it is for another attempt: a typo fails
+		// every attempt, not just the one it was meant for.
+		nested, err := parseDirective(line, innerName, innerRest)
+		if err != nil {
+			return directive{}, err
+		}
+		nested.when = attemptCond{n: n, after: name == "after-attempt"}
+		return nested, nil
 	default:
 		return directive{}, usagef("unknown directive @%s", name)
 	}

@@ -12,6 +12,10 @@
 // Invoked as claude, codex, opencode, kilo, gemini, pi or copilot (a symlink)
 // or with --persona NAME, it impersonates that CLI instead: its argv, and its
 // output replayed from a real recorded run (persona.go, replay.go).
+//
+// With --review it plays a validator instead: it reads a review prompt
+// (task, diff, check output) and answers with a VERDICT line, running no
+// directives (review.go).
 package main
 
 import (
@@ -45,8 +49,9 @@ func run(argv0 string, args []string, stdin io.Reader, stdout, stderr io.Writer)
 	file := fl.String("prompt-file", "", "read the prompt from `FILE`")
 	showVersion := fl.Bool("version", false, "print the version and exit")
 	model := fl.String("model", "demo", "model `NAME` reported in the init line")
-	format := fl.String("output-format", "stream-json", "output `FORMAT`; only stream-json is supported")
+	format := fl.String("output-format", "stream-json", "output `FORMAT`: stream-json; with --review, text (the default there) or stream-json")
 	fl.Bool("verbose", false, "accepted for Claude Code compatibility; ignored")
+	review := fl.Bool("review", false, "act as a validator: answer the prompt's diff with VERDICT: PASS or FAIL; run no directives")
 	fl.Usage = func() {
 		fmt.Fprintln(stderr, "usage: demo-agent [flags] [PROMPT]\n\nThe prompt comes from -p, --prompt-file, the last argument, or else stdin.\n\nFlags:")
 		fl.PrintDefaults()
@@ -61,8 +66,8 @@ func run(argv0 string, args []string, stdin io.Reader, stdout, stderr io.Writer)
 		fmt.Fprintln(stdout, "demo-agent "+version)
 		return exitOK
 	}
-	if *format != "stream-json" {
-		fmt.Fprintf(stderr, "demo-agent: --output-format %q is not supported (only stream-json)\n", *format)
+	if *format != "stream-json" && (*format != "text" || !*review) {
+		fmt.Fprintf(stderr, "demo-agent: --output-format %q is not supported (only stream-json, or text with --review)\n", *format)
 		return exitUsage
 	}
 	prompt, err := readPrompt(fl, *text, *file, stdin)
@@ -75,6 +80,14 @@ func run(argv0 string, args []string, stdin io.Reader, stdout, stderr io.Writer)
 		fmt.Fprintln(stderr, "demo-agent:", err)
 		return exitFailed
 	}
+	out := &stream{w: stdout, session: newSessionID(), start: time.Now()}
+	if *review {
+		// A validator's answer is plain text, unless stream-json is asked
+		// for by name (a runtime whose output is read as claude-stream-json).
+		named := false
+		fl.Visit(func(f *flag.Flag) { named = named || f.Name == "output-format" })
+		return reviewRun(out, cwd, prompt, *model, named && *format == "stream-json")
+	}
 	// Every file operation goes through the root, so nothing (not even a
 	// symlink planted in the worktree) lets the agent write outside it.
 	root, err := os.OpenRoot(cwd)
@@ -85,10 +98,11 @@ func run(argv0 string, args []string, stdin io.Reader, stdout, stderr io.Writer)
 	defer root.Close()
 
 	a := &agent{
-		root:   root,
-		cwd:    cwd,
-		stderr: stderr,
-		out:    &stream{w: stdout, session: newSessionID(), start: time.Now()},
+		root:    root,
+		cwd:     cwd,
+		stderr:  stderr,
+		out:     out,
+		attempt: attemptNumber(os.Getenv("DROVER_ATTEMPT_ID")),
 	}
 	return a.run(prompt, *model)
 }
@@ -130,6 +144,7 @@ type agent struct {
 	stderr  io.Writer
 	out     *stream
 	actions []string // short past-tense notes for the summary
+	attempt int      // the attempt number: directives for other attempts are skipped
 
 	// Persona mode only: the recording @case replays, and the exit code
 	// once every directive has run (the recording's, after a replay).
@@ -154,12 +169,14 @@ func (a *agent) run(prompt, model string) int {
 			return a.finish(exitUsage, fmt.Sprintf("line %d: @case works only in persona mode (see --persona)", d.line))
 		}
 	}
+	// Only a prompt without any directive gets the DEMO.md note: a scripted
+	// prompt whose directives are all for other attempts changes nothing.
 	if len(ds) == 0 {
 		if err := a.demoNote(prompt); err != nil {
 			return a.finish(exitFailed, "writing DEMO.md: "+err.Error())
 		}
 	}
-	return a.finish(a.perform(ds))
+	return a.finish(a.perform(forAttempt(ds, a.attempt)))
 }
 
 // perform runs the directives in order. It returns the exit code and, for

@@ -76,9 +76,15 @@ type outcome struct {
 // runAgent runs the binary in dir with the given stdin and arguments.
 func runAgent(t *testing.T, dir, stdin string, args ...string) outcome {
 	t.Helper()
+	return runAgentEnv(t, dir, nil, stdin, args...)
+}
+
+// runAgentEnv is runAgent with env added to agentEnv.
+func runAgentEnv(t *testing.T, dir string, env []string, stdin string, args ...string) outcome {
+	t.Helper()
 	cmd := exec.Command(agentBin, args...)
 	cmd.Dir = dir
-	cmd.Env = agentEnv(t)
+	cmd.Env = append(agentEnv(t), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

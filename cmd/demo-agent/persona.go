@@ -321,17 +321,29 @@ func runPersona(name string, args []string, stdin io.Reader, stdout, stderr io.W
 	if err != nil {
 		return fail(exitUsage, err)
 	}
-	ds, caseName, err := withCase(ds)
-	if err != nil {
-		return fail(exitUsage, err)
-	}
 	cwd, err := os.Getwd()
 	if err != nil {
 		return fail(exitFailed, err)
 	}
-	rec, err := loadRecording(transcripts, name, caseName, cwd)
+	// Every recording the prompt names must exist, also those of @case
+	// lines meant for other attempts: a typo fails every attempt.
+	recs := map[string]*recording{}
+	for _, d := range ds {
+		if d.name == "case" && recs[d.text] == nil {
+			if recs[d.text], err = loadRecording(transcripts, name, d.text, cwd); err != nil {
+				return fail(exitUsage, err)
+			}
+		}
+	}
+	ds, caseName, err := withCase(forAttempt(ds, attemptNumber(os.Getenv("DROVER_ATTEMPT_ID"))))
 	if err != nil {
 		return fail(exitUsage, err)
+	}
+	rec := recs[caseName]
+	if rec == nil { // the default @case success
+		if rec, err = loadRecording(transcripts, name, caseName, cwd); err != nil {
+			return fail(exitUsage, err)
+		}
 	}
 	if inv.rewrite != nil {
 		rec.stdout = inv.rewrite(rec.stdout)
@@ -352,6 +364,8 @@ func runPersona(name string, args []string, stdin io.Reader, stdout, stderr io.W
 
 // withCase returns the directives with exactly one @case, appending
 // "@case success" if the prompt has none, and the recording it names.
+// ds are the directives of this attempt: a @case for another one does
+// not count.
 func withCase(ds []directive) ([]directive, string, error) {
 	name := ""
 	for _, d := range ds {

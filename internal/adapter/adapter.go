@@ -68,6 +68,10 @@ type Input struct {
 	Env []string
 	// Timeout overrides the runtime's when non-zero (task or flow level).
 	Timeout time.Duration
+	// Model overrides the runtime's configured model when non-empty.
+	Model string
+	// Args are appended to the runtime's configured arguments.
+	Args []string
 }
 
 // Command is a process ready to start under supervision.
@@ -95,6 +99,12 @@ const (
 	ClassPrepareFailed    = "PREPARE_FAILED"
 	ClassMergeConflict    = "MERGE_CONFLICT"
 	ClassObserveFailed    = "OBSERVE_FAILED"
+	// Checks after the run, and the operator.
+	ClassVerificationFailed = "VERIFICATION_FAILED"
+	ClassScopeViolation     = "SCOPE_VIOLATION"
+	ClassCancelled          = "CANCELLED"
+	// A worker that held the attempt stopped heartbeating (issue 5 detects it).
+	ClassWorkerLost = "WORKER_LOST"
 )
 
 // Error is a failure normalised into a class.

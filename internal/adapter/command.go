@@ -182,9 +182,20 @@ func (a *CommandAdapter) Command(in *Input) (*Command, error) {
 		return nil, err
 	}
 	args := append([]string(nil), a.rt.Args...)
-	if a.rt.Model != "" {
-		args = append(args, a.rt.ModelFlag, a.rt.Model)
+	// The attempt's model replaces the configured one; either goes with the
+	// runtime's model flag, which config validation requires for a
+	// configured model.
+	model := a.rt.Model
+	if in.Model != "" {
+		if a.rt.ModelFlag == "" {
+			return nil, fmt.Errorf("adapter: runtime %s cannot select a model (no model_flag configured), but model %q was asked for", a.name, in.Model)
+		}
+		model = in.Model
 	}
+	if model != "" && a.rt.ModelFlag != "" {
+		args = append(args, a.rt.ModelFlag, model)
+	}
+	args = append(args, in.Args...)
 	var stdin *strings.Reader
 	switch a.rt.Input {
 	case "arg":

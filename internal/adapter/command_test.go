@@ -219,3 +219,48 @@ func TestMinVersion(t *testing.T) {
 		t.Error("compareVersions")
 	}
 }
+
+func TestCommandModelAndArgs(t *testing.T) {
+	bin := script(t, "exit 0")
+	tmp := t.TempDir()
+	rt := config.Runtime{Binary: bin, Input: "arg", PromptFlag: "-p", Args: []string{"--yes"}, ModelFlag: "--model", Model: "base-model"}
+
+	cases := []struct {
+		name  string
+		model string
+		args  []string
+		want  []string
+	}{
+		{"configured model", "", nil, []string{"--yes", "--model", "base-model", "-p", "do it"}},
+		{"model override", "big-model", nil, []string{"--yes", "--model", "big-model", "-p", "do it"}},
+		{"args after configured, before prompt", "", []string{"--effort", "high"}, []string{"--yes", "--model", "base-model", "--effort", "high", "-p", "do it"}},
+		{"both", "m2", []string{"-v"}, []string{"--yes", "--model", "m2", "-v", "-p", "do it"}},
+	}
+	for _, c := range cases {
+		cmd, err := NewCommand("x", rt).Command(&Input{Prompt: "do it", TempDir: tmp, Model: c.model, Args: c.args})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !slices.Equal(cmd.Args, c.want) {
+			t.Errorf("%s: args %q, want %q", c.name, cmd.Args, c.want)
+		}
+	}
+
+	// Stdin input: the extra args are last.
+	cmd, err := NewCommand("x", config.Runtime{Binary: bin, Args: []string{"--yes"}}).Command(&Input{Prompt: "p", TempDir: tmp, Args: []string{"--x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cmd.Args, []string{"--yes", "--x"}) {
+		t.Errorf("stdin args %q", cmd.Args)
+	}
+
+	// No model flag: no model can be selected.
+	noFlag := NewCommand("plain", config.Runtime{Binary: bin})
+	if _, err := noFlag.Command(&Input{Prompt: "p", TempDir: tmp, Model: "m"}); err == nil || !strings.Contains(err.Error(), "cannot select a model") {
+		t.Errorf("model without model_flag: %v", err)
+	}
+	if cmd, err := noFlag.Command(&Input{Prompt: "p", TempDir: tmp}); err != nil || len(cmd.Args) != 0 {
+		t.Errorf("no model: %v %q", err, cmd.Args)
+	}
+}

@@ -14,7 +14,9 @@ import (
 
 	"github.com/drover-dev/drover/internal/adapter"
 	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/redact"
+	"github.com/drover-dev/drover/internal/scope"
 	"github.com/drover-dev/drover/internal/supervise"
 	"github.com/drover-dev/drover/internal/transcript"
 	"github.com/drover-dev/drover/internal/worktree"
@@ -29,6 +31,26 @@ type Job struct {
 	Prompt              string
 	Timeout             time.Duration
 	Merge               []eventlog.DepResult
+	// Model and Args override the runtime's model and add to its arguments.
+	Model string
+	Args  []string
+	// Checks after the CLI exits: commands, a validator's review, the scope.
+	Verify        []string
+	VerifyTimeout time.Duration
+	Review        *Review
+	Scope         *flow.Scope
+	// Cancel, when closed, stops the run: the CLI's process group is
+	// terminated and the attempt reports class CANCELLED.
+	Cancel <-chan struct{}
+}
+
+// Review is the validator runtime that reviews an attempt's result.
+type Review struct {
+	Adapter adapter.Adapter
+	Name    string // the runtime's name, for the report
+	Model   string
+	Args    []string
+	Task    string // the task's prompt without retry feedback
 }
 
 // Emitter records lifecycle events. Implementations stamp the attempt's ids
@@ -133,15 +155,29 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 		}
 	}()
 	rep.Worktree = wt.Path
+	// The guard remembers git's internals and the worktree's surroundings
+	// before the CLI can touch them; the worktree's parent is where sibling
+	// attempts live, and where a CLI escaping its worktree would write.
+	guard, err := scope.NewGuard(wt.Path, "", filepath.Dir(wt.Path))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return fail(&adapter.Error{Class: adapter.ClassPrepareFailed, Category: "infrastructure", Message: err.Error(), Recoverable: true})
+	}
 	if err := emit.Emit(ctx, eventlog.PrepareCompleted, "", eventlog.PrepareCompletedData{
 		Worktree: wt.Path, Branch: wt.Branch, BaseCommit: wt.BaseCommit, Baseline: wt.Baseline,
 	}); err != nil {
 		return nil, err
 	}
 
-	// Execute.
+	// Execute, unless the operator cancelled the attempt already.
+	if closed(job.Cancel) {
+		return fail(cancelledError())
+	}
 	cmd, err := ad.Command(&adapter.Input{
 		Prompt: job.Prompt, Worktree: wt.Path, TempDir: tmp, Timeout: job.Timeout,
+		Model: job.Model, Args: job.Args,
 		Env: []string{
 			"DROVER_FLOW_ID=" + job.Flow, "DROVER_TASK_ID=" + job.Task,
 			"DROVER_ATTEMPT_ID=" + job.Attempt, "DROVER_WORKTREE=" + wt.Path,
@@ -175,7 +211,20 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 		proc.Wait()
 		return nil, err
 	}
+	// The operator's cancel stops the whole group: SIGTERM, grace, SIGKILL.
+	watchDone, watchQuit := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		select {
+		case <-job.Cancel: // a nil channel never fires
+			proc.Stop(errCancelled)
+		case <-watchQuit:
+		}
+	}()
 	res := proc.Wait()
+	close(watchQuit)
+	<-watchDone
+	cancelled := (res.Outcome == supervise.Stopped && errors.Is(res.StopCause, errCancelled)) || closed(job.Cancel)
 	if res.LimitErr != nil {
 		log.Warn("resource limits not applied", "err", res.LimitErr)
 	}
@@ -226,30 +275,85 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 	if err := r.emitChanges(ctx, emit, changes); err != nil {
 		return nil, err
 	}
-	sha, err := wt.Checkpoint(ctx, fmt.Sprintf("drover: %s attempt %d\n\nDrover-Flow: %s\nDrover-Attempt: %s", job.Task, job.N, job.Flow, job.Attempt))
-	if err == nil {
-		var pushed string
-		pushed, err = wt.Push(ctx)
-		if err == nil {
-			rep.Commit = pushed
-			sha = pushed
+	// Checks, in order: cancellation, scope (the task's paths, symlinks out
+	// of the worktree, git internals, writes beside the worktree), then —
+	// only when the CLI itself succeeded — verification commands and the
+	// review. Cancelled and out-of-scope results are never pushed: their
+	// changes must not be merged. A failed verification is pushed, for
+	// inspection.
+	runErr := ad.Classify(res, sum)
+	var failure *adapter.Error
+	if cancelled {
+		failure = cancelledError()
+	} else if v := append(scope.Check(wt.Path, changes, job.Scope), guard.Violations()...); len(v) > 0 {
+		if err := r.reportViolations(ctx, emit, rep, v); err != nil {
+			return nil, err
+		}
+		failure = scopeError(v, runErr)
+	}
+	if failure == nil {
+		sha, err := wt.Checkpoint(ctx, fmt.Sprintf("drover: %s attempt %d\n\nDrover-Flow: %s\nDrover-Attempt: %s", job.Task, job.N, job.Flow, job.Attempt))
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
+			}
+			return fail(&adapter.Error{Class: adapter.ClassObserveFailed, Category: "infrastructure", Message: err.Error(), Recoverable: true})
+		}
+		if runErr == nil && hasChecks(job) {
+			cctx, stop := cancelOn(ctx, job.Cancel)
+			ver, verr := r.runChecks(cctx, job, wt, reviewTempDir(tmp), cmd.Env, changes.Diff)
+			stop()
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
+			}
+			// What the checks left behind (build output, commits) is not
+			// the attempt's result.
+			if err := resetTo(ctx, guard.GitDir(), wt.Path, wt.Branch, sha); err != nil {
+				if ctx.Err() != nil {
+					return nil, context.Cause(ctx)
+				}
+				return fail(&adapter.Error{Class: adapter.ClassObserveFailed, Category: "infrastructure", Message: err.Error(), Recoverable: true})
+			}
+			switch v := guard.Violations(); {
+			case closed(job.Cancel):
+				failure = cancelledError()
+			case len(v) > 0:
+				// The validator is a coding agent too, run in the same
+				// worktree: what it touched counts as much.
+				for i := range v {
+					v[i] = "after the checks: " + v[i]
+				}
+				ver.Passed, ver.ScopeViolations = false, capStrings(v, maxViolations)
+				rep.ScopeViolations = ver.ScopeViolations
+				failure = scopeError(v, nil)
+			case verr != nil:
+				failure = verr
+			}
+			rep.Verification = ver
+			if err := emit.Emit(ctx, eventlog.VerificationCompleted, "", ver); err != nil {
+				return nil, err
+			}
 		}
 	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
+	if failure == nil || failure.Class == adapter.ClassVerificationFailed {
+		sha, err := wt.Push(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
+			}
+			return fail(&adapter.Error{Class: adapter.ClassObserveFailed, Category: "infrastructure", Message: err.Error(), Recoverable: true})
 		}
-		return fail(&adapter.Error{Class: adapter.ClassObserveFailed, Category: "infrastructure", Message: err.Error(), Recoverable: true})
-	}
-	commits := make([]eventlog.Commit, len(changes.Commits))
-	for i, c := range changes.Commits {
-		commits[i] = eventlog.Commit{SHA: c.SHA, Subject: c.Subject}
-		rep.CommitsCreated = append(rep.CommitsCreated, c.SHA)
-	}
-	if err := emit.Emit(ctx, eventlog.CheckpointCommitCreated, "", eventlog.CheckpointCommitCreatedData{
-		Commit: sha, RuntimeCommits: commits,
-	}); err != nil {
-		return nil, err
+		rep.Commit = sha
+		commits := make([]eventlog.Commit, len(changes.Commits))
+		for i, c := range changes.Commits {
+			commits[i] = eventlog.Commit{SHA: c.SHA, Subject: c.Subject}
+			rep.CommitsCreated = append(rep.CommitsCreated, c.SHA)
+		}
+		if err := emit.Emit(ctx, eventlog.CheckpointCommitCreated, "", eventlog.CheckpointCommitCreatedData{
+			Commit: sha, RuntimeCommits: commits,
+		}); err != nil {
+			return nil, err
+		}
 	}
 
 	// Terminate: the process group is gone once Wait returned; say so.
@@ -259,12 +363,27 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 
 	r.storeArtifacts(ctx, job, rep, logPath, changes.Diff, sum)
 
-	// Report.
-	if e := ad.Classify(res, sum); e != nil {
-		return fail(e)
+	// Report: the operator and the scope first, then the runtime's own
+	// failure, then the checks.
+	if failure != nil && failure.Class != adapter.ClassVerificationFailed {
+		return fail(failure)
+	}
+	if runErr != nil {
+		return fail(runErr)
+	}
+	if failure != nil {
+		return fail(failure)
 	}
 	rep.Success = true
 	return rep, nil
+}
+
+// reportViolations records scope violations in the report and emits them
+// as the verification's result.
+func (r *Runner) reportViolations(ctx context.Context, emit Emitter, rep *eventlog.Report, violations []string) error {
+	v := &eventlog.Verification{Passed: false, ScopeViolations: capStrings(violations, maxViolations)}
+	rep.Verification, rep.ScopeViolations = v, v.ScopeViolations
+	return emit.Emit(ctx, eventlog.VerificationCompleted, "", v)
 }
 
 func (r *Runner) emitChanges(ctx context.Context, emit Emitter, c *worktree.Changes) error {

@@ -3,6 +3,23 @@
 // adapter (what to run), the worktree cache (where), and supervision (how),
 // and tells what happened through an Emitter.
 //
+// After Observe come the checks, in this order:
+//
+//  1. an operator's cancel (Job.Cancel): the CLI's process group is stopped,
+//     the changes are observed, nothing is pushed, class CANCELLED;
+//  2. the scope (package scope): paths outside Job.Scope, symlinks leading
+//     out of the worktree, changes to git's internals, files written beside
+//     the worktree. Any violation: nothing is pushed, class SCOPE_VIOLATION;
+//  3. the checkpoint commit; then, only if the CLI itself succeeded, the
+//     verification commands (package verify) and, if they passed, the
+//     validator's review (ReviewPrompt, ParseVerdict). A failure is class
+//     VERIFICATION_FAILED; the branch is still pushed, for inspection. The
+//     worktree is reset to the checkpoint afterwards, so nothing the checks
+//     wrote is pushed, and the scope guard is asked again.
+//
+// verification_completed is emitted when checks ran (the task has Verify,
+// Review or Scope and the CLI succeeded) or violations were found.
+//
 // It must not know about NATS or claims: the worker gives it a job, an
 // emitter and an output sink, and publishes the report it returns.
 package attempt

@@ -15,6 +15,8 @@ func builtinRuntimes() map[string]Runtime {
 	return map[string]Runtime{
 		// The bundled demo agent: no API key, no network.
 		"demo": {Adapter: "command", Binary: "demo-agent", Input: "stdin", Output: "claude-stream-json"},
+		// The demo agent as a validator: it reviews the diff it is shown.
+		"demo-review": {Adapter: "command", Binary: "demo-agent", Args: []string{"--review"}, Input: "stdin"},
 
 		// claude -p PROMPT --output-format stream-json --verbose --dangerously-skip-permissions.
 		// As root the permission bypass needs IS_SANDBOX=1 (pass it through where

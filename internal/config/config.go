@@ -36,6 +36,75 @@ type Config struct {
 	Defaults Defaults `mapstructure:"defaults"`
 	// Runtimes are the CLIs Drover can run, by name. Flows name them.
 	Runtimes map[string]Runtime `mapstructure:"runtimes"`
+	// Projects are named repos with their own defaults; a flow names one
+	// with `project:`. Resolution: task > flow > project > defaults.
+	Projects   map[string]Project `mapstructure:"projects"`
+	Controller Controller         `mapstructure:"controller"`
+}
+
+// Controller tunes the controller's scheduling.
+type Controller struct {
+	// MaxParallel bounds the attempts scheduled or running at once across
+	// all flows; 0 means no limit. Defaults to 0.
+	MaxParallel int `mapstructure:"max_parallel"`
+}
+
+// Project is the project level of runtime resolution.
+type Project struct {
+	// Repo is used by flows that name the project and no repo.
+	Repo string `mapstructure:"repo"`
+	// Runtime, Model and Args choose the worker role's runtime.
+	Runtime string   `mapstructure:"runtime"`
+	Model   string   `mapstructure:"model"`
+	Args    []string `mapstructure:"args"`
+	// Validator and ValidatorModel choose the validator role's runtime.
+	Validator      string `mapstructure:"validator"`
+	ValidatorModel string `mapstructure:"validator_model"`
+	// Review asks the validator to review every task of the project's flows.
+	Review *bool `mapstructure:"review"`
+	// Timeout of one attempt; 0 inherits.
+	Timeout time.Duration `mapstructure:"timeout"`
+	// MaxParallel bounds each flow's attempts at once; 0 inherits.
+	MaxParallel int `mapstructure:"max_parallel"`
+	// Retry is the project's retry policy; unset fields inherit.
+	Retry Retry `mapstructure:"retry"`
+}
+
+// Retry is a retry policy at one level of configuration. Zero fields are
+// unset and inherit (internal/policy documents the built-in defaults).
+type Retry struct {
+	MaxAttempts    int           `mapstructure:"max_attempts"`
+	InitialBackoff time.Duration `mapstructure:"initial_backoff"`
+	Coefficient    float64       `mapstructure:"coefficient"`
+	MaxBackoff     time.Duration `mapstructure:"max_backoff"`
+	// Jitter is a pointer because 0 (no jitter) is a value.
+	Jitter   *float64 `mapstructure:"jitter"`
+	RetryOn  []string `mapstructure:"retry_on"`
+	Fallback []string `mapstructure:"fallback"`
+}
+
+// Spec returns r as a flow-level retry spec, with unset fields nil.
+func (r Retry) Spec() *flow.RetrySpec {
+	s := &flow.RetrySpec{Jitter: r.Jitter, RetryOn: r.RetryOn, Fallback: r.Fallback}
+	if r.MaxAttempts != 0 {
+		s.MaxAttempts = &r.MaxAttempts
+	}
+	if r.InitialBackoff != 0 {
+		d := flow.Duration(r.InitialBackoff)
+		s.InitialBackoff = &d
+	}
+	if r.Coefficient != 0 {
+		s.Coefficient = &r.Coefficient
+	}
+	if r.MaxBackoff != 0 {
+		d := flow.Duration(r.MaxBackoff)
+		s.MaxBackoff = &d
+	}
+	if s.MaxAttempts == nil && s.InitialBackoff == nil && s.Coefficient == nil && s.MaxBackoff == nil &&
+		s.Jitter == nil && len(s.RetryOn) == 0 && len(s.Fallback) == 0 {
+		return nil
+	}
+	return s
 }
 
 // Log configures logging.
@@ -97,6 +166,15 @@ type Defaults struct {
 	Timeout time.Duration `mapstructure:"timeout"`
 	// Pool jobs are queued for. Defaults to "default".
 	Pool string `mapstructure:"pool"`
+	// Validator is the runtime that reviews tasks when a flow asks for a
+	// review and names no validator. Defaults to empty.
+	Validator string `mapstructure:"validator"`
+	// MaxParallel bounds each flow's attempts at once; 0 means no limit.
+	// Defaults to 0.
+	MaxParallel int `mapstructure:"max_parallel"`
+	// Retry is the global retry policy; unset fields take the built-in
+	// defaults (docs/flows.md).
+	Retry Retry `mapstructure:"retry"`
 }
 
 // Runtime describes one CLI: how to find it, start it and feed it.
@@ -177,25 +255,32 @@ type LoadOptions struct {
 // variable is recognised for each of them.
 func defaults() map[string]any {
 	return map[string]any{
-		"data_dir":               "",
-		"log.level":              "info",
-		"log.format":             "text",
-		"nats.url":               "",
-		"nats.listen":            "127.0.0.1:4222",
-		"nats.replicas":          1,
-		"nats.sync_interval":     "",
-		"queue.ack_wait":         30 * time.Second,
-		"queue.heartbeat":        time.Duration(0),
-		"worker.id":              "",
-		"worker.pool":            "default",
-		"worker.slots":           2,
-		"worker.work_dir":        "",
-		"worker.runtimes":        []string{},
-		"worker.keep_worktrees":  false,
-		"worker.health_interval": 30 * time.Second,
-		"defaults.runtime":       "",
-		"defaults.timeout":       30 * time.Minute,
-		"defaults.pool":          "default",
+		"data_dir":                       "",
+		"log.level":                      "info",
+		"log.format":                     "text",
+		"nats.url":                       "",
+		"nats.listen":                    "127.0.0.1:4222",
+		"nats.replicas":                  1,
+		"nats.sync_interval":             "",
+		"queue.ack_wait":                 30 * time.Second,
+		"queue.heartbeat":                time.Duration(0),
+		"worker.id":                      "",
+		"worker.pool":                    "default",
+		"worker.slots":                   2,
+		"worker.work_dir":                "",
+		"worker.runtimes":                []string{},
+		"worker.keep_worktrees":          false,
+		"worker.health_interval":         30 * time.Second,
+		"defaults.runtime":               "",
+		"defaults.timeout":               30 * time.Minute,
+		"defaults.pool":                  "default",
+		"defaults.validator":             "",
+		"defaults.max_parallel":          0,
+		"defaults.retry.max_attempts":    0,
+		"defaults.retry.initial_backoff": time.Duration(0),
+		"defaults.retry.coefficient":     0.0,
+		"defaults.retry.max_backoff":     time.Duration(0),
+		"controller.max_parallel":        0,
 	}
 }
 
@@ -401,6 +486,30 @@ func (c *Config) Validate() error {
 			bad("defaults.runtime", "unknown runtime %q (configured: %s)", c.Defaults.Runtime, strings.Join(c.RuntimeNames(), ", "))
 		}
 	}
+	if c.Defaults.Validator != "" {
+		if _, ok := c.Runtimes[c.Defaults.Validator]; !ok {
+			bad("defaults.validator", "unknown runtime %q (configured: %s)", c.Defaults.Validator, strings.Join(c.RuntimeNames(), ", "))
+		}
+	}
+	if c.Defaults.MaxParallel < 0 || c.Controller.MaxParallel < 0 {
+		bad("max_parallel", "defaults.max_parallel and controller.max_parallel must not be negative")
+	}
+	c.validateRetry("defaults.retry", c.Defaults.Retry, bad)
+	for _, name := range c.ProjectNames() {
+		p, key := c.Projects[name], "projects."+name
+		if err := flow.ValidID(name); err != nil {
+			bad(key, "project name: %v", err)
+		}
+		for k, rt := range map[string]string{"runtime": p.Runtime, "validator": p.Validator} {
+			if _, ok := c.Runtimes[rt]; rt != "" && !ok {
+				bad(key+"."+k, "unknown runtime %q (configured: %s)", rt, strings.Join(c.RuntimeNames(), ", "))
+			}
+		}
+		if p.Timeout < 0 || p.MaxParallel < 0 {
+			bad(key, "timeout and max_parallel must not be negative")
+		}
+		c.validateRetry(key+".retry", p.Retry, bad)
+	}
 	for _, name := range c.Worker.Runtimes {
 		if _, ok := c.Runtimes[name]; !ok {
 			bad("worker.runtimes", "unknown runtime %q (configured: %s)", name, strings.Join(c.RuntimeNames(), ", "))
@@ -455,6 +564,46 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ProjectNames returns the configured project names, sorted.
+func (c *Config) ProjectNames() []string {
+	names := make([]string, 0, len(c.Projects))
+	for n := range c.Projects {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+var classRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
+
+func (c *Config) validateRetry(key string, r Retry, bad func(string, string, ...any)) {
+	if r.MaxAttempts < 0 || r.MaxAttempts > 100 {
+		bad(key+".max_attempts", "must be 1..100 (got %d)", r.MaxAttempts)
+	}
+	if r.InitialBackoff < 0 || r.MaxBackoff < 0 {
+		bad(key, "backoffs must not be negative")
+	}
+	if r.InitialBackoff > 0 && r.MaxBackoff > 0 && r.InitialBackoff > r.MaxBackoff {
+		bad(key+".initial_backoff", "%s is above max_backoff %s", r.InitialBackoff, r.MaxBackoff)
+	}
+	if r.Coefficient != 0 && (r.Coefficient < 1 || r.Coefficient > 100) {
+		bad(key+".coefficient", "must be 1..100 (got %g)", r.Coefficient)
+	}
+	if r.Jitter != nil && (*r.Jitter < 0 || *r.Jitter > 1) {
+		bad(key+".jitter", "must be 0..1 (got %g)", *r.Jitter)
+	}
+	for _, cl := range r.RetryOn {
+		if !classRE.MatchString(cl) {
+			bad(key+".retry_on", "%q is not an error class like RATE_LIMITED", cl)
+		}
+	}
+	for _, rt := range r.Fallback {
+		if _, ok := c.Runtimes[rt]; !ok {
+			bad(key+".fallback", "unknown runtime %q (configured: %s)", rt, strings.Join(c.RuntimeNames(), ", "))
+		}
+	}
 }
 
 // NATSURLFile is where the controller writes the embedded server's URL, so

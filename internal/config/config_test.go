@@ -48,7 +48,7 @@ func TestDefaults(t *testing.T) {
 	if rt, ok := c.Runtimes["demo"]; !ok || rt.Binary != "demo-agent" || rt.Input != "stdin" || rt.Grace != 5*time.Second {
 		t.Errorf("builtin demo runtime: %+v", rt)
 	}
-	want := []string{"claude-code", "codex", "copilot", "demo", "gemini", "kilo", "opencode", "pi"}
+	want := []string{"claude-code", "codex", "copilot", "demo", "demo-review", "gemini", "kilo", "opencode", "pi"}
 	if strings.Join(c.Worker.Runtimes, ",") != strings.Join(want, ",") {
 		t.Errorf("worker runtimes: %v, want every built-in %v", c.Worker.Runtimes, want)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/eventlog"
 	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/policy"
 	"github.com/drover-dev/drover/internal/queue"
 )
 
@@ -101,6 +103,11 @@ func (c *Controller) Serve(ctx context.Context, nc *nats.Conn, known func(string
 		{"submit", SubjectSubmit, func(ctx context.Context, r micro.Request) { c.handleSubmit(ctx, r, known) }},
 		{"status", SubjectStatus, c.handleStatus},
 		{"rebuild", SubjectRebuild, c.handleRebuild},
+		{"cancel", SubjectCancel, c.handleCancel},
+		{"retry", SubjectRetry, c.handleRetry},
+		{"pause", SubjectPause, c.handlePause(false)},
+		{"resume", SubjectResume, c.handlePause(true)},
+		{"resolve", SubjectResolve, c.handleResolve},
 	}
 	for _, e := range endpoints {
 		if err := svc.AddEndpoint(e.name, micro.ContextHandler(ctx, e.fn), micro.WithEndpointSubject(e.subject)); err != nil {
@@ -117,17 +124,29 @@ func (c *Controller) handleSubmit(ctx context.Context, r micro.Request, known fu
 		_ = r.Error(CodeBadRequest, "undecodable submit request: "+err.Error(), nil)
 		return
 	}
-	if err := req.Spec.Validate(flow.Options{KnownRuntime: known}); err != nil {
+	if err := req.Spec.Validate(flow.Options{
+		KnownRuntime:   known,
+		KnownProject:   func(name string) bool { _, ok := c.cfg.Projects[name]; return ok },
+		KnownClass:     func(class string) bool { return slices.Contains(policy.Classes, class) },
+		DefaultRuntime: c.cfg.Defaults.Runtime,
+	}); err != nil {
 		_ = r.Error(CodeBadRequest, err.Error(), nil)
 		return
 	}
+	res, err := Resolve(c.cfg, &req.Spec)
+	if err != nil {
+		_ = r.Error(CodeBadRequest, err.Error(), nil)
+		return
+	}
+	req.Spec.Repo = res.Repo
 	id := newFlowID(req.Spec.Name)
-	ev, err := eventlog.New("flow_submitted:"+id, eventlog.FlowSubmitted, c.now(), id, "", "", 0, eventlog.FlowSubmittedData{Spec: req.Spec})
+	ev, err := eventlog.New("flow_submitted:"+id, eventlog.FlowSubmitted, c.now(), id, "", "", 0,
+		eventlog.FlowSubmittedData{Spec: req.Spec, Plan: res.Tasks, MaxParallel: res.MaxParallel})
 	if err != nil {
 		_ = r.Error(CodeInternal, err.Error(), nil)
 		return
 	}
-	seq, err := queue.PublishEvent(ctx, c.js, ev)
+	seq, err := publishEvent(ctx, c, ev)
 	if err != nil {
 		_ = r.Error(CodeInternal, err.Error(), nil)
 		return
@@ -140,6 +159,10 @@ func (c *Controller) handleSubmit(ctx context.Context, r micro.Request, known fu
 	}
 	c.log.Info("flow submitted", "flow", id, "tasks", len(req.Spec.Tasks))
 	_ = r.RespondJSON(SubmitResponse{Flow: id})
+}
+
+func publishEvent(ctx context.Context, c *Controller, ev *eventlog.Event) (uint64, error) {
+	return queue.PublishEvent(ctx, c.js, ev)
 }
 
 // newFlowID makes a flow id from its name and a random suffix; it stays a

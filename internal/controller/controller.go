@@ -22,6 +22,8 @@ type Controller struct {
 	store *eventlog.Store
 	log   *slog.Logger
 	now   func() time.Time
+	// claims revokes attempts of cancelled tasks (set by Run).
+	claims *queue.Claims
 
 	kick chan struct{}
 
@@ -42,6 +44,14 @@ func New(cfg *config.Config, js jetstream.JetStream, store *eventlog.Store, log 
 
 // Run folds and decides until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
+	claims, err := queue.NewClaims(ctx, c.js, c.cfg.Queue.AckWait, c.now)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting
+		}
+		return err
+	}
+	c.claims = claims
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup

@@ -199,11 +199,21 @@ func TestRestartRederivesWithoutDoubling(t *testing.T) {
 	h.publish("claim-b", eventlog.AttemptClaimed, id, "b", attB, 1, eventlog.AttemptClaimedData{Worker: "w2"})
 	h.publish("report-b", eventlog.AttemptReported, id, "b", attB, 1, eventlog.Report{
 		Success: false, ExitCode: 3, Error: &eventlog.ErrorInfo{Class: "RUNTIME_ERROR", Message: "exit code 3"}})
+	// The flow's integration branch collects a's result; a worker builds it.
+	h.waitFor("the integration to be scheduled", func(st *eventlog.State) bool { return st.Flows[id].Integration != nil })
+	var in eventlog.Integration
+	h.store.Read(func(st *eventlog.State) { in = *st.Flows[id].Integration })
+	if len(in.Merge) != 1 || in.Merge[0].Task != "a" || in.Branch != queue.IntegrationBranch(id, 1) {
+		t.Errorf("integration %+v", in)
+	}
+	h.publish("integrated", eventlog.FlowIntegrated, id, "", queue.IntegrationID(id, 1), 1,
+		eventlog.FlowIntegratedData{N: 1, Branch: in.Branch, Commit: "def"})
 	h.waitFor("the flow to fail", func(st *eventlog.State) bool { return st.Flows[id].State == eventlog.FlowFailed })
 
 	// Refold everything into an empty store: the same state, no new decisions.
 	before := map[eventlog.Type]int{}
-	for _, typ := range []eventlog.Type{eventlog.AttemptScheduled, eventlog.RuntimeErrorClassified, eventlog.TaskFailedEvent, eventlog.FlowCompleted} {
+	for _, typ := range []eventlog.Type{eventlog.AttemptScheduled, eventlog.RuntimeErrorClassified, eventlog.TaskFailedEvent,
+		eventlog.IntegrationScheduled, eventlog.FlowCompleted} {
 		before[typ] = h.count(id, typ)
 	}
 	var live []byte
@@ -217,7 +227,8 @@ func TestRestartRederivesWithoutDoubling(t *testing.T) {
 	if string(live) != string(refolded) {
 		t.Errorf("refolded flow differs:\nlive:     %s\nrefolded: %s", live, refolded)
 	}
-	want := map[eventlog.Type]int{eventlog.AttemptScheduled: 2, eventlog.RuntimeErrorClassified: 1, eventlog.TaskFailedEvent: 1, eventlog.FlowCompleted: 1}
+	want := map[eventlog.Type]int{eventlog.AttemptScheduled: 2, eventlog.RuntimeErrorClassified: 1, eventlog.TaskFailedEvent: 1,
+		eventlog.IntegrationScheduled: 1, eventlog.FlowCompleted: 1}
 	for typ, n := range before {
 		if n != want[typ] {
 			t.Errorf("%s events = %d, want %d", typ, n, want[typ])

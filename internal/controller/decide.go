@@ -4,15 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"time"
 
 	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/policy"
+	"github.com/drover-dev/drover/internal/policy/feedback"
 	"github.com/drover-dev/drover/internal/queue"
 )
 
-// action is one decision to carry out: an event to record, or a job to queue.
+// action is one decision to carry out: an event to record, a job to queue,
+// or an attempt to stop.
 type action struct {
 	event *eventlog.Event
 	job   *queue.Job
+	stop  *eventlog.Attempt
 }
 
 // decide computes every action the folded state calls for and carries them
@@ -29,101 +35,305 @@ func (c *Controller) decide(ctx context.Context) error {
 	}
 	var errs []error
 	for _, a := range actions {
-		if a.event != nil {
+		switch {
+		case a.event != nil:
 			if _, err := queue.PublishEvent(ctx, c.js, a.event); err != nil {
 				errs = append(errs, err)
 			}
-			continue
+		case a.job != nil:
+			if err := queue.PublishJob(ctx, c.js, a.job); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			c.mu.Lock()
+			c.published[a.job.Attempt] = true
+			c.mu.Unlock()
+		case a.stop != nil:
+			if err := c.stop(ctx, a.stop); err != nil {
+				errs = append(errs, err)
+			}
 		}
-		if err := queue.PublishJob(ctx, c.js, a.job); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		c.mu.Lock()
-		c.published[a.job.Attempt] = true
-		c.mu.Unlock()
 	}
 	return errors.Join(errs...)
 }
 
-// plan is the decision function: folded state in, actions out. It reads the
-// clock only to stamp the events it creates.
-func (c *Controller) plan(st *eventlog.State) ([]action, error) {
-	var out []action
-	now := c.now()
-	add := func(id string, typ eventlog.Type, flowID, task, attempt string, data any) error {
-		ev, err := eventlog.New(id, typ, now, flowID, task, attempt, 0, data)
+// stop ends an attempt of a cancelled task. One no worker holds is revoked,
+// so none ever will, and recorded as abandoned; the holder of one that runs
+// is told to stop its CLI and reports CANCELLED. Both repeat every tick
+// until the attempt has ended, so a lost signal only delays the stop.
+func (c *Controller) stop(ctx context.Context, a *eventlog.Attempt) error {
+	err := c.claims.Revoke(ctx, a.ID)
+	switch {
+	case err == nil:
+		ev, err := eventlog.New("attempt_abandoned:"+a.ID, eventlog.AttemptAbandoned, c.now(), a.Flow, a.Task, a.ID, 0,
+			eventlog.AttemptAbandonedData{Reason: "cancelled before a worker ran it"})
 		if err != nil {
 			return err
 		}
-		out = append(out, action{event: ev})
+		_, err = queue.PublishEvent(ctx, c.js, ev)
+		return err
+	case errors.Is(err, queue.ErrHeld):
+		return queue.SignalCancel(c.js.Conn(), a.ID)
+	default:
+		return err
+	}
+}
+
+// planner holds one run of the decision function.
+type planner struct {
+	c    *Controller
+	st   *eventlog.State
+	now  time.Time
+	out  []action
+	live int // attempts scheduled or running, across flows
+}
+
+// plan is the decision function: folded state in, actions out. It reads the
+// clock to stamp the events it creates and to see which retries are due.
+func (c *Controller) plan(st *eventlog.State) ([]action, error) {
+	p := &planner{c: c, st: st, now: c.now()}
+	flows := make([]*eventlog.Flow, 0, len(st.Flows))
+	for _, f := range st.Flows {
+		if !f.State.Terminal() {
+			flows = append(flows, f)
+			p.live += p.liveAttempts(f)
+		}
+	}
+	// Oldest flow first: under a global limit, earlier flows go first.
+	sort.Slice(flows, func(i, j int) bool {
+		a, b := flows[i], flows[j]
+		return a.SubmittedAt.Before(b.SubmittedAt) || a.SubmittedAt.Equal(b.SubmittedAt) && a.ID < b.ID
+	})
+	for _, f := range flows {
+		if err := p.flow(f); err != nil {
+			return nil, err
+		}
+	}
+	return p.out, nil
+}
+
+func (p *planner) add(id string, typ eventlog.Type, flowID, task, attempt string, data any) error {
+	ev, err := eventlog.New(id, typ, p.now, flowID, task, attempt, 0, data)
+	if err != nil {
+		return err
+	}
+	p.out = append(p.out, action{event: ev})
+	return nil
+}
+
+// liveAttempt returns the task's current attempt if it has not ended.
+func (p *planner) liveAttempt(t *eventlog.Task) *eventlog.Attempt {
+	if a := p.st.Attempts[t.Attempt]; a != nil && !a.State.Terminal() {
+		return a
+	}
+	return nil
+}
+
+func (p *planner) liveAttempts(f *eventlog.Flow) int {
+	n := 0
+	for _, t := range p.st.FlowTasks(f) {
+		if p.liveAttempt(t) != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// mayStart reports whether one more attempt fits the flow's and the global
+// concurrency limits, counting it if so.
+func (p *planner) mayStart(f *eventlog.Flow, flowLive *int) bool {
+	if f.Paused || f.Cancel != nil {
+		return false
+	}
+	if f.MaxParallel > 0 && *flowLive >= f.MaxParallel {
+		return false
+	}
+	if g := p.c.cfg.Controller.MaxParallel; g > 0 && p.live >= g {
+		return false
+	}
+	*flowLive++
+	p.live++
+	return true
+}
+
+func (p *planner) flow(f *eventlog.Flow) error {
+	tasks := p.st.FlowTasks(f)
+	flowLive := p.liveAttempts(f)
+	for _, t := range tasks {
+		if err := p.task(f, t, &flowLive); err != nil {
+			return err
+		}
+	}
+	return p.finish(f, tasks)
+}
+
+func (p *planner) task(f *eventlog.Flow, t *eventlog.Task, flowLive *int) error {
+	a := p.liveAttempt(t)
+	// Cancellation first: the task ends now, its attempt as soon as the
+	// worker holding it has stopped the CLI.
+	if !t.State.Terminal() && (f.Cancel != nil || t.CancelRequested) {
+		reason := "cancelled by the operator"
+		if f.Cancel != nil && f.Cancel.Reason != "" {
+			reason += ": " + f.Cancel.Reason
+		}
+		id := fmt.Sprintf("task_cancelled:%s/%s:%d", f.ID, t.ID, t.Round)
+		return p.add(id, eventlog.TaskCancelledEvent, f.ID, t.ID, t.Attempt, eventlog.TaskCancelledData{Reason: reason})
+	}
+	if t.State == eventlog.TaskCancelled && a != nil {
+		p.out = append(p.out, action{stop: a})
 		return nil
 	}
-	for _, f := range st.Flows {
-		if f.State.Terminal() {
-			continue
+	switch t.State {
+	case eventlog.TaskPending:
+		if merge, ready := readyMerge(p.st, f, t); ready && p.mayStart(f, flowLive) {
+			return p.schedule(f, t, merge, "", "", nil, "")
 		}
-		tasks := st.FlowTasks(f)
-		done, ok := 0, true
-		for _, t := range tasks {
-			if t.State.Terminal() {
-				done++
-				ok = ok && t.State == eventlog.TaskSucceeded
-			}
+	case eventlog.TaskRetrying:
+		r := t.Retry
+		if r == nil || p.now.Before(r.DueAt) {
+			return nil
 		}
-		if done == len(tasks) {
-			state := eventlog.FlowSucceeded
-			if !ok {
-				state = eventlog.FlowFailed
-			}
-			if err := add("flow_completed:"+f.ID, eventlog.FlowCompleted, f.ID, "", "", eventlog.FlowCompletedData{State: state}); err != nil {
-				return nil, err
-			}
-			continue
+		merge, ready := readyMerge(p.st, f, t)
+		if !ready || !p.mayStart(f, flowLive) {
+			return nil
 		}
-		for _, t := range tasks {
-			switch t.State {
-			case eventlog.TaskPending:
-				if merge, ready := readyMerge(st, f, t); ready {
-					if err := c.schedule(add, f, t, merge); err != nil {
-						return nil, err
-					}
-				}
-			case eventlog.TaskScheduled, eventlog.TaskRunning:
-				a := st.Attempts[t.Attempt]
-				if a == nil {
-					continue
-				}
-				switch {
-				case a.State == eventlog.AttemptQueued:
-					c.mu.Lock()
-					queued := c.published[a.ID]
-					c.mu.Unlock()
-					if !queued {
-						out = append(out, action{job: c.job(f, t, a)})
-					}
-				case a.State == eventlog.AttemptFailed && a.Error == nil:
-					info := eventlog.ErrorInfo{Class: "UNKNOWN", Message: "attempt failed without an error"}
-					if a.Report != nil && a.Report.Error != nil {
-						info = *a.Report.Error
-					}
-					if err := add("runtime_error_classified:"+a.ID, eventlog.RuntimeErrorClassified, f.ID, t.ID, a.ID,
-						eventlog.RuntimeErrorClassifiedData{ErrorInfo: info}); err != nil {
-						return nil, err
-					}
-				case a.State == eventlog.AttemptFailed:
-					// Retry and fallback policy decides here once it exists;
-					// until then every failure is final.
-					reason := fmt.Sprintf("attempt %d failed: %s: %s", a.N, a.Error.Class, a.Error.Message)
-					if err := add("task_failed:"+a.ID, eventlog.TaskFailedEvent, f.ID, t.ID, a.ID,
-						eventlog.TaskFailedData{Reason: reason, Class: a.Error.Class}); err != nil {
-						return nil, err
-					}
-				}
+		var args []string
+		if plan := t.Plan; plan != nil && plan.Worker.Name == r.Runtime {
+			args = plan.Worker.Args
+		}
+		return p.schedule(f, t, merge, r.Runtime, r.Model, args, p.retryPrompt(f, t))
+	case eventlog.TaskScheduled, eventlog.TaskRunning:
+		at := p.st.Attempts[t.Attempt]
+		if at == nil {
+			return nil
+		}
+		switch {
+		case at.State == eventlog.AttemptQueued:
+			p.c.mu.Lock()
+			queued := p.c.published[at.ID]
+			p.c.mu.Unlock()
+			if !queued {
+				p.out = append(p.out, action{job: p.c.job(f, t, at)})
 			}
+		case at.State == eventlog.AttemptFailed && at.Error == nil:
+			info := eventlog.ErrorInfo{Class: "UNKNOWN", Message: "attempt failed without an error"}
+			if at.Report != nil && at.Report.Error != nil {
+				info = *at.Report.Error
+			}
+			return p.add("runtime_error_classified:"+at.ID, eventlog.RuntimeErrorClassified, f.ID, t.ID, at.ID,
+				eventlog.RuntimeErrorClassifiedData{ErrorInfo: info})
+		case at.State == eventlog.AttemptFailed:
+			return p.recover(f, t, at)
 		}
 	}
-	return out, nil
+	return nil
+}
+
+// recover applies the retry policy to the task's failed attempt: a retry
+// scheduled for later (runtime_recovery_scheduled), or the task fails.
+func (p *planner) recover(f *eventlog.Flow, t *eventlog.Task, a *eventlog.Attempt) error {
+	plan := t.Plan
+	if plan == nil {
+		plan = &policy.Resolved{Worker: policy.Choice{Name: t.Runtime}, Retry: policy.DefaultRetry()}
+	}
+	e := a.Error
+	// The decision is a function of the attempt alone (its end time, not
+	// the clock), so re-deriving it after a restart gives the same retry.
+	at := a.EndedAt
+	if at.IsZero() {
+		at = a.ScheduledAt
+	}
+	d := policy.Decide(plan.Retry, plan.Worker.Name, plan.Worker.Model, policy.Failure{
+		Class: e.Class, Attempts: t.Attempts - t.RetryBase, Runtime: a.Runtime, Model: a.Model,
+		RetryAfter: time.Duration(e.RetryAfterMS) * time.Millisecond, ResetAt: e.ResetAt,
+	}, at, a.ID)
+	if !d.Retry {
+		reason := fmt.Sprintf("attempt %d failed: %s: %s (%s)", a.N, e.Class, e.Message, d.Reason)
+		return p.add("task_failed:"+a.ID, eventlog.TaskFailedEvent, f.ID, t.ID, a.ID,
+			eventlog.TaskFailedData{Reason: reason, Class: e.Class})
+	}
+	return p.add("runtime_recovery_scheduled:"+a.ID, eventlog.RuntimeRecoveryScheduled, f.ID, t.ID, a.ID,
+		eventlog.RuntimeRecoveryScheduledData{
+			Strategy: d.Strategy, N: t.Attempts + 1, Runtime: d.Runtime, Model: d.Model,
+			DelayMS: d.Delay.Milliseconds(), DueAt: at.Add(d.Delay), Reason: d.Reason,
+		})
+}
+
+// retryPrompt is the task's prompt with the feedback of its last attempt.
+func (p *planner) retryPrompt(f *eventlog.Flow, t *eventlog.Task) string {
+	spec, _ := f.Spec.Task(t.ID)
+	if spec == nil {
+		return ""
+	}
+	prev := p.st.Attempts[t.Attempt]
+	if prev == nil {
+		return spec.Prompt
+	}
+	fb := feedback.FeedbackFrom(prev.N, prev.Runtime, prev.Error, prev.Report)
+	if fb.Verification == nil {
+		fb.Verification = prev.Verification
+	}
+	return feedback.ComposePrompt(spec.Prompt, &fb)
+}
+
+// finish completes a flow whose tasks have all ended and whose attempts have
+// all stopped, after building its integration branch from the tasks that
+// succeeded.
+func (p *planner) finish(f *eventlog.Flow, tasks []*eventlog.Task) error {
+	allOK := true
+	var merge []eventlog.DepResult
+	runtime := ""
+	for _, t := range tasks {
+		if !t.State.Terminal() || p.liveAttempt(t) != nil {
+			return nil
+		}
+		if t.State != eventlog.TaskSucceeded {
+			allOK = false
+			continue
+		}
+		merge = append(merge, eventlog.DepResult{Task: t.ID, Branch: t.ResultBranch, Commit: t.ResultCommit})
+		runtime = t.Runtime
+		if a := p.st.Attempts[t.Attempt]; a != nil {
+			runtime = a.Runtime
+		}
+	}
+	id := "flow_completed:" + f.ID
+	if f.Round > 0 {
+		id = fmt.Sprintf("%s:r%d", id, f.Round)
+	}
+	complete := func(state eventlog.FlowState) error {
+		return p.add(id, eventlog.FlowCompleted, f.ID, "", "", eventlog.FlowCompletedData{State: state})
+	}
+	if f.Cancel != nil {
+		return complete(eventlog.FlowCancelled)
+	}
+	if len(merge) == 0 {
+		return complete(eventlog.FlowFailed)
+	}
+	n := f.Round + 1
+	in := f.Integration
+	switch {
+	case in == nil || in.N < n:
+		return p.add(fmt.Sprintf("integration_scheduled:%s:%d", f.ID, n), eventlog.IntegrationScheduled, f.ID, "", "",
+			eventlog.IntegrationScheduledData{N: n, Branch: queue.IntegrationBranch(f.ID, n), Runtime: runtime,
+				Pool: p.c.cfg.Defaults.Pool, Merge: merge})
+	case in.State == eventlog.IntegrationScheduledSt:
+		jobID := queue.IntegrationID(f.ID, in.N)
+		p.c.mu.Lock()
+		queued := p.c.published[jobID]
+		p.c.mu.Unlock()
+		if !queued {
+			p.out = append(p.out, action{job: &queue.Job{
+				Kind: queue.KindIntegrate, Attempt: jobID, Flow: f.ID, N: in.N, Pool: in.Pool, Runtime: in.Runtime,
+				Repo: f.Spec.Repo, Base: f.Spec.Base, Branch: in.Branch, Merge: in.Merge,
+			}})
+		}
+		return nil
+	case in.State == eventlog.IntegrationSucceeded && allOK:
+		return complete(eventlog.FlowSucceeded)
+	default:
+		return complete(eventlog.FlowFailed)
+	}
 }
 
 // readyMerge reports whether every dependency of t succeeded, and their
@@ -140,29 +350,52 @@ func readyMerge(st *eventlog.State, f *eventlog.Flow, t *eventlog.Task) ([]event
 	return merge, true
 }
 
-func (c *Controller) schedule(add func(string, eventlog.Type, string, string, string, any) error, f *eventlog.Flow, t *eventlog.Task, merge []eventlog.DepResult) error {
+// schedule records the task's next attempt. runtime "" means the task's
+// resolved runtime, with its model and arguments.
+func (p *planner) schedule(f *eventlog.Flow, t *eventlog.Task, merge []eventlog.DepResult, runtime, model string, args []string, prompt string) error {
 	n := t.Attempts + 1
 	id := queue.AttemptID(f.ID, t.ID, n)
-	spec, _ := f.Spec.Task(t.ID)
+	if runtime == "" {
+		runtime = t.Runtime
+		if t.Plan != nil {
+			runtime, model, args = t.Plan.Worker.Name, t.Plan.Worker.Model, t.Plan.Worker.Args
+		}
+	}
 	timeout := f.Spec.Timeout
-	if spec != nil && spec.Timeout > 0 {
+	if spec, _ := f.Spec.Task(t.ID); spec != nil && spec.Timeout > 0 {
 		timeout = spec.Timeout
 	}
-	return add("attempt_scheduled:"+id, eventlog.AttemptScheduled, f.ID, t.ID, id, eventlog.AttemptScheduledData{
-		N: n, Runtime: t.Runtime, Pool: c.cfg.Defaults.Pool, Branch: queue.AttemptBranch(f.ID, t.ID, n),
-		Timeout: timeout, Merge: merge,
+	if t.Plan != nil && t.Plan.Timeout > 0 {
+		timeout = t.Plan.Timeout
+	}
+	return p.add("attempt_scheduled:"+id, eventlog.AttemptScheduled, f.ID, t.ID, id, eventlog.AttemptScheduledData{
+		N: n, Runtime: runtime, Model: model, Args: args, Pool: p.c.cfg.Defaults.Pool,
+		Branch: queue.AttemptBranch(f.ID, t.ID, n), Timeout: timeout, Merge: merge, Prompt: prompt,
 	})
 }
 
 func (c *Controller) job(f *eventlog.Flow, t *eventlog.Task, a *eventlog.Attempt) *queue.Job {
 	spec, _ := f.Spec.Task(t.ID)
-	prompt := ""
-	if spec != nil {
-		prompt = spec.Prompt
-	}
-	return &queue.Job{
-		Attempt: a.ID, Flow: f.ID, Task: t.ID, N: a.N, Pool: a.Pool, Runtime: a.Runtime,
-		Repo: f.Spec.Repo, Base: f.Spec.Base, Branch: a.Branch, Prompt: prompt,
+	j := &queue.Job{
+		Attempt: a.ID, Flow: f.ID, Task: t.ID, N: a.N, Pool: a.Pool, Runtime: a.Runtime, Model: a.Model, Args: a.Args,
+		Repo: f.Spec.Repo, Base: f.Spec.Base, Branch: a.Branch, Prompt: a.Prompt,
 		Timeout: a.Timeout, Merge: a.Merge,
 	}
+	if spec != nil {
+		if j.Prompt == "" {
+			j.Prompt = spec.Prompt
+		}
+		j.Verify, j.VerifyTimeout = spec.Verify, spec.VerifyTimeout
+		j.Scope = f.Spec.ScopeFor(spec)
+	}
+	if plan := t.Plan; plan != nil {
+		j.Scope = plan.Scope
+		if plan.Review && plan.Validator != nil {
+			j.Review = &queue.Review{Runtime: plan.Validator.Name, Model: plan.Validator.Model, Args: plan.Validator.Args}
+			if spec != nil {
+				j.Review.Task = spec.Prompt
+			}
+		}
+	}
+	return j
 }

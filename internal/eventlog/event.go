@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/policy"
 )
 
 // Version is the envelope version this build writes and folds.
@@ -37,6 +38,22 @@ const (
 	AttemptReported         Type = "attempt_reported"
 	RuntimeErrorClassified  Type = "runtime_error_classified"
 	TaskFailedEvent         Type = "task_failed"
+
+	// The attempt's checks after the CLI exited: verification commands,
+	// the validator's review and the scope check (worker).
+	VerificationCompleted Type = "verification_completed"
+	// The policy's decision to run a failed task again (controller).
+	RuntimeRecoveryScheduled Type = "runtime_recovery_scheduled"
+	// Operator requests (controller API) and what the controller makes of them.
+	CancelRequested    Type = "cancel_requested"
+	TaskCancelledEvent Type = "task_cancelled"
+	FlowPaused         Type = "flow_paused"
+	FlowResumed        Type = "flow_resumed"
+	TaskRetryRequested Type = "task_retry_requested"
+	// The flow's integration branch: scheduled by the controller, built by a worker.
+	AttemptAbandoned     Type = "attempt_abandoned"
+	IntegrationScheduled Type = "integration_scheduled"
+	FlowIntegrated       Type = "flow_integrated"
 )
 
 // Event is the envelope of everything on the EVENTS stream. ID is unique per
@@ -109,6 +126,11 @@ func (ev *Event) Payload(v any) error {
 // FlowSubmittedData records an accepted flow.
 type FlowSubmittedData struct {
 	Spec flow.Spec `json:"spec"`
+	// Plan is each task's resolved runtimes and policy, by task id, so the
+	// flow keeps what it was accepted with whatever the config says later.
+	Plan map[string]policy.Resolved `json:"plan,omitempty"`
+	// MaxParallel is the flow's resolved concurrency limit (0: none).
+	MaxParallel int `json:"max_parallel,omitempty"`
 }
 
 // FlowCompletedData is the controller's decision that every task is terminal.
@@ -131,6 +153,17 @@ type AttemptScheduledData struct {
 	Branch  string        `json:"branch"`
 	Timeout flow.Duration `json:"timeout,omitempty"`
 	Merge   []DepResult   `json:"merge,omitempty"`
+	Model   string        `json:"model,omitempty"`
+	Args    []string      `json:"args,omitempty"`
+	// Prompt is set on a retry: the task's prompt with the feedback of the
+	// attempt before.
+	Prompt string `json:"prompt,omitempty"`
+}
+
+// AttemptAbandonedData is the controller's record that a queued attempt of a
+// cancelled task will never run: no worker held it, and its claim is revoked.
+type AttemptAbandonedData struct {
+	Reason string `json:"reason"`
 }
 
 // AttemptClaimedData says which worker holds the attempt, at Event.Epoch.
@@ -254,11 +287,101 @@ type Report struct {
 	LogObject    string `json:"log_object,omitempty"`
 	LogBytes     int64  `json:"log_bytes,omitempty"`
 	PatchObject  string `json:"patch_object,omitempty"`
+	// Verification is what the checks after the run found, when the task
+	// has any; ScopeViolations lists changes outside the task's scope.
+	Verification    *Verification `json:"verification,omitempty"`
+	ScopeViolations []string      `json:"scope_violations,omitempty"`
+}
+
+// CommandResult is one verification command's outcome.
+type CommandResult struct {
+	Command    string `json:"command"`
+	ExitCode   int    `json:"exit_code"`
+	TimedOut   bool   `json:"timed_out,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+	Output     string `json:"output,omitempty"` // stdout and stderr interleaved, head and tail
+}
+
+// ReviewResult is the validator runtime's verdict.
+type ReviewResult struct {
+	Runtime string   `json:"runtime"`
+	Passed  bool     `json:"passed"`
+	Reasons []string `json:"reasons,omitempty"`
+	Error   string   `json:"error,omitempty"` // the validator could not give a verdict
+}
+
+// Verification is the data of verification_completed and part of a report.
+type Verification struct {
+	Passed          bool            `json:"passed"`
+	Commands        []CommandResult `json:"commands,omitempty"`
+	Review          *ReviewResult   `json:"review,omitempty"`
+	ScopeViolations []string        `json:"scope_violations,omitempty"`
 }
 
 // RuntimeErrorClassifiedData is the controller's classification of a failure.
 type RuntimeErrorClassifiedData struct {
 	ErrorInfo
+}
+
+// Recovery strategies of runtime_recovery_scheduled (seed 001 §13.1).
+const (
+	StrategySameRuntime = "same_runtime_retry"
+	StrategyFallback    = "fallback_runtime"
+)
+
+// RuntimeRecoveryScheduledData is the policy's decision to try a failed task
+// again: attempt N on Runtime, not before DueAt.
+type RuntimeRecoveryScheduledData struct {
+	Strategy string    `json:"strategy"`
+	N        int       `json:"n"`
+	Runtime  string    `json:"runtime"`
+	Model    string    `json:"model,omitempty"`
+	DelayMS  int64     `json:"delay_ms"`
+	DueAt    time.Time `json:"due_at"`
+	Reason   string    `json:"reason"`
+}
+
+// Cancel scopes.
+const (
+	CancelFlow    = "flow"
+	CancelTask    = "task"
+	CancelAttempt = "attempt"
+)
+
+// CancelRequestedData is an operator's request to stop a flow, a task or an
+// attempt (Event.Task and Event.Attempt say which).
+type CancelRequestedData struct {
+	Scope  string `json:"scope"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// TaskCancelledData is the controller's decision that a task ends cancelled.
+type TaskCancelledData struct {
+	Reason string `json:"reason"`
+}
+
+// OperatorData is the payload of flow_paused, flow_resumed and
+// task_retry_requested.
+type OperatorData struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// IntegrationScheduledData is the controller's decision to build the flow's
+// integration branch from its succeeded tasks, merged in Merge's order.
+type IntegrationScheduledData struct {
+	N       int         `json:"n"`
+	Branch  string      `json:"branch"`
+	Runtime string      `json:"runtime"` // whose workers build it
+	Pool    string      `json:"pool"`
+	Merge   []DepResult `json:"merge"`
+}
+
+// FlowIntegratedData is a worker's result of building the integration branch.
+type FlowIntegratedData struct {
+	N      int        `json:"n"`
+	Branch string     `json:"branch"`
+	Commit string     `json:"commit,omitempty"`
+	Error  *ErrorInfo `json:"error,omitempty"`
 }
 
 // TaskFailedData is the controller's decision that a task will not be retried.

@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"fmt"
+	"time"
 )
 
 // Record key prefixes in the projection. A key names one JSON record.
@@ -65,8 +66,24 @@ func (s *State) Apply(seq uint64, ev *Event) error {
 		return s.errorClassified(ev)
 	case TaskFailedEvent:
 		return s.taskFailed(ev)
+	case RuntimeRecoveryScheduled:
+		return s.recoveryScheduled(ev)
+	case CancelRequested:
+		return s.cancelRequested(ev)
+	case TaskCancelledEvent:
+		return s.taskCancelled(ev)
+	case AttemptAbandoned:
+		return s.attemptAbandoned(ev)
+	case FlowPaused, FlowResumed:
+		return s.flowPaused(ev)
+	case TaskRetryRequested:
+		return s.retryRequested(ev)
+	case IntegrationScheduled:
+		return s.integrationScheduled(ev)
+	case FlowIntegrated:
+		return s.flowIntegrated(ev)
 	case AdapterInitialized, PrepareCompleted, RuntimeStarted, RuntimeExited,
-		FileModified, DiffComputed, CheckpointCommitCreated, RuntimeTerminated:
+		FileModified, DiffComputed, CheckpointCommitCreated, RuntimeTerminated, VerificationCompleted:
 		return s.attemptPhase(ev)
 	default:
 		// Unknown types from newer writers are kept in the log but change nothing.
@@ -82,7 +99,8 @@ func (s *State) flowSubmitted(ev *Event) error {
 	if _, ok := s.Flows[ev.Flow]; ok {
 		return nil
 	}
-	f := &Flow{ID: ev.Flow, State: FlowRunning, SubmittedAt: ev.Time, Order: d.Spec.TopoOrder(), Spec: d.Spec}
+	f := &Flow{ID: ev.Flow, State: FlowRunning, SubmittedAt: ev.Time, Order: d.Spec.TopoOrder(), Spec: d.Spec,
+		MaxParallel: d.MaxParallel}
 	s.Flows[f.ID] = f
 	s.mark(keyFlow + f.ID)
 	for i := range d.Spec.Tasks {
@@ -90,6 +108,10 @@ func (s *State) flowSubmitted(ev *Event) error {
 		task := &Task{
 			Flow: f.ID, ID: t.ID, State: TaskPending, DependsOn: t.DependsOn,
 			Runtime: d.Spec.RuntimeFor(t), UpdatedAt: ev.Time,
+		}
+		if plan, ok := d.Plan[t.ID]; ok {
+			task.Plan = &plan
+			task.Runtime = plan.Worker.Name
 		}
 		s.putTask(task)
 	}
@@ -133,19 +155,20 @@ func (s *State) attemptScheduled(ev *Event) error {
 		return err
 	}
 	t := s.Task(ev.Flow, ev.Task)
-	if t == nil || t.State != TaskPending {
+	if t == nil || (t.State != TaskPending && t.State != TaskRetrying) {
 		return nil
 	}
 	if d.N != t.Attempts+1 || s.Attempts[ev.Attempt] != nil {
 		return nil
 	}
 	a := &Attempt{
-		ID: ev.Attempt, Flow: ev.Flow, Task: ev.Task, N: d.N, Runtime: d.Runtime, Pool: d.Pool,
-		Branch: d.Branch, Timeout: d.Timeout, Merge: d.Merge, State: AttemptQueued, ScheduledAt: ev.Time,
+		ID: ev.Attempt, Flow: ev.Flow, Task: ev.Task, N: d.N, Runtime: d.Runtime, Model: d.Model, Args: d.Args,
+		Pool: d.Pool, Branch: d.Branch, Prompt: d.Prompt, Timeout: d.Timeout, Merge: d.Merge,
+		State: AttemptQueued, ScheduledAt: ev.Time,
 	}
 	s.Attempts[a.ID] = a
 	s.touchAttempt(a)
-	t.State, t.Attempts, t.Attempt = TaskScheduled, d.N, a.ID
+	t.State, t.Attempts, t.Attempt, t.Retry = TaskScheduled, d.N, a.ID, nil
 	s.touchTask(t, ev)
 	return nil
 }
@@ -206,6 +229,7 @@ func (s *State) attemptPhase(ev *Event) error {
 		prep  PrepareCompletedData
 		start RuntimeStartedData
 		diff  DiffComputedData
+		ver   Verification
 		d     any
 	)
 	switch ev.Type {
@@ -223,6 +247,8 @@ func (s *State) attemptPhase(ev *Event) error {
 		d = &diff
 	case CheckpointCommitCreated:
 		d = &CheckpointCommitCreatedData{}
+	case VerificationCompleted:
+		d = &ver
 	default: // RuntimeTerminated: an empty object
 		d = &struct{}{}
 	}
@@ -241,6 +267,8 @@ func (s *State) attemptPhase(ev *Event) error {
 		a.Pid = start.Pid
 	case DiffComputed:
 		a.DiffStat = diff.Stat
+	case VerificationCompleted:
+		a.Verification = &ver
 	}
 	s.touchAttempt(a)
 	return nil
@@ -297,10 +325,181 @@ func (s *State) taskFailed(ev *Event) error {
 	if t == nil || t.State.Terminal() {
 		return nil
 	}
-	t.State = TaskFailed
+	t.State, t.Retry = TaskFailed, nil
 	t.Error = &ErrorInfo{Class: d.Class, Message: d.Reason}
 	s.touchTask(t, ev)
 	s.blockDependents(ev, t)
+	return nil
+}
+
+func (s *State) recoveryScheduled(ev *Event) error {
+	var d RuntimeRecoveryScheduledData
+	if err := ev.Payload(&d); err != nil {
+		return err
+	}
+	// Only the decision about the task's current, failed attempt counts.
+	t := s.Task(ev.Flow, ev.Task)
+	if t == nil || t.State != TaskRunning || t.Attempt != ev.Attempt || d.N != t.Attempts+1 {
+		return nil
+	}
+	if a := s.Attempts[ev.Attempt]; a == nil || a.State != AttemptFailed {
+		return nil
+	}
+	t.State = TaskRetrying
+	t.Retry = &PendingRetry{N: d.N, Strategy: d.Strategy, Runtime: d.Runtime, Model: d.Model, DueAt: d.DueAt, Reason: d.Reason}
+	s.touchTask(t, ev)
+	return nil
+}
+
+func (s *State) cancelRequested(ev *Event) error {
+	var d CancelRequestedData
+	if err := ev.Payload(&d); err != nil {
+		return err
+	}
+	f := s.Flows[ev.Flow]
+	if f == nil || f.State.Terminal() {
+		return nil
+	}
+	switch d.Scope {
+	case CancelFlow:
+		if f.Cancel == nil {
+			f.Cancel = &Cancel{Reason: d.Reason, At: ev.Time}
+			s.mark(keyFlow + f.ID)
+		}
+	case CancelTask, CancelAttempt:
+		// Cancelling an attempt cancels the task it runs for, if it is
+		// still the task's current attempt: the task is what finishes.
+		t := s.Task(ev.Flow, ev.Task)
+		if t == nil || t.State.Terminal() || (d.Scope == CancelAttempt && t.Attempt != ev.Attempt) {
+			return nil
+		}
+		t.CancelRequested = true
+		s.touchTask(t, ev)
+	default:
+		return fmt.Errorf("%w: cancel_requested with scope %q", ErrDecode, d.Scope)
+	}
+	return nil
+}
+
+func (s *State) taskCancelled(ev *Event) error {
+	var d TaskCancelledData
+	if err := ev.Payload(&d); err != nil {
+		return err
+	}
+	t := s.Task(ev.Flow, ev.Task)
+	if t == nil || t.State.Terminal() {
+		return nil
+	}
+	t.State, t.Retry = TaskCancelled, nil
+	t.Error = &ErrorInfo{Class: "CANCELLED", Message: d.Reason}
+	s.touchTask(t, ev)
+	s.blockDependents(ev, t)
+	return nil
+}
+
+func (s *State) attemptAbandoned(ev *Event) error {
+	var d AttemptAbandonedData
+	if err := ev.Payload(&d); err != nil {
+		return err
+	}
+	a := s.live(ev)
+	if a == nil {
+		return nil
+	}
+	a.State, a.EndedAt, a.Phase = AttemptFailed, ev.Time, ev.Type
+	a.Error = &ErrorInfo{Class: "CANCELLED", Message: d.Reason}
+	s.touchAttempt(a)
+	return nil
+}
+
+func (s *State) flowPaused(ev *Event) error {
+	var d OperatorData
+	if err := ev.Payload(&d); err != nil {
+		return err
+	}
+	f := s.Flows[ev.Flow]
+	if f == nil || f.State.Terminal() {
+		return nil
+	}
+	f.Paused = ev.Type == FlowPaused
+	s.mark(keyFlow + f.ID)
+	return nil
+}
+
+// retryRequested reopens a failed or cancelled task (and its flow, if it had
+// finished): the task is pending again with a fresh retry budget, and the
+// tasks it blocked wait for it again.
+func (s *State) retryRequested(ev *Event) error {
+	var d OperatorData
+	if err := ev.Payload(&d); err != nil {
+		return err
+	}
+	f := s.Flows[ev.Flow]
+	t := s.Task(ev.Flow, ev.Task)
+	if f == nil || t == nil || f.Cancel != nil {
+		return nil
+	}
+	if t.State != TaskFailed && t.State != TaskCancelled {
+		return nil
+	}
+	if a := s.Attempts[t.Attempt]; a != nil && !a.State.Terminal() {
+		return nil // its cancelled attempt has not ended yet
+	}
+	t.State, t.Error, t.Retry, t.CancelRequested = TaskPending, nil, nil, false
+	t.RetryBase, t.Round = t.Attempts, t.Round+1
+	s.touchTask(t, ev)
+	for _, id := range f.Order {
+		if b := s.Task(f.ID, id); b != nil && b.State == TaskBlocked && b.BlockedBy == t.ID {
+			b.State, b.BlockedBy = TaskPending, ""
+			s.touchTask(b, ev)
+		}
+	}
+	// A task that was also downstream of another failure stays blocked.
+	for _, id := range f.Order {
+		if o := s.Task(f.ID, id); o != nil && (o.State == TaskFailed || o.State == TaskCancelled) {
+			s.blockDependents(ev, o)
+		}
+	}
+	if f.State.Terminal() {
+		f.State, f.CompletedAt, f.Round = FlowRunning, time.Time{}, f.Round+1
+		s.mark(keyFlow + f.ID)
+	}
+	return nil
+}
+
+func (s *State) integrationScheduled(ev *Event) error {
+	var d IntegrationScheduledData
+	if err := ev.Payload(&d); err != nil {
+		return err
+	}
+	f := s.Flows[ev.Flow]
+	if f == nil || f.State.Terminal() {
+		return nil
+	}
+	if f.Integration != nil && f.Integration.N >= d.N {
+		return nil
+	}
+	f.Integration = &Integration{N: d.N, State: IntegrationScheduledSt, Branch: d.Branch, Runtime: d.Runtime,
+		Pool: d.Pool, Merge: d.Merge}
+	s.mark(keyFlow + f.ID)
+	return nil
+}
+
+func (s *State) flowIntegrated(ev *Event) error {
+	var d FlowIntegratedData
+	if err := ev.Payload(&d); err != nil {
+		return err
+	}
+	f := s.Flows[ev.Flow]
+	if f == nil || f.Integration == nil || f.Integration.N != d.N || f.Integration.State != IntegrationScheduledSt {
+		return nil
+	}
+	in := f.Integration
+	in.State, in.Commit, in.Error = IntegrationSucceeded, d.Commit, d.Error
+	if d.Error != nil {
+		in.State = IntegrationFailed
+	}
+	s.mark(keyFlow + f.ID)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/policy"
 )
 
 // FlowState is where a flow is in its life.
@@ -14,10 +15,13 @@ const (
 	FlowRunning   FlowState = "running"
 	FlowSucceeded FlowState = "succeeded"
 	FlowFailed    FlowState = "failed"
+	FlowCancelled FlowState = "cancelled"
 )
 
 // Terminal reports whether the flow is finished.
-func (s FlowState) Terminal() bool { return s == FlowSucceeded || s == FlowFailed }
+func (s FlowState) Terminal() bool {
+	return s == FlowSucceeded || s == FlowFailed || s == FlowCancelled
+}
 
 // TaskState is where a task is in its life.
 type TaskState string
@@ -27,14 +31,16 @@ const (
 	TaskPending   TaskState = "pending"   // waiting for dependencies
 	TaskScheduled TaskState = "scheduled" // an attempt is queued
 	TaskRunning   TaskState = "running"   // an attempt is claimed, or awaits a decision
+	TaskRetrying  TaskState = "retrying"  // a retry is scheduled for Task.Retry.DueAt
 	TaskSucceeded TaskState = "succeeded"
 	TaskFailed    TaskState = "failed"
-	TaskBlocked   TaskState = "blocked" // a dependency failed
+	TaskBlocked   TaskState = "blocked" // a dependency failed or was cancelled
+	TaskCancelled TaskState = "cancelled"
 )
 
 // Terminal reports whether the task will change no more without an operator.
 func (s TaskState) Terminal() bool {
-	return s == TaskSucceeded || s == TaskFailed || s == TaskBlocked
+	return s == TaskSucceeded || s == TaskFailed || s == TaskBlocked || s == TaskCancelled
 }
 
 // AttemptState is where an attempt is in its life.
@@ -59,6 +65,43 @@ type Flow struct {
 	CompletedAt time.Time `json:"completed_at,omitzero"`
 	Order       []string  `json:"order"` // task ids, dependencies first
 	Spec        flow.Spec `json:"spec"`
+	// MaxParallel bounds the flow's live attempts (resolved at submission);
+	// 0 means no limit.
+	MaxParallel int `json:"max_parallel,omitempty"`
+	// Round counts the times an operator reopened the finished flow (a
+	// retry); decision ids that happen once per flow life carry it.
+	Round       int          `json:"round,omitempty"`
+	Paused      bool         `json:"paused,omitempty"`
+	Cancel      *Cancel      `json:"cancel,omitempty"`
+	Integration *Integration `json:"integration,omitempty"`
+}
+
+// Cancel records an operator's cancel request.
+type Cancel struct {
+	Reason string    `json:"reason,omitempty"`
+	At     time.Time `json:"at"`
+}
+
+// IntegrationState is where a flow's integration branch is.
+type IntegrationState string
+
+// Integration states.
+const (
+	IntegrationScheduledSt IntegrationState = "scheduled"
+	IntegrationSucceeded   IntegrationState = "succeeded"
+	IntegrationFailed      IntegrationState = "failed"
+)
+
+// Integration is the flow's branch that merges its succeeded tasks.
+type Integration struct {
+	N       int              `json:"n"`
+	State   IntegrationState `json:"state"`
+	Branch  string           `json:"branch"`
+	Runtime string           `json:"runtime"`
+	Pool    string           `json:"pool"`
+	Merge   []DepResult      `json:"merge"`
+	Commit  string           `json:"commit,omitempty"`
+	Error   *ErrorInfo       `json:"error,omitempty"`
 }
 
 // Task is the projection of one task of a flow.
@@ -75,17 +118,43 @@ type Task struct {
 	BlockedBy    string     `json:"blocked_by,omitempty"`
 	Error        *ErrorInfo `json:"error,omitempty"`
 	UpdatedAt    time.Time  `json:"updated_at"`
+	// Plan is what the task runs with, resolved when the flow was submitted.
+	Plan *policy.Resolved `json:"plan,omitempty"`
+	// Retry is the scheduled retry while the task is retrying.
+	Retry *PendingRetry `json:"retry,omitempty"`
+	// RetryBase is the attempt count at the last operator retry: the retry
+	// budget counts attempts after it.
+	RetryBase int `json:"retry_base,omitempty"`
+	// Round counts operator retries of the task.
+	Round int `json:"round,omitempty"`
+	// CancelRequested: an operator asked to cancel the task.
+	CancelRequested bool `json:"cancel_requested,omitempty"`
+}
+
+// PendingRetry is a retry the policy scheduled (runtime_recovery_scheduled).
+type PendingRetry struct {
+	N        int       `json:"n"`
+	Strategy string    `json:"strategy"`
+	Runtime  string    `json:"runtime"`
+	Model    string    `json:"model,omitempty"`
+	DueAt    time.Time `json:"due_at"`
+	Reason   string    `json:"reason"`
 }
 
 // Attempt is the projection of one run of a task.
 type Attempt struct {
-	ID          string        `json:"id"`
-	Flow        string        `json:"flow"`
-	Task        string        `json:"task"`
-	N           int           `json:"n"`
-	Runtime     string        `json:"runtime"`
-	Pool        string        `json:"pool"`
-	Branch      string        `json:"branch"`
+	ID      string   `json:"id"`
+	Flow    string   `json:"flow"`
+	Task    string   `json:"task"`
+	N       int      `json:"n"`
+	Runtime string   `json:"runtime"`
+	Model   string   `json:"model,omitempty"`
+	Args    []string `json:"args,omitempty"`
+	Pool    string   `json:"pool"`
+	Branch  string   `json:"branch"`
+	// Prompt is the prompt composed with the previous attempt's feedback;
+	// empty on a first attempt, which runs the task's prompt as written.
+	Prompt      string        `json:"prompt,omitempty"`
 	Timeout     flow.Duration `json:"timeout,omitempty"`
 	Merge       []DepResult   `json:"merge,omitempty"`
 	State       AttemptState  `json:"state"`
@@ -102,6 +171,8 @@ type Attempt struct {
 	Report      *Report       `json:"report,omitempty"`
 	Error       *ErrorInfo    `json:"error,omitempty"`  // set by runtime_error_classified
 	Fenced      int           `json:"fenced,omitempty"` // events ignored from superseded claims
+	// Verification is what the checks after the run found.
+	Verification *Verification `json:"verification,omitempty"`
 }
 
 // Poison records an event that could not be folded. It is part of the

@@ -2,8 +2,11 @@
 // controller, describing a DAG of tasks to run against one git repository.
 //
 // It parses a file into a Spec, validates it (ids, references, cycles,
-// runtimes, limits) and answers the graph questions the controller needs:
-// topological order, dependents and the effective runtime of a task.
+// runtimes, retry policies, verification commands, scope globs, limits) and
+// answers the questions the controller needs: topological order,
+// dependents, the effective runtime and scope of a task, and whether a
+// scope allows a path. Resolving policies across the task, flow, project
+// and configuration levels is internal/policy's job.
 //
 // The package is pure: it never touches the network, git, NATS or the file
 // system (Parse is handed the bytes; a local repo path is made absolute but

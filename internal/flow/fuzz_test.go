@@ -12,7 +12,8 @@ import (
 // FuzzParse checks that Parse never panics, that every error it returns is an
 // ErrInvalid naming the file, and that every Spec it accepts re-validates,
 // survives a JSON round trip unchanged (it travels inside events) and has a
-// complete topological order.
+// complete topological order. The seeds are the bad flows, the examples and
+// policiesFlow, so they hold every field of the format.
 func FuzzParse(f *testing.F) {
 	for _, pattern := range []string{"testdata/bad/*.yaml", "../../examples/*.yaml"} {
 		files, err := filepath.Glob(pattern)
@@ -27,6 +28,8 @@ func FuzzParse(f *testing.F) {
 			f.Add(data)
 		}
 	}
+	// Every field in each of its forms (the files above cover the problems).
+	f.Add([]byte(policiesFlow))
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		spec, err := Parse("fuzz.yaml", data, Options{})
@@ -54,6 +57,11 @@ func FuzzParse(f *testing.F) {
 		}
 		if !reflect.DeepEqual(&back, spec) {
 			t.Fatalf("JSON round trip changed the spec:\n got %#v\nwant %#v", back, *spec)
+		}
+
+		for i := range spec.Tasks {
+			// Validated globs must match without error or blow-up.
+			spec.ScopeFor(&spec.Tasks[i]).Allows("src/a/b/c.go")
 		}
 
 		order := spec.TopoOrder()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -47,10 +48,6 @@ func Parse(filename string, data []byte, opts Options) (*Spec, error) {
 		p.pos["repo"] = position{} // not from the file: no line to point at
 		delete(p.bad, "repo")      // the override is checked even if the file's repo was broken
 	}
-	if s.Runtime == "" && opts.DefaultRuntime != "" && !p.bad["runtime"] {
-		s.Runtime = opts.DefaultRuntime
-		p.pos["runtime"] = position{} // not from the file either
-	}
 	s.validate(p, opts)
 	if err := p.err(); err != nil {
 		return nil, err
@@ -59,7 +56,7 @@ func Parse(filename string, data []byte, opts Options) (*Spec, error) {
 	if s.Base == "" {
 		s.Base = DefaultBase
 	}
-	if kindOf(s.Repo) == repoPath {
+	if s.Repo != "" && kindOf(s.Repo) == repoPath { // "" with a project: the controller fills it in
 		repo := s.Repo
 		if !filepath.IsAbs(repo) {
 			repo = filepath.Join(repoDir, repo)
@@ -197,9 +194,22 @@ func syntaxError(file string, err error) *Error {
 type decoder struct{ p *problems }
 
 var (
-	specFields = []string{"name", "repo", "base", "runtime", "timeout", "tasks"}
-	taskFields = []string{"id", "prompt", "depends_on", "runtime", "timeout"}
+	specFields = []string{"name", "repo", "base", "project", "runtime", "validator", "review", "retry",
+		"max_parallel", "scope", "timeout", "tasks"}
+	taskFields = []string{"id", "prompt", "depends_on", "runtime", "validator", "review", "retry",
+		"timeout", "verify", "verify_timeout", "scope"}
+	runtimeFields = []string{"name", "model", "args"}
+	retryFields   = []string{"max_attempts", "initial_backoff", "coefficient", "max_backoff", "jitter",
+		"retry_on", "fallback"}
+	scopeFields = []string{"allow", "deny"}
 )
+
+// fieldHints complete the message about an unknown field that is known
+// elsewhere.
+var fieldHints = map[string]string{
+	"model": "; a model is set with its runtime: runtime: {name: NAME, model: MODEL}",
+	"args":  "; arguments are set with their runtime: runtime: {name: NAME, args: [...]}",
+}
 
 func (d decoder) spec(n *yaml.Node, s *Spec) {
 	d.fields(n, "", specFields, func(key, field string, v *yaml.Node) {
@@ -210,8 +220,23 @@ func (d decoder) spec(n *yaml.Node, s *Spec) {
 			s.Repo, _ = d.str(v, field)
 		case "base":
 			s.Base, _ = d.str(v, field)
+		case "project":
+			s.Project, _ = d.str(v, field)
 		case "runtime":
-			s.Runtime, _ = d.str(v, field)
+			ref := d.runtimeRef(v, field)
+			s.Runtime, s.Model, s.Args = ref.Name, ref.Model, ref.Args
+		case "validator":
+			s.Validator = d.validator(v, field)
+		case "review":
+			s.Review = d.boolean(v, field)
+		case "retry":
+			s.Retry = d.retry(v, field)
+		case "max_parallel":
+			if mp := d.integer(v, field); mp != nil {
+				s.MaxParallel = *mp
+			}
+		case "scope":
+			s.Scope = d.scope(v, field)
 		case "timeout":
 			s.Timeout = d.duration(v, field)
 		case "tasks":
@@ -252,11 +277,246 @@ func (d decoder) task(n *yaml.Node, path string, t *Task) {
 		case "depends_on":
 			t.DependsOn = d.ids(v, field)
 		case "runtime":
-			t.Runtime, _ = d.str(v, field)
+			ref := d.runtimeRef(v, field)
+			t.Runtime, t.Model, t.Args = ref.Name, ref.Model, ref.Args
+		case "validator":
+			t.Validator = d.validator(v, field)
+		case "review":
+			t.Review = d.boolean(v, field)
+		case "retry":
+			t.Retry = d.retry(v, field)
 		case "timeout":
 			t.Timeout = d.duration(v, field)
+		case "verify":
+			t.Verify = d.verify(v, field)
+		case "verify_timeout":
+			t.VerifyTimeout = d.duration(v, field)
+		case "scope":
+			t.Scope = d.scope(v, field)
 		}
 	})
+}
+
+// runtimeRef decodes a runtime written as a name or as a mapping with name,
+// model and args; null reads as no runtime. For the mapping form it moves
+// field's position to the name, which the checks of the name point at.
+func (d decoder) runtimeRef(n *yaml.Node, field string) RuntimeRef {
+	var ref RuntimeRef
+	switch n.Kind {
+	case yaml.ScalarNode:
+		ref.Name, _ = d.str(n, field)
+		return ref
+	case yaml.MappingNode:
+	default:
+		d.fail(n, field, "must be a runtime name or a mapping with name, model and args, got %s", describe(n))
+		return ref
+	}
+	var name *yaml.Node
+	nameOK := false
+	d.fields(n, field, runtimeFields, func(key, f string, v *yaml.Node) {
+		switch key {
+		case "name":
+			name = v
+			ref.Name, nameOK = d.str(v, f)
+		case "model":
+			ref.Model, _ = d.str(v, f)
+		case "args":
+			ref.Args = d.strs(v, f, "a list of arguments", MaxArgs)
+		}
+	})
+	switch {
+	case name == nil:
+		d.fail(n, field, "a runtime mapping needs a name (the runtime to run; model and args are optional)")
+	case !nameOK:
+		d.p.bad[field] = true // the name's problem is reported; a missing runtime would only repeat it
+	case ref.Name == "":
+		d.fail(name, field+".name", "required: the runtime to run")
+		d.p.bad[field] = true
+	default:
+		d.p.pos[field] = position{name.Line, name.Column}
+	}
+	return ref
+}
+
+// validator decodes a validator runtime; null or an empty name reads as
+// unset.
+func (d decoder) validator(n *yaml.Node, field string) *RuntimeRef {
+	ref := d.runtimeRef(n, field)
+	if d.p.bad[field] || ref.Name == "" && ref.Model == "" && ref.Args == nil {
+		return nil
+	}
+	return &ref
+}
+
+// retry decodes a retry policy; null reads as unset.
+func (d decoder) retry(n *yaml.Node, field string) *RetrySpec {
+	if !d.mapping(n, field, "a mapping like {max_attempts: 3, fallback: [codex]}") {
+		return nil
+	}
+	r := &RetrySpec{}
+	d.fields(n, field, retryFields, func(key, f string, v *yaml.Node) {
+		switch key {
+		case "max_attempts":
+			r.MaxAttempts = d.integer(v, f)
+		case "initial_backoff":
+			r.InitialBackoff = d.durationPtr(v, f)
+		case "coefficient":
+			r.Coefficient = d.float(v, f)
+		case "max_backoff":
+			r.MaxBackoff = d.durationPtr(v, f)
+		case "jitter":
+			r.Jitter = d.float(v, f)
+		case "retry_on":
+			r.RetryOn = d.strs(v, f, "a list of error classes, like [RATE_LIMITED]", MaxRetryOn)
+		case "fallback":
+			r.Fallback = d.strs(v, f, "a list of runtimes, like [codex, gemini]", MaxFallback)
+		}
+	})
+	return r
+}
+
+// scope decodes a scope; null reads as unset, while an empty mapping is a
+// scope that allows everything (on a task, it lifts the flow's scope).
+func (d decoder) scope(n *yaml.Node, field string) *Scope {
+	if !d.mapping(n, field, "a mapping like {allow: [src/**], deny: [src/gen/**]}") {
+		return nil
+	}
+	sc := &Scope{}
+	d.fields(n, field, scopeFields, func(key, f string, v *yaml.Node) {
+		globs := d.strs(v, f, "a list of globs, like [src/**, docs/*.md]", MaxGlobs)
+		switch key {
+		case "allow":
+			if v.Kind == yaml.SequenceNode && len(v.Content) == 0 {
+				// With no allow list every path is allowed: surely not what
+				// an explicitly empty one means.
+				d.fail(v, f, "an empty allow list would allow every path; list at least one glob or leave allow out")
+			}
+			sc.Allow = globs
+		case "deny":
+			sc.Deny = globs
+		}
+	})
+	return sc
+}
+
+// verify decodes verification commands: a list of strings, or one string
+// for a single command. Null and [] read as nil.
+func (d decoder) verify(n *yaml.Node, field string) []string {
+	if n.Kind == yaml.ScalarNode && n.ShortTag() != "!!null" {
+		s, ok := d.str(n, field)
+		if !ok {
+			return nil
+		}
+		return []string{s}
+	}
+	return d.strs(n, field, "a list of shell commands, or one command", MaxVerify)
+}
+
+// mapping reports whether n is a mapping, reporting anything else but null.
+func (d decoder) mapping(n *yaml.Node, field, want string) bool {
+	switch {
+	case n.Kind == yaml.MappingNode:
+		return true
+	case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null":
+		return false
+	default:
+		d.fail(n, field, "must be %s, got %s", want, describe(n))
+		return false
+	}
+}
+
+// strs decodes a list of strings of at most max entries. It returns nil
+// rather than an empty slice, as ids does.
+func (d decoder) strs(n *yaml.Node, field, want string, max int) []string {
+	items, ok := d.list(n, field, want)
+	if !ok || len(items) == 0 {
+		return nil
+	}
+	if len(items) > max {
+		d.fail(n, field, "%d entries; the limit is %d", len(items), max)
+		return nil
+	}
+	out := make([]string, len(items))
+	for i, item := range items {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		d.p.pos[f] = position{item.Line, item.Column}
+		out[i], _ = d.str(item, f)
+	}
+	return out
+}
+
+// boolean decodes a YAML boolean; null reads as unset. Strings such as
+// "yes" are refused: YAML 1.2 does not read them as booleans, and guessing
+// would make `review: "false"` mean true or false depending on the reader.
+func (d decoder) boolean(n *yaml.Node, field string) *bool {
+	if n.Kind == yaml.ScalarNode {
+		switch n.ShortTag() {
+		case "!!null":
+			return nil
+		case "!!bool":
+			var b bool
+			if err := n.Decode(&b); err == nil {
+				return &b
+			}
+		}
+	}
+	d.fail(n, field, "must be true or false, got %s", describeValue(n))
+	return nil
+}
+
+// integer decodes a YAML integer; null reads as unset. Values beyond 32
+// bits are refused here, so every check after it sees the number written.
+func (d decoder) integer(n *yaml.Node, field string) *int {
+	if n.Kind == yaml.ScalarNode {
+		switch n.ShortTag() {
+		case "!!null":
+			return nil
+		case "!!int":
+			var v int64
+			if err := n.Decode(&v); err == nil && v >= math.MinInt32 && v <= math.MaxInt32 {
+				i := int(v)
+				return &i
+			}
+			d.fail(n, field, "number %.40s is out of range", n.Value)
+			return nil
+		}
+	}
+	d.fail(n, field, "must be a whole number, got %s", describeValue(n))
+	return nil
+}
+
+// float decodes a YAML integer or float; null reads as unset. Infinities
+// and NaN pass here and fail the range checks of validation.
+func (d decoder) float(n *yaml.Node, field string) *float64 {
+	if n.Kind == yaml.ScalarNode {
+		switch n.ShortTag() {
+		case "!!null":
+			return nil
+		case "!!int", "!!float":
+			var v float64
+			if err := n.Decode(&v); err == nil {
+				return &v
+			}
+			d.fail(n, field, "number %.40s is out of range", n.Value)
+			return nil
+		}
+	}
+	d.fail(n, field, "must be a number, got %s", describeValue(n))
+	return nil
+}
+
+// durationPtr decodes a duration; null and "" read as unset.
+func (d decoder) durationPtr(n *yaml.Node, field string) *Duration {
+	s, ok := d.str(n, field)
+	if !ok || s == "" {
+		return nil
+	}
+	v, err := parseDuration(s)
+	if err != nil {
+		d.fail(n, field, "%v", err)
+		return nil
+	}
+	return &v
 }
 
 // ids decodes a list of task ids. It returns nil rather than an empty
@@ -287,7 +547,7 @@ func (d decoder) fields(n *yaml.Node, path string, known []string, set func(key,
 		}
 		field := joinField(path, k.Value)
 		if !slices.Contains(known, k.Value) {
-			d.fail(k, field, "unknown field (known fields: %s)", strings.Join(known, ", "))
+			d.fail(k, field, "unknown field (known fields: %s)%s", strings.Join(known, ", "), fieldHints[k.Value])
 			continue
 		}
 		if line, dup := seen[k.Value]; dup {
@@ -353,6 +613,16 @@ func (d decoder) fail(n *yaml.Node, field, format string, args ...any) {
 		return
 	}
 	d.p.record(&Error{File: d.p.file, Line: n.Line, Column: n.Column, Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+// describeValue is describe, followed by a number's or string's value, for
+// fields that want a particular scalar: "got a string ("yes")".
+func describeValue(n *yaml.Node) string {
+	desc := describe(n)
+	if n.Kind == yaml.ScalarNode && n.ShortTag() != "!!null" {
+		desc += fmt.Sprintf(" (%.40q)", n.Value)
+	}
+	return desc
 }
 
 // describe names the kind of a node for "got ..." messages.

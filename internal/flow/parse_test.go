@@ -1,22 +1,34 @@
 package flow
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // testOptions is what the bad and good flows are checked against: a
-// controller with two runtimes configured.
-var testOptions = Options{KnownRuntime: func(name string) bool {
-	return name == "demo" || name == "claude-code"
-}}
+// controller with two runtimes and one project configured, which knows the
+// error classes retry_on names in the examples and docs.
+var testOptions = Options{
+	KnownRuntime: func(name string) bool {
+		return name == "demo" || name == "demo-review" || name == "claude-code"
+	},
+	KnownProject: func(name string) bool { return name == "web" },
+	KnownClass: func(class string) bool {
+		return slices.Contains([]string{"RATE_LIMITED", "RUNTIME_TIMEOUT", "RUNTIME_CONNECTION_FAILED",
+			"WORKER_LOST", "VERIFICATION_FAILED", "PREPARE_FAILED", "OBSERVE_FAILED", "AUTH_FAILED",
+			"RUNTIME_CRASHED", "RUNTIME_ERROR"}, class)
+	},
+}
 
 // wantRE matches an expectation in a bad flow's comment header:
 //
@@ -179,25 +191,19 @@ func TestParseOptions(t *testing.T) {
 			t.Errorf("Repo = %q, want %q", spec.Repo, want)
 		}
 	})
-	t.Run("DefaultRuntime fills in a missing flow runtime", func(t *testing.T) {
+	t.Run("DefaultRuntime satisfies a missing runtime without being recorded", func(t *testing.T) {
 		noRuntime := []byte("name: f\nrepo: r\ntasks:\n  - {id: a, prompt: p}\n  - {id: b, prompt: p, runtime: claude-code}\n")
+		if _, err := Parse("f.yaml", noRuntime, testOptions); err == nil {
+			t.Fatal("a flow without runtime and no default: no error")
+		}
 		opts := testOptions
 		opts.DefaultRuntime = "demo"
 		spec, err := Parse("f.yaml", noRuntime, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if spec.Runtime != "demo" || spec.RuntimeFor(&spec.Tasks[0]) != "demo" || spec.RuntimeFor(&spec.Tasks[1]) != "claude-code" {
+		if spec.Runtime != "" || spec.RuntimeFor(&spec.Tasks[1]) != "claude-code" {
 			t.Errorf("runtimes: flow %q, tasks %q %q", spec.Runtime, spec.Tasks[0].Runtime, spec.Tasks[1].Runtime)
-		}
-		opts.DefaultRuntime = "gone"
-		_, err = Parse("f.yaml", noRuntime, opts)
-		if err == nil || err.Error() != `f.yaml: runtime: unknown runtime "gone": it is not configured` {
-			t.Errorf("unknown default runtime: got %v", err)
-		}
-		spec, err = Parse("f.yaml", data, Options{DefaultRuntime: "demo"})
-		if err != nil || spec.Runtime != "other" {
-			t.Errorf("the file's runtime must win: %v, %v", spec, err)
 		}
 	})
 	t.Run("invalid RepoOverride has no line", func(t *testing.T) {
@@ -291,5 +297,250 @@ func BenchmarkParseHostile(b *testing.B) {
 		if _, err := Parse("x.yaml", data, testOptions); err == nil {
 			b.Fatal("accepted")
 		}
+	}
+}
+
+// policiesFlow sets every field of the file format, in each of its forms.
+// FuzzParse starts from it too.
+const policiesFlow = `
+name: policies
+project: web
+runtime:
+  name: claude-code
+  model: opus
+  args: [--max-turns, "30"]
+validator: demo-review
+review: true
+max_parallel: 0x4
+retry:
+  max_attempts: 3
+  initial_backoff: 10s
+  coefficient: 2
+  max_backoff: 5m
+  jitter: 0.2
+  retry_on: [RATE_LIMITED, AUTH_FAILED]
+  fallback: [demo]
+scope:
+  allow: ["src/**", "*.md"]
+  deny: ["src/gen/**"]
+timeout: 20m
+tasks:
+  - id: a
+    prompt: do a
+    runtime: demo
+    validator: {name: claude-code, model: haiku, args: []}
+    review: false
+    retry: {max_attempts: 1, coefficient: 1.5, jitter: 0, retry_on: [], fallback: null}
+    verify: go test ./...
+    verify_timeout: 5m
+    scope: {}
+  - id: b
+    prompt: do b
+    runtime: {name: demo, args: []}
+    validator: null
+    review: null
+    retry: {}
+    verify: [make lint, "make test"]
+    scope: {deny: [vendor/**]}
+  - id: c
+    prompt: do c
+    verify: []
+    scope: null
+`
+
+func TestParsePolicies(t *testing.T) {
+	spec, err := Parse("dir/policies.yaml", []byte(policiesFlow), testOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptr := func(v int) *int { return &v }
+	fptr := func(v float64) *float64 { return &v }
+	dptr := func(d time.Duration) *Duration { v := Duration(d); return &v }
+	yes, no := true, false
+	want := &Spec{
+		Name:        "policies",
+		Base:        DefaultBase,
+		Project:     "web",
+		Runtime:     "claude-code",
+		Model:       "opus",
+		Args:        []string{"--max-turns", "30"},
+		Validator:   &RuntimeRef{Name: "demo-review"},
+		Review:      &yes,
+		MaxParallel: 4,
+		Retry: &RetrySpec{
+			MaxAttempts:    ptr(3),
+			InitialBackoff: dptr(10 * time.Second),
+			Coefficient:    fptr(2),
+			MaxBackoff:     dptr(5 * time.Minute),
+			Jitter:         fptr(0.2),
+			RetryOn:        []string{"RATE_LIMITED", "AUTH_FAILED"},
+			Fallback:       []string{"demo"},
+		},
+		Scope:   &Scope{Allow: []string{"src/**", "*.md"}, Deny: []string{"src/gen/**"}},
+		Timeout: Duration(20 * time.Minute),
+		Tasks: []Task{
+			{
+				ID: "a", Prompt: "do a", Runtime: "demo",
+				Validator:     &RuntimeRef{Name: "claude-code", Model: "haiku"},
+				Review:        &no,
+				Retry:         &RetrySpec{MaxAttempts: ptr(1), Coefficient: fptr(1.5), Jitter: fptr(0)},
+				Verify:        []string{"go test ./..."},
+				VerifyTimeout: Duration(5 * time.Minute),
+				Scope:         &Scope{},
+			},
+			{
+				ID: "b", Prompt: "do b", Runtime: "demo",
+				Retry:  &RetrySpec{},
+				Verify: []string{"make lint", "make test"},
+				Scope:  &Scope{Deny: []string{"vendor/**"}},
+			},
+			{ID: "c", Prompt: "do c"},
+		},
+	}
+	if !reflect.DeepEqual(spec, want) {
+		got, _ := json.MarshalIndent(spec, "", "  ")
+		exp, _ := json.MarshalIndent(want, "", "  ")
+		t.Errorf("got\n%s\nwant\n%s\n(or a nil/empty difference)", got, exp)
+	}
+	if spec.Repo != "" {
+		t.Errorf("Repo = %q: with a project and no repo it must stay empty for the controller to fill", spec.Repo)
+	}
+	if sc := spec.ScopeFor(&spec.Tasks[0]); sc != spec.Tasks[0].Scope || !sc.Allows("vendor/x.go") {
+		t.Errorf("task a: its empty scope must replace the flow's")
+	}
+	if sc := spec.ScopeFor(&spec.Tasks[1]); sc.Allows("vendor/x.go") || !sc.Allows("src/gen/x.go") {
+		t.Errorf("task b: its scope must replace the flow's as a whole")
+	}
+	if sc := spec.ScopeFor(&spec.Tasks[2]); sc != spec.Scope {
+		t.Errorf("task c: want the flow's scope")
+	}
+}
+
+func TestParseProject(t *testing.T) {
+	const tasks = "runtime: demo\ntasks:\n  - {id: a, prompt: p}\n"
+	tests := []struct {
+		name, data string
+		opts       Options
+		repo       string // want, when no error
+		err        string // want, exactly
+	}{
+		{"project replaces repo", "name: f\nproject: web\n" + tasks, testOptions, "", ""},
+		{"project supplies the runtime", "name: f\nproject: web\ntasks:\n  - {id: a, prompt: p}\n", testOptions, "", ""},
+		{"project with a repo", "name: f\nproject: web\nrepo: /srv/r.git\n" + tasks, testOptions, "/srv/r.git", ""},
+		{"any project without KnownProject", "name: f\nproject: other\n" + tasks, Options{}, "", ""},
+		{"RepoOverride with a project", "name: f\nproject: web\n" + tasks, Options{RepoOverride: "/srv/o.git"}, "/srv/o.git", ""},
+		{"unknown project", "name: f\nproject: api\n" + tasks, testOptions, "",
+			`f.yaml:2:10: project: unknown project "api": it is not configured`},
+		{"null project still needs a repo", "name: f\nproject:\n" + tasks, testOptions, "",
+			"f.yaml:1:1: repo: required: a git URL or a local path"},
+		{"project is an id", "name: f\nproject: a/b\n" + tasks, Options{}, "",
+			`f.yaml:2:10: project: "a/b" contains '/'; only ASCII letters, digits and '-' are allowed`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec, err := Parse("f.yaml", []byte(tt.data), tt.opts)
+			if tt.err != "" {
+				if err == nil || err.Error() != tt.err {
+					t.Errorf("got %v, want %s", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if spec.Repo != tt.repo {
+				t.Errorf("Repo = %q, want %q", spec.Repo, tt.repo)
+			}
+			if err := spec.Validate(tt.opts); err != nil {
+				t.Errorf("does not re-validate: %v", err)
+			}
+		})
+	}
+}
+
+// TestParseFieldLimits checks the bound on every list and string of the new
+// fields, just past and at the limit.
+func TestParseFieldLimits(t *testing.T) {
+	list := func(n int, item string) string {
+		return "[" + strings.TrimSuffix(strings.Repeat(item+", ", n), ", ") + "]"
+	}
+	flow := func(flowLevel, taskLevel string) string {
+		return "name: f\nrepo: r\nruntime: demo\n" + flowLevel + "tasks:\n  - id: a\n    prompt: p\n" + taskLevel
+	}
+	tests := []struct {
+		name     string
+		over, at string
+		line     int
+		msg      string
+	}{
+		{"args", flow("", "    runtime: {name: demo, args: "+list(MaxArgs+1, "x")+"}\n"),
+			flow("", "    runtime: {name: demo, args: "+list(MaxArgs, "x")+"}\n"),
+			7, "tasks[0].runtime.args: 65 entries; the limit is 64"},
+		{"arg length", flow("", "    runtime: {name: demo, args: ["+strings.Repeat("x", MaxArgLen+1)+"]}\n"),
+			flow("", "    runtime: {name: demo, args: ["+strings.Repeat("x", MaxArgLen)+"]}\n"),
+			7, "tasks[0].runtime.args[0]: 4097 bytes; the limit is 4096"},
+		{"model length", flow("validator: {name: demo, model: "+strings.Repeat("m", MaxModelLen+1)+"}\n", ""),
+			flow("validator: {name: demo, model: "+strings.Repeat("m", MaxModelLen)+"}\n", ""),
+			4, "validator.model: \"mmmmmmmmmmmmmmmmmmmm\"... is 201 bytes long; the limit is 200"},
+		{"verify", flow("", "    verify: "+list(MaxVerify+1, "make")+"\n"),
+			flow("", "    verify: "+list(MaxVerify, "make")+"\n"),
+			7, "tasks[0].verify: 51 entries; the limit is 50"},
+		{"verify length", flow("", "    verify: "+strings.Repeat("x", MaxVerifyLen+1)+"\n"),
+			flow("", "    verify: "+strings.Repeat("x", MaxVerifyLen)+"\n"),
+			7, "tasks[0].verify[0]: 8193 bytes; the limit is 8192"},
+		{"globs", flow("scope: {deny: "+list(MaxGlobs+1, "a/*")+"}\n", ""),
+			flow("scope: {deny: "+list(MaxGlobs, "a/*")+"}\n", ""),
+			4, "scope.deny: 201 entries; the limit is 200"},
+		{"glob length", flow("", "    scope: {allow: ["+strings.Repeat("g", MaxGlobLen+1)+"]}\n"),
+			flow("", "    scope: {allow: ["+strings.Repeat("g", MaxGlobLen)+"]}\n"),
+			7, "tasks[0].scope.allow[0]: \"gggggggggggggggggggg\"... is 1025 bytes long; the limit is 1024"},
+		{"glob alternatives", flow("scope: {allow: [\"{a,b}/{a,b}/{a,b}/{a,b}/{a,b}/{a,b}/{a,b}\"]}\n", ""),
+			flow("scope: {allow: [\"{a,b}/{a,b}/{a,b}/{a,b}/{a,b}/{a,b}\"]}\n", ""),
+			4, "expand to more than 64 patterns"},
+		{"retry_on", flow("retry: {retry_on: "+list(MaxRetryOn+1, "X")+"}\n", ""),
+			flow("retry: {retry_on: [RATE_LIMITED]}\n", ""),
+			4, "retry.retry_on: 65 entries; the limit is 64"},
+		{"fallback", flow("", "    retry: {fallback: "+list(MaxFallback+1, "demo")+"}\n"),
+			flow("", "    retry: {fallback: [demo, claude-code]}\n"),
+			7, "tasks[0].retry.fallback: 17 entries; the limit is 16"},
+		{"max_attempts", flow("retry: {max_attempts: 101}\n", ""), flow("retry: {max_attempts: 100}\n", ""),
+			4, "retry.max_attempts: 101 is out of range: want 1 to 100"},
+		{"coefficient", flow("retry: {coefficient: 100.5}\n", ""), flow("retry: {coefficient: 100}\n", ""),
+			4, "retry.coefficient: 100.5 is out of range"},
+		{"jitter", flow("retry: {jitter: -0.1}\n", ""), flow("retry: {jitter: 1}\n", ""),
+			4, "retry.jitter: -0.1 is out of range"},
+		{"infinite coefficient", flow("retry: {coefficient: .inf}\n", ""), flow("retry: {coefficient: 1}\n", ""),
+			4, "retry.coefficient: +Inf is out of range"},
+		{"max_parallel", flow("max_parallel: 10001\n", ""), flow("max_parallel: 10000\n", ""),
+			4, "max_parallel: 10001 is out of range"},
+		{"backoffs", flow("retry: {initial_backoff: 2m, max_backoff: 1m}\n", ""),
+			flow("retry: {initial_backoff: 1m, max_backoff: 1m}\n", ""),
+			4, "retry.initial_backoff: 2m0s is longer than max_backoff 1m0s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("f.yaml", []byte(tt.over), testOptions)
+			var verr *ValidationError
+			if !errors.As(err, &verr) || len(verr.Errors) != 1 {
+				t.Fatalf("want one problem, got %v", err)
+			}
+			if e := verr.Errors[0]; e.Line != tt.line || !strings.Contains(e.Error(), tt.msg) {
+				t.Errorf("got %v (line %d), want line %d containing %q", e, e.Line, tt.line, tt.msg)
+			}
+			if _, err := Parse("f.yaml", []byte(tt.at), testOptions); err != nil {
+				t.Errorf("at the limit: %v", err)
+			}
+		})
+	}
+}
+
+func TestParseOptionsKnownClass(t *testing.T) {
+	data := []byte("name: f\nrepo: r\nruntime: demo\nretry: {retry_on: [MY_CLASS]}\ntasks:\n  - {id: a, prompt: p}\n")
+	if _, err := Parse("f.yaml", data, Options{}); err != nil {
+		t.Errorf("nil KnownClass must accept any well-formed class: %v", err)
+	}
+	_, err := Parse("f.yaml", data, testOptions)
+	if err == nil || err.Error() != `f.yaml:4:20: retry.retry_on[0]: unknown error class "MY_CLASS"` {
+		t.Errorf("got %v", err)
 	}
 }

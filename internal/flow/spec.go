@@ -1,6 +1,12 @@
 package flow
 
-import "container/heap"
+import (
+	"container/heap"
+	"path"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
 
 // Limits that keep a hostile or broken flow file from exhausting memory in
 // the controller, which parses files it did not write.
@@ -8,6 +14,21 @@ const (
 	MaxFileSize   = 1 << 20   // bytes in a flow file
 	MaxTasks      = 10_000    // tasks in one flow
 	MaxPromptSize = 256 << 10 // bytes in one prompt
+
+	MaxModelLen  = 200     // bytes in a model name
+	MaxArgs      = 64      // extra arguments of one runtime
+	MaxArgLen    = 4096    // bytes in one argument
+	MaxVerify    = 50      // verification commands of one task
+	MaxVerifyLen = 8 << 10 // bytes in one verification command
+	MaxGlobs     = 200     // globs in one allow or deny list
+	MaxGlobLen   = 1024    // bytes in one glob
+	MaxRetryOn   = 64      // error classes in one retry_on list
+	MaxFallback  = 16      // runtimes in one fallback chain
+
+	// MaxGlobAlternatives bounds the patterns one glob's {a,b} alternatives
+	// expand to: matching tries each, so their product is the cost of
+	// matching a path.
+	MaxGlobAlternatives = 64
 )
 
 // DefaultBase is the revision tasks start from when a flow names none.
@@ -23,8 +44,28 @@ type Spec struct {
 	// Base is the revision (branch, tag or sha) tasks start from. Parse sets
 	// DefaultBase when the file names none; Validate treats "" the same way.
 	Base string `yaml:"base" json:"base"`
-	// Runtime is the default runtime for tasks that do not name one.
+	// Project names a project of the controller's configuration: its repo
+	// (when the flow names none) and its defaults apply.
+	Project string `yaml:"project" json:"project,omitempty"`
+	// Runtime is the default runtime for tasks that do not name one. In the
+	// file it is a name, or a mapping {name, model, args} that also sets
+	// Model and Args.
 	Runtime string `yaml:"runtime" json:"runtime"`
+	// Model overrides the runtime's configured model.
+	Model string `yaml:"model" json:"model,omitempty"`
+	// Args are appended to the runtime's configured arguments.
+	Args []string `yaml:"args" json:"args,omitempty"`
+	// Validator is the default runtime that reviews tasks (role validator).
+	Validator *RuntimeRef `yaml:"validator" json:"validator,omitempty"`
+	// Review asks the validator to review every task unless a task says no.
+	Review *bool `yaml:"review" json:"review,omitempty"`
+	// Retry is the flow's retry policy; unset fields inherit.
+	Retry *RetrySpec `yaml:"retry" json:"retry,omitempty"`
+	// MaxParallel bounds the flow's attempts running at once; 0 means the
+	// configured default.
+	MaxParallel int `yaml:"max_parallel" json:"max_parallel,omitempty"`
+	// Scope is the default scope of every task.
+	Scope *Scope `yaml:"scope" json:"scope,omitempty"`
 	// Timeout is the default per-task wall-clock limit; 0 means the
 	// configured default.
 	Timeout Duration `yaml:"timeout" json:"timeout,omitempty"`
@@ -43,10 +84,98 @@ type Task struct {
 	// Parse leaves it nil rather than empty, so a Spec survives a JSON
 	// round trip unchanged.
 	DependsOn []string `yaml:"depends_on" json:"depends_on,omitempty"`
-	// Runtime overrides Spec.Runtime.
-	Runtime string `yaml:"runtime" json:"runtime,omitempty"`
+	// Runtime overrides Spec.Runtime; Model and Args as in Spec.
+	Runtime string   `yaml:"runtime" json:"runtime,omitempty"`
+	Model   string   `yaml:"model" json:"model,omitempty"`
+	Args    []string `yaml:"args" json:"args,omitempty"`
+	// Validator overrides Spec.Validator.
+	Validator *RuntimeRef `yaml:"validator" json:"validator,omitempty"`
+	// Review overrides Spec.Review.
+	Review *bool `yaml:"review" json:"review,omitempty"`
+	// Retry overrides Spec.Retry field by field.
+	Retry *RetrySpec `yaml:"retry" json:"retry,omitempty"`
 	// Timeout overrides Spec.Timeout.
 	Timeout Duration `yaml:"timeout" json:"timeout,omitempty"`
+	// Verify are shell commands run in the worktree after the CLI exits;
+	// the task fails with VERIFICATION_FAILED when one exits non-zero.
+	Verify []string `yaml:"verify" json:"verify,omitempty"`
+	// VerifyTimeout bounds each verification command; 0 means 10m.
+	VerifyTimeout Duration `yaml:"verify_timeout" json:"verify_timeout,omitempty"`
+	// Scope overrides Spec.Scope as a whole.
+	Scope *Scope `yaml:"scope" json:"scope,omitempty"`
+}
+
+// RuntimeRef names a runtime with optional model and extra arguments. In a
+// file it is a name, or a mapping with name, model and args.
+type RuntimeRef struct {
+	Name  string   `yaml:"name" json:"name"`
+	Model string   `yaml:"model" json:"model,omitempty"`
+	Args  []string `yaml:"args" json:"args,omitempty"`
+}
+
+// RetrySpec is a retry policy at one level of resolution. Every field is
+// optional: an unset one (nil, or an empty list) inherits from the level
+// below. internal/policy documents the defaults and the meaning.
+type RetrySpec struct {
+	MaxAttempts    *int      `yaml:"max_attempts" json:"max_attempts,omitempty"`
+	InitialBackoff *Duration `yaml:"initial_backoff" json:"initial_backoff,omitempty"`
+	Coefficient    *float64  `yaml:"coefficient" json:"coefficient,omitempty"`
+	MaxBackoff     *Duration `yaml:"max_backoff" json:"max_backoff,omitempty"`
+	Jitter         *float64  `yaml:"jitter" json:"jitter,omitempty"`
+	RetryOn        []string  `yaml:"retry_on" json:"retry_on,omitempty"`
+	Fallback       []string  `yaml:"fallback" json:"fallback,omitempty"`
+}
+
+// Scope limits which paths a task may change, as globs relative to the repo
+// root ("**" matches any number of directories). With Allow set, a change
+// must match one of its globs; a change matching Deny is never allowed.
+type Scope struct {
+	Allow []string `yaml:"allow" json:"allow,omitempty"`
+	Deny  []string `yaml:"deny" json:"deny,omitempty"`
+}
+
+// Allows reports whether a task with this scope may change path, a
+// slash-separated path relative to the repository root. A nil Scope allows
+// everything. Otherwise the path must match one Allow glob (when Allow is
+// non-empty) and no Deny glob. The path is cleaned first; one that is
+// absolute or leaves the root ("../x") is never allowed by a non-nil Scope.
+func (s *Scope) Allows(p string) bool {
+	if s == nil {
+		return true
+	}
+	p = path.Clean(p)
+	if p == ".." || strings.HasPrefix(p, "../") || strings.HasPrefix(p, "/") {
+		return false
+	}
+	if len(s.Allow) > 0 && !matchAny(s.Allow, p, false) {
+		return false
+	}
+	return !matchAny(s.Deny, p, true)
+}
+
+// matchAny reports whether p matches one of globs. An invalid glob, which
+// only a Spec that was never validated holds, counts as invalidMatches, so
+// that it fails closed: it allows nothing and denies everything.
+func matchAny(globs []string, p string, invalidMatches bool) bool {
+	for _, g := range globs {
+		ok := invalidMatches
+		if doublestar.ValidatePattern(g) {
+			ok = doublestar.MatchUnvalidated(g, p)
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// ScopeFor returns the scope of a task: its own when it sets one (which
+// replaces the flow's as a whole), else the flow's; nil means unrestricted.
+func (s *Spec) ScopeFor(t *Task) *Scope {
+	if t.Scope != nil {
+		return t.Scope
+	}
+	return s.Scope
 }
 
 // RuntimeFor returns the task's runtime, or the flow default.

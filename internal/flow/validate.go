@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/bmatcuk/doublestar/v4"
 )
 
 // Options tunes validation to the controller that will run the flow.
@@ -19,11 +21,17 @@ type Options struct {
 	// `submit --repo`) before validation. A relative local path is resolved
 	// against the process's working directory, not the flow file's.
 	RepoOverride string
-	// DefaultRuntime, when non-empty, becomes the flow's runtime if the file
-	// names none (the controller's defaults.runtime). Parse records it in the
-	// Spec, so the flow keeps the runtime it was accepted with; Validate
-	// ignores it.
+	// DefaultRuntime, when non-empty, is the runtime of tasks no level of
+	// the flow names (the controller's defaults.runtime): with it, a flow
+	// without runtimes is valid. It is not written into the Spec; the
+	// controller records the resolution with the flow.
 	DefaultRuntime string
+	// KnownProject reports whether a project is configured. Nil means every
+	// name is accepted.
+	KnownProject func(name string) bool
+	// KnownClass reports whether an error class (as in retry_on) exists.
+	// Nil means every well-formed class is accepted.
+	KnownClass func(class string) bool
 }
 
 // Validate checks a Spec built in code; Parse calls it too. The errors it
@@ -124,11 +132,20 @@ func (s *Spec) validate(p *problems, opts Options) {
 	} else if msg := idProblem(s.Name); msg != "" {
 		p.add("name", "%s", msg)
 	}
-	checkRepo(p, s.Repo)
-	checkBase(p, s.Base)
-	if s.Runtime != "" {
-		checkRuntime(p, "runtime", s.Runtime, opts)
+	if s.Project != "" {
+		checkProject(p, s.Project, opts)
 	}
+	if s.Repo != "" || s.Project == "" && !p.bad["project"] { // a project supplies the repo
+		checkRepo(p, s.Repo)
+	}
+	checkBase(p, s.Base)
+	checkRuntimeSettings(p, "runtime", s.Runtime, s.Model, s.Args, opts)
+	checkValidator(p, "validator", s.Validator, opts)
+	checkRetry(p, "retry", s.Retry, opts)
+	if s.MaxParallel < 0 || s.MaxParallel > maxParallel {
+		p.add("max_parallel", "%d is out of range: want 0 to %d (0 means the configured default)", s.MaxParallel, maxParallel)
+	}
+	checkScope(p, "scope", s.Scope)
 	if s.Timeout < 0 {
 		p.add("timeout", "negative duration %s", s.Timeout)
 	}
@@ -181,16 +198,23 @@ func (s *Spec) validateTask(p *problems, opts Options, i int, first map[string]i
 		p.add(f+".prompt", "contains a NUL byte")
 	}
 
-	switch {
-	case t.Runtime != "":
-		checkRuntime(p, f+".runtime", t.Runtime, opts)
-	case s.Runtime == "":
+	// A flow of a project may leave the runtime to the project's
+	// configuration, which only the controller knows.
+	if t.Runtime == "" && s.Runtime == "" && s.Project == "" && opts.DefaultRuntime == "" && !p.bad["runtime"] && !p.bad["project"] {
 		p.add(f+".runtime", "no runtime: set runtime on the task or a default runtime for the flow")
 	}
+	checkRuntimeSettings(p, f+".runtime", t.Runtime, t.Model, t.Args, opts)
+	checkValidator(p, f+".validator", t.Validator, opts)
+	checkRetry(p, f+".retry", t.Retry, opts)
 
 	if t.Timeout < 0 {
 		p.add(f+".timeout", "negative duration %s", t.Timeout)
 	}
+	checkVerify(p, f, t.Verify)
+	if t.VerifyTimeout < 0 {
+		p.add(f+".verify_timeout", "negative duration %s", t.VerifyTimeout)
+	}
+	checkScope(p, f+".scope", t.Scope)
 
 	seen := make(map[string]int, len(t.DependsOn)) // id -> first index in depends_on
 	for j, dep := range t.DependsOn {
@@ -294,6 +318,263 @@ func checkRuntime(p *problems, field, name string, opts Options) {
 	if opts.KnownRuntime != nil && !opts.KnownRuntime(name) {
 		p.add(field, "unknown runtime %q: it is not configured", name)
 	}
+}
+
+// checkProject checks the name of the project the flow belongs to.
+func checkProject(p *problems, name string, opts Options) {
+	if msg := idProblem(name); msg != "" {
+		p.add("project", "%s", msg)
+	} else if opts.KnownProject != nil && !opts.KnownProject(name) {
+		p.add("project", "unknown project %q: it is not configured", name)
+	}
+}
+
+// checkRuntimeSettings checks a runtime with its model and arguments (field
+// is where the name was written). A file can set a model or arguments only
+// together with a name, but a Spec built in code may leave the name out to
+// change the model of the runtime a lower level of the configuration
+// chooses (see internal/policy).
+func checkRuntimeSettings(p *problems, field, name, model string, args []string, opts Options) {
+	if name != "" {
+		checkRuntime(p, field, name, opts)
+	}
+	checkModel(p, field+".model", model)
+	checkArgs(p, field+".args", args)
+}
+
+func checkValidator(p *problems, field string, v *RuntimeRef, opts Options) {
+	if v != nil {
+		checkRuntimeSettings(p, field, v.Name, v.Model, v.Args, opts)
+	}
+}
+
+// checkModel checks a model name, which is handed to the runtime's CLI as
+// an argument.
+func checkModel(p *problems, field, model string) {
+	switch {
+	case model == "":
+		// The runtime's configured model.
+	case len(model) > MaxModelLen:
+		p.add(field, "%.20q... is %d bytes long; the limit is %d", model, len(model), MaxModelLen)
+	case !utf8.ValidString(model):
+		p.add(field, "not valid UTF-8")
+	case strings.IndexFunc(model, unicode.IsControl) >= 0:
+		p.add(field, "model %q contains control characters", model)
+	case model[0] == '-':
+		p.add(field, "model %q starts with '-'; the runtime's CLI would read it as an option", model)
+	}
+}
+
+// checkArgs checks extra command-line arguments of a runtime.
+func checkArgs(p *problems, field string, args []string) {
+	if len(args) > MaxArgs {
+		p.add(field, "%d arguments; the limit is %d", len(args), MaxArgs)
+		return
+	}
+	for i, arg := range args {
+		af := func() string { return fmt.Sprintf("%s[%d]", field, i) }
+		switch {
+		case len(arg) > MaxArgLen:
+			p.add(af(), "%d bytes; the limit is %d", len(arg), MaxArgLen)
+		case !utf8.ValidString(arg):
+			p.add(af(), "not valid UTF-8")
+		case strings.IndexFunc(arg, unicode.IsControl) >= 0:
+			p.add(af(), "argument %.60q contains control characters", arg)
+		}
+	}
+}
+
+// Ranges of the numeric settings.
+const (
+	maxAttempts    = 100
+	maxCoefficient = 100
+	maxParallel    = 10_000
+)
+
+var classRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
+
+// checkRetry checks a retry policy. Every field is optional; the relation
+// between the backoffs is checked only when both are set at this level.
+func checkRetry(p *problems, field string, r *RetrySpec, opts Options) {
+	if r == nil {
+		return
+	}
+	if n := r.MaxAttempts; n != nil && (*n < 1 || *n > maxAttempts) {
+		p.add(field+".max_attempts", "%d is out of range: want 1 to %d (1 means no retry)", *n, maxAttempts)
+	}
+	if b := r.InitialBackoff; b != nil && *b < 0 {
+		p.add(field+".initial_backoff", "negative duration %s", *b)
+	}
+	if b := r.MaxBackoff; b != nil && *b < 0 {
+		p.add(field+".max_backoff", "negative duration %s", *b)
+	}
+	if i, m := r.InitialBackoff, r.MaxBackoff; i != nil && m != nil && *i >= 0 && *m >= 0 && *i > *m {
+		p.add(field+".initial_backoff", "%s is longer than max_backoff %s", *i, *m)
+	}
+	// Written as negated ranges so that NaN fails them too.
+	if c := r.Coefficient; c != nil && !(*c >= 1 && *c <= maxCoefficient) {
+		p.add(field+".coefficient", "%v is out of range: want 1 to %d (1 keeps the backoff constant)", *c, maxCoefficient)
+	}
+	if j := r.Jitter; j != nil && !(*j >= 0 && *j <= 1) {
+		p.add(field+".jitter", "%v is out of range: want 0 to 1 (a fraction of the backoff)", *j)
+	}
+
+	if len(r.RetryOn) > MaxRetryOn {
+		p.add(field+".retry_on", "%d classes; the limit is %d", len(r.RetryOn), MaxRetryOn)
+	} else {
+		seen := make(map[string]int, len(r.RetryOn))
+		for i, class := range r.RetryOn {
+			cf := func() string { return fmt.Sprintf("%s.retry_on[%d]", field, i) }
+			k, dup := seen[class]
+			if !dup {
+				seen[class] = i
+			}
+			switch {
+			case !classRE.MatchString(class):
+				p.add(cf(), "%.70q is not an error class: want upper-case letters, digits and '_', like RATE_LIMITED", class)
+			case dup:
+				p.add(cf(), "duplicate class %q (also retry_on[%d])", class, k)
+			case opts.KnownClass != nil && !opts.KnownClass(class):
+				p.add(cf(), "unknown error class %q", class)
+			}
+		}
+	}
+
+	if len(r.Fallback) > MaxFallback {
+		p.add(field+".fallback", "%d runtimes; the limit is %d", len(r.Fallback), MaxFallback)
+	} else {
+		seen := make(map[string]int, len(r.Fallback))
+		for i, name := range r.Fallback {
+			ff := fmt.Sprintf("%s.fallback[%d]", field, i)
+			k, dup := seen[name]
+			if !dup {
+				seen[name] = i
+			}
+			switch {
+			case name == "":
+				p.add(ff, "empty runtime name")
+			case dup:
+				p.add(ff, "duplicate runtime %q (also fallback[%d])", name, k)
+			default:
+				checkRuntime(p, ff, name, opts)
+			}
+		}
+	}
+}
+
+// checkVerify checks the verification commands of task field f.
+func checkVerify(p *problems, f string, cmds []string) {
+	if len(cmds) > MaxVerify {
+		p.add(f+".verify", "%d commands; the limit is %d", len(cmds), MaxVerify)
+		return
+	}
+	for i, cmd := range cmds {
+		cf := func() string { return fmt.Sprintf("%s.verify[%d]", f, i) }
+		switch {
+		case strings.TrimSpace(cmd) == "":
+			p.add(cf(), "blank command")
+		case len(cmd) > MaxVerifyLen:
+			p.add(cf(), "%d bytes; the limit is %d", len(cmd), MaxVerifyLen)
+		case !utf8.ValidString(cmd):
+			p.add(cf(), "not valid UTF-8")
+		case strings.IndexByte(cmd, 0) >= 0:
+			p.add(cf(), "contains a NUL byte")
+		}
+	}
+}
+
+// checkScope checks the globs of a scope.
+func checkScope(p *problems, field string, sc *Scope) {
+	if sc == nil {
+		return
+	}
+	for _, list := range []struct {
+		name  string
+		globs []string
+	}{{"allow", sc.Allow}, {"deny", sc.Deny}} {
+		lf := field + "." + list.name
+		if len(list.globs) > MaxGlobs {
+			p.add(lf, "%d globs; the limit is %d", len(list.globs), MaxGlobs)
+			continue
+		}
+		for i, g := range list.globs {
+			if msg := globProblem(g); msg != "" {
+				p.add(fmt.Sprintf("%s[%d]", lf, i), "%s", msg)
+			}
+		}
+	}
+}
+
+// globProblem describes what is wrong with g as a scope glob, or returns "".
+// Scope.Allows matches cleaned relative paths, so a glob that could only
+// match something else is refused rather than left to never match.
+func globProblem(g string) string {
+	switch {
+	case g == "":
+		return "empty glob"
+	case len(g) > MaxGlobLen:
+		return fmt.Sprintf("%.20q... is %d bytes long; the limit is %d", g, len(g), MaxGlobLen)
+	case !utf8.ValidString(g):
+		return "not valid UTF-8"
+	case strings.IndexFunc(g, unicode.IsControl) >= 0:
+		return fmt.Sprintf("glob %q contains control characters", g)
+	case g[0] == '/':
+		return fmt.Sprintf("glob %q is absolute; write it relative to the repository root", g)
+	case !doublestar.ValidatePattern(g):
+		return fmt.Sprintf("glob %q is malformed (check its [ ] and { } pairs and '\\' escapes)", g)
+	}
+	if slices.Contains(strings.FieldsFunc(g, func(r rune) bool { return strings.ContainsRune("/{},", r) }), "..") {
+		return fmt.Sprintf("glob %q contains '..'; scopes cannot reach outside the repository", g)
+	}
+	for _, elem := range strings.Split(g, "/") {
+		switch elem {
+		case "":
+			if strings.HasSuffix(g, "/") {
+				return fmt.Sprintf("glob %q ends with '/'; write %s** for everything under a directory", g, g)
+			}
+			return fmt.Sprintf("glob %q contains '//'", g)
+		case ".":
+			return fmt.Sprintf("glob %q contains a '.' element; write paths from the repository root without './'", g)
+		}
+	}
+	if n := globAlternatives(g); n > MaxGlobAlternatives {
+		return fmt.Sprintf("glob %q has too many {a,b} alternatives: they expand to more than %d patterns", g, MaxGlobAlternatives)
+	}
+	return ""
+}
+
+// globAlternatives bounds the number of patterns g's {a,b} alternatives
+// expand to: the product of the number of alternatives of every group,
+// which is at least the real count (nested groups make it an overestimate).
+// It stops counting past MaxGlobAlternatives.
+func globAlternatives(g string) int {
+	total := 1
+	var open []int // alternatives so far of each open group
+	for i := 0; i < len(g) && total <= MaxGlobAlternatives; i++ {
+		switch g[i] {
+		case '\\':
+			i++
+		case '[':
+			// A character class: its braces and commas are characters.
+			for i++; i < len(g) && g[i] != ']'; i++ {
+				if g[i] == '\\' {
+					i++
+				}
+			}
+		case '{':
+			open = append(open, 1)
+		case ',':
+			if len(open) > 0 {
+				open[len(open)-1]++
+			}
+		case '}':
+			if len(open) > 0 {
+				total *= open[len(open)-1]
+				open = open[:len(open)-1]
+			}
+		}
+	}
+	return total
 }
 
 // checkBase checks the base revision, which is handed to git as an argument.

@@ -118,6 +118,45 @@ func (c *Claims) Acquire(ctx context.Context, attempt, worker string) (*Lease, e
 // Renew proves the holder is alive. It fails with ErrSuperseded when another
 // worker took the attempt over. It rewrites the claim in its current state,
 // so a renewal racing Finish or Release never undoes them.
+// Revoke makes sure no worker will ever run an attempt again: the attempt's
+// claim is marked finished, so Acquire refuses it and a holder's next Renew
+// is superseded. It returns ErrHeld while a live worker holds the attempt
+// (that worker must be told to stop instead), and nil when the attempt was
+// already finished.
+func (c *Claims) Revoke(ctx context.Context, attempt string) error {
+	rec := claimRecord{Worker: "controller", State: claimFinished}
+	e, err := c.kv.Get(ctx, attempt)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		_, err := c.kv.Create(ctx, attempt, mustJSON(rec))
+		if isWrongRevision(err) {
+			return ErrHeld // claimed just now; the caller tries again
+		}
+		if err != nil {
+			return fmt.Errorf("queue: revoke %s: %w", attempt, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("queue: read claim %s: %w", attempt, err)
+	}
+	var prev claimRecord
+	_ = json.Unmarshal(e.Value(), &prev)
+	switch {
+	case prev.State == claimFinished:
+		return nil
+	case prev.State == claimRunning && c.now().Sub(e.Created()) < c.lease:
+		return ErrHeld
+	}
+	rec.Epoch = prev.Epoch + 1
+	if _, err := c.kv.Update(ctx, attempt, mustJSON(rec), e.Revision()); err != nil {
+		if isWrongRevision(err) {
+			return ErrHeld
+		}
+		return fmt.Errorf("queue: revoke %s: %w", attempt, err)
+	}
+	return nil
+}
+
 func (l *Lease) Renew(ctx context.Context) error { return l.write(ctx, "") }
 
 // Finish marks the attempt reported, so later deliveries of its job are acked

@@ -32,6 +32,29 @@ type Job struct {
 	Prompt  string               `json:"prompt"`
 	Timeout flow.Duration        `json:"timeout,omitempty"`
 	Merge   []eventlog.DepResult `json:"merge,omitempty"`
+	// Kind is "" for a task attempt, KindIntegrate for building a flow's
+	// integration branch from Merge (no CLI runs).
+	Kind string `json:"kind,omitempty"`
+	// Model and Args override the runtime's model and add to its arguments.
+	Model string   `json:"model,omitempty"`
+	Args  []string `json:"args,omitempty"`
+	// Checks after the CLI exits.
+	Verify        []string      `json:"verify,omitempty"`
+	VerifyTimeout flow.Duration `json:"verify_timeout,omitempty"`
+	Review        *Review       `json:"review,omitempty"`
+	Scope         *flow.Scope   `json:"scope,omitempty"`
+}
+
+// KindIntegrate marks an integration job.
+const KindIntegrate = "integrate"
+
+// Review asks a validator runtime to review the attempt's result.
+type Review struct {
+	Runtime string   `json:"runtime"`
+	Model   string   `json:"model,omitempty"`
+	Args    []string `json:"args,omitempty"`
+	// Task is the task's own prompt, without retry feedback.
+	Task string `json:"task"`
 }
 
 // ErrBadJob is wrapped by every job decoding failure.
@@ -49,12 +72,28 @@ func DecodeJob(raw []byte) (*Job, error) {
 	if j.V != JobVersion {
 		return nil, fmt.Errorf("%w: version %d, want %d", ErrBadJob, j.V, JobVersion)
 	}
-	for name, id := range map[string]string{"flow": j.Flow, "task": j.Task, "pool": j.Pool, "runtime": j.Runtime} {
+	task := j.Task
+	switch j.Kind {
+	case "":
+	case KindIntegrate:
+		task = "x" // an integration job belongs to no task
+		if j.Task != "" || j.Attempt != IntegrationID(j.Flow, j.N) || j.N < 1 {
+			return nil, fmt.Errorf("%w: integration id %q does not match flow %q n %d", ErrBadJob, j.Attempt, j.Flow, j.N)
+		}
+	default:
+		return nil, fmt.Errorf("%w: unknown kind %q", ErrBadJob, j.Kind)
+	}
+	for name, id := range map[string]string{"flow": j.Flow, "task": task, "pool": j.Pool, "runtime": j.Runtime} {
 		if err := flow.ValidID(id); err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrBadJob, name, err)
 		}
 	}
-	if j.Attempt != AttemptID(j.Flow, j.Task, j.N) || j.N < 1 {
+	if j.Review != nil {
+		if err := flow.ValidID(j.Review.Runtime); err != nil {
+			return nil, fmt.Errorf("%w: review runtime: %v", ErrBadJob, err)
+		}
+	}
+	if j.Kind == "" && (j.Attempt != AttemptID(j.Flow, j.Task, j.N) || j.N < 1) {
 		return nil, fmt.Errorf("%w: attempt id %q does not match flow %q task %q n %d", ErrBadJob, j.Attempt, j.Flow, j.Task, j.N)
 	}
 	if j.Repo == "" || j.Branch == "" || j.Base == "" {
@@ -70,6 +109,20 @@ func AttemptID(flowID, task string, n int) string { return fmt.Sprintf("%s_%s_%d
 // AttemptBranch is the git branch an attempt's result is pushed to.
 func AttemptBranch(flowID, task string, n int) string {
 	return fmt.Sprintf("drover/%s/%s/%d", flowID, task, n)
+}
+
+// IntegrationID is the id of the n-th build of a flow's integration branch.
+// Task ids are never empty, so "__" cannot appear in an attempt id.
+func IntegrationID(flowID string, n int) string { return fmt.Sprintf("%s__integrate_%d", flowID, n) }
+
+// IntegrationBranch collects a flow's succeeded tasks, merged in order. A
+// flow reopened by an operator retry builds a new one (integration-2, ...):
+// branches are never force-pushed.
+func IntegrationBranch(flowID string, n int) string {
+	if n <= 1 {
+		return "drover/" + flowID + "/integration"
+	}
+	return fmt.Sprintf("drover/%s/integration-%d", flowID, n)
 }
 
 // PublishJob queues j for its pool and runtime; the attempt id is the

@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -42,6 +43,24 @@ func AttemptSubject(pool, runtime string) string { return attemptsPrefix + pool 
 
 // OutputSubject carries one attempt's output chunks.
 func OutputSubject(flowID, attempt string) string { return outputPrefix + flowID + "." + attempt }
+
+// cancelPrefix carries the controller's "stop this attempt" signals. They are
+// core NATS messages: the controller repeats them until the attempt ends.
+const cancelPrefix = "drover.control.cancel."
+
+// CancelSubject is where the stop signal of one attempt is sent.
+func CancelSubject(attempt string) string { return cancelPrefix + attempt }
+
+// CancelSubjects matches every attempt's stop signal.
+const CancelSubjects = cancelPrefix + "*"
+
+// SignalCancel tells whichever worker holds attempt to stop its CLI.
+func SignalCancel(nc *nats.Conn, attempt string) error {
+	if err := nc.Publish(CancelSubject(attempt), nil); err != nil {
+		return fmt.Errorf("queue: signal cancel %s: %w", attempt, err)
+	}
+	return nil
+}
 
 // DeadLetterSubject is where a poison message from source is parked.
 func DeadLetterSubject(source string) string { return deadLetterPrefix + source }

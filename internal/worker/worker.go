@@ -43,7 +43,7 @@ type Worker struct {
 	red      *redact.Redactor // masks secret values in events and logs
 
 	mu      sync.Mutex
-	running map[string]bool // attempt ids held by this process
+	running map[string]*held // attempts held by this process
 	health  map[string]*queue.RuntimeHealth
 	started time.Time
 
@@ -70,7 +70,7 @@ func New(cfg *config.Config, nc *nats.Conn, log *slog.Logger) (*Worker, error) {
 		adapters: map[string]adapter.Adapter{},
 		slots:    make(chan struct{}, cfg.Worker.Slots),
 		now:      time.Now,
-		running:  map[string]bool{},
+		running:  map[string]*held{},
 		health:   map[string]*queue.RuntimeHealth{},
 	}
 	for _, name := range cfg.Worker.Runtimes {
@@ -113,6 +113,21 @@ func (w *Worker) Start(ctx context.Context) error {
 			w.claimLoop(runCtx, name, ad, cons)
 		}()
 	}
+	// The controller's stop signals for cancelled attempts; every worker
+	// hears all of them and acts on those it holds.
+	sub, err := w.js.Conn().Subscribe(queue.CancelSubjects, func(m *nats.Msg) {
+		w.cancelHeld(strings.TrimPrefix(m.Subject, queue.CancelSubject("")))
+	})
+	if err != nil {
+		cancel(err)
+		return fmt.Errorf("worker: subscribe to cancel signals: %w", err)
+	}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		<-runCtx.Done()
+		_ = sub.Unsubscribe()
+	}()
 	if err := queue.Register(ctx, w.js, w.registration()); err != nil {
 		w.log.Warn("register worker", "err", err)
 	}
@@ -288,7 +303,8 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 		return
 	}
 	log := w.log.With("attempt", job.Attempt)
-	if !w.hold(job.Attempt) {
+	h := w.hold(job.Attempt)
+	if h == nil {
 		// Redelivered while this very process runs it: the original delivery
 		// will be acked.
 		_ = msg.NakWithDelay(w.cfg.Queue.AckWait)
@@ -327,19 +343,30 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 		w.handBack(bg, msg, lease, log, err)
 		return
 	}
-	out := newOutput(w.js, job, w.red)
-	rep, err := w.runner.Run(runCtx, &attempt.Job{
-		Flow: job.Flow, Task: job.Task, Attempt: job.Attempt, N: job.N, Epoch: lease.Epoch(),
-		Repo: job.Repo, Base: job.Base, Branch: job.Branch, Prompt: job.Prompt,
-		Timeout: time.Duration(job.Timeout), Merge: job.Merge,
-	}, ad, em, out.write)
-	out.close()
-	if err != nil {
-		w.handBack(bg, msg, lease, log, err)
-		return
+	aj := w.attemptJob(job, lease.Epoch(), h.cancel)
+	var result any
+	var typ eventlog.Type
+	if job.Kind == queue.KindIntegrate {
+		res, err := w.runner.Integrate(runCtx, aj)
+		if err != nil {
+			w.handBack(bg, msg, lease, log, err)
+			return
+		}
+		result, typ = res, eventlog.FlowIntegrated
+		log.Info("integration built", "branch", res.Branch, "commit", res.Commit, "error", res.Error)
+	} else {
+		out := newOutput(w.js, job, w.red)
+		rep, err := w.runner.Run(runCtx, aj, ad, em, out.write)
+		out.close()
+		if err != nil {
+			w.handBack(bg, msg, lease, log, err)
+			return
+		}
+		result, typ = rep, eventlog.AttemptReported
+		log.Info("attempt ran", "success", rep.Success, "exit", rep.ExitCode)
 	}
 	// The report must be stored before the job is acked.
-	if err := em.Emit(context.WithoutCancel(runCtx), eventlog.AttemptReported, "", rep); err != nil {
+	if err := em.Emit(context.WithoutCancel(runCtx), typ, "", result); err != nil {
 		w.handBack(bg, msg, lease, log, err)
 		return
 	}
@@ -350,7 +377,31 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 	if err := msg.DoubleAck(bg); err != nil {
 		log.Warn("ack job", "err", err)
 	}
-	log.Info("attempt reported", "success", rep.Success, "exit", rep.ExitCode)
+}
+
+// attemptJob turns a queued job into what the runner needs, with the
+// adapters of the validator runtime looked up here.
+func (w *Worker) attemptJob(job *queue.Job, epoch uint64, cancel <-chan struct{}) *attempt.Job {
+	aj := &attempt.Job{
+		Flow: job.Flow, Task: job.Task, Attempt: job.Attempt, N: job.N, Epoch: epoch,
+		Repo: job.Repo, Base: job.Base, Branch: job.Branch, Prompt: job.Prompt,
+		Timeout: time.Duration(job.Timeout), Merge: job.Merge, Model: job.Model, Args: job.Args,
+		Verify: job.Verify, VerifyTimeout: time.Duration(job.VerifyTimeout), Scope: job.Scope, Cancel: cancel,
+	}
+	if r := job.Review; r != nil {
+		ad := w.adapters[r.Runtime]
+		if ad == nil {
+			// Not served for jobs here, but it may be configured: a
+			// validator need not run tasks of its own. An unconfigured one
+			// fails its Initialize, and the review says so.
+			ad, _ = adapter.New(r.Runtime, w.cfg.Runtimes[r.Runtime])
+		}
+		if ad == nil {
+			ad = adapter.NewCommand(r.Runtime, config.Runtime{})
+		}
+		aj.Review = &attempt.Review{Adapter: ad, Name: r.Runtime, Model: r.Model, Args: r.Args, Task: r.Task}
+	}
+	return aj
 }
 
 // handBack leaves a job for another delivery. A superseded claim is not ours
@@ -391,14 +442,35 @@ func (w *Worker) heartbeat(ctx context.Context, stop context.CancelCauseFunc, ms
 	}
 }
 
-func (w *Worker) hold(id string) bool {
+// held is an attempt this process runs; closing cancel stops its CLI.
+type held struct {
+	cancel chan struct{}
+	once   sync.Once
+}
+
+// hold marks an attempt as run here; nil means it already is.
+func (w *Worker) hold(id string) *held {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.running[id] {
-		return false
+	if w.running[id] != nil {
+		return nil
 	}
-	w.running[id] = true
-	return true
+	h := &held{cancel: make(chan struct{})}
+	w.running[id] = h
+	return h
+}
+
+// cancelHeld stops the CLI of an attempt held here, if it is.
+func (w *Worker) cancelHeld(id string) {
+	w.mu.Lock()
+	h := w.running[id]
+	w.mu.Unlock()
+	if h != nil {
+		h.once.Do(func() {
+			w.log.Info("cancel signal: stopping attempt", "attempt", id)
+			close(h.cancel)
+		})
+	}
 }
 
 func (w *Worker) unhold(id string) {

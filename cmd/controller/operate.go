@@ -1,0 +1,292 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drover-dev/drover/internal/controller"
+	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/policy"
+)
+
+// withClient connects to the controller's API for one command.
+func withClient(cmd *cobra.Command, fn func(cl *controller.Client) error) error {
+	cfg, err := loadConfig(cmd)
+	if err != nil {
+		return err
+	}
+	nc, err := controller.Connect(cfg)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	err = fn(&controller.Client{NC: nc})
+	var apiErr *controller.APIError
+	if errors.As(err, &apiErr) && (apiErr.Code == controller.CodeBadRequest || apiErr.Code == controller.CodeNotFound) {
+		return &exitError{2, err}
+	}
+	return err
+}
+
+// newOperatorCmd builds cancel, retry, pause and resume: each records an
+// operator request and prints what the controller made of it.
+func newOperatorCmd(use, short, long, example string, call func(ctx context.Context, cl *controller.Client, target, reason string) (*controller.OperatorResponse, error)) *cobra.Command {
+	var output, reason string
+	cmd := &cobra.Command{
+		Use: use, Short: short, Long: long, Example: example,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := controller.ParseTarget(args[0]); err != nil {
+				return &exitError{2, err}
+			}
+			return withClient(cmd, func(cl *controller.Client) error {
+				resp, err := call(cmd.Context(), cl, args[0], reason)
+				if err != nil {
+					return err
+				}
+				if output == "json" {
+					return json.NewEncoder(cmd.OutOrStdout()).Encode(resp)
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), resp.Message)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	if strings.HasPrefix(use, "cancel") {
+		cmd.Flags().StringVar(&reason, "reason", "", "why, recorded with the request")
+	}
+	return cmd
+}
+
+func newCancel() *cobra.Command {
+	return newOperatorCmd("cancel FLOW|FLOW/TASK|ATTEMPT", "Cancel a flow, a task or an attempt",
+		`cancel stops what is running and records it. The CLIs of the attempts concerned are stopped
+on whichever worker holds them (SIGTERM to the process group, a grace period, then SIGKILL);
+queued attempts never start. Cancelled tasks end in state cancelled and block their dependents;
+a cancelled flow ends cancelled once its attempts have stopped. Cancelling an attempt cancels
+its task.`,
+		`  controller cancel hello-x1y2z3
+  controller cancel hello-x1y2z3/greet --reason "wrong prompt"
+  controller cancel hello-x1y2z3_greet_2`,
+		func(ctx context.Context, cl *controller.Client, target, reason string) (*controller.OperatorResponse, error) {
+			return cl.Cancel(ctx, target, reason)
+		})
+}
+
+func newRetry() *cobra.Command {
+	return newOperatorCmd("retry FLOW/TASK", "Start a new attempt of a failed, cancelled or blocked task",
+		`retry reopens a failed or cancelled task with a fresh retry budget; the tasks it blocked
+wait for it again, and a finished flow runs again (its integration branch is rebuilt as
+drover/FLOW/integration-N). Retrying a blocked task retries the task that blocks it.`,
+		`  controller retry hello-x1y2z3/greet`,
+		func(ctx context.Context, cl *controller.Client, target, _ string) (*controller.OperatorResponse, error) {
+			return cl.Retry(ctx, target)
+		})
+}
+
+func newPause() *cobra.Command {
+	return newOperatorCmd("pause FLOW", "Stop scheduling new attempts of a flow",
+		`pause stops the controller from starting attempts of the flow, retries included; attempts
+already queued or running go on. resume undoes it.`,
+		`  controller pause hello-x1y2z3`,
+		func(ctx context.Context, cl *controller.Client, target, _ string) (*controller.OperatorResponse, error) {
+			return cl.Pause(ctx, target)
+		})
+}
+
+func newResume() *cobra.Command {
+	return newOperatorCmd("resume FLOW", "Restart scheduling of a paused flow", "", `  controller resume hello-x1y2z3`,
+		func(ctx context.Context, cl *controller.Client, target, _ string) (*controller.OperatorResponse, error) {
+			return cl.Resume(ctx, target)
+		})
+}
+
+// newResolve is `controller runtime resolve`.
+func newResolve() *cobra.Command {
+	var flowArg, task, output, repo string
+	cmd := &cobra.Command{
+		Use:   "resolve --flow FLOW|FILE.yaml [--task TASK]",
+		Short: "Show the runtimes and retry policy a task runs with, and the level each comes from",
+		Long: `resolve shows, for each task (or one), the worker and validator runtimes with model and
+arguments, the timeout, the retry policy and the scope, and the level each was taken from:
+task > flow > project > global (the controller's defaults) > builtin. For a submitted flow it
+shows what the flow was accepted with; for a flow file, what it would run with now.`,
+		Example: `  controller runtime resolve --flow examples/retry.yaml --task flaky
+  controller runtime resolve --flow hello-x1y2z3 -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if flowArg == "" {
+				return &exitError{2, fmt.Errorf("--flow is required")}
+			}
+			req := controller.ResolveRequest{Task: task}
+			if data, err := os.ReadFile(flowArg); err == nil {
+				spec, err := flow.Parse(flowArg, data, flow.Options{RepoOverride: repo})
+				if err != nil {
+					return &exitError{2, err}
+				}
+				req.Spec = spec
+			} else if ferr := flow.ValidID(flowArg); ferr != nil {
+				return &exitError{2, fmt.Errorf("--flow %q is neither a readable file (%v) nor a flow id", flowArg, err)}
+			} else {
+				req.Flow = flowArg
+			}
+			return withClient(cmd, func(cl *controller.Client) error {
+				res, err := cl.Resolve(cmd.Context(), req)
+				if err != nil {
+					return err
+				}
+				if output == "json" {
+					enc := json.NewEncoder(cmd.OutOrStdout())
+					enc.SetIndent("", "  ")
+					return enc.Encode(res)
+				}
+				printResolution(cmd.OutOrStdout(), res)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&flowArg, "flow", "", "a submitted flow's id, or a flow file")
+	cmd.Flags().StringVar(&task, "task", "", "only this task")
+	cmd.Flags().StringVar(&repo, "repo", "", "with a flow file: use this repo instead of the file's")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+func printResolution(w io.Writer, res *controller.Resolution) {
+	ids := make([]string, 0, len(res.Tasks))
+	for id := range res.Tasks {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	fmt.Fprintf(w, "repo %s, max_parallel %s\n", res.Repo, orNone(res.MaxParallel))
+	for _, id := range ids {
+		r := res.Tasks[id]
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "\ntask %s\n", id)
+		fmt.Fprintf(tw, "  worker\t%s\tfrom %s\n", choice(&r.Worker), r.Worker.From)
+		if r.Validator != nil {
+			fmt.Fprintf(tw, "  validator\t%s\tfrom %s\n", choice(r.Validator), r.Validator.From)
+		}
+		fmt.Fprintf(tw, "  review\t%t\t\n", r.Review)
+		if r.Timeout > 0 {
+			fmt.Fprintf(tw, "  timeout\t%s\tfrom %s\n", r.Timeout, r.TimeoutFrom)
+		} else {
+			fmt.Fprintf(tw, "  timeout\tthe runtime's\tfrom config\n")
+		}
+		rt := r.Retry
+		for _, f := range []struct{ name, value string }{
+			{"max_attempts", fmt.Sprint(rt.MaxAttempts)},
+			{"initial_backoff", rt.InitialBackoff.String()},
+			{"coefficient", fmt.Sprint(rt.Coefficient)},
+			{"max_backoff", rt.MaxBackoff.String()},
+			{"jitter", fmt.Sprint(rt.Jitter)},
+			{"retry_on", strings.Join(rt.RetryOn, " ")},
+			{"fallback", strings.Join(rt.Fallback, " ")},
+		} {
+			from := r.RetryFrom[f.name]
+			if from == "" {
+				from = policy.LevelBuiltin
+			}
+			fmt.Fprintf(tw, "  retry.%s\t%s\tfrom %s\n", f.name, f.value, from)
+		}
+		if r.Scope != nil {
+			fmt.Fprintf(tw, "  scope\tallow %v deny %v\tfrom %s\n", r.Scope.Allow, r.Scope.Deny, r.ScopeFrom)
+		}
+		tw.Flush()
+	}
+}
+
+func choice(c *policy.Choice) string {
+	s := c.Name
+	if c.Model != "" {
+		s += " model=" + c.Model
+	}
+	if len(c.Args) > 0 {
+		s += " args=" + strings.Join(c.Args, " ")
+	}
+	return s
+}
+
+func orNone(n int) string {
+	if n == 0 {
+		return "unlimited"
+	}
+	return fmt.Sprint(n)
+}
+
+// printTask is `controller status FLOW --task TASK`: the task, its plan and
+// every attempt with the prompt it was given.
+func printTask(w io.Writer, d *controller.FlowDetail, id string) error {
+	var t *eventlog.Task
+	for _, x := range d.Tasks {
+		if x.ID == id {
+			t = x
+		}
+	}
+	if t == nil {
+		return &exitError{2, fmt.Errorf("flow %s has no task %s", d.Flow.ID, id)}
+	}
+	spec, _ := d.Flow.Spec.Task(id)
+	fmt.Fprintf(w, "task %s of flow %s: %s, %d attempt(s)\n", t.ID, d.Flow.ID, t.State, t.Attempts)
+	if t.Error != nil {
+		fmt.Fprintf(w, "error: %s: %s\n", t.Error.Class, t.Error.Message)
+	}
+	if t.BlockedBy != "" {
+		fmt.Fprintf(w, "blocked by: %s\n", t.BlockedBy)
+	}
+	if r := t.Retry; r != nil {
+		fmt.Fprintf(w, "retry: attempt %d on %s (%s) at %s: %s\n", r.N, r.Runtime, r.Strategy, r.DueAt.Local().Format("15:04:05.000"), r.Reason)
+	}
+	if t.ResultBranch != "" {
+		fmt.Fprintf(w, "result: %s @ %s\n", t.ResultBranch, t.ResultCommit)
+	}
+	for _, a := range d.Attempts {
+		if a.Task != id {
+			continue
+		}
+		fmt.Fprintf(w, "\n── attempt %d (%s) on %s: %s", a.N, a.ID, a.Runtime, a.State)
+		if a.Worker != "" {
+			fmt.Fprintf(w, ", worker %s", a.Worker)
+		}
+		fmt.Fprintln(w)
+		if a.Error != nil {
+			fmt.Fprintf(w, "error: %s: %s\n", a.Error.Class, a.Error.Message)
+		}
+		if v := a.Verification; v != nil {
+			for _, c := range v.Commands {
+				fmt.Fprintf(w, "verify `%s`: exit %d\n", c.Command, c.ExitCode)
+			}
+			if v.Review != nil {
+				fmt.Fprintf(w, "review by %s: passed=%t %s\n", v.Review.Runtime, v.Review.Passed, strings.Join(v.Review.Reasons, "; "))
+			}
+			for _, s := range v.ScopeViolations {
+				fmt.Fprintf(w, "scope violation: %s\n", s)
+			}
+		}
+		prompt := a.Prompt
+		if prompt == "" && spec != nil {
+			prompt = spec.Prompt
+		}
+		fmt.Fprintf(w, "prompt:\n%s\n", indent(prompt))
+	}
+	return nil
+}
+
+func indent(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = "    " + l
+	}
+	return strings.Join(lines, "\n")
+}

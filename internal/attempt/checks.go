@@ -1,0 +1,254 @@
+package attempt
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/drover-dev/drover/internal/adapter"
+	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/supervise"
+	"github.com/drover-dev/drover/internal/verify"
+	"github.com/drover-dev/drover/internal/worktree"
+)
+
+// errCancelled is the stop cause of a CLI or a check stopped because the
+// job's Cancel channel closed.
+var errCancelled = errors.New("attempt: cancelled by the operator")
+
+// Bounds of what the report carries of the checks.
+const (
+	maxViolations         = 100
+	maxViolationsInReport = 10
+)
+
+// closed reports whether ch is closed; a nil ch never is.
+func closed(ch <-chan struct{}) bool {
+	if ch == nil {
+		return false
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// cancelOn returns a context that is also cancelled, with errCancelled,
+// when ch closes. stop releases the watcher and waits for it.
+func cancelOn(ctx context.Context, ch <-chan struct{}) (_ context.Context, stop func()) {
+	c, cancel := context.WithCancelCause(ctx)
+	if ch == nil {
+		return c, func() { cancel(nil) }
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-ch:
+			cancel(errCancelled)
+		case <-quit:
+		}
+	}()
+	return c, func() {
+		close(quit)
+		<-done
+		cancel(nil)
+	}
+}
+
+func hasChecks(job *Job) bool {
+	return len(job.Verify) > 0 || job.Review != nil || job.Scope != nil
+}
+
+func capStrings(l []string, n int) []string {
+	if len(l) > n {
+		return l[:n]
+	}
+	return l
+}
+
+func cancelledError() *adapter.Error {
+	return &adapter.Error{Class: adapter.ClassCancelled, Category: "operator", Message: "cancelled by the operator"}
+}
+
+// scopeError is the failure for violations, listing the first few.
+func scopeError(violations []string, runErr *adapter.Error) *adapter.Error {
+	msg := fmt.Sprintf("%d change(s) outside what the task may change: %s", len(violations),
+		strings.Join(capStrings(violations, maxViolationsInReport), "; "))
+	if n := len(violations) - maxViolationsInReport; n > 0 {
+		msg += fmt.Sprintf("; and %d more", n)
+	}
+	if runErr != nil {
+		msg += " (the runtime also failed: " + runErr.Error() + ")"
+	}
+	return &adapter.Error{Class: adapter.ClassScopeViolation, Category: "runtime", Message: msg}
+}
+
+// runChecks runs the verification commands and then, if they passed, the
+// review, in the worktree. env is the CLI's sanitised environment. It
+// returns what they found and, for a failed check, the attempt's error.
+// A cancelled ctx is the caller's to detect.
+func (r *Runner) runChecks(ctx context.Context, job *Job, wt *worktree.Worktree, tmp string, env []string, diff string) (*eventlog.Verification, *adapter.Error) {
+	timeout := job.VerifyTimeout
+	if timeout <= 0 {
+		timeout = verify.DefaultTimeout
+	}
+	v := &eventlog.Verification{Passed: true}
+	if len(job.Verify) > 0 {
+		v.Commands = verify.Run(ctx, verify.Spec{Dir: wt.Path, Commands: job.Verify, Timeout: timeout, Env: env})
+		for i := range v.Commands {
+			v.Commands[i].Output = r.Redact.String(v.Commands[i].Output)
+		}
+		if !verify.Passed(v.Commands) {
+			v.Passed = false
+			return v, &adapter.Error{Class: adapter.ClassVerificationFailed, Category: "runtime", Recoverable: true,
+				Message: verify.Describe(v.Commands[len(v.Commands)-1])}
+		}
+	}
+	if job.Review == nil || ctx.Err() != nil {
+		return v, nil
+	}
+	rv := r.review(ctx, job, wt, tmp, diff, v.Commands, timeout)
+	v.Review = rv
+	name := rv.Runtime
+	switch {
+	case rv.Error != "":
+		v.Passed = false
+		return v, &adapter.Error{Class: adapter.ClassVerificationFailed, Category: "runtime", Recoverable: true,
+			Message: fmt.Sprintf("review by %s: %s", name, rv.Error)}
+	case !rv.Passed:
+		v.Passed = false
+		msg := fmt.Sprintf("review by %s: FAIL", name)
+		if len(rv.Reasons) > 0 {
+			msg += ": " + rv.Reasons[0]
+		}
+		return v, &adapter.Error{Class: adapter.ClassVerificationFailed, Category: "runtime", Recoverable: true, Message: msg}
+	}
+	return v, nil
+}
+
+// review runs the validator runtime on the attempt's result, in the same
+// worktree, and reads its verdict.
+func (r *Runner) review(ctx context.Context, job *Job, wt *worktree.Worktree, tmp, diff string, checks []eventlog.CommandResult, timeout time.Duration) *eventlog.ReviewResult {
+	rv := job.Review
+	res := &eventlog.ReviewResult{Runtime: rv.Name}
+	if res.Runtime == "" && rv.Adapter != nil {
+		res.Runtime = rv.Adapter.Name()
+	}
+	if rv.Adapter == nil {
+		res.Error = "no validator runtime"
+		return res
+	}
+	if _, err := rv.Adapter.Initialize(ctx); err != nil {
+		res.Error = "the validator cannot run: " + err.Error()
+		return res
+	}
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		res.Error = "the validator cannot run: " + err.Error()
+		return res
+	}
+	defer os.RemoveAll(tmp)
+	task := rv.Task
+	if task == "" {
+		task = job.Prompt
+	}
+	cmd, err := rv.Adapter.Command(&adapter.Input{
+		Prompt: ReviewPrompt(task, diff, checks), Worktree: wt.Path, TempDir: tmp,
+		Model: rv.Model, Args: rv.Args, Timeout: timeout,
+		Env: []string{
+			"DROVER_FLOW_ID=" + job.Flow, "DROVER_TASK_ID=" + job.Task,
+			"DROVER_ATTEMPT_ID=" + job.Attempt, "DROVER_WORKTREE=" + wt.Path, "DROVER_ROLE=validator",
+		},
+	})
+	if err != nil {
+		res.Error = "the validator cannot run: " + err.Error()
+		return res
+	}
+	reader := newOutputReader(rv.Adapter)
+	proc, err := supervise.Start(ctx, supervise.Spec{
+		Path: cmd.Path, Args: cmd.Args, Dir: wt.Path, Env: cmd.Env, Stdin: cmd.Stdin,
+		Timeout: cmd.Timeout, NoOutputTimeout: cmd.NoOutputTimeout, Grace: cmd.Grace,
+		MaxCapture: cmd.MaxOutput, OnOutput: reader.tee(nil), Limits: cmd.Limits,
+	})
+	if err != nil {
+		res.Error = "the validator cannot run: " + err.Error()
+		return res
+	}
+	pr := proc.Wait()
+	sum := reader.summary(pr.ExitCode)
+	text := ""
+	if sum != nil {
+		text = sum.FinalText
+	}
+	if strings.TrimSpace(text) == "" {
+		text = pr.Stdout.String()
+	}
+	if e := rv.Adapter.Classify(pr, sum); e != nil {
+		res.Error = "the validator failed: " + e.Error()
+		return res
+	}
+	passed, reasons, err := ParseVerdict(text)
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	for i := range reasons {
+		reasons[i] = r.Redact.String(reasons[i])
+	}
+	res.Passed, res.Reasons = passed, reasons
+	return res
+}
+
+// resetTo puts the worktree back to commit: what the checks wrote, built
+// or committed is dropped (ignored files are left: they are never
+// pushed), and the attempt branch points at commit again. gitDir is the
+// worktree's git dir as it was before anything ran in the worktree.
+func resetTo(ctx context.Context, gitDir, wtPath, branch, commit string) error {
+	for _, args := range [][]string{
+		{"reset", "--hard", "--quiet", commit},
+		{"clean", "-fdq"},
+		{"update-ref", "refs/heads/" + branch, commit},
+	} {
+		if err := git(ctx, gitDir, wtPath, args...); err != nil {
+			return fmt.Errorf("attempt: reset the worktree to the checkpoint: %w", err)
+		}
+	}
+	return nil
+}
+
+// git runs one git command on the worktree with an explicit GIT_DIR and
+// the same neutralising settings the worktree package uses.
+func git(ctx context.Context, gitDir, wtPath string, args ...string) error {
+	full := append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
+		"-c", "gc.auto=0", "-c", "maintenance.auto=false"}, args...)
+	cmd := exec.CommandContext(ctx, "git", full...)
+	cmd.Dir = wtPath
+	env := []string{"GIT_DIR=" + gitDir, "GIT_WORK_TREE=" + wtPath, "GIT_TERMINAL_PROMPT=0",
+		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "LC_ALL=C"}
+	for _, k := range []string{"PATH", "HOME"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	cmd.Env = env
+	cmd.WaitDelay = 5 * time.Second
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
+
+// reviewTempDir is the validator's private temp dir beside the attempt's.
+func reviewTempDir(tmp string) string {
+	return filepath.Join(filepath.Dir(tmp), filepath.Base(tmp)+"-review")
+}

@@ -1,0 +1,63 @@
+package attempt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/drover-dev/drover/internal/adapter"
+	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/worktree"
+)
+
+// Integrate builds a flow's integration branch: the flow's base with every
+// succeeded task's result merged in job.Merge's order (dependencies first),
+// pushed as job.Branch. No CLI runs. A merge conflict or a failed push is a
+// result (FlowIntegratedData.Error), not an error; an error means the worker
+// could not finish (ctx ended) and the job goes back.
+func (r *Runner) Integrate(ctx context.Context, job *Job) (*eventlog.FlowIntegratedData, error) {
+	res := &eventlog.FlowIntegratedData{N: job.N, Branch: job.Branch}
+	fail := func(class, msg string) (*eventlog.FlowIntegratedData, error) {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		res.Error = &eventlog.ErrorInfo{Class: class, Category: "input", Message: msg}
+		return res, nil
+	}
+	wtPath := filepath.Join(r.WorkDir, "worktrees", fmt.Sprintf("%s-e%d", job.Attempt, job.Epoch))
+	if err := os.MkdirAll(filepath.Dir(wtPath), 0o755); err != nil {
+		return nil, fmt.Errorf("attempt: %w", err)
+	}
+	_ = os.RemoveAll(wtPath)
+	merge := make([]worktree.Ref, len(job.Merge))
+	tasks := map[string]string{} // branch -> task, for messages
+	for i, m := range job.Merge {
+		merge[i] = worktree.Ref{Branch: m.Branch, Commit: m.Commit}
+		tasks[m.Branch] = m.Task
+	}
+	wt, err := r.Cache.Prepare(ctx, worktree.PrepareOptions{
+		RepoURL: job.Repo, Base: job.Base, Branch: job.Branch, Path: wtPath, Merge: merge,
+	})
+	if err != nil {
+		var mc *worktree.MergeConflictError
+		if errors.As(err, &mc) {
+			return fail(adapter.ClassMergeConflict, fmt.Sprintf("merging task %s (%s) conflicts in %s",
+				tasks[mc.Branch], mc.Branch, strings.Join(mc.Paths, ", ")))
+		}
+		return fail(adapter.ClassPrepareFailed, err.Error())
+	}
+	defer func() {
+		if err := r.Cache.Remove(context.WithoutCancel(ctx), wt); err != nil {
+			r.Logger.Warn("remove integration worktree", "err", err)
+		}
+	}()
+	sha, err := wt.Push(ctx)
+	if err != nil {
+		return fail(adapter.ClassObserveFailed, err.Error())
+	}
+	res.Commit = sha
+	return res, nil
+}

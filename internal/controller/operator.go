@@ -1,0 +1,268 @@
+package controller
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/flow"
+)
+
+// Operator API subjects.
+const (
+	SubjectCancel  = "drover.api.cancel"
+	SubjectRetry   = "drover.api.retry"
+	SubjectPause   = "drover.api.pause"
+	SubjectResume  = "drover.api.resume"
+	SubjectResolve = "drover.api.resolve"
+)
+
+// OperatorRequest names what an operator acts on: a flow id, FLOW/TASK, or
+// an attempt id (FLOW_TASK_N).
+type OperatorRequest struct {
+	Target string `json:"target"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// OperatorResponse says what the request was recorded against.
+type OperatorResponse struct {
+	Flow    string `json:"flow"`
+	Task    string `json:"task,omitempty"`
+	Attempt string `json:"attempt,omitempty"`
+	Event   string `json:"event"`
+	Message string `json:"message"`
+}
+
+// Target is a parsed operator target.
+type Target struct {
+	Flow, Task, Attempt string
+}
+
+// ParseTarget reads FLOW, FLOW/TASK or FLOW_TASK_N (an attempt id). Every id
+// is validated: they end up in subjects and keys.
+func ParseTarget(s string) (Target, error) {
+	var t Target
+	switch {
+	case strings.Contains(s, "/"):
+		t.Flow, t.Task, _ = strings.Cut(s, "/")
+	case strings.Contains(s, "_"):
+		parts := strings.Split(s, "_")
+		if len(parts) != 3 {
+			return t, fmt.Errorf("%q is not an attempt id (FLOW_TASK_N)", s)
+		}
+		n, err := strconv.Atoi(parts[2])
+		if err != nil || n < 1 || strconv.Itoa(n) != parts[2] {
+			return t, fmt.Errorf("%q is not an attempt id: %q is not an attempt number", s, parts[2])
+		}
+		t.Flow, t.Task, t.Attempt = parts[0], parts[1], s
+	default:
+		t.Flow = s
+	}
+	if err := flow.ValidID(t.Flow); err != nil {
+		return t, fmt.Errorf("flow id %q: %v", t.Flow, err)
+	}
+	if t.Task != "" || strings.Contains(s, "/") {
+		if err := flow.ValidID(t.Task); err != nil {
+			return t, fmt.Errorf("task id %q: %v", t.Task, err)
+		}
+	}
+	return t, nil
+}
+
+func randomSuffix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// operate checks a request against the folded state and records its event.
+// check returns the event to record, or an error message for the operator.
+func (c *Controller) operate(ctx context.Context, r micro.Request, check func(st *eventlog.State, t Target) (*eventlog.Event, string, error)) {
+	var req OperatorRequest
+	if err := json.Unmarshal(r.Data(), &req); err != nil {
+		_ = r.Error(CodeBadRequest, "undecodable request: "+err.Error(), nil)
+		return
+	}
+	if len(req.Reason) > 1000 {
+		req.Reason = req.Reason[:1000]
+	}
+	t, err := ParseTarget(req.Target)
+	if err != nil {
+		_ = r.Error(CodeBadRequest, err.Error(), nil)
+		return
+	}
+	var ev *eventlog.Event
+	var msg string
+	c.store.Read(func(st *eventlog.State) { ev, msg, err = check(st, t) })
+	if err != nil {
+		code := CodeBadRequest
+		if nf, ok := err.(notFound); ok {
+			code, err = CodeNotFound, nf
+		}
+		_ = r.Error(code, err.Error(), nil)
+		return
+	}
+	seq, err := publishEvent(ctx, c, ev)
+	if err != nil {
+		_ = r.Error(CodeInternal, err.Error(), nil)
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_ = c.waitApplied(wctx, seq)
+	c.poke()
+	c.log.Info("operator request", "type", ev.Type, "flow", ev.Flow, "task", ev.Task, "attempt", ev.Attempt, "reason", req.Reason)
+	_ = r.RespondJSON(OperatorResponse{Flow: ev.Flow, Task: ev.Task, Attempt: ev.Attempt, Event: string(ev.Type), Message: msg})
+}
+
+type notFound struct{ error }
+
+func findFlow(st *eventlog.State, t Target) (*eventlog.Flow, error) {
+	f := st.Flows[t.Flow]
+	if f == nil {
+		return nil, notFound{fmt.Errorf("no flow %s", t.Flow)}
+	}
+	return f, nil
+}
+
+func findTask(st *eventlog.State, t Target) (*eventlog.Flow, *eventlog.Task, error) {
+	f, err := findFlow(st, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	task := st.Task(f.ID, t.Task)
+	if task == nil {
+		return nil, nil, notFound{fmt.Errorf("flow %s has no task %s", f.ID, t.Task)}
+	}
+	return f, task, nil
+}
+
+func (c *Controller) handleCancel(ctx context.Context, r micro.Request) {
+	var reason string
+	c.operate(ctx, r, func(st *eventlog.State, t Target) (*eventlog.Event, string, error) {
+		f, err := findFlow(st, t)
+		if err != nil {
+			return nil, "", err
+		}
+		if f.State.Terminal() {
+			return nil, "", fmt.Errorf("flow %s has already ended (%s)", f.ID, f.State)
+		}
+		d := eventlog.CancelRequestedData{Scope: eventlog.CancelFlow, Reason: reason}
+		msg := fmt.Sprintf("cancelling flow %s: running CLIs are stopped, no new attempt starts", f.ID)
+		switch {
+		case t.Attempt != "":
+			a := st.Attempts[t.Attempt]
+			if a == nil || a.Flow != f.ID {
+				return nil, "", notFound{fmt.Errorf("no attempt %s", t.Attempt)}
+			}
+			task := st.Task(f.ID, a.Task)
+			if a.State.Terminal() || task == nil || task.Attempt != a.ID {
+				return nil, "", fmt.Errorf("attempt %s is not running (%s)", a.ID, a.State)
+			}
+			d.Scope, msg = eventlog.CancelAttempt, fmt.Sprintf("cancelling attempt %s and its task %s", a.ID, a.Task)
+		case t.Task != "":
+			_, task, err := findTask(st, t)
+			if err != nil {
+				return nil, "", err
+			}
+			if task.State.Terminal() {
+				return nil, "", fmt.Errorf("task %s has already ended (%s)", t.Task, task.State)
+			}
+			d.Scope, msg = eventlog.CancelTask, fmt.Sprintf("cancelling task %s", t.Task)
+		}
+		ev, err := eventlog.New("cancel_requested:"+randomSuffix(), eventlog.CancelRequested, c.now(), f.ID, t.Task, t.Attempt, 0, d)
+		return ev, msg, err
+	})
+	_ = reason
+}
+
+func (c *Controller) handleRetry(ctx context.Context, r micro.Request) {
+	c.operate(ctx, r, func(st *eventlog.State, t Target) (*eventlog.Event, string, error) {
+		if t.Task == "" {
+			return nil, "", fmt.Errorf("retry takes FLOW/TASK, got %q", t.Flow)
+		}
+		f, task, err := findTask(st, t)
+		if err != nil {
+			return nil, "", err
+		}
+		if f.Cancel != nil {
+			return nil, "", fmt.Errorf("flow %s was cancelled; submit it again", f.ID)
+		}
+		msg := fmt.Sprintf("retrying task %s", task.ID)
+		if task.State == eventlog.TaskBlocked {
+			// A blocked task waits on a failure upstream: retry that one.
+			root := st.Task(f.ID, task.BlockedBy)
+			if root == nil {
+				return nil, "", fmt.Errorf("task %s is blocked by unknown task %s", task.ID, task.BlockedBy)
+			}
+			msg = fmt.Sprintf("task %s is blocked by %s: retrying %s", task.ID, root.ID, root.ID)
+			task = root
+		}
+		if task.State != eventlog.TaskFailed && task.State != eventlog.TaskCancelled {
+			return nil, "", fmt.Errorf("task %s is %s; only failed, cancelled or blocked tasks can be retried", task.ID, task.State)
+		}
+		if a := st.Attempts[task.Attempt]; a != nil && !a.State.Terminal() {
+			return nil, "", fmt.Errorf("task %s: attempt %s is still stopping; try again in a few seconds", task.ID, a.ID)
+		}
+		ev, err := eventlog.New("task_retry_requested:"+randomSuffix(), eventlog.TaskRetryRequested, c.now(), f.ID, task.ID, "", 0,
+			eventlog.OperatorData{})
+		return ev, msg, err
+	})
+}
+
+func (c *Controller) handlePause(resume bool) func(context.Context, micro.Request) {
+	return func(ctx context.Context, r micro.Request) {
+		c.operate(ctx, r, func(st *eventlog.State, t Target) (*eventlog.Event, string, error) {
+			if t.Task != "" || t.Attempt != "" {
+				return nil, "", fmt.Errorf("pause and resume take a flow id")
+			}
+			f, err := findFlow(st, t)
+			if err != nil {
+				return nil, "", err
+			}
+			if f.State.Terminal() {
+				return nil, "", fmt.Errorf("flow %s has already ended (%s)", f.ID, f.State)
+			}
+			typ, msg := eventlog.FlowPaused, fmt.Sprintf("flow %s paused: running attempts go on, no new one starts", f.ID)
+			if resume {
+				typ, msg = eventlog.FlowResumed, fmt.Sprintf("flow %s resumed", f.ID)
+			}
+			ev, err := eventlog.New(string(typ)+":"+randomSuffix(), typ, c.now(), f.ID, "", "", 0, eventlog.OperatorData{})
+			return ev, msg, err
+		})
+	}
+}
+
+// Cancel, Retry, Pause and Resume call the operator API.
+func (cl *Client) Cancel(ctx context.Context, target, reason string) (*OperatorResponse, error) {
+	return cl.operator(ctx, SubjectCancel, target, reason)
+}
+
+// Retry starts a new attempt of a failed, cancelled or blocked task.
+func (cl *Client) Retry(ctx context.Context, target string) (*OperatorResponse, error) {
+	return cl.operator(ctx, SubjectRetry, target, "")
+}
+
+// Pause stops scheduling new attempts of a flow.
+func (cl *Client) Pause(ctx context.Context, target string) (*OperatorResponse, error) {
+	return cl.operator(ctx, SubjectPause, target, "")
+}
+
+// Resume restarts scheduling of a paused flow.
+func (cl *Client) Resume(ctx context.Context, target string) (*OperatorResponse, error) {
+	return cl.operator(ctx, SubjectResume, target, "")
+}
+
+func (cl *Client) operator(ctx context.Context, subject, target, reason string) (*OperatorResponse, error) {
+	var resp OperatorResponse
+	err := cl.call(ctx, subject, OperatorRequest{Target: target, Reason: reason}, &resp)
+	return &resp, err
+}

@@ -1,0 +1,170 @@
+package policy
+
+import (
+	"slices"
+	"time"
+
+	"github.com/drover-dev/drover/internal/flow"
+)
+
+// Error classes the policy knows. They mirror the constants of package
+// adapter (a test keeps the two lists equal); policy does not import adapter
+// so that it stays a pure, dependency-light package.
+const (
+	classCrashed            = "RUNTIME_CRASHED"
+	classTimeout            = "RUNTIME_TIMEOUT"
+	classConnectionFailed   = "RUNTIME_CONNECTION_FAILED"
+	classOutputMalformed    = "RUNTIME_OUTPUT_MALFORMED"
+	classRuntimeError       = "RUNTIME_ERROR"
+	classRateLimited        = "RATE_LIMITED"
+	classAuthFailed         = "AUTH_FAILED"
+	classPrepareFailed      = "PREPARE_FAILED"
+	classMergeConflict      = "MERGE_CONFLICT"
+	classObserveFailed      = "OBSERVE_FAILED"
+	classVerificationFailed = "VERIFICATION_FAILED"
+	classScopeViolation     = "SCOPE_VIOLATION"
+	classCancelled          = "CANCELLED"
+	classWorkerLost         = "WORKER_LOST"
+)
+
+// Classes lists every error class a failed attempt can carry, in the order
+// package adapter declares them. Callers may use it to validate retry_on
+// lists; they must not modify it.
+var Classes = []string{
+	classCrashed,
+	classTimeout,
+	classConnectionFailed,
+	classOutputMalformed,
+	classRuntimeError,
+	classRateLimited,
+	classAuthFailed,
+	classPrepareFailed,
+	classMergeConflict,
+	classObserveFailed,
+	classVerificationFailed,
+	classScopeViolation,
+	classCancelled,
+	classWorkerLost,
+}
+
+// neverRetried are the classes Decide never retries, even when a policy
+// lists them in retry_on: an operator's cancellation is final, and a merge
+// conflict between dependencies will not resolve itself by running again.
+func neverRetried(class string) bool {
+	return class == classCancelled || class == classMergeConflict
+}
+
+// Retry is a retry policy. Its JSON form is used inside events, so it is a
+// wire format.
+type Retry struct {
+	// MaxAttempts is the total number of attempts of a task, across
+	// runtimes: 3 means the first attempt and at most two more.
+	MaxAttempts int `json:"max_attempts"`
+	// InitialBackoff is the delay before the second attempt of a same-runtime
+	// retry; each further failure multiplies it by Coefficient, up to
+	// MaxBackoff.
+	InitialBackoff flow.Duration `json:"initial_backoff"`
+	Coefficient    float64       `json:"coefficient"`
+	// MaxBackoff caps every delay, including one the CLI asked for.
+	MaxBackoff flow.Duration `json:"max_backoff"`
+	// Jitter spreads a computed backoff by ± this fraction of it; it is
+	// clamped to [0, 1].
+	Jitter float64 `json:"jitter"`
+	// RetryOn lists the classes retried on the same runtime.
+	RetryOn []string `json:"retry_on"`
+	// Fallback lists runtimes tried, in order, after the task's own runtime
+	// is rate limited or refuses its credentials.
+	Fallback []string `json:"fallback,omitempty"`
+}
+
+// DefaultRetry returns the built-in policy: three attempts, backoff from 10s
+// doubling up to 5m with ±20% jitter, retrying the transient classes, and no
+// fallback runtime.
+func DefaultRetry() Retry {
+	return Retry{
+		MaxAttempts:    3,
+		InitialBackoff: flow.Duration(10 * time.Second),
+		Coefficient:    2,
+		MaxBackoff:     flow.Duration(5 * time.Minute),
+		Jitter:         0.2,
+		RetryOn: []string{
+			classRateLimited,
+			classTimeout,
+			classConnectionFailed,
+			classWorkerLost,
+			classVerificationFailed,
+			classPrepareFailed,
+			classObserveFailed,
+		},
+	}
+}
+
+// JSON names of Retry's fields, in declaration order.
+const (
+	fieldMaxAttempts    = "max_attempts"
+	fieldInitialBackoff = "initial_backoff"
+	fieldCoefficient    = "coefficient"
+	fieldMaxBackoff     = "max_backoff"
+	fieldJitter         = "jitter"
+	fieldRetryOn        = "retry_on"
+	fieldFallback       = "fallback"
+)
+
+var retryFields = []string{
+	fieldMaxAttempts, fieldInitialBackoff, fieldCoefficient, fieldMaxBackoff,
+	fieldJitter, fieldRetryOn, fieldFallback,
+}
+
+// Overlay returns r with the fields s sets applied, and the JSON names of
+// those fields in declaration order. A nil pointer or an empty list is
+// unset; a nil s sets nothing. The result shares no slice with r or s.
+func (r Retry) Overlay(s *flow.RetrySpec) (Retry, []string) {
+	out := r
+	out.RetryOn = slices.Clone(r.RetryOn)
+	out.Fallback = slices.Clone(r.Fallback)
+	if s == nil {
+		return out, nil
+	}
+	var set []string
+	if s.MaxAttempts != nil {
+		out.MaxAttempts = *s.MaxAttempts
+		set = append(set, fieldMaxAttempts)
+	}
+	if s.InitialBackoff != nil {
+		out.InitialBackoff = *s.InitialBackoff
+		set = append(set, fieldInitialBackoff)
+	}
+	if s.Coefficient != nil {
+		out.Coefficient = *s.Coefficient
+		set = append(set, fieldCoefficient)
+	}
+	if s.MaxBackoff != nil {
+		out.MaxBackoff = *s.MaxBackoff
+		set = append(set, fieldMaxBackoff)
+	}
+	if s.Jitter != nil {
+		out.Jitter = *s.Jitter
+		set = append(set, fieldJitter)
+	}
+	if len(s.RetryOn) > 0 {
+		out.RetryOn = slices.Clone(s.RetryOn)
+		set = append(set, fieldRetryOn)
+	}
+	if len(s.Fallback) > 0 {
+		out.Fallback = slices.Clone(s.Fallback)
+		set = append(set, fieldFallback)
+	}
+	return out, set
+}
+
+// Level names a level of resolution.
+type Level string
+
+// Levels of resolution, highest priority first.
+const (
+	LevelTask    Level = "task"
+	LevelFlow    Level = "flow"
+	LevelProject Level = "project"
+	LevelGlobal  Level = "global"
+	LevelBuiltin Level = "builtin"
+)

@@ -1,0 +1,326 @@
+package scope
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Guard notices what a CLI changed where no diff of its worktree looks: the
+// git internals shared with every other worktree of the repository (config,
+// hooks, info) or private to this one, the worktree's .git link, and files
+// written next to the worktree. A changed hook or core.hooksPath would run
+// code in the next git command of any attempt using the cache; a file
+// outside the worktree is a write the task never asked for.
+//
+// Take the Guard after the worktree is prepared and before the CLI starts;
+// call Violations once the CLI has exited. Drover's own git commands
+// between the two (observe, checkpoint) write none of the watched files.
+type Guard struct {
+	worktree          string
+	gitDir, commonDir string
+	files             []watchedFile // git internals, snapshotted recursively
+	dirs              []watchedDir  // extra directories, entries only
+}
+
+type watchedFile struct {
+	path  string // absolute; a directory is walked
+	label string // how a violation names it
+	state map[string]entryState
+}
+
+type watchedDir struct {
+	path  string
+	state map[string]entryState
+}
+
+// entryState is what a snapshot remembers of one entry.
+type entryState struct {
+	mode fs.FileMode // type bits and permissions
+	hash [sha256.Size]byte
+	dir  bool
+}
+
+// NewGuard snapshots:
+//
+//   - the worktree's .git file;
+//   - in the git common dir (the bare repository the worktree belongs to):
+//     config, hooks/** and info/** and objects/info/alternates;
+//   - in the worktree's private git dir: config.worktree, commondir, gitdir;
+//   - the entries (not recursively) of each watch directory.
+//
+// gitCommonDir may be empty: it is then asked of git (`git rev-parse
+// --git-common-dir` in the worktree), like the private git dir always is.
+//
+// A watch directory is meant to be the worktree's parent, which other
+// attempts share: their worktrees (directories) appear and vanish while
+// this one runs. So for watch directories only non-directory entries are
+// compared — a new, changed or removed regular file, symlink or other
+// non-directory is reported; directories coming and going are not. A CLI
+// creating a directory beside its worktree goes unreported; one writing a
+// file there does not.
+func NewGuard(worktreePath, gitCommonDir string, watch ...string) (*Guard, error) {
+	wt, err := filepath.Abs(worktreePath)
+	if err != nil {
+		return nil, fmt.Errorf("scope: guard: %w", err)
+	}
+	g := &Guard{worktree: wt}
+	gitDir, err := gitPath(wt, "--absolute-git-dir")
+	if err != nil {
+		return nil, err
+	}
+	if gitCommonDir == "" {
+		if gitCommonDir, err = gitPath(wt, "--git-common-dir"); err != nil {
+			return nil, err
+		}
+	}
+	if !filepath.IsAbs(gitCommonDir) {
+		gitCommonDir = filepath.Join(wt, gitCommonDir)
+	}
+	gitCommonDir = filepath.Clean(gitCommonDir)
+	g.gitDir, g.commonDir = gitDir, gitCommonDir
+
+	g.files = append(g.files, watchedFile{path: filepath.Join(wt, ".git"), label: ".git"})
+	for _, rel := range []string{"config", "hooks", "info", "objects/info/alternates"} {
+		g.files = append(g.files, watchedFile{path: filepath.Join(gitCommonDir, rel), label: ".git/" + rel})
+	}
+	if gitDir != gitCommonDir {
+		prefix := ".git/worktrees/" + filepath.Base(gitDir) + "/"
+		if rel, err := filepath.Rel(gitCommonDir, gitDir); err == nil && Within(gitCommonDir, gitDir) {
+			prefix = ".git/" + filepath.ToSlash(rel) + "/"
+		}
+		for _, name := range []string{"config.worktree", "commondir", "gitdir"} {
+			g.files = append(g.files, watchedFile{path: filepath.Join(gitDir, name), label: prefix + name})
+		}
+	}
+	for i := range g.files {
+		if g.files[i].state, err = snapshotTree(g.files[i].path); err != nil {
+			return nil, err
+		}
+	}
+	for _, d := range watch {
+		d, err := filepath.Abs(d)
+		if err != nil {
+			return nil, fmt.Errorf("scope: guard: %w", err)
+		}
+		st, err := snapshotDir(d)
+		if err != nil {
+			return nil, err
+		}
+		g.dirs = append(g.dirs, watchedDir{path: d, state: st})
+	}
+	return g, nil
+}
+
+// GitDir is the worktree's private git directory, as it was when the Guard
+// was made: use it (GIT_DIR) for git commands after the CLI ran, so a
+// rewritten .git file cannot redirect them.
+func (g *Guard) GitDir() string { return g.gitDir }
+
+// CommonDir is the git common dir (the repository the worktree belongs to).
+func (g *Guard) CommonDir() string { return g.commonDir }
+
+// Violations compares everything with the snapshot and returns the
+// differences, sorted, e.g.
+//
+//	`.git/hooks/pre-commit` created: changes to git internals are not allowed
+//	../escape.txt created outside the worktree
+//
+// A file that cannot be read now is reported as changed.
+func (g *Guard) Violations() []string {
+	var out []string
+	for _, f := range g.files {
+		cur, err := snapshotTree(f.path)
+		if err != nil {
+			out = append(out, fmt.Sprintf("`%s` unreadable (%v): %s", f.label, err, ReasonGitInternal))
+			continue
+		}
+		for _, d := range diffStates(f.state, cur, false) {
+			label := f.label
+			if d.name != "" {
+				label += "/" + d.name
+			}
+			out = append(out, fmt.Sprintf("`%s` %s: %s", label, d.change, ReasonGitInternal))
+		}
+	}
+	for _, w := range g.dirs {
+		cur, err := snapshotDir(w.path)
+		if err != nil {
+			out = append(out, fmt.Sprintf("%s unreadable (%v) outside the worktree", g.rel(w.path), err))
+			continue
+		}
+		for _, d := range diffStates(w.state, cur, true) {
+			out = append(out, fmt.Sprintf("%s %s outside the worktree", g.rel(filepath.Join(w.path, d.name)), d.change))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// rel names p relative to the worktree ("../escape.txt").
+func (g *Guard) rel(p string) string {
+	if r, err := filepath.Rel(g.worktree, p); err == nil {
+		return filepath.ToSlash(r)
+	}
+	return p
+}
+
+type difference struct{ name, change string }
+
+// diffStates lists created, modified and deleted entries. With skipDirs,
+// entries that are directories on both sides, or on the only side they
+// exist, are not compared.
+func diffStates(base, cur map[string]entryState, skipDirs bool) []difference {
+	var out []difference
+	for name, b := range base {
+		c, ok := cur[name]
+		switch {
+		case !ok:
+			if !(skipDirs && b.dir) {
+				out = append(out, difference{name, "deleted"})
+			}
+		case c != b:
+			if !(skipDirs && b.dir && c.dir) {
+				out = append(out, difference{name, "modified"})
+			}
+		}
+	}
+	for name, c := range cur {
+		if _, ok := base[name]; !ok && !(skipDirs && c.dir) {
+			out = append(out, difference{name, "created"})
+		}
+	}
+	return out
+}
+
+// snapshotTree records p and, when it is a directory, everything under it,
+// keyed by slash path relative to p ("" for p itself). Symlinks are
+// recorded by target, never followed. A missing p is an empty snapshot.
+func snapshotTree(p string) (map[string]entryState, error) {
+	st := map[string]entryState{}
+	err := filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		rel, err := filepath.Rel(p, path)
+		if err != nil {
+			return err
+		}
+		if rel == "." {
+			rel = ""
+		}
+		e, err := stateOf(path)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if e.dir && rel == "" {
+			return nil // the directory itself is not content
+		}
+		st[filepath.ToSlash(rel)] = e
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("scope: guard: snapshot %s: %w", p, err)
+	}
+	return st, nil
+}
+
+// snapshotDir records the entries directly in dir.
+func snapshotDir(dir string) (map[string]entryState, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("scope: guard: %w", err)
+	}
+	st := make(map[string]entryState, len(ents))
+	for _, e := range ents {
+		if e.IsDir() {
+			st[e.Name()] = entryState{dir: true, mode: fs.ModeDir}
+			continue
+		}
+		s, err := stateOf(filepath.Join(dir, e.Name()))
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // vanished in between
+			}
+			return nil, fmt.Errorf("scope: guard: %w", err)
+		}
+		st[e.Name()] = s
+	}
+	return st, nil
+}
+
+// stateOf is the type, permissions and content hash (a symlink's target)
+// of one entry, without following a symlink.
+func stateOf(p string) (entryState, error) {
+	info, err := os.Lstat(p)
+	if err != nil {
+		return entryState{}, err
+	}
+	e := entryState{mode: info.Mode().Type() | info.Mode().Perm()}
+	switch {
+	case info.IsDir():
+		e.dir = true
+	case info.Mode()&fs.ModeSymlink != 0:
+		t, err := os.Readlink(p)
+		if err != nil {
+			return entryState{}, err
+		}
+		e.hash = sha256.Sum256([]byte(t))
+	case info.Mode().IsRegular():
+		f, err := os.Open(p)
+		if err != nil {
+			return entryState{}, err
+		}
+		defer f.Close()
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err != nil {
+			return entryState{}, err
+		}
+		h.Sum(e.hash[:0])
+	}
+	return e, nil
+}
+
+// gitPath asks git, run in the worktree, for one of its directories.
+func gitPath(wt, flag string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "rev-parse", flag)
+	cmd.Dir = wt
+	env := []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "LC_ALL=C", "GIT_TERMINAL_PROMPT=0"}
+	for _, k := range []string{"PATH", "HOME"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("scope: guard: git rev-parse %s in %s: %w: %s", flag, wt, err, strings.TrimSpace(stderr.String()))
+	}
+	p := strings.TrimSpace(stdout.String())
+	if p == "" {
+		return "", fmt.Errorf("scope: guard: git rev-parse %s in %s printed nothing", flag, wt)
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(wt, p)
+	}
+	return filepath.Clean(p), nil
+}
