@@ -20,7 +20,8 @@ func TestDemoScript(t *testing.T) {
 	if err != nil {
 		t.Fatalf("demo: %v\n%s", err, out)
 	}
-	for _, want := range []string{"succeeded", "+- `greet.sh` prints a greeting.", "equals the live projection", "demo finished"} {
+	for _, want := range []string{"succeeded", "+- `greet.sh` prints a greeting.", "+echo \"Goodbye\"",
+		"Feedback from attempt 1", "farewell.sh printed: Bye", "equals the live projection", "demo finished"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}

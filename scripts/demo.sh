@@ -42,9 +42,13 @@ echo
 echo "==> controller status $flow"
 "$BIN/controller" status "$flow" --data-dir "$tmp/data"
 
-branch=$("$BIN/controller" status "$flow" --data-dir "$tmp/data" | awk '$1 == "summary" {print $5}')
 echo
-echo "==> the result: git diff main..$branch (the last task merged the others' work)"
+echo "==> controller status $flow --task farewell (the retry's prompt carries the failed check)"
+"$BIN/controller" status "$flow" --task farewell --data-dir "$tmp/data"
+
+branch=$("$BIN/controller" status "$flow" --data-dir "$tmp/data" | awk '$1 == "integration" {print $2}')
+echo
+echo "==> the result: git diff main..$branch (the flow's integration branch: every task's work)"
 git --git-dir "$tmp/repo.git" --no-pager diff --stat "$base" "$branch"
 git --git-dir "$tmp/repo.git" --no-pager diff "$base" "$branch"
 

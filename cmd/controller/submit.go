@@ -197,7 +197,21 @@ func printStatus(out io.Writer, st *controller.StatusResponse) {
 		return
 	}
 	d := st.Detail
-	fmt.Fprintf(tw, "flow %s (%s): %s, repo %s @ %s\n\n", d.Flow.ID, d.Flow.Spec.Name, d.Flow.State, d.Flow.Spec.Repo, d.Flow.Spec.Base)
+	fmt.Fprintf(tw, "flow %s (%s): %s, repo %s @ %s\n", d.Flow.ID, d.Flow.Spec.Name, d.Flow.State, d.Flow.Spec.Repo, d.Flow.Spec.Base)
+	if d.Flow.Paused {
+		fmt.Fprintln(tw, "paused: no new attempt starts until `controller resume`")
+	}
+	if c := d.Flow.Cancel; c != nil {
+		fmt.Fprintf(tw, "cancel requested at %s %s\n", c.At.Local().Format(time.DateTime), c.Reason)
+	}
+	if in := d.Flow.Integration; in != nil {
+		fmt.Fprintf(tw, "integration %s %s %s", in.Branch, in.State, in.Commit)
+		if in.Error != nil {
+			fmt.Fprintf(tw, " %s: %s", in.Error.Class, in.Error.Message)
+		}
+		fmt.Fprintln(tw)
+	}
+	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "TASK\tSTATE\tRUNTIME\tATTEMPTS\tRESULT / ERROR")
 	for _, t := range d.Tasks {
 		detail := t.ResultBranch
@@ -206,6 +220,9 @@ func printStatus(out io.Writer, st *controller.StatusResponse) {
 		}
 		if t.BlockedBy != "" {
 			detail = "blocked by " + t.BlockedBy
+		}
+		if r := t.Retry; r != nil {
+			detail = fmt.Sprintf("retry %d on %s at %s", r.N, r.Runtime, r.DueAt.Local().Format("15:04:05"))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", t.ID, t.State, t.Runtime, t.Attempts, detail)
 	}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -210,5 +211,266 @@ runtimes:
 	}
 	if _, err := Load(LoadOptions{File: writeFile(t, "runtimes:\n  x:\n    binary: x\n    output: xml\n")}); err == nil || !strings.Contains(err.Error(), "runtimes.x.output") {
 		t.Errorf("unknown output format: %v", err)
+	}
+}
+
+// TestProjects: projects and the policy keys of defaults and controller
+// decode from a file, with durations and the jitter pointer.
+func TestProjects(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	file := writeFile(t, `
+defaults:
+  runtime: demo
+  validator: demo-review
+  max_parallel: 4
+  retry:
+    max_attempts: 5
+    initial_backoff: 2s
+    coefficient: 3
+    max_backoff: 1m
+    jitter: 0.1
+    retry_on: [RATE_LIMITED, VERIFICATION_FAILED]
+    fallback: [codex]
+controller:
+  max_parallel: 16
+projects:
+  web:
+    repo: git@github.com:acme/web.git
+    runtime: claude-code
+    model: sonnet
+    args: [--max-turns, "30"]
+    validator: codex
+    validator_model: o3
+    review: true
+    timeout: 45m
+    max_parallel: 2
+    retry:
+      max_attempts: 4
+      initial_backoff: 30s
+      max_backoff: 10m
+      jitter: 0
+      fallback: [codex, gemini]
+  docs:
+    repo: /srv/git/docs.git
+    runtime: demo
+    review: false
+`)
+	c, err := Load(LoadOptions{File: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := c.Defaults
+	if d.Validator != "demo-review" || d.MaxParallel != 4 || c.Controller.MaxParallel != 16 {
+		t.Errorf("defaults: validator %q max_parallel %d, controller.max_parallel %d", d.Validator, d.MaxParallel, c.Controller.MaxParallel)
+	}
+	r := d.Retry
+	if r.MaxAttempts != 5 || r.InitialBackoff != 2*time.Second || r.Coefficient != 3 || r.MaxBackoff != time.Minute ||
+		r.Jitter == nil || *r.Jitter != 0.1 || strings.Join(r.RetryOn, ",") != "RATE_LIMITED,VERIFICATION_FAILED" ||
+		strings.Join(r.Fallback, ",") != "codex" {
+		t.Errorf("defaults.retry: %+v", r)
+	}
+	if got := strings.Join(c.ProjectNames(), ","); got != "docs,web" {
+		t.Fatalf("projects: %s", got)
+	}
+	web := c.Projects["web"]
+	if web.Repo != "git@github.com:acme/web.git" || web.Runtime != "claude-code" || web.Model != "sonnet" ||
+		strings.Join(web.Args, " ") != "--max-turns 30" || web.Validator != "codex" || web.ValidatorModel != "o3" ||
+		web.Review == nil || !*web.Review || web.Timeout != 45*time.Minute || web.MaxParallel != 2 {
+		t.Errorf("projects.web: %+v", web)
+	}
+	wr := web.Retry
+	if wr.MaxAttempts != 4 || wr.InitialBackoff != 30*time.Second || wr.MaxBackoff != 10*time.Minute || wr.Coefficient != 0 ||
+		len(wr.RetryOn) != 0 || strings.Join(wr.Fallback, ",") != "codex,gemini" {
+		t.Errorf("projects.web.retry: %+v", wr)
+	}
+	if wr.Jitter == nil || *wr.Jitter != 0 {
+		t.Errorf("projects.web.retry.jitter: %v, want a pointer to 0 (set, no jitter)", wr.Jitter)
+	}
+	docs := c.Projects["docs"]
+	if docs.Repo != "/srv/git/docs.git" || docs.Runtime != "demo" || docs.Review == nil || *docs.Review {
+		t.Errorf("projects.docs: %+v", docs)
+	}
+	if docs.Retry.Jitter != nil || docs.Timeout != 0 || docs.MaxParallel != 0 || docs.Validator != "" {
+		t.Errorf("projects.docs: unset fields should stay zero (jitter nil): %+v", docs)
+	}
+	if docs.Retry.Spec() != nil {
+		t.Errorf("projects.docs.retry.Spec() = %+v, want nil", docs.Retry.Spec())
+	}
+}
+
+// TestProjectDefaults: without projects, policy or controller keys, the new
+// fields are zero: no validator, no limits, and a retry that sets nothing.
+func TestProjectDefaults(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	c, err := Load(LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Projects) != 0 || c.Defaults.Validator != "" || c.Defaults.MaxParallel != 0 || c.Controller.MaxParallel != 0 {
+		t.Errorf("defaults: projects %v, validator %q, max_parallel %d/%d", c.Projects, c.Defaults.Validator,
+			c.Defaults.MaxParallel, c.Controller.MaxParallel)
+	}
+	if s := c.Defaults.Retry.Spec(); s != nil {
+		t.Errorf("defaults.retry.Spec() = %+v, want nil", s)
+	}
+	if rt, ok := c.Runtimes["demo-review"]; !ok || rt.Binary != "demo-agent" || strings.Join(rt.Args, " ") != "--review" ||
+		rt.Input != "stdin" || rt.Output != "text" {
+		t.Errorf("builtin demo-review runtime: %+v", rt)
+	}
+}
+
+// TestRetrySpec: Spec maps each unset (zero) field to nil, keeps a set
+// jitter of 0, and returns nil when nothing is set.
+func TestRetrySpec(t *testing.T) {
+	zero, half := 0.0, 0.5
+	for _, tc := range []struct {
+		name string
+		in   Retry
+		nil_ bool
+		want string // the set fields, in declaration order
+	}{
+		{"nothing set", Retry{}, true, ""},
+		{"empty lists", Retry{RetryOn: []string{}, Fallback: []string{}}, true, ""},
+		{"max_attempts", Retry{MaxAttempts: 1}, false, "max_attempts=1"},
+		{"backoffs", Retry{InitialBackoff: time.Second, MaxBackoff: time.Minute}, false, "initial_backoff=1s max_backoff=1m0s"},
+		{"coefficient", Retry{Coefficient: 1.5}, false, "coefficient=1.5"},
+		{"jitter 0 is set", Retry{Jitter: &zero}, false, "jitter=0"},
+		{"jitter", Retry{Jitter: &half}, false, "jitter=0.5"},
+		{"lists", Retry{RetryOn: []string{"RATE_LIMITED"}, Fallback: []string{"codex"}}, false, "retry_on=[RATE_LIMITED] fallback=[codex]"},
+		{"everything", Retry{MaxAttempts: 3, InitialBackoff: 10 * time.Second, Coefficient: 2, MaxBackoff: 5 * time.Minute,
+			Jitter: &half, RetryOn: []string{"RUNTIME_TIMEOUT"}, Fallback: []string{"gemini"}}, false,
+			"max_attempts=3 initial_backoff=10s coefficient=2 max_backoff=5m0s jitter=0.5 retry_on=[RUNTIME_TIMEOUT] fallback=[gemini]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tc.in.Spec()
+			if tc.nil_ {
+				if s != nil {
+					t.Fatalf("Spec() = %+v, want nil", s)
+				}
+				return
+			}
+			if s == nil {
+				t.Fatal("Spec() = nil")
+			}
+			var got []string
+			if s.MaxAttempts != nil {
+				got = append(got, fmt.Sprintf("max_attempts=%d", *s.MaxAttempts))
+			}
+			if s.InitialBackoff != nil {
+				got = append(got, "initial_backoff="+s.InitialBackoff.String())
+			}
+			if s.Coefficient != nil {
+				got = append(got, fmt.Sprintf("coefficient=%g", *s.Coefficient))
+			}
+			if s.MaxBackoff != nil {
+				got = append(got, "max_backoff="+s.MaxBackoff.String())
+			}
+			if s.Jitter != nil {
+				got = append(got, fmt.Sprintf("jitter=%g", *s.Jitter))
+			}
+			if len(s.RetryOn) > 0 {
+				got = append(got, fmt.Sprintf("retry_on=%v", s.RetryOn))
+			}
+			if len(s.Fallback) > 0 {
+				got = append(got, fmt.Sprintf("fallback=%v", s.Fallback))
+			}
+			if g := strings.Join(got, " "); g != tc.want {
+				t.Errorf("Spec() sets %q, want %q", g, tc.want)
+			}
+		})
+	}
+	// The spec does not alias the Retry's counters.
+	r := Retry{MaxAttempts: 2}
+	s := r.Spec()
+	r.MaxAttempts = 9
+	if *s.MaxAttempts != 2 {
+		t.Errorf("Spec aliases MaxAttempts: %d", *s.MaxAttempts)
+	}
+}
+
+// TestInvalidPolicy: every bad project, retry or limit is reported with
+// its key (and, for the project keys, the project's).
+func TestInvalidPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name, file string
+		env        map[string]string
+		want       []string
+	}{
+		{"project runtime", "projects:\n  web:\n    runtime: nosuch\n", nil, []string{"projects.web.runtime", `"nosuch"`}},
+		{"project validator", "projects:\n  web:\n    validator: nosuch\n", nil, []string{"projects.web.validator", `"nosuch"`}},
+		{"project name", "projects:\n  my_web:\n    runtime: demo\n", nil, []string{"projects.my_web", "project name"}},
+		{"project name dash", "projects:\n  -web:\n    runtime: demo\n", nil, []string{"projects.-web", "project name"}},
+		{"project unknown field", "projects:\n  web:\n    rutime: demo\n", nil, []string{"rutime"}},
+		{"project max_parallel", "projects:\n  web:\n    max_parallel: -1\n", nil, []string{"projects.web", "max_parallel"}},
+		{"project timeout", "projects:\n  web:\n    timeout: -5s\n", nil, []string{"projects.web", "timeout"}},
+		{"defaults max_parallel", "defaults:\n  max_parallel: -1\n", nil, []string{"defaults.max_parallel"}},
+		{"controller max_parallel", "controller:\n  max_parallel: -2\n", nil, []string{"controller.max_parallel"}},
+		{"defaults validator", "defaults:\n  validator: nosuch\n", nil, []string{"defaults.validator", `"nosuch"`}},
+		{"max_attempts", "defaults:\n  retry:\n    max_attempts: 101\n", nil, []string{"defaults.retry.max_attempts", "101"}},
+		{"max_attempts negative", "defaults:\n  retry:\n    max_attempts: -1\n", nil, []string{"defaults.retry.max_attempts"}},
+		{"project max_attempts", "projects:\n  web:\n    retry:\n      max_attempts: 101\n", nil, []string{"projects.web.retry.max_attempts"}},
+		{"backoffs out of order", "defaults:\n  retry:\n    initial_backoff: 10m\n    max_backoff: 1m\n", nil, []string{"defaults.retry.initial_backoff", "max_backoff"}},
+		{"negative backoff", "defaults:\n  retry:\n    max_backoff: -1s\n", nil, []string{"defaults.retry"}},
+		{"coefficient", "defaults:\n  retry:\n    coefficient: 0.5\n", nil, []string{"defaults.retry.coefficient", "0.5"}},
+		{"jitter", "defaults:\n  retry:\n    jitter: 1.5\n", nil, []string{"defaults.retry.jitter", "1.5"}},
+		{"project jitter", "projects:\n  web:\n    retry:\n      jitter: -0.1\n", nil, []string{"projects.web.retry.jitter"}},
+		{"retry_on lower case", "defaults:\n  retry:\n    retry_on: [rate_limited]\n", nil, []string{"defaults.retry.retry_on", `"rate_limited"`}},
+		{"fallback", "defaults:\n  retry:\n    fallback: [nosuch]\n", nil, []string{"defaults.retry.fallback", `"nosuch"`}},
+		{"project fallback", "projects:\n  web:\n    retry:\n      fallback: [demo, nosuch]\n", nil, []string{"projects.web.retry.fallback", `"nosuch"`}},
+		{"retry unknown field", "defaults:\n  retry:\n    max_attempt: 3\n", nil, []string{"max_attempt"}},
+		{"env max_attempts", "", map[string]string{"DROVER_DEFAULTS_RETRY_MAX_ATTEMPTS": "101"}, []string{"defaults.retry.max_attempts"}},
+		{"env max_attempts type", "", map[string]string{"DROVER_DEFAULTS_RETRY_MAX_ATTEMPTS": "many"}, []string{"max_attempts"}},
+		{"env controller max_parallel", "", map[string]string{"DROVER_CONTROLLER_MAX_PARALLEL": "-1"}, []string{"controller.max_parallel"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("HOME", t.TempDir())
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			_, err := Load(LoadOptions{File: writeFile(t, tc.file)})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("error %q does not wrap ErrInvalid", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not name %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestPolicyEnv: the scalar policy keys have DROVER_* forms, which win over
+// the file.
+func TestPolicyEnv(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	file := writeFile(t, "defaults:\n  retry:\n    max_attempts: 3\n    retry_on: [RATE_LIMITED]\n")
+	t.Setenv("DROVER_DEFAULTS_RETRY_MAX_ATTEMPTS", "5")
+	t.Setenv("DROVER_DEFAULTS_RETRY_INITIAL_BACKOFF", "2s")
+	t.Setenv("DROVER_DEFAULTS_RETRY_COEFFICIENT", "1.5")
+	t.Setenv("DROVER_DEFAULTS_RETRY_MAX_BACKOFF", "90s")
+	t.Setenv("DROVER_DEFAULTS_VALIDATOR", "demo-review")
+	t.Setenv("DROVER_DEFAULTS_MAX_PARALLEL", "3")
+	t.Setenv("DROVER_CONTROLLER_MAX_PARALLEL", "8")
+	c, err := Load(LoadOptions{File: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.Defaults.Retry
+	if r.MaxAttempts != 5 || r.InitialBackoff != 2*time.Second || r.Coefficient != 1.5 || r.MaxBackoff != 90*time.Second {
+		t.Errorf("defaults.retry from the environment: %+v", r)
+	}
+	if strings.Join(r.RetryOn, ",") != "RATE_LIMITED" {
+		t.Errorf("defaults.retry.retry_on from the file lost: %v", r.RetryOn)
+	}
+	if c.Defaults.Validator != "demo-review" || c.Defaults.MaxParallel != 3 || c.Controller.MaxParallel != 8 {
+		t.Errorf("from the environment: validator %q, max_parallel %d, controller.max_parallel %d",
+			c.Defaults.Validator, c.Defaults.MaxParallel, c.Controller.MaxParallel)
+	}
+	if s := r.Spec(); s == nil || s.MaxAttempts == nil || *s.MaxAttempts != 5 {
+		t.Errorf("Spec() of the environment's retry: %+v", s)
 	}
 }

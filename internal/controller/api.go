@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/eventlog"
 	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/policy"
@@ -133,15 +134,13 @@ func (c *Controller) handleSubmit(ctx context.Context, r micro.Request, known fu
 		_ = r.Error(CodeBadRequest, err.Error(), nil)
 		return
 	}
-	res, err := Resolve(c.cfg, &req.Spec)
+	data, err := Accept(c.cfg, &req.Spec)
 	if err != nil {
 		_ = r.Error(CodeBadRequest, err.Error(), nil)
 		return
 	}
-	req.Spec.Repo = res.Repo
 	id := newFlowID(req.Spec.Name)
-	ev, err := eventlog.New("flow_submitted:"+id, eventlog.FlowSubmitted, c.now(), id, "", "", 0,
-		eventlog.FlowSubmittedData{Spec: req.Spec, Plan: res.Tasks, MaxParallel: res.MaxParallel})
+	ev, err := eventlog.New("flow_submitted:"+id, eventlog.FlowSubmitted, c.now(), id, "", "", 0, data)
 	if err != nil {
 		_ = r.Error(CodeInternal, err.Error(), nil)
 		return
@@ -159,6 +158,18 @@ func (c *Controller) handleSubmit(ctx context.Context, r micro.Request, known fu
 	}
 	c.log.Info("flow submitted", "flow", id, "tasks", len(req.Spec.Tasks))
 	_ = r.RespondJSON(SubmitResponse{Flow: id})
+}
+
+// Accept resolves a validated spec into what flow_submitted records: the
+// spec with its project's repo filled in, and every task's resolution.
+func Accept(cfg *config.Config, spec *flow.Spec) (eventlog.FlowSubmittedData, error) {
+	res, err := Resolve(cfg, spec)
+	if err != nil {
+		return eventlog.FlowSubmittedData{}, err
+	}
+	s := *spec
+	s.Repo = res.Repo
+	return eventlog.FlowSubmittedData{Spec: s, Plan: res.Tasks, MaxParallel: res.MaxParallel}, nil
 }
 
 func publishEvent(ctx context.Context, c *Controller, ev *eventlog.Event) (uint64, error) {

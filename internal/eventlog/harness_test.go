@@ -19,6 +19,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/policy"
 )
 
 // This file holds the helpers the fold, store, property and fuzz tests share.
@@ -453,7 +454,32 @@ func renderState(st *State) string {
 		if !f.CompletedAt.IsZero() {
 			fmt.Fprintf(&b, " completed=%s", ts(f.CompletedAt))
 		}
+		if f.MaxParallel > 0 {
+			fmt.Fprintf(&b, " max_parallel=%d", f.MaxParallel)
+		}
+		if f.Round > 0 {
+			fmt.Fprintf(&b, " round=%d", f.Round)
+		}
+		if f.Paused {
+			b.WriteString(" paused")
+		}
 		fmt.Fprintf(&b, " order=[%s]\n", strings.Join(f.Order, " "))
+		if c := f.Cancel; c != nil {
+			fmt.Fprintf(&b, "  cancel: at=%s reason=%q\n", ts(c.At), c.Reason)
+		}
+		if in := f.Integration; in != nil {
+			fmt.Fprintf(&b, "  integration #%d: %s branch=%s runtime=%s pool=%s", in.N, in.State, in.Branch, in.Runtime, in.Pool)
+			for _, m := range in.Merge {
+				fmt.Fprintf(&b, " merge=%s:%s@%s", m.Task, m.Branch, m.Commit)
+			}
+			if in.Commit != "" {
+				fmt.Fprintf(&b, " commit=%s", in.Commit)
+			}
+			if in.Error != nil {
+				fmt.Fprintf(&b, " error=%s", renderError(in.Error))
+			}
+			b.WriteString("\n")
+		}
 		for _, t := range st.FlowTasks(f) {
 			fmt.Fprintf(&b, "  task %s: %s runtime=%s attempts=%d", t.ID, t.State, t.Runtime, t.Attempts)
 			if len(t.DependsOn) > 0 {
@@ -471,7 +497,40 @@ func renderState(st *State) string {
 			if t.Error != nil {
 				fmt.Fprintf(&b, " error=%s", renderError(t.Error))
 			}
+			if t.Round > 0 || t.RetryBase > 0 {
+				fmt.Fprintf(&b, " round=%d retry_base=%d", t.Round, t.RetryBase)
+			}
+			if t.CancelRequested {
+				b.WriteString(" cancel_requested")
+			}
 			fmt.Fprintf(&b, " updated=%s\n", ts(t.UpdatedAt))
+			if r := t.Retry; r != nil {
+				fmt.Fprintf(&b, "    retry #%d: %s runtime=%s", r.N, r.Strategy, r.Runtime)
+				if r.Model != "" {
+					fmt.Fprintf(&b, " model=%s", r.Model)
+				}
+				fmt.Fprintf(&b, " due=%s reason=%q\n", ts(r.DueAt), r.Reason)
+			}
+			if p := t.Plan; p != nil {
+				fmt.Fprintf(&b, "    plan: worker=%s", renderChoice(p.Worker))
+				if p.Validator != nil {
+					fmt.Fprintf(&b, " validator=%s", renderChoice(*p.Validator))
+				}
+				if p.Review {
+					b.WriteString(" review")
+				}
+				if p.Timeout > 0 {
+					fmt.Fprintf(&b, " timeout=%s(%s)", p.Timeout, p.TimeoutFrom)
+				}
+				fmt.Fprintf(&b, " max_attempts=%d(%s)", p.Retry.MaxAttempts, p.RetryFrom["max_attempts"])
+				if len(p.Retry.Fallback) > 0 {
+					fmt.Fprintf(&b, " fallback=[%s](%s)", strings.Join(p.Retry.Fallback, " "), p.RetryFrom["fallback"])
+				}
+				if p.Scope != nil {
+					fmt.Fprintf(&b, " scope=allow[%s]deny[%s](%s)", strings.Join(p.Scope.Allow, " "), strings.Join(p.Scope.Deny, " "), p.ScopeFrom)
+				}
+				b.WriteString("\n")
+			}
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(st.Attempts)) {
@@ -494,7 +553,16 @@ func renderState(st *State) string {
 		for _, m := range a.Merge {
 			fmt.Fprintf(&b, " merge=%s:%s@%s", m.Task, m.Branch, m.Commit)
 		}
+		if a.Model != "" {
+			fmt.Fprintf(&b, " model=%s", a.Model)
+		}
+		if len(a.Args) > 0 {
+			fmt.Fprintf(&b, " args=[%s]", strings.Join(a.Args, " "))
+		}
 		b.WriteString("\n")
+		if a.Prompt != "" {
+			fmt.Fprintf(&b, "  prompt=%q\n", a.Prompt)
+		}
 		if a.Worktree != "" || a.BaseCommit != "" || a.Pid != 0 || a.DiffStat != "" {
 			fmt.Fprintf(&b, "  worktree=%s base=%s pid=%d diff=%q\n", a.Worktree, a.BaseCommit, a.Pid, a.DiffStat)
 		}
@@ -511,6 +579,28 @@ func renderState(st *State) string {
 		if a.Error != nil {
 			fmt.Fprintf(&b, "  classified: %s\n", renderError(a.Error))
 		}
+		if v := a.Verification; v != nil {
+			fmt.Fprintf(&b, "  verification: passed=%t", v.Passed)
+			for _, c := range v.Commands {
+				fmt.Fprintf(&b, " cmd=%q:%d", c.Command, c.ExitCode)
+				if c.TimedOut {
+					b.WriteString("(timed out)")
+				}
+			}
+			if r := v.Review; r != nil {
+				fmt.Fprintf(&b, " review=%s:%t", r.Runtime, r.Passed)
+				if len(r.Reasons) > 0 {
+					fmt.Fprintf(&b, "%q", r.Reasons)
+				}
+				if r.Error != "" {
+					fmt.Fprintf(&b, "(error %q)", r.Error)
+				}
+			}
+			if len(v.ScopeViolations) > 0 {
+				fmt.Fprintf(&b, " scope_violations=[%s]", strings.Join(v.ScopeViolations, " "))
+			}
+			b.WriteString("\n")
+		}
 	}
 	for _, seq := range slices.Sorted(maps.Keys(st.Poisons)) {
 		p := st.Poisons[seq]
@@ -518,6 +608,17 @@ func renderState(st *State) string {
 	}
 	fmt.Fprintf(&b, "seen: %d ids\n", len(st.Seen))
 	return b.String()
+}
+
+func renderChoice(c policy.Choice) string {
+	s := c.Name
+	if c.Model != "" {
+		s += "/" + c.Model
+	}
+	if len(c.Args) > 0 {
+		s += "[" + strings.Join(c.Args, " ") + "]"
+	}
+	return s + "(" + string(c.From) + ")"
 }
 
 func renderError(e *ErrorInfo) string {
