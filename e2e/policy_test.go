@@ -120,6 +120,21 @@ tasks:
     depends_on: [scoped]
     prompt: "@write never.txt x"
 `)
+	// What each task runs with, and from which level.
+	res, errOut, code := c.cli("runtime", "resolve", "--flow", flowFile, "--task", "fallback")
+	if code != 0 {
+		t.Fatalf("runtime resolve: exit %d: %s", code, errOut)
+	}
+	for _, want := range [][]string{
+		{"worker", "claude-code", "from", "task"},
+		{"retry.fallback", "codex", "from", "task"},
+		{"retry.initial_backoff", "1s", "from", "flow"},
+		{"retry.max_attempts", "3", "from", "builtin"},
+	} {
+		if !slices.ContainsFunc(strings.Split(res, "\n"), func(l string) bool { return slices.Equal(strings.Fields(l), want) }) {
+			t.Errorf("runtime resolve lacks %v:\n%s", want, res)
+		}
+	}
 	out, errOut, code := c.cli("submit", flowFile, "--watch")
 	if code != 1 {
 		t.Fatalf("submit: exit %d, want 1 (scoped fails)\n%s\n%s", code, out, errOut)
@@ -420,5 +435,41 @@ tasks:
 	}
 	if r, _, _ := c.cli("rebuild"); !strings.Contains(r, "equal") {
 		t.Errorf("rebuild: %s", r)
+	}
+}
+
+// TestMergeConflict: two tasks change one file differently; the task that
+// depends on both fails with MERGE_CONFLICT naming the path, without a
+// retry, and so does the flow's integration of the two.
+func TestMergeConflict(t *testing.T) {
+	t.Parallel()
+	c := startController(t)
+	c.startWorker("worker-1", 2)
+	repo := newRepo(t)
+	flowFile := writeFlow(t, `name: conflict
+repo: `+repo+`
+base: main
+runtime: demo
+tasks:
+  - {id: left, prompt: "@write same.txt left"}
+  - {id: right, prompt: "@write same.txt right"}
+  - {id: both, depends_on: [left, right], prompt: "@write both.txt x"}
+`)
+	out, _, code := c.cli("submit", flowFile, "--watch")
+	if code != 1 {
+		t.Fatalf("submit: exit %d, want 1\n%s", code, out)
+	}
+	st := c.status(submittedID(t, out))
+	for _, task := range st.Detail.Tasks {
+		if task.ID != "both" {
+			continue
+		}
+		if task.State != eventlog.TaskFailed || task.Error.Class != "MERGE_CONFLICT" || !strings.Contains(task.Error.Message, "same.txt") || task.Attempts != 1 {
+			t.Errorf("both: %s after %d attempts: %+v", task.State, task.Attempts, task.Error)
+		}
+	}
+	in := st.Detail.Flow.Integration
+	if in == nil || in.State != eventlog.IntegrationFailed || in.Error.Class != "MERGE_CONFLICT" || !strings.Contains(in.Error.Message, "same.txt") {
+		t.Errorf("integration: %+v", in)
 	}
 }

@@ -129,9 +129,13 @@ shows what the flow was accepted with; for a flow file, what it would run with n
 			if flowArg == "" {
 				return &exitError{2, fmt.Errorf("--flow is required")}
 			}
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
 			req := controller.ResolveRequest{Task: task}
 			if data, err := os.ReadFile(flowArg); err == nil {
-				spec, err := flow.Parse(flowArg, data, flow.Options{RepoOverride: repo})
+				spec, err := flow.Parse(flowArg, data, flow.Options{RepoOverride: repo, DefaultRuntime: cfg.Defaults.Runtime})
 				if err != nil {
 					return &exitError{2, err}
 				}

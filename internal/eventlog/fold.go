@@ -356,28 +356,32 @@ func (s *State) cancelRequested(ev *Event) error {
 	if err := ev.Payload(&d); err != nil {
 		return err
 	}
+	// The scope is checked before the state is looked at, so that whether
+	// the event is poison depends on its bytes alone.
+	switch d.Scope {
+	case CancelFlow, CancelTask, CancelAttempt:
+	default:
+		return fmt.Errorf("%w: cancel_requested with scope %q", ErrDecode, d.Scope)
+	}
 	f := s.Flows[ev.Flow]
 	if f == nil || f.State.Terminal() {
 		return nil
 	}
-	switch d.Scope {
-	case CancelFlow:
+	if d.Scope == CancelFlow {
 		if f.Cancel == nil {
 			f.Cancel = &Cancel{Reason: d.Reason, At: ev.Time}
 			s.mark(keyFlow + f.ID)
 		}
-	case CancelTask, CancelAttempt:
-		// Cancelling an attempt cancels the task it runs for, if it is
-		// still the task's current attempt: the task is what finishes.
-		t := s.Task(ev.Flow, ev.Task)
-		if t == nil || t.State.Terminal() || (d.Scope == CancelAttempt && t.Attempt != ev.Attempt) {
-			return nil
-		}
-		t.CancelRequested = true
-		s.touchTask(t, ev)
-	default:
-		return fmt.Errorf("%w: cancel_requested with scope %q", ErrDecode, d.Scope)
+		return nil
 	}
+	// Cancelling an attempt cancels the task it runs for, if it is still
+	// the task's current attempt: the task is what finishes.
+	t := s.Task(ev.Flow, ev.Task)
+	if t == nil || t.State.Terminal() || (d.Scope == CancelAttempt && t.Attempt != ev.Attempt) {
+		return nil
+	}
+	t.CancelRequested = true
+	s.touchTask(t, ev)
 	return nil
 }
 
@@ -514,7 +518,16 @@ func (s *State) blockDependents(ev *Event, failed *Task) {
 	bad := map[string]string{failed.ID: failed.ID}
 	for _, id := range f.Order {
 		t := s.Task(f.ID, id)
-		if t == nil || t.State.Terminal() {
+		if t == nil {
+			continue
+		}
+		if t.State.Terminal() {
+			// A task this failure blocked already passes it on: when an
+			// operator retry reopens another task, the tasks downstream
+			// of both must wait for this one again.
+			if t.State == TaskBlocked && t.BlockedBy == failed.ID {
+				bad[id] = failed.ID
+			}
 			continue
 		}
 		for _, dep := range t.DependsOn {
