@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/policy"
 )
 
 // ErrInvalid is wrapped by every configuration error.
@@ -491,8 +492,11 @@ func (c *Config) Validate() error {
 			bad("defaults.validator", "unknown runtime %q (configured: %s)", c.Defaults.Validator, strings.Join(c.RuntimeNames(), ", "))
 		}
 	}
-	if c.Defaults.MaxParallel < 0 || c.Controller.MaxParallel < 0 {
-		bad("max_parallel", "defaults.max_parallel and controller.max_parallel must not be negative")
+	if c.Defaults.MaxParallel < 0 || c.Defaults.MaxParallel > 10000 {
+		bad("defaults.max_parallel", "must be 0..10000 (got %d)", c.Defaults.MaxParallel)
+	}
+	if c.Controller.MaxParallel < 0 {
+		bad("controller.max_parallel", "must not be negative (got %d)", c.Controller.MaxParallel)
 	}
 	c.validateRetry("defaults.retry", c.Defaults.Retry, bad)
 	for _, name := range c.ProjectNames() {
@@ -505,8 +509,11 @@ func (c *Config) Validate() error {
 				bad(key+"."+k, "unknown runtime %q (configured: %s)", rt, strings.Join(c.RuntimeNames(), ", "))
 			}
 		}
-		if p.Timeout < 0 || p.MaxParallel < 0 {
-			bad(key, "timeout and max_parallel must not be negative")
+		if p.Timeout < 0 {
+			bad(key+".timeout", "must not be negative (got %s)", p.Timeout)
+		}
+		if p.MaxParallel < 0 || p.MaxParallel > 10000 {
+			bad(key+".max_parallel", "must be 0..10000 (got %d)", p.MaxParallel)
 		}
 		c.validateRetry(key+".retry", p.Retry, bad)
 	}
@@ -594,9 +601,14 @@ func (c *Config) validateRetry(key string, r Retry, bad func(string, string, ...
 	if r.Jitter != nil && (*r.Jitter < 0 || *r.Jitter > 1) {
 		bad(key+".jitter", "must be 0..1 (got %g)", *r.Jitter)
 	}
-	for _, cl := range r.RetryOn {
-		if !classRE.MatchString(cl) {
+	for i, cl := range r.RetryOn {
+		switch {
+		case !classRE.MatchString(cl):
 			bad(key+".retry_on", "%q is not an error class like RATE_LIMITED", cl)
+		case !slices.Contains(policy.Classes, cl):
+			bad(key+".retry_on", "unknown error class %q (known: %s)", cl, strings.Join(policy.Classes, ", "))
+		case slices.Contains(r.RetryOn[:i], cl):
+			bad(key+".retry_on", "%s is listed twice", cl)
 		}
 	}
 	for _, rt := range r.Fallback {

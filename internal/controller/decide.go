@@ -302,7 +302,7 @@ func (p *planner) finish(f *eventlog.Flow, tasks []*eventlog.Task) error {
 		id = fmt.Sprintf("%s:r%d", id, f.Round)
 	}
 	complete := func(state eventlog.FlowState) error {
-		return p.add(id, eventlog.FlowCompleted, f.ID, "", "", eventlog.FlowCompletedData{State: state})
+		return p.add(id, eventlog.FlowCompleted, f.ID, "", "", eventlog.FlowCompletedData{State: state, Round: f.Round})
 	}
 	if f.Cancel != nil {
 		return complete(eventlog.FlowCancelled)

@@ -314,3 +314,42 @@ func TestPlanCancelAndIntegrate(t *testing.T) {
 		t.Errorf("flow %s, want failed (a task was cancelled)", st)
 	}
 }
+
+// TestPlanRetryDuringIntegration: an operator retry that lands after the
+// integration was scheduled starts a new round; the stale round's
+// integration and completion do not finish the flow, and the new round's
+// integration has the retried task's result.
+func TestPlanRetryDuringIntegration(t *testing.T) {
+	w := newPlanWorld(t, nil)
+	w.submit("f", independent(2))
+	w.plan(true)
+	w.report(queue.AttemptID("f", "t0", 1), eventlog.Report{Success: true, Branch: "b0", Commit: "c0"})
+	w.report(queue.AttemptID("f", "t1", 1), eventlog.Report{Error: &eventlog.ErrorInfo{Class: "RUNTIME_ERROR", Message: "x"}})
+	w.plan(true) // classify
+	w.plan(true) // fail t1
+	if got := summary(w.plan(true)); got != "integration_scheduled " {
+		t.Fatalf("actions: %s", got)
+	}
+	stale := w.plan(false) // the job, then (had it been built) a completion of round 0
+	w.apply(eventlog.New("retry", eventlog.TaskRetryRequested, w.now, "f", "t1", "", 0, eventlog.OperatorData{}))
+	w.apply(eventlog.New("integrated", eventlog.FlowIntegrated, w.now, "f", "", queue.IntegrationID("f", 1), 1,
+		eventlog.FlowIntegratedData{N: 1, Branch: "i", Commit: "i1"}))
+	w.apply(eventlog.New("flow_completed:f", eventlog.FlowCompleted, w.now, "f", "", "", 0,
+		eventlog.FlowCompletedData{State: eventlog.FlowFailed}))
+	if f := w.st.Flows["f"]; f.State != eventlog.FlowRunning || f.Round != 1 {
+		t.Fatalf("after the retry: flow %s round %d (stale actions %s)", f.State, f.Round, summary(stale))
+	}
+	w.plan(true)
+	w.report(queue.AttemptID("f", "t1", 2), eventlog.Report{Success: true, Branch: "b1", Commit: "c1"})
+	w.plan(true)
+	in := w.st.Flows["f"].Integration
+	if in.N != 2 || len(in.Merge) != 2 || in.Branch != queue.IntegrationBranch("f", 2) {
+		t.Fatalf("round 1 integration %+v", in)
+	}
+	w.apply(eventlog.New("integrated-2", eventlog.FlowIntegrated, w.now, "f", "", queue.IntegrationID("f", 2), 1,
+		eventlog.FlowIntegratedData{N: 2, Branch: in.Branch, Commit: "i2"}))
+	w.plan(true)
+	if st := w.st.Flows["f"].State; st != eventlog.FlowSucceeded {
+		t.Errorf("flow %s, want succeeded", st)
+	}
+}

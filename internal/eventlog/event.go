@@ -136,6 +136,9 @@ type FlowSubmittedData struct {
 // FlowCompletedData is the controller's decision that every task is terminal.
 type FlowCompletedData struct {
 	State FlowState `json:"state"`
+	// Round is the flow's round the decision was made in; a decision from
+	// before an operator retry reopened the flow is stale.
+	Round int `json:"round,omitempty"`
 }
 
 // DepResult is a dependency's result branch merged into a dependent attempt.

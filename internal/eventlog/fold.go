@@ -140,7 +140,7 @@ func (s *State) flowCompleted(ev *Event) error {
 		return fmt.Errorf("%w: flow_completed with state %q", ErrDecode, d.State)
 	}
 	f := s.Flows[ev.Flow]
-	if f == nil || f.State.Terminal() {
+	if f == nil || f.State.Terminal() || d.Round != f.Round {
 		return nil
 	}
 	f.State = d.State
@@ -464,10 +464,14 @@ func (s *State) retryRequested(ev *Event) error {
 			s.blockDependents(ev, o)
 		}
 	}
-	if f.State.Terminal() {
-		f.State, f.CompletedAt, f.Round = FlowRunning, time.Time{}, f.Round+1
-		s.mark(keyFlow + f.ID)
-	}
+	// A new round: the flow completes again, and its integration branch is
+	// built again with this task's new result, even if the last round's was
+	// already scheduled or built. Every retry starts one, finished flow or
+	// not: a completion the controller decided before the retry was folded
+	// (with nothing to integrate, say) is then stale, rather than ending the
+	// flow with this task pending.
+	f.State, f.CompletedAt, f.Round = FlowRunning, time.Time{}, f.Round+1
+	s.mark(keyFlow + f.ID)
 	return nil
 }
 
@@ -480,7 +484,7 @@ func (s *State) integrationScheduled(ev *Event) error {
 	if f == nil || f.State.Terminal() {
 		return nil
 	}
-	if f.Integration != nil && f.Integration.N >= d.N {
+	if d.N != f.Round+1 || (f.Integration != nil && f.Integration.N >= d.N) {
 		return nil
 	}
 	f.Integration = &Integration{N: d.N, State: IntegrationScheduledSt, Branch: d.Branch, Runtime: d.Runtime,

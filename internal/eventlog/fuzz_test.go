@@ -87,8 +87,14 @@ func FuzzDecode(f *testing.F) {
 //
 //   - an undecodable message is poison at its sequence and changes nothing
 //     else, and a decodable one whose id was seen changes nothing at all;
+//   - whether a decodable message is poison depends on its bytes alone;
 //   - a terminal flow or task does not change, nor does a terminal attempt
-//     apart from its classified error;
+//     apart from its classified error, with two exceptions: an operator's
+//     task_retry_requested reopens the task, the tasks it blocked and the
+//     flow (a new round), and the result of a scheduled integration lands
+//     on a flow that ended meanwhile;
+//   - in a well-formed flow, no task that has not ended depends on one that
+//     failed, was cancelled or is blocked (it would wait forever);
 //   - every record is encodable, loads back to the same bytes, and what was
 //     written for the touched records equals what memory holds (no
 //     mutation escapes the dirty set);
@@ -113,6 +119,24 @@ func FuzzApplyRaw(f *testing.F) {
 		all = append(all, n.raw)
 	}
 	f.Add(uint64(100), bytes.Join(all, []byte("\n")))
+	// The policy and operator flows, one seed each (together they are
+	// more messages than one input folds).
+	policy := &scenario{}
+	policy.addPolicyFlows(f, "")
+	byFlow := map[string][][]byte{}
+	var flows []string
+	for _, n := range policy.nodes {
+		if _, ok := byFlow[n.ev.Flow]; !ok {
+			flows = append(flows, n.ev.Flow)
+		}
+		byFlow[n.ev.Flow] = append(byFlow[n.ev.Flow], n.raw)
+	}
+	for _, fid := range flows {
+		if len(byFlow[fid]) > maxFuzzMessages {
+			f.Fatalf("flow %s has %d messages, more than one fuzz input folds", fid, len(byFlow[fid]))
+		}
+		f.Add(uint64(200), bytes.Join(byFlow[fid], []byte("\n")))
+	}
 	f.Add(uint64(0), []byte("not json"))
 	f.Add(^uint64(0), []byte(`{"v":1,"id":"x","type":"flow_submitted","flow":"f","data":{"spec":{"tasks":[{"id":"a"},{"id":"a","depends_on":["a","b"]}]}}}`))
 
@@ -274,7 +298,12 @@ func (c *checkedFold) apply(seq uint64, msg []byte) {
 		}
 	}
 
-	// Terminal records stay put.
+	// Terminal records stay put, but for what an operator's retry reopens
+	// and an integration result that lands after its flow ended.
+	var typ Type
+	if ev != nil {
+		typ = ev.Type
+	}
 	for _, line := range changed {
 		k := line[2:]
 		old, ok := before[k]
@@ -283,16 +312,48 @@ func (c *checkedFold) apply(seq uint64, msg []byte) {
 		}
 		switch {
 		case strings.HasPrefix(k, keyFlow):
-			var f Flow
+			var f, g Flow
 			mustUnmarshal(t, old, &f)
-			if f.State.Terminal() {
+			mustUnmarshal(t, after[k], &g)
+			if !f.State.Terminal() {
+				continue
+			}
+			switch {
+			case typ == TaskRetryRequested:
+				if g.State != FlowRunning || !g.CompletedAt.IsZero() || g.Round != f.Round+1 {
+					t.Fatalf("seq %d: a retry reopened a flow wrongly:\n%s\n%s", seq, old, after[k])
+				}
+				f.State, f.CompletedAt, f.Round = g.State, g.CompletedAt, g.Round
+			case typ == FlowIntegrated && f.Integration != nil && f.Integration.State == IntegrationScheduledSt &&
+				g.Integration != nil && g.Integration.N == f.Integration.N && g.Integration.State != IntegrationScheduledSt:
+				// The result of the integration the flow had scheduled.
+				f.Integration = g.Integration
+			}
+			if !sameJSON(f, g) {
 				t.Fatalf("seq %d: terminal flow changed:\n%s\n%s", seq, old, after[k])
 			}
 		case strings.HasPrefix(k, keyTask):
-			var task Task
+			var task, got Task
 			mustUnmarshal(t, old, &task)
-			if task.State.Terminal() {
+			mustUnmarshal(t, after[k], &got)
+			if !task.State.Terminal() {
+				continue
+			}
+			switch {
+			case typ != TaskRetryRequested:
 				t.Fatalf("seq %d: terminal task changed:\n%s\n%s", seq, old, after[k])
+			case task.ID == ev.Task:
+				// The retried task: pending, with a fresh budget.
+				if (task.State != TaskFailed && task.State != TaskCancelled) || got.State != TaskPending ||
+					got.Round != task.Round+1 || got.RetryBase != task.Attempts || got.Error != nil || got.CancelRequested {
+					t.Fatalf("seq %d: a retry reopened its task wrongly:\n%s\n%s", seq, old, after[k])
+				}
+			default:
+				// A task it blocked: waiting again, or blocked by another failure.
+				if task.State != TaskBlocked || task.BlockedBy != ev.Task ||
+					(got.State != TaskPending && got.State != TaskBlocked) || got.BlockedBy == ev.Task {
+					t.Fatalf("seq %d: a retry of %s changed another terminal task:\n%s\n%s", seq, ev.Task, old, after[k])
+				}
 			}
 		case strings.HasPrefix(k, keyAttempt):
 			var a, b Attempt
@@ -300,12 +361,27 @@ func (c *checkedFold) apply(seq uint64, msg []byte) {
 			mustUnmarshal(t, after[k], &b)
 			if a.State.Terminal() {
 				a.Error, b.Error = nil, nil
-				ja, _ := json.Marshal(a)
-				jb, _ := json.Marshal(b)
-				if !bytes.Equal(ja, jb) {
+				if !sameJSON(a, b) {
 					t.Fatalf("seq %d: terminal attempt changed beyond its error:\n%s\n%s", seq, old, after[k])
 				}
 			}
+		}
+	}
+
+	// In a well-formed flow no task waits on a dependency that will never
+	// succeed without an operator: it is blocked too.
+	if ev != nil {
+		if f := st.Flows[ev.Flow]; f != nil && len(f.Order) <= maxNeighborhood {
+			checkNotStuck(t, seq, st, f)
+		}
+	}
+
+	// Whether a decodable event is poison depends on its bytes alone: on a
+	// fresh state, where it is about nothing, it is poison just the same.
+	if decErr == nil && !dup {
+		fresh := NewState().Apply(seq, ev) != nil
+		if poisoned := st.Poisons[seq] != nil; poisoned != fresh {
+			t.Fatalf("seq %d: poison here %t, on a fresh state %t: %s", seq, poisoned, fresh, msg)
 		}
 	}
 
@@ -345,6 +421,43 @@ func mustParsePoisonKey(t *testing.T, k string) uint64 {
 		t.Fatalf("poison key %q: %v", k, err)
 	}
 	return n
+}
+
+// checkNotStuck fails if a task of f that has not ended depends on one that
+// failed, was cancelled or is blocked. It only looks at flows whose tasks
+// have unique ids and known dependencies, and whose Order lists each task
+// after its dependencies (a spec that passed validation).
+func checkNotStuck(t *testing.T, seq uint64, st *State, f *Flow) {
+	pos := make(map[string]int, len(f.Order))
+	for i, id := range f.Order {
+		pos[id] = i
+	}
+	if len(pos) != len(f.Order) || len(f.Spec.Tasks) != len(f.Order) {
+		return
+	}
+	for _, task := range f.Spec.Tasks {
+		for _, dep := range task.DependsOn {
+			if p, ok := pos[dep]; !ok || p >= pos[task.ID] {
+				return
+			}
+		}
+	}
+	for _, task := range st.FlowTasks(f) {
+		if task.State.Terminal() {
+			continue
+		}
+		for _, dep := range task.DependsOn {
+			if d := st.Task(f.ID, dep); d != nil && (d.State == TaskFailed || d.State == TaskCancelled || d.State == TaskBlocked) {
+				t.Fatalf("seq %d: task %s/%s is %s but its dependency %s is %s", seq, f.ID, task.ID, task.State, dep, d.State)
+			}
+		}
+	}
+}
+
+func sameJSON(a, b any) bool {
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
 }
 
 func mustUnmarshal(t *testing.T, s string, v any) {

@@ -31,21 +31,58 @@ func normalized(recs map[string]string) map[string]string {
 // clean stream: ids dedupe, sequences skip, and independent work commutes.
 func TestFoldOrderIndependent(t *testing.T) {
 	sc := standardScenario(t, false)
+	sc.addPolicyFlows(t, "")
 	want := foldStream(t, sc.cleanStream(), ^uint64(0))
 	wantRecs := normalized(records(t, want.db))
 	if err := want.Close(); err != nil {
 		t.Fatal(err)
 	}
 	// Sanity: the clean stream finished every flow as intended.
-	for k, state := range map[string]string{"f/ok": `"state":"succeeded"`, "f/fail": `"state":"failed"`, "f/takeover": `"state":"succeeded"`, "t/fail/d": `"blocked_by":"a"`} {
-		if !strings.Contains(wantRecs[k], state) {
-			t.Fatalf("clean stream: %s = %s, want %s", k, wantRecs[k], state)
+	for k, wants := range map[string][]string{
+		"f/ok":           {`"state":"succeeded"`},
+		"f/fail":         {`"state":"failed"`},
+		"f/takeover":     {`"state":"succeeded"`},
+		"t/fail/d":       {`"blocked_by":"a"`},
+		"f/fallback":     {`"state":"succeeded"`, `"integration":{"n":1,"state":"succeeded"`},
+		"t/fallback/a":   {`"state":"succeeded"`, `"attempts":2`, `"result_commit":"ca"`},
+		"a/fallback_a_2": {`"runtime":"codex"`, `"prompt":"a\n\nattempt 1 was rate limited"`, `"verification":{"passed":true`},
+		"f/cancel":       {`"state":"cancelled"`, `"cancel":{"reason":"stop"`},
+		"t/cancel/a":     {`"state":"cancelled"`},
+		"t/cancel/c":     {`"state":"blocked"`, `"blocked_by":"a"`},
+		"a/cancel_a_1":   {`"state":"failed"`, `"class":"CANCELLED","message":"cancelled"`},
+		"a/cancel_b_1":   {`"state":"failed"`, `"phase":"attempt_abandoned"`},
+		"f/reopen":       {`"state":"succeeded"`, `"round":2`, `"integration":{"n":3,"state":"succeeded"`},
+		"t/reopen/a":     {`"state":"succeeded"`, `"retry_base":1`, `"round":1`},
+		"t/reopen/w":     {`"state":"succeeded"`, `"attempts":1`},
+	} {
+		for _, want := range wants {
+			if !strings.Contains(wantRecs[k], want) {
+				t.Fatalf("clean stream: %s = %s, want %s", k, wantRecs[k], want)
+			}
 		}
 	}
 
-	runs := 40
+	// The scenario is one the controller could have written: it completes a
+	// flow only when every task has ended, and the fold must agree.
+	st := NewState()
+	for _, n := range sc.nodes {
+		if err := st.Apply(0, n.ev); err != nil {
+			t.Fatal(err)
+		}
+		if f := st.Flows[n.ev.Flow]; n.ev.Type == FlowCompleted && f != nil {
+			for _, task := range st.FlowTasks(f) {
+				if !task.State.Terminal() {
+					t.Fatalf("clean stream: %s completes flow %s with task %s %s", n.ev.ID, f.ID, task.ID, task.State)
+				}
+			}
+		}
+	}
+
+	// Each run interleaves about 180 events of six flows; 20 runs take
+	// about as long as 40 did over the first three flows alone.
+	runs := 20
 	if testing.Short() {
-		runs = 15
+		runs = 8
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for run := range runs {

@@ -253,3 +253,206 @@ func (sc *scenario) cleanStream() map[uint64][]byte {
 	}
 	return stream
 }
+
+// flowBuilder adds the events of one flow to a scenario, each stamped with
+// the flow's own clock (one second per event, in order of addition) so that
+// any order folds to the same records.
+type flowBuilder struct {
+	sc    *scenario
+	tb    testing.TB
+	fid   string
+	clock int
+}
+
+func (sc *scenario) flow(tb testing.TB, fid string) *flowBuilder {
+	return &flowBuilder{sc: sc, tb: tb, fid: fid}
+}
+
+// add adds one event of the flow after deps.
+func (b *flowBuilder) add(deps []int, id string, typ Type, task, attempt string, epoch uint64, data any) int {
+	b.tb.Helper()
+	b.clock++
+	return b.sc.add(b.tb, deps, id, typ, baseTime.Add(time.Duration(b.clock)*time.Second), b.fid, task, attempt, epoch, data)
+}
+
+func (b *flowBuilder) attemptID(task string, n int) string {
+	return fmt.Sprintf("%s_%s_%d", b.fid, task, n)
+}
+
+func (b *flowBuilder) branch(task string, n int) string {
+	return fmt.Sprintf("drover/%s/%s/%d", b.fid, task, n)
+}
+
+func (b *flowBuilder) submit(tasks ...flow.Task) int {
+	spec := flow.Spec{Name: b.fid, Repo: "/r", Base: "HEAD", Runtime: "demo", Tasks: tasks}
+	return b.add(nil, "flow_submitted:"+b.fid, FlowSubmitted, "", "", 0, FlowSubmittedData{Spec: spec, MaxParallel: 2})
+}
+
+// schedule adds attempt n of task; d carries what differs from the defaults.
+func (b *flowBuilder) schedule(deps []int, task string, n int, d AttemptScheduledData) int {
+	id := b.attemptID(task, n)
+	d.N, d.Pool, d.Branch = n, "default", b.branch(task, n)
+	if d.Runtime == "" {
+		d.Runtime = "demo"
+	}
+	return b.add(deps, "attempt_scheduled:"+id, AttemptScheduled, task, id, 0, d)
+}
+
+// run adds one claim of attempt n of task, each event after the one before:
+// claimed, started, verified when ver is set, and (unless rep is nil)
+// reported. It returns the last one.
+func (b *flowBuilder) run(prev int, task string, n int, epoch uint64, ver *Verification, rep *Report) int {
+	id := b.attemptID(task, n)
+	w := func(typ Type, data any) {
+		prev = b.add([]int{prev}, fmt.Sprintf("%s:%s:%d", typ, id, epoch), typ, task, id, epoch, data)
+	}
+	w(AttemptClaimed, AttemptClaimedData{Worker: fmt.Sprintf("w%d", epoch)})
+	w(RuntimeStarted, RuntimeStartedData{Pid: 100 + n, Argv: []string{"demo"}})
+	if ver != nil {
+		w(VerificationCompleted, ver)
+	}
+	if rep != nil {
+		w(AttemptReported, rep)
+	}
+	return prev
+}
+
+func (b *flowBuilder) success(task string, n int, commit string) *Report {
+	return &Report{Success: true, Branch: b.branch(task, n), Commit: commit}
+}
+
+func failure(class string) *Report {
+	return &Report{ExitCode: 1, Error: &ErrorInfo{Class: class, Message: "it broke"}}
+}
+
+// fail adds the controller's classification of attempt n's failure and its
+// decision that the task failed.
+func (b *flowBuilder) fail(deps []int, task string, n int, class string) int {
+	id := b.attemptID(task, n)
+	cls := b.add(deps, "runtime_error_classified:"+id, RuntimeErrorClassified, task, id, 0,
+		RuntimeErrorClassifiedData{ErrorInfo{Class: class, Message: "it broke"}})
+	return b.add([]int{cls}, "task_failed:"+id, TaskFailedEvent, task, id, 0, TaskFailedData{Reason: "gave up", Class: class})
+}
+
+// integrate adds integration n of the flow and its result, and the flow's
+// completion (round n-1) after it.
+func (b *flowBuilder) integrate(deps []int, n int, state FlowState, merge ...DepResult) int {
+	branch := fmt.Sprintf("drover/%s/integration/%d", b.fid, n)
+	sched := b.add(deps, fmt.Sprintf("integration_scheduled:%s:%d", b.fid, n), IntegrationScheduled, "", "", 0,
+		IntegrationScheduledData{N: n, Branch: branch, Runtime: "demo", Pool: "default", Merge: merge})
+	done := b.add([]int{sched}, fmt.Sprintf("flow_integrated:%s:%d", b.fid, n), FlowIntegrated, "", "", 0,
+		FlowIntegratedData{N: n, Branch: branch, Commit: fmt.Sprintf("i%d", n)})
+	return b.complete([]int{done}, n-1, state)
+}
+
+func (b *flowBuilder) complete(deps []int, round int, state FlowState) int {
+	id := "flow_completed:" + b.fid
+	if round > 0 {
+		id = fmt.Sprintf("%s:r%d", id, round)
+	}
+	return b.add(deps, id, FlowCompleted, "", "", 0, FlowCompletedData{State: state, Round: round})
+}
+
+// addPolicyFlows adds flows that go through the policy and operator
+// events: a retry on a fallback runtime, a flow cancel, and operator
+// retries of a finished flow with a pause between.
+func (sc *scenario) addPolicyFlows(tb testing.TB, suffix string) {
+	tb.Helper()
+	pass := &Verification{Passed: true, Commands: []CommandResult{{Command: "make test", DurationMS: 5}}}
+
+	// fallback: a's first attempt is rate limited; the policy retries it on
+	// codex with the feedback in its prompt; b runs after it.
+	//   a --> b
+	{
+		b := sc.flow(tb, "fallback"+suffix)
+		s := b.submit(flow.Task{ID: "a", Prompt: "a"}, flow.Task{ID: "b", Prompt: "b", DependsOn: []string{"a"}})
+		// The operator pauses the flow before anything starts, then resumes it.
+		pause := b.add([]int{s}, "flow_paused:"+b.fid, FlowPaused, "", "", 0, OperatorData{Reason: "wait"})
+		resume := b.add([]int{pause}, "flow_resumed:"+b.fid, FlowResumed, "", "", 0, OperatorData{})
+		rep := b.run(b.schedule([]int{resume}, "a", 1, AttemptScheduledData{}), "a", 1, 1, nil, failure("RATE_LIMITED"))
+		a1 := b.attemptID("a", 1)
+		cls := b.add([]int{rep}, "runtime_error_classified:"+a1, RuntimeErrorClassified, "a", a1, 0,
+			RuntimeErrorClassifiedData{ErrorInfo{Class: "RATE_LIMITED", Message: "429", Recoverable: true}})
+		rec := b.add([]int{cls}, "runtime_recovery_scheduled:"+a1, RuntimeRecoveryScheduled, "a", a1, 0, RuntimeRecoveryScheduledData{
+			Strategy: StrategyFallback, N: 2, Runtime: "codex", DelayMS: 1000, DueAt: baseTime.Add(time.Hour), Reason: "rate limited",
+		})
+		sched := b.schedule([]int{rec}, "a", 2, AttemptScheduledData{Runtime: "codex", Prompt: "a\n\nattempt 1 was rate limited"})
+		repA := b.run(sched, "a", 2, 1, pass, b.success("a", 2, "ca"))
+		merge := []DepResult{{Task: "a", Branch: b.branch("a", 2), Commit: "ca"}}
+		repB := b.run(b.schedule([]int{repA}, "b", 1, AttemptScheduledData{Merge: merge}), "b", 1, 1, pass, b.success("b", 1, "cb"))
+		b.integrate([]int{repB}, 1, FlowSucceeded, merge[0], DepResult{Task: "b", Branch: b.branch("b", 1), Commit: "cb"})
+	}
+
+	// cancel: the flow is cancelled while a runs and b's attempt is queued.
+	// The controller cancels a, b and c in one pass (c's is ignored: a's
+	// blocked it), abandons b's attempt, and a's worker reports CANCELLED.
+	//   a   b
+	//    \ /
+	//     c
+	{
+		b := sc.flow(tb, "cancel"+suffix)
+		s := b.submit(flow.Task{ID: "a", Prompt: "a"}, flow.Task{ID: "b", Prompt: "b"},
+			flow.Task{ID: "c", Prompt: "c", DependsOn: []string{"a", "b"}})
+		schedA := b.schedule([]int{s}, "a", 1, AttemptScheduledData{})
+		schedB := b.schedule([]int{s}, "b", 1, AttemptScheduledData{})
+		started := b.run(schedA, "a", 1, 1, nil, nil)
+		cancel := b.add([]int{schedA, schedB}, "cancel_requested:"+b.fid, CancelRequested, "", "", 0,
+			CancelRequestedData{Scope: CancelFlow, Reason: "stop"})
+		// A second request keeps the first.
+		b.add([]int{cancel}, "cancel_requested:"+b.fid+":again", CancelRequested, "", "", 0, CancelRequestedData{Scope: CancelFlow, Reason: "again"})
+		prev := cancel
+		cancelled := map[string]int{}
+		for _, task := range []string{"a", "b", "c"} {
+			attempt := ""
+			if task != "c" {
+				attempt = b.attemptID(task, 1)
+			}
+			prev = b.add([]int{prev}, fmt.Sprintf("task_cancelled:%s/%s:0", b.fid, task), TaskCancelledEvent, task, attempt, 0,
+				TaskCancelledData{Reason: "cancelled by the operator: stop"})
+			cancelled[task] = prev
+		}
+		a1, b1 := b.attemptID("a", 1), b.attemptID("b", 1)
+		abandoned := b.add([]int{cancelled["b"]}, "attempt_abandoned:"+b1, AttemptAbandoned, "b", b1, 0,
+			AttemptAbandonedData{Reason: "cancelled before a worker ran it"})
+		term := b.add([]int{started, cancelled["a"]}, "runtime_terminated:"+a1+":1", RuntimeTerminated, "a", a1, 1, struct{}{})
+		rep := b.add([]int{term}, "attempt_reported:"+a1+":1", AttemptReported, "a", a1, 1,
+			Report{ExitCode: -1, Signal: "SIGTERM", Error: &ErrorInfo{Class: "CANCELLED", Message: "cancelled"}})
+		b.complete([]int{rep, abandoned, prev}, 0, FlowCancelled)
+	}
+
+	// reopen: a fails, then b (which blocks m); w is blocked by a. The flow
+	// ends failed, f's result integrated. The operator retries a (round 1:
+	// w now waits on b, through m), then b (round 2), and the flow succeeds.
+	//   a   b   f
+	//   |   |
+	//   |   m
+	//    \ /
+	//     w
+	{
+		b := sc.flow(tb, "reopen"+suffix)
+		s := b.submit(flow.Task{ID: "a", Prompt: "a"}, flow.Task{ID: "b", Prompt: "b"}, flow.Task{ID: "f", Prompt: "f"},
+			flow.Task{ID: "m", Prompt: "m", DependsOn: []string{"b"}}, flow.Task{ID: "w", Prompt: "w", DependsOn: []string{"a", "m"}})
+		repA := b.run(b.schedule([]int{s}, "a", 1, AttemptScheduledData{}), "a", 1, 1, nil, failure("RUNTIME_EXIT"))
+		repB := b.run(b.schedule([]int{s}, "b", 1, AttemptScheduledData{}), "b", 1, 1, nil, failure("RUNTIME_EXIT"))
+		repF := b.run(b.schedule([]int{s}, "f", 1, AttemptScheduledData{}), "f", 1, 1, nil, b.success("f", 1, "cf"))
+		failedA := b.fail([]int{repA}, "a", 1, "RUNTIME_EXIT")
+		failedB := b.fail([]int{repB, failedA}, "b", 1, "RUNTIME_EXIT")
+		rf := DepResult{Task: "f", Branch: b.branch("f", 1), Commit: "cf"}
+		done := b.integrate([]int{failedB, repF}, 1, FlowFailed, rf)
+
+		retryA := b.add([]int{done}, "task_retry_requested:"+b.fid+"/a", TaskRetryRequested, "a", "", 0, OperatorData{})
+		pause := b.add([]int{retryA}, "flow_paused:"+b.fid, FlowPaused, "", "", 0, OperatorData{})
+		resume := b.add([]int{pause}, "flow_resumed:"+b.fid, FlowResumed, "", "", 0, OperatorData{})
+		repA = b.run(b.schedule([]int{resume}, "a", 2, AttemptScheduledData{}), "a", 2, 1, nil, b.success("a", 2, "ca"))
+		ra := DepResult{Task: "a", Branch: b.branch("a", 2), Commit: "ca"}
+		done = b.integrate([]int{repA}, 2, FlowFailed, ra, rf)
+
+		retryB := b.add([]int{done}, "task_retry_requested:"+b.fid+"/b", TaskRetryRequested, "b", "", 0, OperatorData{})
+		repB = b.run(b.schedule([]int{retryB}, "b", 2, AttemptScheduledData{}), "b", 2, 1, nil, b.success("b", 2, "cb"))
+		rb := DepResult{Task: "b", Branch: b.branch("b", 2), Commit: "cb"}
+		repM := b.run(b.schedule([]int{repB}, "m", 1, AttemptScheduledData{Merge: []DepResult{rb}}), "m", 1, 1, pass, b.success("m", 1, "cm"))
+		rm := DepResult{Task: "m", Branch: b.branch("m", 1), Commit: "cm"}
+		repW := b.run(b.schedule([]int{repM}, "w", 1, AttemptScheduledData{Merge: []DepResult{ra, rm}}), "w", 1, 1, pass, b.success("w", 1, "cw"))
+		b.integrate([]int{repW}, 3, FlowSucceeded, ra, rb, rf, rm, DepResult{Task: "w", Branch: b.branch("w", 1), Commit: "cw"})
+	}
+}

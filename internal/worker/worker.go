@@ -255,8 +255,13 @@ func (w *Worker) claimLoop(ctx context.Context, runtime string, ad adapter.Adapt
 				return
 			}
 		}
+		// Wait for a free slot without keeping it: every runtime's loop
+		// fetches while a slot is free, so a worker with fewer slots than
+		// runtimes still hears each of them at once. A fetch that waits
+		// holds no slot; the job it brings takes one.
 		select {
 		case w.slots <- struct{}{}:
+			<-w.slots
 		case <-ctx.Done():
 			return
 		}
@@ -264,7 +269,6 @@ func (w *Worker) claimLoop(ctx context.Context, runtime string, ad adapter.Adapt
 		msg, err := cons.Next(jetstream.FetchContext(fctx))
 		cancel()
 		if err != nil {
-			<-w.slots
 			if ctx.Err() != nil {
 				return
 			}
@@ -277,6 +281,18 @@ func (w *Worker) claimLoop(ctx context.Context, runtime string, ad adapter.Adapt
 				}
 				backoff = min(backoff*2, 5*time.Second)
 			}
+			continue
+		}
+		if ctx.Err() != nil {
+			_ = msg.Nak()
+			return
+		}
+		select {
+		case w.slots <- struct{}{}:
+		default:
+			// Another runtime's job took the last slot meanwhile: give
+			// this one back at once for an idle worker.
+			_ = msg.NakWithDelay(100 * time.Millisecond)
 			continue
 		}
 		backoff = 100 * time.Millisecond
