@@ -287,6 +287,9 @@ tasks:
 		return st.Detail.Flow.State == eventlog.FlowCancelled
 	})
 	t.Logf("cancelled in %s", time.Since(began).Round(time.Millisecond))
+	if c := st.Detail.Flow.Cancel; c == nil || c.Reason != "test" {
+		t.Errorf("the cancel request's reason is not recorded: %+v", c)
+	}
 	a := st.Detail.Attempts[0]
 	if len(st.Detail.Attempts) != 1 || a.State != eventlog.AttemptFailed || a.Report == nil || a.Report.Error == nil || a.Report.Error.Class != "CANCELLED" {
 		t.Fatalf("attempts: %+v", st.Detail.Attempts)

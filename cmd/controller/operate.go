@@ -63,9 +63,7 @@ func newOperatorCmd(use, short, long, example string, call func(ctx context.Cont
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
-	if strings.HasPrefix(use, "cancel") {
-		cmd.Flags().StringVar(&reason, "reason", "", "why, recorded with the request")
-	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded with the request")
 	return cmd
 }
 
@@ -90,8 +88,8 @@ func newRetry() *cobra.Command {
 wait for it again, and a finished flow runs again (its integration branch is rebuilt as
 drover/FLOW/integration-N). Retrying a blocked task retries the task that blocks it.`,
 		`  controller retry hello-x1y2z3/greet`,
-		func(ctx context.Context, cl *controller.Client, target, _ string) (*controller.OperatorResponse, error) {
-			return cl.Retry(ctx, target)
+		func(ctx context.Context, cl *controller.Client, target, reason string) (*controller.OperatorResponse, error) {
+			return cl.Retry(ctx, target, reason)
 		})
 }
 
@@ -100,15 +98,15 @@ func newPause() *cobra.Command {
 		`pause stops the controller from starting attempts of the flow, retries included; attempts
 already queued or running go on. resume undoes it.`,
 		`  controller pause hello-x1y2z3`,
-		func(ctx context.Context, cl *controller.Client, target, _ string) (*controller.OperatorResponse, error) {
-			return cl.Pause(ctx, target)
+		func(ctx context.Context, cl *controller.Client, target, reason string) (*controller.OperatorResponse, error) {
+			return cl.Pause(ctx, target, reason)
 		})
 }
 
 func newResume() *cobra.Command {
 	return newOperatorCmd("resume FLOW", "Restart scheduling of a paused flow", "", `  controller resume hello-x1y2z3`,
-		func(ctx context.Context, cl *controller.Client, target, _ string) (*controller.OperatorResponse, error) {
-			return cl.Resume(ctx, target)
+		func(ctx context.Context, cl *controller.Client, target, reason string) (*controller.OperatorResponse, error) {
+			return cl.Resume(ctx, target, reason)
 		})
 }
 

@@ -145,16 +145,9 @@ func (c *Controller) handleSubmit(ctx context.Context, r micro.Request, known fu
 		_ = r.Error(CodeInternal, err.Error(), nil)
 		return
 	}
-	seq, err := publishEvent(ctx, c, ev)
-	if err != nil {
+	if err := c.record(ctx, ev); err != nil {
 		_ = r.Error(CodeInternal, err.Error(), nil)
 		return
-	}
-	// Answer once the flow is folded, so a status right after sees it.
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := c.waitApplied(wctx, seq); err != nil {
-		c.log.Warn("submitted flow not folded yet", "flow", id, "err", err)
 	}
 	c.log.Info("flow submitted", "flow", id, "tasks", len(req.Spec.Tasks))
 	_ = r.RespondJSON(SubmitResponse{Flow: id})
@@ -172,8 +165,20 @@ func Accept(cfg *config.Config, spec *flow.Spec) (eventlog.FlowSubmittedData, er
 	return eventlog.FlowSubmittedData{Spec: s, Plan: res.Tasks, MaxParallel: res.MaxParallel}, nil
 }
 
-func publishEvent(ctx context.Context, c *Controller, ev *eventlog.Event) (uint64, error) {
-	return queue.PublishEvent(ctx, c.js, ev)
+// record publishes an event the API accepted and waits (up to 10s) until it
+// is folded, so that a read right after the answer sees it.
+func (c *Controller) record(ctx context.Context, ev *eventlog.Event) error {
+	seq, err := queue.PublishEvent(ctx, c.js, ev)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := c.waitApplied(wctx, seq); err != nil {
+		c.log.Warn("recorded event not folded yet", "type", ev.Type, "flow", ev.Flow, "err", err)
+	}
+	c.poke()
+	return nil
 }
 
 // newFlowID makes a flow id from its name and a random suffix; it stays a

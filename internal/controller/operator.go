@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/nats-io/nats.go/micro"
 
@@ -85,7 +84,7 @@ func randomSuffix() string {
 
 // operate checks a request against the folded state and records its event.
 // check returns the event to record, or an error message for the operator.
-func (c *Controller) operate(ctx context.Context, r micro.Request, check func(st *eventlog.State, t Target) (*eventlog.Event, string, error)) {
+func (c *Controller) operate(ctx context.Context, r micro.Request, check func(st *eventlog.State, t Target, reason string) (*eventlog.Event, string, error)) {
 	var req OperatorRequest
 	if err := json.Unmarshal(r.Data(), &req); err != nil {
 		_ = r.Error(CodeBadRequest, "undecodable request: "+err.Error(), nil)
@@ -101,7 +100,7 @@ func (c *Controller) operate(ctx context.Context, r micro.Request, check func(st
 	}
 	var ev *eventlog.Event
 	var msg string
-	c.store.Read(func(st *eventlog.State) { ev, msg, err = check(st, t) })
+	c.store.Read(func(st *eventlog.State) { ev, msg, err = check(st, t, req.Reason) })
 	if err != nil {
 		code := CodeBadRequest
 		if nf, ok := err.(notFound); ok {
@@ -110,15 +109,10 @@ func (c *Controller) operate(ctx context.Context, r micro.Request, check func(st
 		_ = r.Error(code, err.Error(), nil)
 		return
 	}
-	seq, err := publishEvent(ctx, c, ev)
-	if err != nil {
+	if err := c.record(ctx, ev); err != nil {
 		_ = r.Error(CodeInternal, err.Error(), nil)
 		return
 	}
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	_ = c.waitApplied(wctx, seq)
-	c.poke()
 	c.log.Info("operator request", "type", ev.Type, "flow", ev.Flow, "task", ev.Task, "attempt", ev.Attempt, "reason", req.Reason)
 	_ = r.RespondJSON(OperatorResponse{Flow: ev.Flow, Task: ev.Task, Attempt: ev.Attempt, Event: string(ev.Type), Message: msg})
 }
@@ -146,8 +140,7 @@ func findTask(st *eventlog.State, t Target) (*eventlog.Flow, *eventlog.Task, err
 }
 
 func (c *Controller) handleCancel(ctx context.Context, r micro.Request) {
-	var reason string
-	c.operate(ctx, r, func(st *eventlog.State, t Target) (*eventlog.Event, string, error) {
+	c.operate(ctx, r, func(st *eventlog.State, t Target, reason string) (*eventlog.Event, string, error) {
 		f, err := findFlow(st, t)
 		if err != nil {
 			return nil, "", err
@@ -181,11 +174,10 @@ func (c *Controller) handleCancel(ctx context.Context, r micro.Request) {
 		ev, err := eventlog.New("cancel_requested:"+randomSuffix(), eventlog.CancelRequested, c.now(), f.ID, t.Task, t.Attempt, 0, d)
 		return ev, msg, err
 	})
-	_ = reason
 }
 
 func (c *Controller) handleRetry(ctx context.Context, r micro.Request) {
-	c.operate(ctx, r, func(st *eventlog.State, t Target) (*eventlog.Event, string, error) {
+	c.operate(ctx, r, func(st *eventlog.State, t Target, reason string) (*eventlog.Event, string, error) {
 		if t.Task == "" {
 			return nil, "", fmt.Errorf("retry takes FLOW/TASK, got %q", t.Flow)
 		}
@@ -213,14 +205,14 @@ func (c *Controller) handleRetry(ctx context.Context, r micro.Request) {
 			return nil, "", fmt.Errorf("task %s: attempt %s is still stopping; try again in a few seconds", task.ID, a.ID)
 		}
 		ev, err := eventlog.New("task_retry_requested:"+randomSuffix(), eventlog.TaskRetryRequested, c.now(), f.ID, task.ID, "", 0,
-			eventlog.OperatorData{})
+			eventlog.OperatorData{Reason: reason})
 		return ev, msg, err
 	})
 }
 
 func (c *Controller) handlePause(resume bool) func(context.Context, micro.Request) {
 	return func(ctx context.Context, r micro.Request) {
-		c.operate(ctx, r, func(st *eventlog.State, t Target) (*eventlog.Event, string, error) {
+		c.operate(ctx, r, func(st *eventlog.State, t Target, reason string) (*eventlog.Event, string, error) {
 			if t.Task != "" || t.Attempt != "" {
 				return nil, "", fmt.Errorf("pause and resume take a flow id")
 			}
@@ -235,7 +227,7 @@ func (c *Controller) handlePause(resume bool) func(context.Context, micro.Reques
 			if resume {
 				typ, msg = eventlog.FlowResumed, fmt.Sprintf("flow %s resumed", f.ID)
 			}
-			ev, err := eventlog.New(string(typ)+":"+randomSuffix(), typ, c.now(), f.ID, "", "", 0, eventlog.OperatorData{})
+			ev, err := eventlog.New(string(typ)+":"+randomSuffix(), typ, c.now(), f.ID, "", "", 0, eventlog.OperatorData{Reason: reason})
 			return ev, msg, err
 		})
 	}
@@ -247,18 +239,18 @@ func (cl *Client) Cancel(ctx context.Context, target, reason string) (*OperatorR
 }
 
 // Retry starts a new attempt of a failed, cancelled or blocked task.
-func (cl *Client) Retry(ctx context.Context, target string) (*OperatorResponse, error) {
-	return cl.operator(ctx, SubjectRetry, target, "")
+func (cl *Client) Retry(ctx context.Context, target, reason string) (*OperatorResponse, error) {
+	return cl.operator(ctx, SubjectRetry, target, reason)
 }
 
 // Pause stops scheduling new attempts of a flow.
-func (cl *Client) Pause(ctx context.Context, target string) (*OperatorResponse, error) {
-	return cl.operator(ctx, SubjectPause, target, "")
+func (cl *Client) Pause(ctx context.Context, target, reason string) (*OperatorResponse, error) {
+	return cl.operator(ctx, SubjectPause, target, reason)
 }
 
 // Resume restarts scheduling of a paused flow.
-func (cl *Client) Resume(ctx context.Context, target string) (*OperatorResponse, error) {
-	return cl.operator(ctx, SubjectResume, target, "")
+func (cl *Client) Resume(ctx context.Context, target, reason string) (*OperatorResponse, error) {
+	return cl.operator(ctx, SubjectResume, target, reason)
 }
 
 func (cl *Client) operator(ctx context.Context, subject, target, reason string) (*OperatorResponse, error) {
