@@ -63,6 +63,7 @@ Configuration comes from flags, then DROVER_* environment variables, then the
 	pf.String("log-level", "", "log level: debug, info, warn, error")
 	pf.String("log-format", "", "log format: text or json")
 	root.AddCommand(newServe(), newDev(), newSubmit(), newStatus(), newEvents(), newRebuild(),
+		newWatch(), newLogs(), newDiff(),
 		newCancel(), newRetry(), newPause(), newResume(),
 		newWorkers(), newRuntimeCmd())
 	return root

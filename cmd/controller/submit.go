@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/controller"
-	"github.com/drover-dev/drover/internal/eventlog"
 	"github.com/drover-dev/drover/internal/flow"
 )
 
@@ -74,59 +72,6 @@ succeeded, 1 if not.`,
 	cmd.Flags().StringVar(&repo, "repo", "", "use this repo URL or path instead of the flow file's")
 	cmd.Flags().BoolVar(&watch, "watch", false, "follow the flow until it ends")
 	return cmd
-}
-
-// watchFlow prints each task's state changes until the flow is terminal.
-func watchFlow(ctx context.Context, cl *controller.Client, id string, w io.Writer) error {
-	seen := map[string]string{}
-	t := time.NewTicker(300 * time.Millisecond)
-	defer t.Stop()
-	for {
-		st, err := cl.Status(ctx, id)
-		if err != nil {
-			return err
-		}
-		d := st.Detail
-		attempts := map[string]*eventlog.Attempt{}
-		for _, a := range d.Attempts {
-			attempts[a.ID] = a
-		}
-		for _, task := range d.Tasks {
-			line := string(task.State)
-			if a := attempts[task.Attempt]; a != nil && !task.State.Terminal() {
-				line += fmt.Sprintf(" (attempt %d", a.N)
-				if a.Worker != "" {
-					line += " on " + a.Worker
-				}
-				if a.Phase != "" {
-					line += ", " + string(a.Phase)
-				}
-				line += ")"
-			}
-			if task.State == eventlog.TaskFailed && task.Error != nil {
-				line += ": " + task.Error.Message
-			}
-			if task.State == eventlog.TaskBlocked {
-				line += " by " + task.BlockedBy
-			}
-			if seen[task.ID] != line {
-				seen[task.ID] = line
-				fmt.Fprintf(w, "%s  %-20s %s\n", time.Now().Format("15:04:05"), task.ID, line)
-			}
-		}
-		if d.Flow.State.Terminal() {
-			fmt.Fprintf(w, "flow %s %s in %s\n", id, d.Flow.State, d.Flow.CompletedAt.Sub(d.Flow.SubmittedAt).Round(time.Millisecond))
-			if d.Flow.State != eventlog.FlowSucceeded {
-				return &exitError{1, fmt.Errorf("flow %s %s", id, d.Flow.State)}
-			}
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
 }
 
 func newStatus() *cobra.Command {

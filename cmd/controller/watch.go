@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/drover-dev/drover/internal/controller"
+	"github.com/drover-dev/drover/internal/eventlog"
+)
+
+func newWatch() *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "watch FLOW",
+		Short: "Follow a flow live until it ends",
+		Long: `watch follows a flow until it ends and exits 0 if it succeeded, 1 if it failed or was
+cancelled. On a terminal it redraws a progress bar (tasks done out of all) and a table of
+the tasks with their state, attempt, worker and phase. When stdout is not a terminal it
+prints a timestamped line each time a task's state changes (what submit --watch prints);
+with -o json, one JSON object per change.`,
+		Example: `  controller watch hello-x1y2z3
+  controller watch hello-x1y2z3 | tee watch.log      # plain lines
+  controller watch hello-x1y2z3 -o json | jq -c .`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "text" && output != "json" {
+				return &exitError{2, fmt.Errorf("-o must be text or json")}
+			}
+			if t, err := controller.ParseTarget(args[0]); err != nil || t.Task != "" {
+				return &exitError{2, fmt.Errorf("%q is not a flow id", args[0])}
+			}
+			return withClient(cmd, func(cl *controller.Client) error {
+				return watchFlowAs(cmd.Context(), cl, args[0], cmd.OutOrStdout(), output)
+			})
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json (one object per task change)")
+	return cmd
+}
+
+// watchFlow follows a flow to its end: redrawn on a terminal, plain lines
+// otherwise. It returns an exitError with code 1 when the flow did not succeed.
+func watchFlow(ctx context.Context, cl *controller.Client, id string, w io.Writer) error {
+	return watchFlowAs(ctx, cl, id, w, "text")
+}
+
+// watchChange is one task change, as watch -o json prints it.
+type watchChange struct {
+	Time    time.Time           `json:"time"`
+	Flow    string              `json:"flow"`
+	Task    string              `json:"task,omitempty"`
+	State   string              `json:"state"`
+	Attempt string              `json:"attempt,omitempty"`
+	Worker  string              `json:"worker,omitempty"`
+	Phase   string              `json:"phase,omitempty"`
+	Detail  string              `json:"detail,omitempty"`
+	Error   *eventlog.ErrorInfo `json:"error,omitempty"`
+}
+
+func watchFlowAs(ctx context.Context, cl *controller.Client, id string, w io.Writer, output string) error {
+	var tty *ttyView
+	if f, ok := w.(*os.File); ok && output == "text" && term.IsTerminal(int(f.Fd())) {
+		tty = &ttyView{w: f, fd: int(f.Fd())}
+	}
+	seen := map[string]string{}
+	t := time.NewTicker(300 * time.Millisecond)
+	defer t.Stop()
+	for {
+		st, err := cl.Status(ctx, id)
+		if err != nil {
+			return err
+		}
+		d := st.Detail
+		if d == nil {
+			return fmt.Errorf("no detail for flow %s", id)
+		}
+		attempts := map[string]*eventlog.Attempt{}
+		for _, a := range d.Attempts {
+			attempts[a.ID] = a
+		}
+		if tty != nil {
+			tty.draw(d, attempts)
+		} else {
+			for _, task := range d.Tasks {
+				line := taskLine(task, attempts[task.Attempt])
+				if seen[task.ID] == line {
+					continue
+				}
+				seen[task.ID] = line
+				if output == "json" {
+					c := watchChange{Time: time.Now().UTC(), Flow: id, Task: task.ID, State: string(task.State), Error: task.Error}
+					if a := attempts[task.Attempt]; a != nil {
+						c.Attempt, c.Worker, c.Phase = a.ID, a.Worker, string(a.Phase)
+					}
+					if task.State == eventlog.TaskBlocked {
+						c.Detail = "blocked by " + task.BlockedBy
+					}
+					b, _ := json.Marshal(c)
+					fmt.Fprintf(w, "%s\n", b)
+				} else {
+					fmt.Fprintf(w, "%s  %-20s %s\n", time.Now().Format("15:04:05"), task.ID, line)
+				}
+			}
+		}
+		if d.Flow.State.Terminal() {
+			took := d.Flow.CompletedAt.Sub(d.Flow.SubmittedAt).Round(time.Millisecond)
+			if output == "json" {
+				b, _ := json.Marshal(watchChange{Time: time.Now().UTC(), Flow: id, State: string(d.Flow.State), Detail: "flow ended in " + took.String()})
+				fmt.Fprintf(w, "%s\n", b)
+			} else {
+				fmt.Fprintf(w, "flow %s %s in %s\n", id, d.Flow.State, took)
+			}
+			if d.Flow.State != eventlog.FlowSucceeded {
+				return &exitError{1, fmt.Errorf("flow %s %s", id, d.Flow.State)}
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// taskLine is a task's state in one line, for the plain output.
+func taskLine(task *eventlog.Task, a *eventlog.Attempt) string {
+	line := string(task.State)
+	if a != nil && !task.State.Terminal() {
+		line += fmt.Sprintf(" (attempt %d", a.N)
+		if a.Worker != "" {
+			line += " on " + a.Worker
+		}
+		if a.Phase != "" {
+			line += ", " + string(a.Phase)
+		}
+		line += ")"
+	}
+	if task.State == eventlog.TaskFailed && task.Error != nil {
+		line += ": " + task.Error.Message
+	}
+	if task.State == eventlog.TaskBlocked {
+		line += " by " + task.BlockedBy
+	}
+	return line
+}
+
+// ttyView redraws the flow's progress in place on a terminal.
+type ttyView struct {
+	w     io.Writer
+	fd    int
+	lines int    // lines drawn last time, to move back over
+	last  string // the frame drawn last time
+}
+
+func (v *ttyView) draw(d *controller.FlowDetail, attempts map[string]*eventlog.Attempt) {
+	width, height, err := term.GetSize(v.fd)
+	if err != nil || width <= 0 {
+		width, height = 80, 24
+	}
+	done := 0
+	for _, t := range d.Tasks {
+		if t.State.Terminal() {
+			done++
+		}
+	}
+	total := len(d.Tasks)
+	var frame []string
+	elapsed := time.Since(d.Flow.SubmittedAt)
+	if d.Flow.State.Terminal() {
+		elapsed = d.Flow.CompletedAt.Sub(d.Flow.SubmittedAt)
+	}
+	head := fmt.Sprintf("flow %s: %s, %s", d.Flow.ID, d.Flow.State, elapsed.Round(time.Second))
+	if d.Flow.Paused {
+		head += " (paused)"
+	}
+	frame = append(frame, head, progressBar(done, total, width))
+
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tSTATE\tATTEMPT\tWORKER\tPHASE\tDETAIL")
+	for _, t := range d.Tasks {
+		att, worker, phase, detail := "", "", "", ""
+		if a := attempts[t.Attempt]; a != nil {
+			att, worker, phase = fmt.Sprint(a.N), a.Worker, string(a.Phase)
+		}
+		switch {
+		case t.Error != nil && t.State.Terminal():
+			detail = t.Error.Message
+		case t.BlockedBy != "":
+			detail = "blocked by " + t.BlockedBy
+		case t.Retry != nil:
+			detail = fmt.Sprintf("retry %d at %s", t.Retry.N, t.Retry.DueAt.Local().Format("15:04:05"))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.State, att, worker, phase, detail)
+	}
+	tw.Flush()
+	rows := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
+	// Keep the frame inside the screen, or moving back up cannot reach its top.
+	if maxRows := height - len(frame) - 2; maxRows > 1 && len(rows) > maxRows {
+		more := len(rows) - maxRows + 1
+		rows = append(rows[:maxRows-1], fmt.Sprintf("… and %d more tasks", more))
+	}
+	frame = append(frame, rows...)
+
+	joined := strings.Join(frame, "\n")
+	if joined == v.last {
+		return
+	}
+	v.last = joined
+	var out strings.Builder
+	if v.lines > 0 {
+		fmt.Fprintf(&out, "\r\x1b[%dA", v.lines)
+	}
+	out.WriteString("\x1b[J")
+	for _, l := range frame {
+		out.WriteString(truncate(l, width-1))
+		out.WriteString("\n")
+	}
+	v.lines = len(frame)
+	_, _ = io.WriteString(v.w, out.String())
+}
+
+// progressBar draws "[=====     ] 3/5 tasks done" within width columns.
+func progressBar(done, total, width int) string {
+	label := fmt.Sprintf(" %d/%d tasks done", done, total)
+	n := min(width-len(label)-3, 50)
+	if n < 5 {
+		return strings.TrimSpace(label)
+	}
+	filled := 0
+	if total > 0 {
+		filled = done * n / total
+	}
+	return "[" + strings.Repeat("=", filled) + strings.Repeat(" ", n-filled) + "]" + label
+}
+
+// truncate cuts s to at most n runes.
+func truncate(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	if n == 1 {
+		return "…"
+	}
+	return string(r[:n-1]) + "…"
+}
