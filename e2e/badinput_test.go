@@ -72,6 +72,10 @@ tasks:
 		info, err := dl.Info(ctx)
 		return err == nil && info.State.Msgs == 1
 	})
+	dlOut, errOut, code := c.cli("dead-letters")
+	if code != 0 || !strings.Contains(dlOut, "attempts") || !strings.Contains(dlOut, "bad job") || !strings.Contains(dlOut, `{"v":1,"attempt":"../../etc"}`) {
+		t.Errorf("dead-letters (exit %d) does not list the poison job:\n%s%s", code, dlOut, errOut)
+	}
 	attempts, err := js.Stream(ctx, queue.AttemptsStream)
 	if err != nil {
 		t.Fatal(err)

@@ -64,7 +64,7 @@ Configuration comes from flags, then DROVER_* environment variables, then the
 	pf.String("log-format", "", "log format: text or json")
 	root.AddCommand(newServe(), newDev(), newSubmit(), newStatus(), newEvents(), newRebuild(),
 		newWatch(), newLogs(), newDiff(),
-		newCancel(), newRetry(), newPause(), newResume(),
+		newCancel(), newRetry(), newPause(), newResume(), newDeadLetters(),
 		newWorkers(), newRuntimeCmd())
 	return root
 }
