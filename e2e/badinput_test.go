@@ -68,12 +68,13 @@ tasks:
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the poison job to be parked", func() bool {
+	waitFor(t, 30*time.Second, "the poison job and event to be parked", func() bool {
 		info, err := dl.Info(ctx)
-		return err == nil && info.State.Msgs == 1
+		return err == nil && info.State.Msgs == 2 // the job, and the event the controller parked
 	})
 	dlOut, errOut, code := c.cli("dead-letters")
-	if code != 0 || !strings.Contains(dlOut, "attempts") || !strings.Contains(dlOut, "bad job") || !strings.Contains(dlOut, `{"v":1,"attempt":"../../etc"}`) {
+	if code != 0 || !strings.Contains(dlOut, "attempts") || !strings.Contains(dlOut, "bad job") || !strings.Contains(dlOut, `{"v":1,"attempt":"../../etc"}`) ||
+		!strings.Contains(dlOut, "events") || !strings.Contains(dlOut, "{not json") {
 		t.Errorf("dead-letters (exit %d) does not list the poison job:\n%s%s", code, dlOut, errOut)
 	}
 	attempts, err := js.Stream(ctx, queue.AttemptsStream)

@@ -124,6 +124,9 @@ func (c *Controller) fold(ctx context.Context, it jetstream.MessagesContext, sta
 		}
 		if c.store.Stage(md.Sequence.Stream, msg.Data()) {
 			staged++
+			if p := c.store.Poison(md.Sequence.Stream); p != nil {
+				c.park(ctx, p, msg.Data())
+			}
 		}
 		if md.NumPending == 0 || staged >= 512 {
 			if err := c.store.Commit(); err != nil {
@@ -135,6 +138,18 @@ func (c *Controller) fold(ctx context.Context, it jetstream.MessagesContext, sta
 			c.mu.Unlock()
 			c.poke()
 		}
+	}
+}
+
+// park copies a poison event to the dead-letter stream, where `controller
+// dead-letters` lists it. The projection keeps its own record either way.
+func (c *Controller) park(ctx context.Context, p *eventlog.Poison, raw []byte) {
+	c.log.Warn("poison event", "seq", p.Seq, "reason", p.Reason, "size", p.Size)
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	reason := fmt.Sprintf("events seq %d: %s", p.Seq, p.Reason)
+	if err := queue.PublishDeadLetter(pctx, c.js, "events", reason, raw); err != nil {
+		c.log.Warn("park poison event", "seq", p.Seq, "err", err)
 	}
 }
 

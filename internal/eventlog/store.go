@@ -132,6 +132,17 @@ func (s *Store) Stage(seq uint64, raw []byte) bool {
 	return true
 }
 
+// Poison returns the poison recorded at seq, if the message there was.
+func (s *Store) Poison(seq uint64) *Poison {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.st.Poisons[seq]; p != nil {
+		cp := *p
+		return &cp
+	}
+	return nil
+}
+
 // Commit persists what Stage folded since the last Commit, atomically with
 // the applied sequence.
 func (s *Store) Commit() error {
