@@ -2,6 +2,7 @@
 GO        ?= go
 BIN       ?= bin
 FUZZTIME  ?= 30s
+FUZZMINTIME ?= 10s
 PKGS      := ./...
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
@@ -38,12 +39,7 @@ lint: ## gofmt, go vet and staticcheck
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 30s)
-	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
-	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-	    echo "== $$pkg $$f ($(FUZZTIME))"; \
-	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 10s $$pkg; \
-	  done; \
-	done
+	FUZZTIME=$(FUZZTIME) FUZZMINTIME=$(FUZZMINTIME) ./scripts/fuzz.sh
 
 .PHONY: bench
 bench: ## Run the benchmarks (figures go in docs/benchmarks.md)
