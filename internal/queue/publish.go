@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strconv"
 	"unicode/utf8"
 
@@ -10,12 +11,16 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/flow"
 )
 
 // PublishEvent stores ev on the EVENTS stream and returns its sequence. The
 // event id is the Nats-Msg-Id, so a republish inside the dedup window is
 // dropped by the server; outside it, the fold's own dedup by id applies.
 func PublishEvent(ctx context.Context, js jetstream.JetStream, ev *eventlog.Event) (uint64, error) {
+	if err := CheckEventIDs(ev); err != nil {
+		return 0, err
+	}
 	data, err := ev.Encode()
 	if err != nil {
 		return 0, err
@@ -26,6 +31,34 @@ func PublishEvent(ctx context.Context, js jetstream.JetStream, ev *eventlog.Even
 		return 0, fmt.Errorf("queue: publish event %s: %w", ev.ID, err)
 	}
 	return ack.Sequence, nil
+}
+
+var (
+	eventTypeRE = regexp.MustCompile(`^[a-z][a-z_]{0,63}$`)
+	attemptRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,62}_(?:[A-Za-z0-9][A-Za-z0-9-]{0,62}|_integrate)_[1-9][0-9]{0,8}$`)
+)
+
+// CheckEventIDs refuses an event whose ids could not be a subject token or
+// a key: they come from flows and jobs, which come from users.
+func CheckEventIDs(ev *eventlog.Event) error {
+	if err := flow.ValidID(ev.Flow); err != nil {
+		return fmt.Errorf("queue: event %s: flow: %w", ev.ID, err)
+	}
+	if ev.Task != "" {
+		if err := flow.ValidID(ev.Task); err != nil {
+			return fmt.Errorf("queue: event %s: task: %w", ev.ID, err)
+		}
+	}
+	if ev.Attempt != "" && !attemptRE.MatchString(ev.Attempt) {
+		return fmt.Errorf("queue: event %s: %q is not an attempt id", ev.ID, ev.Attempt)
+	}
+	if !eventTypeRE.MatchString(string(ev.Type)) {
+		return fmt.Errorf("queue: event %s: %q is not an event type", ev.ID, ev.Type)
+	}
+	if ev.ID == "" || len(ev.ID) > 512 {
+		return fmt.Errorf("queue: event id of %d bytes", len(ev.ID))
+	}
+	return nil
 }
 
 // Dead letter headers.

@@ -174,3 +174,30 @@ func TestPublishDeadLetterOversized(t *testing.T) {
 		t.Errorf("small data changed: %q", m.Data)
 	}
 }
+
+func TestCheckEventIDs(t *testing.T) {
+	ok := func(flowID, task, attempt string, typ eventlog.Type) *eventlog.Event {
+		return &eventlog.Event{V: 1, ID: "x", Type: typ, Flow: flowID, Task: task, Attempt: attempt}
+	}
+	for _, ev := range []*eventlog.Event{
+		ok("f-1", "", "", eventlog.FlowSubmitted),
+		ok("f-1", "t", "f-1_t_12", eventlog.AttemptClaimed),
+		ok("f-1", "", "f-1__integrate_2", eventlog.FlowIntegrated),
+	} {
+		if err := CheckEventIDs(ev); err != nil {
+			t.Errorf("%+v: %v", ev, err)
+		}
+	}
+	for _, ev := range []*eventlog.Event{
+		ok("f.>", "", "", eventlog.FlowSubmitted),
+		ok("f", "../t", "", eventlog.AttemptClaimed),
+		ok("f", "t", "f_t_0", eventlog.AttemptClaimed),
+		ok("f", "t", "f_t_1.x", eventlog.AttemptClaimed),
+		ok("f", "", "", "flow.submitted"),
+		ok("f", "", "", ""),
+	} {
+		if err := CheckEventIDs(ev); err == nil {
+			t.Errorf("%+v: accepted", ev)
+		}
+	}
+}
