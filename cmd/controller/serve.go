@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
@@ -12,6 +14,7 @@ import (
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/controller"
 	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/telemetry"
 	"github.com/drover-dev/drover/internal/worker"
 )
 
@@ -27,10 +30,17 @@ func newServe() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return controller.Serve(cmd.Context(), cfg, cfg.Log.Logger(os.Stderr), controller.ServeOptions{})
+			log := cfg.Log.Logger(os.Stderr)
+			stop, err := startTelemetry(cfg, log)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			return controller.Serve(cmd.Context(), cfg, log, controller.ServeOptions{})
 		},
 	}
 	cmd.Flags().String("nats-listen", "", "host:port of the embedded nats-server (port -1 picks a free one)")
+	cmd.Flags().String("http-listen", "", "host:port serving /metrics, /healthz and /readyz (default off)")
 	return cmd
 }
 
@@ -52,6 +62,11 @@ under the data dir, as if they ran on separate hosts. It is for trying Drover on
 				return &exitError{2, fmt.Errorf("--workers must not be negative")}
 			}
 			log := cfg.Log.Logger(os.Stderr)
+			stop, err := startTelemetry(cfg, log)
+			if err != nil {
+				return err
+			}
+			defer stop()
 			return controller.Serve(cmd.Context(), cfg, log, controller.ServeOptions{
 				Ready: func(ctx context.Context, url string) (func(), error) {
 					return startLocalWorkers(ctx, cfg, url, workers)
@@ -62,7 +77,22 @@ under the data dir, as if they ran on separate hosts. It is for trying Drover on
 	cmd.Flags().IntVar(&workers, "workers", 2, "number of local workers")
 	cmd.Flags().Int("slots", 0, "attempts each worker runs at once")
 	cmd.Flags().String("nats-listen", "", "host:port of the embedded nats-server (port -1 picks a free one)")
+	cmd.Flags().String("http-listen", "", "host:port serving /metrics, /healthz and /readyz (default off)")
 	return cmd
+}
+
+// startTelemetry serves metrics and health on http.listen, if set; the
+// returned func shuts the server down.
+func startTelemetry(cfg *config.Config, log *slog.Logger) (func(), error) {
+	srv, err := telemetry.Start(cfg.HTTP.Listen, log)
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
 }
 
 // startLocalWorkers starts n workers with separate work dirs and connections.

@@ -8,11 +8,13 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/telemetry"
 	"github.com/drover-dev/drover/internal/worker"
 )
 
@@ -62,6 +64,15 @@ claiming and hands running attempts back for prompt redelivery.`,
 				return err
 			}
 			log := cfg.Log.Logger(os.Stderr)
+			srv, err := telemetry.Start(cfg.HTTP.Listen, log)
+			if err != nil {
+				return err
+			}
+			defer func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_ = srv.Shutdown(ctx)
+			}()
 			nc, err := queue.Connect(cfg.ClientURL(), "drover-worker-"+cfg.Worker.ID, log)
 			if err != nil {
 				return err
@@ -88,5 +99,6 @@ claiming and hands running attempts back for prompt redelivery.`,
 	f.Int("slots", 0, "attempts run at once (default 2)")
 	f.String("work-dir", "", "repo caches and worktrees (default DATA_DIR/worker)")
 	f.StringSlice("runtimes", nil, "runtimes to serve (default all configured)")
+	f.String("http-listen", "", "host:port serving /metrics, /healthz and /readyz (default off)")
 	return cmd
 }

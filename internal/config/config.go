@@ -41,6 +41,20 @@ type Config struct {
 	// with `project:`. Resolution: task > flow > project > defaults.
 	Projects   map[string]Project `mapstructure:"projects"`
 	Controller Controller         `mapstructure:"controller"`
+	HTTP       HTTP               `mapstructure:"http"`
+}
+
+// HTTP configures the metrics and health listener of the controller and
+// worker daemons.
+type HTTP struct {
+	// Listen is the host:port serving /metrics, /healthz and /readyz;
+	// empty (the default) serves nothing.
+	Listen string `mapstructure:"listen"`
+}
+
+func init() {
+	// --http-listen on controller serve, controller dev and worker run.
+	FlagBindings["http.listen"] = "http-listen"
 }
 
 // Controller tunes the controller's scheduling.
@@ -282,6 +296,7 @@ func defaults() map[string]any {
 		"defaults.retry.coefficient":     0.0,
 		"defaults.retry.max_backoff":     time.Duration(0),
 		"controller.max_parallel":        0,
+		"http.listen":                    "",
 	}
 }
 
@@ -440,6 +455,13 @@ func (c *Config) Validate() error {
 	}
 	if c.Log.Format != "text" && c.Log.Format != "json" {
 		bad("log.format", "must be text or json (got %q)", c.Log.Format)
+	}
+	if c.HTTP.Listen != "" {
+		if _, port, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
+			bad("http.listen", "must be host:port (got %q)", c.HTTP.Listen)
+		} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+			bad("http.listen", "port must be 0..65535 (got %q)", port)
+		}
 	}
 	if c.NATS.URL == "" {
 		if _, port, err := net.SplitHostPort(c.NATS.Listen); err != nil {

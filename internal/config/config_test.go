@@ -83,6 +83,29 @@ func TestPrecedence(t *testing.T) {
 	}
 }
 
+func TestHTTPListen(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	c, err := Load(LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HTTP.Listen != "" {
+		t.Errorf("http.listen default = %q, want off", c.HTTP.Listen)
+	}
+	t.Setenv("DROVER_HTTP_LISTEN", "127.0.0.1:9090")
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	fs.String("http-listen", "", "")
+	if c, err = Load(LoadOptions{Flags: fs, Bind: FlagBindings}); err != nil || c.HTTP.Listen != "127.0.0.1:9090" {
+		t.Fatalf("env: listen = %q, err %v", c.HTTP.Listen, err)
+	}
+	if err := fs.Parse([]string{"--http-listen", ":9100"}); err != nil {
+		t.Fatal(err)
+	}
+	if c, err = Load(LoadOptions{Flags: fs, Bind: FlagBindings}); err != nil || c.HTTP.Listen != ":9100" {
+		t.Fatalf("flag: listen = %q, err %v", c.HTTP.Listen, err)
+	}
+}
+
 func TestConfigFileFromEnv(t *testing.T) {
 	t.Setenv("DROVER_CONFIG", writeFile(t, "worker:\n  slots: 9\n"))
 	c, err := Load(LoadOptions{})
@@ -142,6 +165,8 @@ func TestInvalid(t *testing.T) {
 		{"heartbeat", "queue:\n  ack_wait: 10s\n  heartbeat: 20s\n", nil, "queue.heartbeat"},
 		{"listen", "nats:\n  listen: nowhere\n", nil, "nats.listen"},
 		{"url", "nats:\n  url: localhost\n", nil, "nats.url"},
+		{"http listen", "http:\n  listen: nowhere\n", nil, "http.listen"},
+		{"http listen env", "", map[string]string{"DROVER_HTTP_LISTEN": "host:port"}, "http.listen"},
 		{"sync", "nats:\n  sync_interval: sometimes\n", nil, "nats.sync_interval"},
 		{"pool", "worker:\n  pool: a.b\n", nil, "worker.pool"},
 		{"default runtime", "defaults:\n  runtime: nosuch\n", nil, "defaults.runtime"},

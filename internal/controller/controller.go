@@ -27,6 +27,8 @@ type Controller struct {
 
 	kick chan struct{}
 
+	m *metrics // telemetry; no-op instruments unless a meter provider is installed
+
 	mu        sync.Mutex
 	published map[string]bool // attempt jobs queued by this process
 	folded    *sync.Cond      // broadcast after each commit
@@ -39,6 +41,7 @@ func New(cfg *config.Config, js jetstream.JetStream, store *eventlog.Store, log 
 		kick: make(chan struct{}, 1), published: map[string]bool{},
 	}
 	c.folded = sync.NewCond(&c.mu)
+	c.m = newMetrics(c)
 	return c
 }
 
@@ -52,6 +55,10 @@ func (c *Controller) Run(ctx context.Context) error {
 		return err
 	}
 	c.claims = claims
+	defer c.addReadyChecks()()
+	if reg, err := c.m.observe(); err == nil {
+		defer func() { _ = reg.Unregister() }()
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
@@ -122,8 +129,10 @@ func (c *Controller) fold(ctx context.Context, it jetstream.MessagesContext, sta
 			c.log.Warn("event without metadata", "err", err)
 			continue
 		}
+		c.m.foldLag.Store(md.NumPending)
 		if c.store.Stage(md.Sequence.Stream, msg.Data()) {
 			staged++
+			c.m.recordFolded(ctx, md.Sequence.Stream, msg.Data())
 			if p := c.store.Poison(md.Sequence.Stream); p != nil {
 				c.park(ctx, p, msg.Data())
 			}

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -49,6 +50,10 @@ type Worker struct {
 
 	cancel context.CancelCauseFunc
 	wg     sync.WaitGroup
+
+	m           *workerMetrics
+	loopsActive atomic.Bool // claim loops started (readiness)
+	rmChecks    []func()
 }
 
 // New builds a worker from its configuration and a NATS connection.
@@ -72,6 +77,7 @@ func New(cfg *config.Config, nc *nats.Conn, log *slog.Logger) (*Worker, error) {
 		now:      time.Now,
 		running:  map[string]*held{},
 		health:   map[string]*queue.RuntimeHealth{},
+		m:        newWorkerMetrics(),
 	}
 	for _, name := range cfg.Worker.Runtimes {
 		ad, err := adapter.New(name, cfg.Runtimes[name])
@@ -136,6 +142,8 @@ func (w *Worker) Start(ctx context.Context) error {
 		defer w.wg.Done()
 		w.healthLoop(runCtx)
 	}()
+	w.loopsActive.Store(true)
+	w.addReadyChecks()
 	return nil
 }
 
@@ -234,6 +242,11 @@ func (w *Worker) healthLoop(ctx context.Context) {
 // Stop stops claiming and hands running attempts back (their CLIs are
 // stopped, their jobs nak'd for prompt redelivery). Idempotent.
 func (w *Worker) Stop() {
+	w.loopsActive.Store(false)
+	for _, rm := range w.rmChecks {
+		rm()
+	}
+	w.rmChecks = nil
 	if w.cancel != nil {
 		w.cancel(ErrShutdown)
 	}
@@ -331,20 +344,24 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 	lease, err := w.claims.Acquire(bg, job.Attempt, w.cfg.Worker.ID)
 	switch {
 	case errors.Is(err, queue.ErrFinished):
+		w.m.claim(ctx, "finished")
 		log.Info("attempt already finished; acking duplicate job")
 		_ = msg.Ack()
 		return
 	case errors.Is(err, queue.ErrHeld):
+		w.m.claim(ctx, "held")
 		log.Info("attempt held by a live worker; not running it again")
 		_ = msg.NakWithDelay(w.cfg.Queue.AckWait)
 		return
 	case err != nil:
+		w.m.claim(ctx, "error")
 		log.Warn("claim", "err", err)
 		_ = msg.NakWithDelay(time.Second)
 		return
 	}
+	w.m.claim(ctx, "claimed")
 	log = log.With("epoch", lease.Epoch())
-	em := &emitter{js: w.js, job: job, epoch: lease.Epoch(), now: w.now, red: w.red}
+	em := &emitter{js: w.js, job: job, epoch: lease.Epoch(), now: w.now, red: w.red, m: w.m}
 	runCtx, stop := context.WithCancelCause(ctx)
 	hbDone := make(chan struct{})
 	go func() {
@@ -372,7 +389,7 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 		log.Info("integration built", "branch", res.Branch, "commit", res.Commit, "error", res.Error)
 	} else {
 		out := newOutput(w.js, job, w.red)
-		rep, err := w.runner.Run(runCtx, aj, ad, em, out.write)
+		rep, err := w.runner.Run(runCtx, aj, ad, em, w.m.countOutput(job.Runtime, out.write))
 		out.close()
 		if err != nil {
 			w.handBack(bg, msg, lease, log, err)
@@ -473,6 +490,7 @@ func (w *Worker) hold(id string) *held {
 	}
 	h := &held{cancel: make(chan struct{})}
 	w.running[id] = h
+	w.m.running.Add(context.Background(), 1)
 	return h
 }
 
@@ -492,6 +510,9 @@ func (w *Worker) cancelHeld(id string) {
 func (w *Worker) unhold(id string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.running[id] != nil {
+		w.m.running.Add(context.Background(), -1)
+	}
 	delete(w.running, id)
 }
 
@@ -503,6 +524,10 @@ type emitter struct {
 	epoch uint64
 	now   func() time.Time
 	red   *redact.Redactor
+	m     *workerMetrics
+
+	mu   sync.Mutex
+	last time.Time // when the previous phase event was emitted
 }
 
 func (e *emitter) Emit(ctx context.Context, typ eventlog.Type, key string, data any) error {
@@ -518,6 +543,7 @@ func (e *emitter) Emit(ctx context.Context, typ eventlog.Type, key string, data 
 	// Secrets are masked in the encoded payload: stderr tails, final text,
 	// error messages and diffs alike.
 	ev.Data = e.red.Bytes(ev.Data)
+	e.phase(ctx, typ)
 	return publishRetry(ctx, e.js, ev)
 }
 

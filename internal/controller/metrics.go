@@ -1,0 +1,183 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/telemetry"
+)
+
+// metrics are the controller's instruments (see docs/metrics.md). They are
+// recorded by the live fold loop only, never by the pure fold, so a rebuild
+// does not count events twice.
+type metrics struct {
+	c        *Controller
+	folded   metric.Int64Counter
+	ended    metric.Int64Counter
+	duration metric.Float64Histogram
+	tokens   metric.Int64Counter
+	foldLag  atomic.Uint64 // the fold consumer's pending count after the last message
+	observe  func() (metric.Registration, error)
+}
+
+func newMetrics(c *Controller) *metrics {
+	mt := telemetry.Meter("controller")
+	m := &metrics{c: c}
+	m.folded, _ = mt.Int64Counter("drover_events_folded_total",
+		metric.WithDescription("Events folded into the projection by the live fold loop."))
+	m.ended, _ = mt.Int64Counter("drover_attempts_ended_total",
+		metric.WithDescription("Attempts ended, by runtime, outcome (succeeded|failed|abandoned) and error class."))
+	m.duration, _ = mt.Float64Histogram("drover_attempt_duration_seconds", metric.WithUnit("s"),
+		metric.WithDescription("Reported attempt run time, by runtime and outcome."))
+	m.tokens, _ = mt.Int64Counter("drover_tokens_total",
+		metric.WithDescription("Tokens reported by attempts, by runtime, model and direction (input|output|cache_read|cache_write)."))
+	lag, _ := mt.Int64ObservableGauge("drover_fold_lag_events",
+		metric.WithDescription("Events in the EVENTS stream not yet folded (stream last sequence minus applied)."))
+	qlag, _ := mt.Int64ObservableGauge("drover_queue_lag_jobs",
+		metric.WithDescription("Attempt jobs queued or delivered but not acknowledged, by runtime."))
+	workers, _ := mt.Int64ObservableGauge("drover_workers",
+		metric.WithDescription("Registered workers serving each runtime, by runtime and health (healthy|unhealthy)."))
+	// The gauges read on scrape are observed only while Run runs.
+	m.observe = func() (metric.Registration, error) {
+		return mt.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+			o.ObserveInt64(lag, int64(m.foldLag.Load()))
+			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			m.observeQueue(ctx, o, qlag)
+			m.observeWorkers(ctx, o, workers)
+			return nil
+		}, lag, qlag, workers)
+	}
+	return m
+}
+
+// recordFolded counts one newly staged event and, for attempt endings,
+// decodes it to record outcome, duration and tokens.
+func (m *metrics) recordFolded(ctx context.Context, seq uint64, raw []byte) {
+	m.folded.Add(ctx, 1)
+	// Cheap pre-check: only attempt endings are decoded.
+	if !bytes.Contains(raw, []byte(eventlog.AttemptReported)) && !bytes.Contains(raw, []byte(eventlog.AttemptAbandoned)) {
+		return
+	}
+	ev, err := eventlog.Decode(raw)
+	if err != nil || (ev.Type != eventlog.AttemptReported && ev.Type != eventlog.AttemptAbandoned) {
+		return
+	}
+	var runtime string
+	fresh := false
+	m.c.store.Read(func(st *eventlog.State) {
+		fresh = st.Seen[ev.ID] == seq // not a republished duplicate
+		if a := st.Attempts[ev.Attempt]; a != nil {
+			runtime = a.Runtime
+		}
+	})
+	if !fresh {
+		return
+	}
+	rt := attribute.String("runtime", runtime)
+	if ev.Type == eventlog.AttemptAbandoned {
+		m.ended.Add(ctx, 1, metric.WithAttributes(rt, attribute.String("outcome", "abandoned"), attribute.String("class", "")))
+		return
+	}
+	var rep eventlog.Report
+	if json.Unmarshal(ev.Data, &rep) != nil {
+		return
+	}
+	outcome, class := "succeeded", ""
+	if !rep.Success {
+		outcome = "failed"
+		if rep.Error != nil {
+			class = rep.Error.Class
+		}
+	}
+	out := attribute.String("outcome", outcome)
+	m.ended.Add(ctx, 1, metric.WithAttributes(rt, out, attribute.String("class", class)))
+	m.duration.Record(ctx, float64(rep.DurationMS)/1000, metric.WithAttributes(rt, out))
+	if u := rep.Usage; u != nil {
+		model := attribute.String("model", u.Model)
+		for dir, n := range map[string]int64{"input": u.InputTokens, "output": u.OutputTokens,
+			"cache_read": u.CacheReadTokens, "cache_write": u.CacheWriteTokens} {
+			if n > 0 {
+				m.tokens.Add(ctx, n, metric.WithAttributes(rt, model, attribute.String("direction", dir)))
+			}
+		}
+	}
+}
+
+// observeQueue sums each attempts consumer's pending and unacknowledged
+// jobs by runtime (the last token of its filter subject).
+func (m *metrics) observeQueue(ctx context.Context, o metric.Observer, g metric.Int64Observable) {
+	st, err := m.c.js.Stream(ctx, queue.AttemptsStream)
+	if err != nil {
+		return
+	}
+	byRuntime := map[string]int64{}
+	lister := st.ListConsumers(ctx)
+	for info := range lister.Info() {
+		subj := info.Config.FilterSubject
+		rt := subj[strings.LastIndexByte(subj, '.')+1:]
+		byRuntime[rt] += int64(info.NumPending) + int64(info.NumAckPending)
+	}
+	for rt, n := range byRuntime {
+		o.ObserveInt64(g, n, metric.WithAttributes(attribute.String("runtime", rt)))
+	}
+}
+
+func (m *metrics) observeWorkers(ctx context.Context, o metric.Observer, g metric.Int64Observable) {
+	regs, err := queue.Workers(ctx, m.c.js)
+	if err != nil {
+		return
+	}
+	type key struct{ runtime, health string }
+	counts := map[key]int64{}
+	for _, r := range regs {
+		for _, h := range r.Runtimes {
+			k := key{h.Name, "unhealthy"}
+			if h.Healthy {
+				k.health = "healthy"
+			}
+			counts[k]++
+		}
+	}
+	for k, n := range counts {
+		o.ObserveInt64(g, n, metric.WithAttributes(attribute.String("runtime", k.runtime), attribute.String("health", k.health)))
+	}
+}
+
+// addReadyChecks registers the controller's readiness checks for /readyz
+// while Run is running; the returned func removes them.
+func (c *Controller) addReadyChecks() func() {
+	rms := []func(){
+		telemetry.AddCheck("nats", func(context.Context) error {
+			if nc := c.js.Conn(); nc == nil || !nc.IsConnected() {
+				return errors.New("not connected")
+			}
+			return nil
+		}),
+		telemetry.AddCheck("store", func(context.Context) error {
+			c.store.Read(func(st *eventlog.State) { _ = len(st.Flows) })
+			return nil
+		}),
+		telemetry.AddCheck("events_stream", func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			_, err := c.js.Stream(ctx, queue.EventsStream)
+			return err
+		}),
+	}
+	return func() {
+		for _, rm := range rms {
+			rm()
+		}
+	}
+}

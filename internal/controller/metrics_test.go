@@ -1,0 +1,90 @@
+package controller
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/telemetry"
+)
+
+// TestMetrics scrapes the controller's /metrics and /readyz after a flow's
+// attempt has reported and been folded.
+func TestMetrics(t *testing.T) {
+	srv, err := telemetry.Start("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	scrape := func(path string) (int, string) {
+		t.Helper()
+		resp, err := client.Get("http://" + srv.Addr() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+
+	h := newHarness(t) // New after Start: instruments bind to the exporting provider
+	h.start(filepath.Join(t.TempDir(), "state"))
+	spec := &flow.Spec{Name: "one", Repo: "/srv/repo.git", Base: "main", Runtime: "demo", Tasks: []flow.Task{{ID: "a", Prompt: "p"}}}
+	id, err := (&Client{NC: h.nc}).Submit(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	att := queue.AttemptID(id, "a", 1)
+	// A worker's consumer, so that queue lag has a series.
+	if _, err := queue.EnsureAttemptConsumer(context.Background(), h.js, "default", "demo", queue.ConsumerOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the attempt to be scheduled", func(st *eventlog.State) bool { return st.Attempts[att] != nil })
+	h.publish("claim", eventlog.AttemptClaimed, id, "a", att, 1, eventlog.AttemptClaimedData{Worker: "w1"})
+	h.publish("report", eventlog.AttemptReported, id, "a", att, 1, eventlog.Report{
+		Success: false, DurationMS: 1500, Error: &eventlog.ErrorInfo{Class: "RUNTIME_ERROR", Message: "exit 3"},
+		Usage: &eventlog.Usage{Model: "m1", InputTokens: 10, OutputTokens: 4}})
+	h.waitFor("the report to be folded", func(st *eventlog.State) bool { return st.Attempts[att].State == eventlog.AttemptFailed })
+
+	var body string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, body = scrape("/metrics")
+		if strings.Contains(body, `drover_attempts_ended_total{class="RUNTIME_ERROR",outcome="failed",runtime="demo"} 1`) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, want := range []string{
+		`drover_attempts_ended_total{class="RUNTIME_ERROR",outcome="failed",runtime="demo"} 1`,
+		`drover_attempt_duration_seconds_count{outcome="failed",runtime="demo"} 1`,
+		`drover_tokens_total{direction="input",model="m1",runtime="demo"} 10`,
+		`drover_fold_lag_events `,
+		`drover_queue_lag_jobs{runtime="demo"} `,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if !strings.Contains(body, "drover_events_folded_total ") || strings.Contains(body, "drover_events_folded_total 0\n") {
+		t.Errorf("drover_events_folded_total missing or zero")
+	}
+	if t.Failed() {
+		t.Logf("metrics:\n%s", body)
+	}
+	if code, body := scrape("/readyz"); code != 200 || !strings.Contains(body, "ok events_stream") || !strings.Contains(body, "ok nats") || !strings.Contains(body, "ok store") {
+		t.Errorf("/readyz = %d %q", code, body)
+	}
+	h.stop()
+	if code, _ := scrape("/readyz"); code != 503 {
+		t.Errorf("/readyz after stop = %d, want 503", code)
+	}
+}
