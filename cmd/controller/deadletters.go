@@ -15,7 +15,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
-	"github.com/drover-dev/drover/internal/controller"
 	"github.com/drover-dev/drover/internal/queue"
 )
 
@@ -47,11 +46,7 @@ the EVENTS stream are also counted by ` + "`controller status`" + ` (poison_even
 			if output != "text" && output != "json" {
 				return &exitError{2, fmt.Errorf("-o must be text or json")}
 			}
-			cfg, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
-			nc, err := controller.Connect(cfg)
+			nc, err := connect(cmd)
 			if err != nil {
 				return err
 			}

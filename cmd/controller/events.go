@@ -26,11 +26,7 @@ func newEvents() *cobra.Command {
 			if output != "text" && output != "json" {
 				return &exitError{2, fmt.Errorf("-o must be text or json")}
 			}
-			cfg, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
-			nc, err := controller.Connect(cfg)
+			nc, err := connect(cmd)
 			if err != nil {
 				return err
 			}
@@ -105,11 +101,7 @@ its live store has applied, into a fresh Pebble store, and to compare the two by
 byte. It exits 0 when they are equal and 1 with the differences when not.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
-			nc, err := controller.Connect(cfg)
+			nc, err := connect(cmd)
 			if err != nil {
 				return err
 			}

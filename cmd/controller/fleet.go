@@ -13,17 +13,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
-	"github.com/drover-dev/drover/internal/controller"
 	"github.com/drover-dev/drover/internal/queue"
 )
 
 // fleet reads the worker registrations from NATS.
 func fleet(cmd *cobra.Command) ([]*queue.Registration, error) {
-	cfg, err := loadConfig(cmd)
-	if err != nil {
-		return nil, err
-	}
-	nc, err := controller.Connect(cfg)
+	nc, err := connect(cmd)
 	if err != nil {
 		return nil, err
 	}

@@ -9,9 +9,11 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/controller"
 )
 
 // exitError carries a process exit code: 2 for bad input, 1 for a failed flow.
@@ -70,6 +72,15 @@ Configuration comes from flags, then DROVER_* environment variables, then the
 }
 
 // loadConfig reads the configuration for cmd with its flags bound.
+// connect loads the configuration and connects to the controller's NATS.
+func connect(cmd *cobra.Command) (*nats.Conn, error) {
+	cfg, err := loadConfig(cmd)
+	if err != nil {
+		return nil, err
+	}
+	return controller.Connect(cfg)
+}
+
 func loadConfig(cmd *cobra.Command) (*config.Config, error) {
 	file, _ := cmd.Flags().GetString("config")
 	return config.Load(config.LoadOptions{File: file, Flags: cmd.Flags(), Bind: config.FlagBindings})

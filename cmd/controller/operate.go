@@ -21,11 +21,7 @@ import (
 
 // withClient connects to the controller's API for one command.
 func withClient(cmd *cobra.Command, fn func(cl *controller.Client) error) error {
-	cfg, err := loadConfig(cmd)
-	if err != nil {
-		return err
-	}
-	nc, err := controller.Connect(cfg)
+	nc, err := connect(cmd)
 	if err != nil {
 		return err
 	}

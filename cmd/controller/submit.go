@@ -88,11 +88,7 @@ func newStatus() *cobra.Command {
 			if output != "text" && output != "json" {
 				return &exitError{2, fmt.Errorf("-o must be text or json")}
 			}
-			cfg, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
-			nc, err := controller.Connect(cfg)
+			nc, err := connect(cmd)
 			if err != nil {
 				return err
 			}
