@@ -28,8 +28,8 @@ test-short: ## Run the unit tests only (no e2e), quickly
 	$(GO) test -short -count=1 $(PKGS)
 
 .PHONY: e2e
-e2e: ## Run the end-to-end tests (real controller, worker and NATS processes), verbosely
-	$(GO) test -count=1 -timeout 20m -v ./e2e/...
+e2e: ## Run the end-to-end tests verbosely, with the full chaos run (DROVER_CHAOS_SEED=N replays one)
+	DROVER_CHAOS=full $(GO) test -count=1 -timeout 30m -v ./e2e/...
 
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck

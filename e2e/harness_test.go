@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -39,6 +40,14 @@ func TestMain(m *testing.M) {
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
 		fmt.Println("e2e: build binaries:", err)
+		os.Exit(1)
+	}
+	// The real nats-server, from the module Drover embeds, for the tests
+	// that run NATS as its own process (restarts, a cluster).
+	cmd = exec.Command("go", "build", "-o", filepath.Join(dir, "nats-server"), "github.com/nats-io/nats-server/v2")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Println("e2e: build nats-server:", err)
 		os.Exit(1)
 	}
 	bin = dir
@@ -118,13 +127,15 @@ func cleanEnv() []string {
 	return env
 }
 
-// cluster is a controller with embedded NATS plus workers.
+// cluster is a controller with embedded NATS plus workers, or a controller
+// and workers on a NATS of their own (external).
 type cluster struct {
-	t       *testing.T
-	dataDir string
-	ctrl    *proc
-	url     string
-	env     []string
+	t        *testing.T
+	dataDir  string
+	ctrl     *proc
+	url      string
+	env      []string
+	external bool // url is a nats-server process, not the controller's
 }
 
 func startController(t *testing.T, extraEnv ...string) *cluster {
@@ -149,8 +160,52 @@ func (c *cluster) restartController(kill bool) {
 	c.startCtrl(strings.TrimPrefix(c.url, "nats://"))
 }
 
+// waitLog waits until the process has logged substr, failing the test if
+// it exits first.
+func (p *proc) waitLog(timeout time.Duration, substr string) {
+	p.t.Helper()
+	waitFor(p.t, timeout, p.name+" to log "+strconv.Quote(substr), func() bool {
+		if p.logged(substr) {
+			return true
+		}
+		select {
+		case <-p.done:
+			p.t.Fatalf("%s exited: %v", p.name, p.err)
+		default:
+		}
+		return false
+	})
+}
+
+// logged reports whether the process's log holds substr.
+func (p *proc) logged(substr string) bool {
+	b, _ := os.ReadFile(p.log)
+	return bytes.Contains(b, []byte(substr))
+}
+
+// kill sends SIGKILL to the process alone (not its group: a killed worker's
+// CLI must die because its parent did) and waits for it.
+func (p *proc) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// startControllerOn starts a controller on an external NATS at url.
+func startControllerOn(t *testing.T, url string, extraEnv ...string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, dataDir: t.TempDir(), url: url, external: true,
+		env: append([]string{"DROVER_QUEUE_ACK_WAIT=5s"}, extraEnv...)}
+	c.startCtrl("")
+	return c
+}
+
 func (c *cluster) startCtrl(listen string) {
 	t := c.t
+	if c.external {
+		c.ctrl = start(t, "controller", c.env, "controller", "serve", "--data-dir", c.dataDir, "--nats-url", c.url, "--log-level", "debug")
+		c.ctrl.waitLog(30*time.Second, "controller serving")
+		return
+	}
 	c.ctrl = start(t, "controller", c.env, "controller", "serve", "--data-dir", c.dataDir, "--nats-listen", listen, "--log-level", "debug")
 	urlFile := filepath.Join(c.dataDir, "nats.url")
 	waitFor(t, 30*time.Second, "controller to write nats.url", func() bool {
@@ -168,10 +223,21 @@ func (c *cluster) startCtrl(listen string) {
 	})
 }
 
+// workerEnv is every test worker's: short leases, a short drain so a
+// test's cleanup does not wait, and a free-disk floor low enough for the
+// shared machines the tests run on (the disk check has its own test).
+var workerEnv = []string{"DROVER_QUEUE_ACK_WAIT=5s", "DROVER_WORKER_DRAIN_TIMEOUT=2s", "DROVER_WORKER_MIN_FREE_DISK=16MiB"}
+
 func (c *cluster) startWorker(name string, slots int, extraEnv ...string) *proc {
-	env := append([]string{"DROVER_QUEUE_ACK_WAIT=5s"}, extraEnv...)
+	return c.startWorkerIn(name, filepath.Join(c.t.TempDir(), name), slots, extraEnv...)
+}
+
+// startWorkerIn starts a worker on a given work dir: a restarted worker
+// finds what its previous process left there.
+func (c *cluster) startWorkerIn(name, workDir string, slots int, extraEnv ...string) *proc {
+	env := append(append([]string{}, workerEnv...), extraEnv...)
 	return start(c.t, name, env, "worker", "run", "--nats-url", c.url, "--id", name,
-		"--work-dir", filepath.Join(c.t.TempDir(), name), "--slots", fmt.Sprint(slots), "--log-level", "debug")
+		"--work-dir", workDir, "--slots", fmt.Sprint(slots), "--log-level", "debug")
 }
 
 // cli runs a controller CLI command and returns its stdout, stderr and exit code.
@@ -179,7 +245,11 @@ func (c *cluster) cli(args ...string) (string, string, int) {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, "controller"), append(args, "--data-dir", c.dataDir)...)
+	args = append(args, "--data-dir", c.dataDir)
+	if c.external {
+		args = append(args, "--nats-url", c.url)
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "controller"), args...)
 	cmd.Env = cleanEnv()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

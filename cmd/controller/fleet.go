@@ -46,7 +46,7 @@ func newWorkers() *cobra.Command {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(ws)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "WORKER\tHOST\tPOOL\tBUSY\tRUNTIMES (healthy)\tLAST SEEN")
+			fmt.Fprintln(tw, "WORKER\tHOST\tPOOL\tBUSY\tRUNTIMES (healthy)\tLAST SEEN\tNOT CLAIMING")
 			for _, w := range ws {
 				var rts []string
 				for _, r := range w.Runtimes {
@@ -54,8 +54,8 @@ func newWorkers() *cobra.Command {
 						rts = append(rts, strings.TrimSpace(r.Name+" "+r.Version))
 					}
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s ago\n", w.ID, w.Host, w.Pool, w.Busy, w.Slots,
-					strings.Join(rts, ", "), time.Since(w.Seen).Round(time.Second))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s ago\t%s\n", w.ID, w.Host, w.Pool, w.Busy, w.Slots,
+					strings.Join(rts, ", "), time.Since(w.Seen).Round(time.Second), w.NotClaiming)
 			}
 			return tw.Flush()
 		},

@@ -100,8 +100,10 @@ func startLocalWorkers(ctx context.Context, cfg *config.Config, url string, n in
 	var started []*worker.Worker
 	var conns []*nats.Conn
 	stop := func() {
+		// The controller stops with its local workers: hand their attempts
+		// back at once rather than drain, they retry when it restarts.
 		for _, w := range started {
-			w.Stop()
+			w.HandBack()
 		}
 		for _, w := range started {
 			w.Wait()

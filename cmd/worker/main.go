@@ -54,7 +54,9 @@ func newRun() *cobra.Command {
 		Short: "Claim and run attempts until stopped",
 		Long: `run connects to NATS, serves every configured runtime whose binary is healthy on this
 host, and claims attempt jobs of its pool when a slot is free. SIGTERM or SIGINT stops
-claiming and hands running attempts back for prompt redelivery.`,
+claiming and lets running attempts finish for up to worker.drain_timeout (30s), then
+hands the rest back for another worker to take over at once; a second signal hands
+them back without waiting.`,
 		Example: `  worker run --nats-url nats://controller:4222 --slots 4 --work-dir /var/lib/drover-worker
   DROVER_WORKER_POOL=gpu worker run`,
 		Args: cobra.NoArgs,
@@ -87,9 +89,24 @@ claiming and hands running attempts back for prompt redelivery.`,
 			}
 			log.Info("worker running", "id", cfg.Worker.ID, "pool", cfg.Worker.Pool, "slots", cfg.Worker.Slots, "work_dir", cfg.Worker.WorkDir)
 			<-cmd.Context().Done()
-			log.Info("worker stopping")
+			// A second signal cuts the drain short.
+			again := make(chan os.Signal, 1)
+			signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+			defer signal.Stop(again)
+			log.Info("worker stopping: draining", "drain_timeout", cfg.Worker.DrainTimeout)
 			w.Stop()
-			w.Wait()
+			done := make(chan struct{})
+			go func() {
+				w.Wait()
+				close(done)
+			}()
+			select {
+			case <-done:
+			case <-again:
+				log.Warn("second signal: handing running attempts back now")
+				w.HandBack()
+				<-done
+			}
 			return nil
 		},
 	}
@@ -99,6 +116,7 @@ claiming and hands running attempts back for prompt redelivery.`,
 	f.Int("slots", 0, "attempts run at once (default 2)")
 	f.String("work-dir", "", "repo caches and worktrees (default DATA_DIR/worker)")
 	f.StringSlice("runtimes", nil, "runtimes to serve (default all configured)")
+	f.Duration("drain-timeout", 0, "on SIGTERM, how long running attempts may finish before they are handed back (default 30s)")
 	f.String("http-listen", "", "host:port serving /metrics, /healthz and /readyz (default off)")
 	return cmd
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/drover-dev/drover/internal/adapter"
@@ -68,13 +69,22 @@ type Runner struct {
 	Cache *worktree.Cache
 	// WorkDir is where worktrees and per-attempt temp dirs are made.
 	WorkDir string
-	// KeepWorktrees keeps finished worktrees for debugging.
+	// KeepWorktrees keeps every finished worktree, for debugging; Sweep
+	// removes none of them.
 	KeepWorktrees bool
+	// KeepFailed keeps the worktree of a failed attempt this long for
+	// inspection; Sweep removes it afterwards. 0 removes it at once.
+	KeepFailed time.Duration
 	// Artifacts receives the full output log and the patch. Optional.
 	Artifacts ArtifactStore
 	// Redact masks secret values in the artifacts. Optional.
 	Redact *redact.Redactor
 	Logger *slog.Logger
+	// Now is the clock that stamps kept worktrees. Defaults to time.Now.
+	Now func() time.Time
+
+	mu   sync.Mutex
+	live map[string]int // scratch paths in use, so Sweep leaves them alone
 }
 
 // ArtifactStore keeps what is too large for an event.
@@ -93,7 +103,7 @@ const (
 // phases complete; an emit failure or ctx cancellation (the claim was lost
 // or the worker is going away) returns the error and no report: the job
 // stays unacked and is redelivered.
-func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emitter, out OutputSink) (*eventlog.Report, error) {
+func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emitter, out OutputSink) (report *eventlog.Report, retErr error) {
 	log := r.Logger.With("attempt", job.Attempt, "epoch", job.Epoch)
 	rep := &eventlog.Report{Branch: job.Branch}
 	fail := func(e *adapter.Error) (*eventlog.Report, error) {
@@ -119,8 +129,9 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 
 	// Prepare.
 	scratch := fmt.Sprintf("%s-e%d", job.Attempt, job.Epoch)
-	wtPath := filepath.Join(r.WorkDir, "worktrees", scratch)
-	tmp := filepath.Join(r.WorkDir, "tmp", scratch)
+	wtPath := filepath.Join(r.WorkDir, worktreesDir, scratch)
+	tmp := filepath.Join(r.WorkDir, tmpDir, scratch)
+	defer r.use(wtPath, tmp)()
 	for _, d := range []string{filepath.Dir(wtPath), tmp} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("attempt: %w", err)
@@ -149,6 +160,13 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 	defer func() {
 		if r.KeepWorktrees {
 			return
+		}
+		if retErr == nil && report != nil && !report.Success && r.KeepFailed > 0 {
+			if err := r.keep(job, wtPath, report); err == nil {
+				return
+			} else {
+				log.Warn("keep failed worktree", "err", err)
+			}
 		}
 		if err := r.Cache.Remove(context.WithoutCancel(ctx), wt); err != nil {
 			log.Warn("remove worktree", "err", err)

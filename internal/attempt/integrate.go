@@ -27,7 +27,8 @@ func (r *Runner) Integrate(ctx context.Context, job *Job) (*eventlog.FlowIntegra
 		res.Error = &eventlog.ErrorInfo{Class: class, Category: "input", Message: msg}
 		return res, nil
 	}
-	wtPath := filepath.Join(r.WorkDir, "worktrees", fmt.Sprintf("%s-e%d", job.Attempt, job.Epoch))
+	wtPath := filepath.Join(r.WorkDir, worktreesDir, fmt.Sprintf("%s-e%d", job.Attempt, job.Epoch))
+	defer r.use(wtPath)()
 	if err := os.MkdirAll(filepath.Dir(wtPath), 0o755); err != nil {
 		return nil, fmt.Errorf("attempt: %w", err)
 	}

@@ -140,8 +140,12 @@ type NATS struct {
 	Listen string `mapstructure:"listen"`
 	// Replicas of every stream: 1 for one server, 3 for a cluster. Defaults to 1.
 	Replicas int `mapstructure:"replicas"`
-	// SyncInterval is the embedded server's fsync interval; "always" syncs
-	// every write. Defaults to empty, the server's default.
+	// SyncInterval is how often the embedded server fsyncs JetStream's
+	// files: "always" (every write, before it is acknowledged), a duration,
+	// or "default" for the nats-server default of 2 minutes, which can lose
+	// acknowledged events, jobs and claims when the machine crashes or loses
+	// power (Jepsen, NATS 2.12.1). Defaults to always (docs/design.md has
+	// the measured cost).
 	SyncInterval string `mapstructure:"sync_interval"`
 }
 
@@ -169,8 +173,25 @@ type Worker struct {
 	// HealthInterval is how often the worker re-checks its runtimes and renews
 	// its registration. Defaults to 30s.
 	HealthInterval time.Duration `mapstructure:"health_interval"`
-	// KeepWorktrees keeps finished worktrees on disk for debugging. Defaults to false.
+	// KeepWorktrees keeps every finished worktree on disk, for debugging;
+	// nothing removes them. Defaults to false.
 	KeepWorktrees bool `mapstructure:"keep_worktrees"`
+	// KeepFailedWorktrees is how long the worktree of a failed attempt stays
+	// on disk for inspection before it is swept; 0 removes it at once.
+	// Kept worktrees are swept early, oldest first, when free disk runs
+	// below MinFreeDisk. Defaults to 24h.
+	KeepFailedWorktrees time.Duration `mapstructure:"keep_failed_worktrees"`
+	// MinFreeDisk is the free space the work dir's filesystem must have for
+	// the worker to claim attempts, as bytes or a size like "2GiB"; below
+	// it the worker stops claiming, says so in its log, registration and
+	// /readyz, and resumes once space is freed. 0 disables the check.
+	// Defaults to 1GiB.
+	MinFreeDisk ByteSize `mapstructure:"min_free_disk"`
+	// DrainTimeout is how long a worker told to stop (SIGTERM) lets its
+	// running attempts finish before it hands them back for another
+	// worker; it claims nothing new meanwhile. A second SIGTERM hands back
+	// at once. Defaults to 30s.
+	DrainTimeout time.Duration `mapstructure:"drain_timeout"`
 }
 
 // Defaults are the global level of runtime resolution.
@@ -276,7 +297,7 @@ func defaults() map[string]any {
 		"nats.url":                       "",
 		"nats.listen":                    "127.0.0.1:4222",
 		"nats.replicas":                  1,
-		"nats.sync_interval":             "",
+		"nats.sync_interval":             "always",
 		"queue.ack_wait":                 30 * time.Second,
 		"queue.heartbeat":                time.Duration(0),
 		"worker.id":                      "",
@@ -285,6 +306,9 @@ func defaults() map[string]any {
 		"worker.work_dir":                "",
 		"worker.runtimes":                []string{},
 		"worker.keep_worktrees":          false,
+		"worker.keep_failed_worktrees":   24 * time.Hour,
+		"worker.min_free_disk":           "1GiB",
+		"worker.drain_timeout":           30 * time.Second,
 		"worker.health_interval":         30 * time.Second,
 		"defaults.runtime":               "",
 		"defaults.timeout":               30 * time.Minute,
@@ -356,7 +380,10 @@ func Load(o LoadOptions) (*Config, error) {
 		}
 	}
 	var c Config
-	if err := v.Unmarshal(&c, func(dc *mapstructure.DecoderConfig) { dc.ErrorUnused = true }); err != nil {
+	if err := v.Unmarshal(&c, func(dc *mapstructure.DecoderConfig) {
+		dc.ErrorUnused = true
+		dc.DecodeHook = mapstructure.ComposeDecodeHookFunc(byteSizeHook, dc.DecodeHook)
+	}); err != nil {
 		where := "environment or flags"
 		if file != "" {
 			where = file
@@ -475,9 +502,9 @@ func (c *Config) Validate() error {
 	if c.NATS.Replicas < 1 || c.NATS.Replicas > 5 {
 		bad("nats.replicas", "must be 1..5 (got %d)", c.NATS.Replicas)
 	}
-	if s := c.NATS.SyncInterval; s != "" && s != "always" {
+	if s := c.NATS.SyncInterval; s != "always" && s != "default" {
 		if d, err := time.ParseDuration(s); err != nil || d <= 0 {
-			bad("nats.sync_interval", "must be a positive duration or \"always\" (got %q)", s)
+			bad("nats.sync_interval", "must be always, default or a positive duration (got %q)", s)
 		}
 	}
 	if c.Queue.AckWait < time.Second {
@@ -488,6 +515,15 @@ func (c *Config) Validate() error {
 	}
 	if c.Worker.HealthInterval < time.Second || c.Worker.HealthInterval > time.Minute {
 		bad("worker.health_interval", "must be 1s..1m, inside the registration TTL (got %s)", c.Worker.HealthInterval)
+	}
+	if c.Worker.KeepFailedWorktrees < 0 {
+		bad("worker.keep_failed_worktrees", "must not be negative (got %s)", c.Worker.KeepFailedWorktrees)
+	}
+	if c.Worker.MinFreeDisk < 0 {
+		bad("worker.min_free_disk", "must not be negative (got %d)", c.Worker.MinFreeDisk)
+	}
+	if c.Worker.DrainTimeout < 0 {
+		bad("worker.drain_timeout", "must not be negative (got %s)", c.Worker.DrainTimeout)
 	}
 	if c.Worker.Slots < 1 || c.Worker.Slots > 1024 {
 		bad("worker.slots", "must be 1..1024 (got %d)", c.Worker.Slots)

@@ -43,6 +43,9 @@ func TestDefaults(t *testing.T) {
 	if c.Worker.Slots != 2 || c.Worker.Pool != "default" || c.Queue.AckWait != 30*time.Second || c.Queue.Heartbeat != 10*time.Second {
 		t.Errorf("defaults: %+v %+v", c.Worker, c.Queue)
 	}
+	if c.Worker.MinFreeDisk != 1<<30 || c.Worker.DrainTimeout != 30*time.Second || c.Worker.KeepFailedWorktrees != 24*time.Hour {
+		t.Errorf("worker disk and drain defaults: %+v", c.Worker)
+	}
 	if !strings.HasSuffix(c.DataDir, ".drover") || c.Worker.WorkDir != filepath.Join(c.DataDir, "worker") {
 		t.Errorf("dirs: %s %s", c.DataDir, c.Worker.WorkDir)
 	}
@@ -52,6 +55,16 @@ func TestDefaults(t *testing.T) {
 	want := []string{"claude-code", "codex", "copilot", "demo", "demo-review", "gemini", "kilo", "opencode", "pi"}
 	if strings.Join(c.Worker.Runtimes, ",") != strings.Join(want, ",") {
 		t.Errorf("worker runtimes: %v, want every built-in %v", c.Worker.Runtimes, want)
+	}
+}
+
+func TestByteSize(t *testing.T) {
+	for in, want := range map[string]ByteSize{"0": 0, "1048576": 1 << 20, "512MiB": 512 << 20, "2GB": 2e9, "1.5 GiB": 3 << 29} {
+		t.Setenv("DROVER_WORKER_MIN_FREE_DISK", in)
+		c, err := Load(LoadOptions{})
+		if err != nil || c.Worker.MinFreeDisk != want {
+			t.Errorf("min_free_disk %q = %d, %v; want %d", in, c.Worker.MinFreeDisk, err, want)
+		}
 	}
 }
 
@@ -176,6 +189,10 @@ func TestInvalid(t *testing.T) {
 		{"binary", "runtimes:\n  x:\n    args: [a]\n", nil, "runtimes.x.binary"},
 		{"env slots", "", map[string]string{"DROVER_WORKER_SLOTS": "lots"}, "slots"},
 		{"yaml", "worker: [\n", nil, "drover.yaml"},
+		{"min free disk", "worker:\n  min_free_disk: lots\n", nil, "is not a size"},
+		{"min free disk env", "", map[string]string{"DROVER_WORKER_MIN_FREE_DISK": "-1GiB"}, "min_free_disk"},
+		{"drain timeout", "worker:\n  drain_timeout: -1s\n", nil, "worker.drain_timeout"},
+		{"keep failed", "worker:\n  keep_failed_worktrees: -1h\n", nil, "worker.keep_failed_worktrees"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for k, v := range tc.env {

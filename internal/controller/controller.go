@@ -63,7 +63,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer cancel(nil)
 	var wg sync.WaitGroup
 	errc := make(chan error, 2)
-	wg.Add(2)
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		if err := c.foldLoop(ctx); err != nil {
@@ -74,6 +74,10 @@ func (c *Controller) Run(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		c.decideLoop(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		newLeaseMonitor(c).run(ctx)
 	}()
 	<-ctx.Done()
 	// Wake anyone waiting for a fold.

@@ -55,6 +55,7 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	cfg := &config.Config{DataDir: t.TempDir(), Defaults: config.Defaults{Pool: "default"},
+		Queue:    config.Queue{AckWait: 30 * time.Second},
 		Runtimes: map[string]config.Runtime{"demo": {Binary: "demo-agent"}}}
 	return &harness{t: t, cfg: cfg, nc: nc, js: js}
 }

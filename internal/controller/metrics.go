@@ -36,7 +36,7 @@ func newMetrics(c *Controller) *metrics {
 	m.folded, _ = mt.Int64Counter("drover_events_folded_total",
 		metric.WithDescription("Events folded into the projection by the live fold loop."))
 	m.ended, _ = mt.Int64Counter("drover_attempts_ended_total",
-		metric.WithDescription("Attempts ended, by runtime, outcome (succeeded|failed|abandoned) and error class."))
+		metric.WithDescription("Attempts ended, by runtime, outcome (succeeded|failed|abandoned|lost) and error class."))
 	m.duration, _ = mt.Float64Histogram("drover_attempt_duration_seconds", metric.WithUnit("s"),
 		metric.WithDescription("Reported attempt run time, by runtime and outcome."))
 	m.tokens, _ = mt.Int64Counter("drover_tokens_total",
@@ -66,11 +66,12 @@ func newMetrics(c *Controller) *metrics {
 func (m *metrics) recordFolded(ctx context.Context, seq uint64, raw []byte) {
 	m.folded.Add(ctx, 1)
 	// Cheap pre-check: only attempt endings are decoded.
-	if !bytes.Contains(raw, []byte(eventlog.AttemptReported)) && !bytes.Contains(raw, []byte(eventlog.AttemptAbandoned)) {
+	if !bytes.Contains(raw, []byte(eventlog.AttemptReported)) && !bytes.Contains(raw, []byte(eventlog.AttemptAbandoned)) &&
+		!bytes.Contains(raw, []byte(eventlog.AttemptLost)) {
 		return
 	}
 	ev, err := eventlog.Decode(raw)
-	if err != nil || (ev.Type != eventlog.AttemptReported && ev.Type != eventlog.AttemptAbandoned) {
+	if err != nil || (ev.Type != eventlog.AttemptReported && ev.Type != eventlog.AttemptAbandoned && ev.Type != eventlog.AttemptLost) {
 		return
 	}
 	var runtime string
@@ -85,8 +86,12 @@ func (m *metrics) recordFolded(ctx context.Context, seq uint64, raw []byte) {
 		return
 	}
 	rt := attribute.String("runtime", runtime)
-	if ev.Type == eventlog.AttemptAbandoned {
+	switch ev.Type {
+	case eventlog.AttemptAbandoned:
 		m.ended.Add(ctx, 1, metric.WithAttributes(rt, attribute.String("outcome", "abandoned"), attribute.String("class", "")))
+		return
+	case eventlog.AttemptLost:
+		m.ended.Add(ctx, 1, metric.WithAttributes(rt, attribute.String("outcome", "lost"), attribute.String("class", "WORKER_LOST")))
 		return
 	}
 	var rep eventlog.Report

@@ -102,7 +102,7 @@ func startEmbedded(cfg *config.Config) (*server.Server, error) {
 	}
 	o := queue.EmbeddedOptions{StoreDir: filepath.Join(cfg.DataDir, "nats"), Host: host, Port: port}
 	switch s := cfg.NATS.SyncInterval; s {
-	case "":
+	case "default", "":
 	case "always":
 		o.SyncAlways = true
 	default:

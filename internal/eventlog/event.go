@@ -51,7 +51,10 @@ const (
 	FlowResumed        Type = "flow_resumed"
 	TaskRetryRequested Type = "task_retry_requested"
 	// The flow's integration branch: scheduled by the controller, built by a worker.
-	AttemptAbandoned     Type = "attempt_abandoned"
+	AttemptAbandoned Type = "attempt_abandoned"
+	// The controller's finding that an attempt's worker went silent for a
+	// lease: the attempt failed with WORKER_LOST.
+	AttemptLost          Type = "attempt_lost"
 	IntegrationScheduled Type = "integration_scheduled"
 	FlowIntegrated       Type = "flow_integrated"
 )
@@ -167,6 +170,16 @@ type AttemptScheduledData struct {
 // cancelled task will never run: no worker held it, and its claim is revoked.
 type AttemptAbandonedData struct {
 	Reason string `json:"reason"`
+}
+
+// AttemptLostData records that the worker holding an attempt at
+// Event.Epoch stopped renewing its claim for a whole lease; the controller
+// revoked the claim, so that worker can publish nothing more that counts.
+type AttemptLostData struct {
+	Worker string `json:"worker"`
+	// LeaseMS is the lease that lapsed.
+	LeaseMS int64  `json:"lease_ms"`
+	Reason  string `json:"reason"`
 }
 
 // AttemptClaimedData says which worker holds the attempt, at Event.Epoch.

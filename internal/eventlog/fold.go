@@ -74,6 +74,8 @@ func (s *State) Apply(seq uint64, ev *Event) error {
 		return s.taskCancelled(ev)
 	case AttemptAbandoned:
 		return s.attemptAbandoned(ev)
+	case AttemptLost:
+		return s.attemptLost(ev)
 	case FlowPaused, FlowResumed:
 		return s.flowPaused(ev)
 	case TaskRetryRequested:
@@ -413,6 +415,37 @@ func (s *State) attemptAbandoned(ev *Event) error {
 	a.State, a.EndedAt, a.Phase = AttemptFailed, ev.Time, ev.Type
 	a.Error = &ErrorInfo{Class: "CANCELLED", Message: d.Reason}
 	s.touchAttempt(a)
+	return nil
+}
+
+// attemptLost ends an attempt whose worker went silent. It counts for the
+// claim it names or a newer one than the fold has seen (the worker may have
+// died before its attempt_claimed was published); a loss of an older claim
+// than the current one is fenced off.
+func (s *State) attemptLost(ev *Event) error {
+	var d AttemptLostData
+	if err := ev.Payload(&d); err != nil {
+		return err
+	}
+	a := s.live(ev)
+	if a == nil {
+		return nil
+	}
+	if ev.Epoch < a.Epoch {
+		a.Fenced++
+		s.touchAttempt(a)
+		return nil
+	}
+	a.State, a.EndedAt, a.Phase, a.Epoch, a.Worker = AttemptFailed, ev.Time, ev.Type, ev.Epoch, d.Worker
+	a.Error = &ErrorInfo{Class: "WORKER_LOST", Category: "infrastructure", Recoverable: true,
+		Message: fmt.Sprintf("worker %s stopped renewing its claim (epoch %d): %s", d.Worker, ev.Epoch, d.Reason)}
+	s.touchAttempt(a)
+	// The attempt awaits the controller's decision, like a reported failure;
+	// a task whose claim was never folded moves on from scheduled.
+	if t := s.Task(a.Flow, a.Task); t != nil && t.Attempt == a.ID && t.State == TaskScheduled {
+		t.State = TaskRunning
+		s.touchTask(t, ev)
+	}
 	return nil
 }
 

@@ -27,6 +27,9 @@ const (
 	claimRunning  = "running"
 	claimFinished = "finished"
 	claimReleased = "released"
+	// claimLost: the controller found the holder silent for a lease and
+	// ended the attempt (attempt_lost); nobody runs it again.
+	claimLost = "lost"
 )
 
 type claimRecord struct {
@@ -76,9 +79,24 @@ func newLease(c *Claims, attempt string, rec claimRecord, rev uint64) *Lease {
 // Epoch is the fencing token of this hold.
 func (l *Lease) Epoch() uint64 { return l.epoch }
 
-// Acquire takes the attempt for worker: a new claim at epoch 1, or a takeover
-// of a stale one at the next epoch. Compare-and-set makes one caller win.
+// Acquire takes the attempt for worker: a new claim at epoch 1, or at the
+// next epoch one that its holder released or that was held under the same
+// worker id (a restarted worker). A claim whose holder went silent is not
+// taken over: the controller declares that attempt lost (RevokeLapsed) and
+// its task retries by policy, as a new attempt. Compare-and-set makes one
+// caller win.
 func (c *Claims) Acquire(ctx context.Context, attempt, worker string) (*Lease, error) {
+	return c.acquire(ctx, attempt, worker, false)
+}
+
+// AcquireOrTakeOver is Acquire that also takes over a claim not renewed for
+// a lease. It is for work nobody declares lost — building an integration
+// branch — which the next delivery simply does again.
+func (c *Claims) AcquireOrTakeOver(ctx context.Context, attempt, worker string) (*Lease, error) {
+	return c.acquire(ctx, attempt, worker, true)
+}
+
+func (c *Claims) acquire(ctx context.Context, attempt, worker string, takeOverStale bool) (*Lease, error) {
 	e, err := c.kv.Get(ctx, attempt)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		rec := claimRecord{Worker: worker, Epoch: 1, State: claimRunning}
@@ -96,13 +114,15 @@ func (c *Claims) Acquire(ctx context.Context, attempt, worker string) (*Lease, e
 	}
 	var prev claimRecord
 	if err := json.Unmarshal(e.Value(), &prev); err != nil {
-		prev = claimRecord{} // an unreadable claim is treated as stale
+		prev = claimRecord{State: claimReleased} // an unreadable claim protects nothing
 	}
 	switch {
-	case prev.State == claimFinished:
+	case prev.State == claimFinished || prev.State == claimLost:
 		return nil, ErrFinished
-	case prev.State == claimRunning && c.now().Sub(e.Created()) < c.lease && prev.Worker != worker:
-		return nil, ErrHeld
+	case prev.State == claimRunning && prev.Worker != worker:
+		if !takeOverStale || c.now().Sub(e.Created()) < c.lease {
+			return nil, ErrHeld
+		}
 	}
 	rec := claimRecord{Worker: worker, Epoch: prev.Epoch + 1, State: claimRunning}
 	rev, err := c.kv.Update(ctx, attempt, mustJSON(rec), e.Revision())
@@ -115,9 +135,6 @@ func (c *Claims) Acquire(ctx context.Context, attempt, worker string) (*Lease, e
 	return newLease(c, attempt, rec, rev), nil
 }
 
-// Renew proves the holder is alive. It fails with ErrSuperseded when another
-// worker took the attempt over. It rewrites the claim in its current state,
-// so a renewal racing Finish or Release never undoes them.
 // Revoke makes sure no worker will ever run an attempt again: the attempt's
 // claim is marked finished, so Acquire refuses it and a holder's next Renew
 // is superseded. It returns ErrHeld while a live worker holds the attempt
@@ -142,7 +159,7 @@ func (c *Claims) Revoke(ctx context.Context, attempt string) error {
 	var prev claimRecord
 	_ = json.Unmarshal(e.Value(), &prev)
 	switch {
-	case prev.State == claimFinished:
+	case prev.State == claimFinished || prev.State == claimLost:
 		return nil
 	case prev.State == claimRunning && c.now().Sub(e.Created()) < c.lease:
 		return ErrHeld
@@ -157,6 +174,10 @@ func (c *Claims) Revoke(ctx context.Context, attempt string) error {
 	return nil
 }
 
+// Renew proves the holder is alive. It fails with ErrSuperseded when another
+// worker took the attempt over or the controller declared it lost. It
+// rewrites the claim in its current state, so a renewal racing Finish or
+// Release never undoes them.
 func (l *Lease) Renew(ctx context.Context) error { return l.write(ctx, "") }
 
 // Finish marks the attempt reported, so later deliveries of its job are acked

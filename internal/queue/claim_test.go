@@ -98,14 +98,21 @@ func TestClaimLifecycle(t *testing.T) {
 	_, err = c.Acquire(ctx, a, "w2")
 	wantErr(t, "second worker just inside the lease", err, ErrHeld)
 
-	// w1 goes silent for a lease: w2 takes over at the next epoch.
+	// w1 goes silent for a lease. An attempt's claim is not taken over by
+	// whoever gets the job next: the controller declares the attempt lost.
 	expire(t, c, clk, a)
-	l2 := acquire(t, c, a, "w2", 2)
+	_, err = c.Acquire(ctx, a, "w2")
+	wantErr(t, "Acquire of a stale claim", err, ErrHeld)
+	// Work nobody declares lost (an integration build) is taken over.
+	l2, err := c.AcquireOrTakeOver(ctx, a, "w2")
+	if err != nil || l2.Epoch() != 2 {
+		t.Fatalf("AcquireOrTakeOver of a stale claim: %v", err)
+	}
 	if _, rec := claimEntry(t, c, a); rec != (claimRecord{Worker: "w2", Epoch: 2, State: claimRunning}) {
 		t.Errorf("stored claim after takeover %+v", rec)
 	}
 	// The takeover is fresh: a third worker is refused at the same instant.
-	_, err = c.Acquire(ctx, a, "w3")
+	_, err = c.AcquireOrTakeOver(ctx, a, "w3")
 	wantErr(t, "third worker after a takeover", err, ErrHeld)
 
 	// w1 wakes up: whatever it tries fails and leaves w2's claim alone.
@@ -229,7 +236,7 @@ func TestConcurrentTakeoverHasOneWinner(t *testing.T) {
 		for i := range n {
 			wg.Go(func() {
 				<-start
-				leases[i], errs[i] = c.Acquire(ctx, a, fmt.Sprintf("w%d", i))
+				leases[i], errs[i] = c.AcquireOrTakeOver(ctx, a, fmt.Sprintf("w%d", i))
 			})
 		}
 		close(start)
@@ -348,5 +355,114 @@ func TestUnreadableClaimIsTakenOver(t *testing.T) {
 	}
 	if l.Epoch() < 1 {
 		t.Errorf("epoch %d", l.Epoch())
+	}
+}
+
+// A silent holder's claim is ended by the controller: nobody runs the
+// attempt again, and the holder, if it wakes up, is superseded.
+func TestRevokeLapsed(t *testing.T) {
+	t.Parallel()
+	_, js := setup(t)
+	ctx := testCtx(t)
+	c := claimsFor(t, js, nil)
+	const a = "f1_t1_1"
+
+	holder := acquire(t, c, a, "w1", 1)
+	seen, _ := claimEntry(t, c, a)
+
+	// A renewal after the controller looked wins: the revocation is refused.
+	if err := holder.Renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.RevokeLapsed(ctx, a, seen.Revision())
+	wantErr(t, "RevokeLapsed after a renewal", err, ErrHeld)
+
+	// Silence since the revision the controller saw: revoked.
+	seen, _ = claimEntry(t, c, a)
+	info, err := c.RevokeLapsed(ctx, a, seen.Revision())
+	if err != nil {
+		t.Fatalf("RevokeLapsed: %v", err)
+	}
+	if info.Worker != "w1" || info.Epoch != 1 || !info.Lost() {
+		t.Errorf("revoked claim %+v, want w1's at epoch 1, lost", info)
+	}
+	// Again (a controller that crashed before recording the loss): the
+	// same claim, so the same event id.
+	again, err := c.RevokeLapsed(ctx, a, seen.Revision())
+	if err != nil || *again != *info {
+		t.Errorf("RevokeLapsed again: %+v, %v; want %+v", again, err, info)
+	}
+	wantErr(t, "holder Renew after the loss", holder.Renew(ctx), ErrSuperseded)
+	wantErr(t, "holder Finish after the loss", holder.Finish(ctx), ErrSuperseded)
+	for _, w := range []string{"w1", "w2"} {
+		_, err := c.Acquire(ctx, a, w)
+		wantErr(t, w+" Acquire of a lost attempt", err, ErrFinished)
+	}
+	// Revoking for a cancel after the loss changes nothing.
+	if err := c.Revoke(ctx, a); err != nil {
+		t.Errorf("Revoke of a lost claim: %v", err)
+	}
+
+	// Finished claims are not lost, whatever revision is named.
+	const b = "f1_t2_1"
+	lb := acquire(t, c, b, "w2", 1)
+	if err := lb.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fin, _ := claimEntry(t, c, b)
+	_, err = c.RevokeLapsed(ctx, b, fin.Revision())
+	wantErr(t, "RevokeLapsed of a finished claim", err, ErrHeld)
+}
+
+func TestWatchClaims(t *testing.T) {
+	t.Parallel()
+	_, js := setup(t)
+	ctx := testCtx(t)
+	c := claimsFor(t, js, nil)
+	held := acquire(t, c, "f1_t1_1", "w1", 1)
+	done := acquire(t, c, "f1_t2_1", "w2", 1)
+	if err := done.Finish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	next := func() *ClaimInfo {
+		t.Helper()
+		select {
+		case info, ok := <-w.Updates():
+			if !ok {
+				t.Fatal("watch closed")
+			}
+			return info
+		case <-ctx.Done():
+			t.Fatal("no update")
+		}
+		return nil
+	}
+	// The current claims first, then the marker.
+	got := map[string]string{}
+	for info := next(); info != nil; info = next() {
+		got[info.Attempt] = fmt.Sprintf("%s@%d %s", info.Worker, info.Epoch, info.State)
+	}
+	want := map[string]string{"f1_t1_1": "w1@1 running", "f1_t2_1": "w2@1 finished"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("current claims %v, want %v", got, want)
+	}
+	// Then each write: a renewal (a new revision), a release.
+	before, _ := claimEntry(t, c, "f1_t1_1")
+	if err := held.Renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if info := next(); info.Attempt != "f1_t1_1" || !info.Running() || info.Revision <= before.Revision() {
+		t.Errorf("renewal seen as %+v", info)
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if info := next(); info.Running() || info.State != "released" {
+		t.Errorf("release seen as %+v", info)
 	}
 }

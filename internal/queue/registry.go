@@ -25,6 +25,9 @@ type Registration struct {
 	Started  time.Time       `json:"started"`
 	Seen     time.Time       `json:"seen"`
 	Runtimes []RuntimeHealth `json:"runtimes"`
+	// NotClaiming says why the worker claims nothing now (too little free
+	// disk, draining); empty while it claims.
+	NotClaiming string `json:"not_claiming,omitempty"`
 }
 
 // RuntimeHealth is one runtime's fingerprint on one worker.

@@ -91,5 +91,8 @@ func (w *Worker) addReadyChecks() {
 			}
 			return nil
 		}),
+		telemetry.AddCheck("worker_disk", func(ctx context.Context) error {
+			return w.disk.check(ctx)
+		}),
 	)
 }

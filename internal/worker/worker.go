@@ -43,13 +43,23 @@ type Worker struct {
 	now      func() time.Time
 	red      *redact.Redactor // masks secret values in events and logs
 
-	mu      sync.Mutex
-	running map[string]*held // attempts held by this process
-	health  map[string]*queue.RuntimeHealth
-	started time.Time
+	mu          sync.Mutex
+	running     map[string]*held // attempts held by this process
+	health      map[string]*queue.RuntimeHealth
+	started     time.Time
+	notClaiming string // why the worker claims nothing now ("" while it claims)
 
-	cancel context.CancelCauseFunc
-	wg     sync.WaitGroup
+	disk *diskGate
+
+	// stopClaiming ends the claim loops; handBack ends what runs (attempts,
+	// heartbeats, the health loop). Stop calls the first at once and the
+	// second when the drain is over.
+	stopClaiming context.CancelCauseFunc
+	endRuns      context.CancelCauseFunc
+	runCtx       context.Context
+	stopOnce     sync.Once
+	wg           sync.WaitGroup // every goroutine of the worker
+	attempts     sync.WaitGroup // the running attempts
 
 	m           *workerMetrics
 	loopsActive atomic.Bool // claim loops started (readiness)
@@ -71,7 +81,7 @@ func New(cfg *config.Config, nc *nats.Conn, log *slog.Logger) (*Worker, error) {
 	w := &Worker{
 		cfg: cfg, js: js, log: log.With("worker", cfg.Worker.ID), red: red,
 		runner: &attempt.Runner{Cache: cache, WorkDir: cfg.Worker.WorkDir, KeepWorktrees: cfg.Worker.KeepWorktrees,
-			Artifacts: queue.NewArtifacts(js), Redact: red, Logger: log},
+			KeepFailed: cfg.Worker.KeepFailedWorktrees, Artifacts: queue.NewArtifacts(js), Redact: red, Logger: log},
 		adapters: map[string]adapter.Adapter{},
 		slots:    make(chan struct{}, cfg.Worker.Slots),
 		now:      time.Now,
@@ -79,6 +89,7 @@ func New(cfg *config.Config, nc *nats.Conn, log *slog.Logger) (*Worker, error) {
 		health:   map[string]*queue.RuntimeHealth{},
 		m:        newWorkerMetrics(),
 	}
+	w.disk = &diskGate{dir: cfg.Worker.WorkDir, min: cfg.Worker.MinFreeDisk, free: freeBytes, sweep: w.runner.Sweep, now: w.now}
 	for _, name := range cfg.Worker.Runtimes {
 		ad, err := adapter.New(name, cfg.Runtimes[name])
 		if err != nil {
@@ -100,8 +111,15 @@ func (w *Worker) Start(ctx context.Context) error {
 		return err
 	}
 	w.claims = claims
-	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	w.cancel = cancel
+	// Nothing runs here yet: whatever a previous process of this worker
+	// left in the work dir (it may have been killed mid-attempt) goes now.
+	if err := w.runner.Sweep(ctx, nil); err != nil {
+		w.log.Warn("sweep work dir", "err", err)
+	}
+	runCtx, endRuns := context.WithCancelCause(context.WithoutCancel(ctx))
+	claimCtx, stopClaiming := context.WithCancelCause(runCtx)
+	w.runCtx, w.endRuns, w.stopClaiming = runCtx, endRuns, stopClaiming
+	cancel := func(err error) { stopClaiming(err); endRuns(err) }
 	w.started = w.now()
 	if w.checkHealth(ctx) == 0 {
 		cancel(nil)
@@ -116,7 +134,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.wg.Add(1)
 		go func() {
 			defer w.wg.Done()
-			w.claimLoop(runCtx, name, ad, cons)
+			w.claimLoop(claimCtx, name, ad, cons)
 		}()
 	}
 	// The controller's stop signals for cancelled attempts; every worker
@@ -207,7 +225,7 @@ func (w *Worker) registration() *queue.Registration {
 	defer w.mu.Unlock()
 	r := &queue.Registration{
 		ID: w.cfg.Worker.ID, Host: host, Pool: w.cfg.Worker.Pool, Slots: w.cfg.Worker.Slots,
-		Busy: len(w.running), Started: w.started.UTC(), Seen: w.now().UTC(),
+		Busy: len(w.running), Started: w.started.UTC(), Seen: w.now().UTC(), NotClaiming: w.notClaiming,
 	}
 	for _, h := range w.health {
 		r.Runtimes = append(r.Runtimes, *h)
@@ -236,29 +254,110 @@ func (w *Worker) healthLoop(ctx context.Context) {
 		if err := queue.Register(ctx, w.js, w.registration()); err != nil && ctx.Err() == nil {
 			w.log.Warn("renew worker registration", "err", err)
 		}
+		if err := w.runner.Sweep(ctx, nil); err != nil && ctx.Err() == nil {
+			w.log.Warn("sweep work dir", "err", err)
+		}
 	}
 }
 
-// Stop stops claiming and hands running attempts back (their CLIs are
-// stopped, their jobs nak'd for prompt redelivery). Idempotent.
+// Stop drains the worker: it claims nothing more, lets the running attempts
+// finish for up to worker.drain_timeout, then hands back those still running
+// (their CLIs are stopped, their claims released and their jobs nak'd, so
+// another worker takes them over at once). Idempotent; Wait waits for it.
 func (w *Worker) Stop() {
-	w.loopsActive.Store(false)
-	for _, rm := range w.rmChecks {
-		rm()
-	}
-	w.rmChecks = nil
-	if w.cancel != nil {
-		w.cancel(ErrShutdown)
+	w.stopOnce.Do(func() {
+		w.loopsActive.Store(false)
+		for _, rm := range w.rmChecks {
+			rm()
+		}
+		w.rmChecks = nil
+		if w.stopClaiming == nil {
+			return // never started
+		}
+		w.stopClaiming(ErrShutdown)
+		w.setNotClaiming("draining: the worker is stopping")
+		drained := make(chan struct{})
+		go func() {
+			w.attempts.Wait()
+			close(drained)
+		}()
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			t := time.NewTimer(w.cfg.Worker.DrainTimeout)
+			defer t.Stop()
+			select {
+			case <-drained:
+			case <-t.C:
+				w.log.Warn("drain timeout: handing running attempts back", "drain_timeout", w.cfg.Worker.DrainTimeout, "running", w.busy())
+			case <-w.runCtx.Done():
+			}
+			w.endRuns(ErrShutdown)
+		}()
+		if n := w.busy(); n > 0 {
+			w.log.Info("draining: no new claims; waiting for running attempts", "running", n, "drain_timeout", w.cfg.Worker.DrainTimeout)
+		}
+	})
+}
+
+// HandBack hands the running attempts back now, without waiting out the
+// drain (a second SIGTERM, or a process that ends anyway). It implies Stop.
+func (w *Worker) HandBack() {
+	w.Stop()
+	if w.endRuns != nil {
+		w.endRuns(ErrShutdown)
 	}
 }
 
 // Wait blocks until every goroutine of the worker has returned.
 func (w *Worker) Wait() { w.wg.Wait() }
 
+func (w *Worker) busy() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.running)
+}
+
+// setNotClaiming records why the worker claims nothing ("" when it claims
+// again), logging each change once.
+func (w *Worker) setNotClaiming(why string) {
+	w.mu.Lock()
+	prev := w.notClaiming
+	w.notClaiming = why
+	w.mu.Unlock()
+	switch {
+	case why == prev:
+		return
+	case why != "":
+		w.log.Warn("not claiming attempts", "reason", why)
+	default:
+		w.log.Info("claiming attempts again", "was", prev)
+	}
+	// Tell the fleet now rather than at the next health check.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := queue.Register(ctx, w.js, w.registration()); err != nil {
+		w.log.Warn("update worker registration", "err", err)
+	}
+}
+
 // claimLoop pulls one job whenever a slot is free.
 func (w *Worker) claimLoop(ctx context.Context, runtime string, ad adapter.Adapter, cons jetstream.Consumer) {
 	backoff := 100 * time.Millisecond
 	for {
+		if err := w.disk.check(ctx); err != nil {
+			// No room for another worktree: claim nothing until there is.
+			w.setNotClaiming(err.Error())
+			select {
+			case <-time.After(diskCheckEvery):
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
+		if ctx.Err() == nil {
+			w.setNotClaiming("")
+		}
 		if !w.healthy(runtime) {
 			// Jobs for an unhealthy runtime wait for a worker that has it.
 			select {
@@ -310,10 +409,14 @@ func (w *Worker) claimLoop(ctx context.Context, runtime string, ad adapter.Adapt
 		}
 		backoff = 100 * time.Millisecond
 		w.wg.Add(1)
+		w.attempts.Add(1)
 		go func() {
 			defer w.wg.Done()
+			defer w.attempts.Done()
 			defer func() { <-w.slots }()
-			w.handle(ctx, ad, msg)
+			// The attempt outlives the claim loop: a draining worker
+			// stops claiming but lets it finish.
+			w.handle(w.runCtx, ad, msg)
 		}()
 	}
 }
@@ -332,6 +435,9 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 		return
 	}
 	log := w.log.With("attempt", job.Attempt)
+	if md, err := msg.Metadata(); err == nil && md.NumDelivered > 1 {
+		log.Info("job redelivered", "delivery", md.NumDelivered)
+	}
 	h := w.hold(job.Attempt)
 	if h == nil {
 		// Redelivered while this very process runs it: the original delivery
@@ -341,7 +447,11 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 	}
 	defer w.unhold(job.Attempt)
 
-	lease, err := w.claims.Acquire(bg, job.Attempt, w.cfg.Worker.ID)
+	acquire := w.claims.Acquire
+	if job.Kind == queue.KindIntegrate {
+		acquire = w.claims.AcquireOrTakeOver
+	}
+	lease, err := acquire(bg, job.Attempt, w.cfg.Worker.ID)
 	switch {
 	case errors.Is(err, queue.ErrFinished):
 		w.m.claim(ctx, "finished")
@@ -350,7 +460,9 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 		return
 	case errors.Is(err, queue.ErrHeld):
 		w.m.claim(ctx, "held")
-		log.Info("attempt held by a live worker; not running it again")
+		// Held by a live worker, or by a silent one the controller has
+		// not declared lost yet: either way not ours to run.
+		log.Info("attempt held by another worker; not running it again")
 		_ = msg.NakWithDelay(w.cfg.Queue.AckWait)
 		return
 	case err != nil:

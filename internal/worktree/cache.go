@@ -206,6 +206,9 @@ func (c *Cache) repoFor(repoURL string) (*repo, error) {
 		r = &repo{url: u, dir: dir, sem: make(chan struct{}, 1)}
 		c.repos[dir] = r
 	}
+	if r.url == "" {
+		r.url = u // first seen by a sweep, which knows only its directory
+	}
 	return r, nil
 }
 
