@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -58,11 +59,23 @@ tasks:
 	if _, err := js.Publish(ctx, "drover.events.junk.flow_submitted", []byte("{not json")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := js.Publish(ctx, queue.AttemptSubject("default", "demo"), []byte(`{"v":1,"attempt":"../../etc"}`)); err != nil {
+	// An event from a future writer (version 7).
+	if _, err := js.Publish(ctx, "drover.events.junk.flow_submitted", []byte(`{"v":7,"id":"x","type":"flow_submitted","flow":"junk"}`)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the poison event to be recorded", func() bool {
-		return c.status("").Poisons == 1
+	// Jobs: ids that would escape a path, a future version, and a large
+	// undecodable one (parked as a prefix, with its real size).
+	for _, job := range [][]byte{
+		[]byte(`{"v":1,"attempt":"../../etc"}`),
+		[]byte(`{"v":2,"attempt":"f_t_1","flow":"f","task":"t","n":1,"pool":"default","runtime":"demo","repo":"/r","base":"main","branch":"b"}`),
+		append([]byte(`{"v":1,"prompt":"`), bytes.Repeat([]byte("A"), 900<<10)...),
+	} {
+		if _, err := js.Publish(ctx, queue.AttemptSubject("default", "demo"), job); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 30*time.Second, "the poison events to be recorded", func() bool {
+		return c.status("").Poisons == 2
 	})
 	dl, err := js.Stream(ctx, queue.DeadLetterStream)
 	if err != nil {
@@ -70,11 +83,12 @@ tasks:
 	}
 	waitFor(t, 30*time.Second, "the poison job and event to be parked", func() bool {
 		info, err := dl.Info(ctx)
-		return err == nil && info.State.Msgs == 2 // the job, and the event the controller parked
+		return err == nil && info.State.Msgs == 5 // the jobs, and the events the controller parked
 	})
 	dlOut, errOut, code := c.cli("dead-letters")
 	if code != 0 || !strings.Contains(dlOut, "attempts") || !strings.Contains(dlOut, "bad job") || !strings.Contains(dlOut, `{"v":1,"attempt":"../../etc"}`) ||
-		!strings.Contains(dlOut, "events") || !strings.Contains(dlOut, "{not json") {
+		!strings.Contains(dlOut, "events") || !strings.Contains(dlOut, "{not json") || !strings.Contains(dlOut, "version 7") ||
+		!strings.Contains(dlOut, "version 2") {
 		t.Errorf("dead-letters (exit %d) does not list the poison job:\n%s%s", code, dlOut, errOut)
 	}
 	attempts, err := js.Stream(ctx, queue.AttemptsStream)

@@ -92,6 +92,22 @@ func (c *cluster) rebuildEqual() {
 	}
 }
 
+// slowFlow is a flow of one task, "slow", whose first attempt sleeps for
+// firstSleep before writing slow.txt; later attempts write it at once.
+func slowFlow(name, repo, firstSleep string) string {
+	return `name: ` + name + `
+repo: ` + repo + `
+base: main
+runtime: demo
+retry: {initial_backoff: 100ms}
+tasks:
+  - id: slow
+    prompt: |
+      @on-attempt 1 @sleep ` + firstSleep + `
+      @write slow.txt done
+`
+}
+
 // TestWorkerKilledMidAttempt: a worker is killed with SIGKILL while its CLI
 // runs. The CLI dies with it; once the lease lapses the controller records
 // the attempt lost, and the task retries on another worker.
@@ -100,17 +116,7 @@ func TestWorkerKilledMidAttempt(t *testing.T) {
 	c := startController(t, lease)
 	victim := c.startWorker("victim", 1, lease)
 	repo := newRepo(t)
-	id := c.submit(`name: killed
-repo: ` + repo + `
-base: main
-runtime: demo
-retry: {initial_backoff: 100ms}
-tasks:
-  - id: slow
-    prompt: |
-      @on-attempt 1 @sleep 10m
-      @write slow.txt done
-`)
+	id := c.submit(slowFlow("killed", repo, "10m"))
 	a1, a2 := queue.AttemptID(id, "slow", 1), queue.AttemptID(id, "slow", 2)
 	pid := c.running(id, a1)
 	victim.kill()
@@ -145,17 +151,7 @@ func TestSlowWorkerIsFenced(t *testing.T) {
 	c := startController(t, lease)
 	frozen := c.startWorker("frozen", 1, lease)
 	repo := newRepo(t)
-	id := c.submit(`name: fenced
-repo: ` + repo + `
-base: main
-runtime: demo
-retry: {initial_backoff: 100ms}
-tasks:
-  - id: slow
-    prompt: |
-      @on-attempt 1 @sleep 6s
-      @write slow.txt done
-`)
+	id := c.submit(slowFlow("fenced", repo, "6s"))
 	a1 := queue.AttemptID(id, "slow", 1)
 	c.running(id, a1)
 	if err := syscall.Kill(frozen.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
