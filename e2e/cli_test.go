@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +108,25 @@ tasks:
 	}
 	if st := c.status(slow); st.Detail.Attempts[0].Report == nil {
 		t.Errorf("logs -f returned after %s, before the attempt reported", time.Since(began))
+	}
+
+	// Shell completion asks the live controller for ids.
+	complete := func(args ...string) string {
+		cmd := exec.Command(filepath.Join(bin, "controller"), append([]string{"__complete", "--data-dir", c.dataDir}, args...)...)
+		cmd.Env = cleanEnv()
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("__complete %v: %v", args, err)
+		}
+		return string(out)
+	}
+	if got := complete("status", ""); !strings.Contains(got, id+"\t") || !strings.Contains(got, slow+"\t") {
+		t.Errorf("completion of status lacks the flows:\n%s", got)
+	}
+	if got := complete("logs", id+"/"); !strings.Contains(got, id+"/greet\tsucceeded") {
+		t.Errorf("completion of logs FLOW/ lacks the task:\n%s", got)
+	}
+	if got := complete("cancel", id+"_"); !strings.Contains(got, id+"_greet_1\t") {
+		t.Errorf("completion of cancel FLOW_ lacks the attempt:\n%s", got)
 	}
 }

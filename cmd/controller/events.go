@@ -99,6 +99,8 @@ func newRebuild() *cobra.Command {
 		Long: `rebuild asks the running controller to fold the whole EVENTS stream, up to the sequence
 its live store has applied, into a fresh Pebble store, and to compare the two byte for
 byte. It exits 0 when they are equal and 1 with the differences when not.`,
+		Example: `  controller rebuild
+  controller rebuild -o json | jq .equal`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			nc, err := connect(cmd)

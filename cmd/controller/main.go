@@ -64,10 +64,20 @@ Configuration comes from flags, then DROVER_* environment variables, then the
 	pf.String("nats-url", "", "NATS server URL (default: the embedded server of the controller on this data dir)")
 	pf.String("log-level", "", "log level: debug, info, warn, error")
 	pf.String("log-format", "", "log format: text or json")
-	root.AddCommand(newServe(), newDev(), newSubmit(), newStatus(), newEvents(), newRebuild(),
-		newWatch(), newLogs(), newDiff(),
+	root.AddCommand(newServe(), newDev(), newSubmit(),
+		withCompletion(completeFlows, newStatus()), withCompletion(completeFlows, newEvents()), newRebuild(),
+		withCompletion(completeFlows, newWatch()),
+		withCompletion(completeTasks|completeAttempts, newLogs()), withCompletion(completeTasks|completeAttempts, newDiff()),
 		newCancel(), newRetry(), newPause(), newResume(), newDeadLetters(),
 		newWorkers(), newRuntimeCmd())
+	if resolve, _, err := root.Find([]string{"runtime", "resolve"}); err == nil {
+		// --flow takes a flow id or a flow file.
+		complete := completeTarget(completeFlows)
+		_ = resolve.RegisterFlagCompletionFunc("flow", func(cmd *cobra.Command, args []string, s string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			ids, _ := complete(cmd, nil, s)
+			return ids, cobra.ShellCompDirectiveDefault
+		})
+	}
 	return root
 }
 

@@ -64,7 +64,7 @@ func newOperatorCmd(use, short, long, example string, call func(ctx context.Cont
 }
 
 func newCancel() *cobra.Command {
-	return newOperatorCmd("cancel FLOW|FLOW/TASK|ATTEMPT", "Cancel a flow, a task or an attempt",
+	return withCompletion(completeFlows|completeTasks|completeAttempts, newOperatorCmd("cancel FLOW|FLOW/TASK|ATTEMPT", "Cancel a flow, a task or an attempt",
 		`cancel stops what is running and records it. The CLIs of the attempts concerned are stopped
 on whichever worker holds them (SIGTERM to the process group, a grace period, then SIGKILL);
 queued attempts never start. Cancelled tasks end in state cancelled and block their dependents;
@@ -75,35 +75,35 @@ its task.`,
   controller cancel hello-x1y2z3_greet_2`,
 		func(ctx context.Context, cl *controller.Client, target, reason string) (*controller.OperatorResponse, error) {
 			return cl.Cancel(ctx, target, reason)
-		})
+		}))
 }
 
 func newRetry() *cobra.Command {
-	return newOperatorCmd("retry FLOW/TASK", "Start a new attempt of a failed, cancelled or blocked task",
+	return withCompletion(completeTasks, newOperatorCmd("retry FLOW/TASK", "Start a new attempt of a failed, cancelled or blocked task",
 		`retry reopens a failed or cancelled task with a fresh retry budget; the tasks it blocked
 wait for it again, and a finished flow runs again (its integration branch is rebuilt as
 drover/FLOW/integration-N). Retrying a blocked task retries the task that blocks it.`,
 		`  controller retry hello-x1y2z3/greet`,
 		func(ctx context.Context, cl *controller.Client, target, reason string) (*controller.OperatorResponse, error) {
 			return cl.Retry(ctx, target, reason)
-		})
+		}))
 }
 
 func newPause() *cobra.Command {
-	return newOperatorCmd("pause FLOW", "Stop scheduling new attempts of a flow",
+	return withCompletion(completeFlows, newOperatorCmd("pause FLOW", "Stop scheduling new attempts of a flow",
 		`pause stops the controller from starting attempts of the flow, retries included; attempts
 already queued or running go on. resume undoes it.`,
 		`  controller pause hello-x1y2z3`,
 		func(ctx context.Context, cl *controller.Client, target, reason string) (*controller.OperatorResponse, error) {
 			return cl.Pause(ctx, target, reason)
-		})
+		}))
 }
 
 func newResume() *cobra.Command {
-	return newOperatorCmd("resume FLOW", "Restart scheduling of a paused flow", "", `  controller resume hello-x1y2z3`,
+	return withCompletion(completeFlows, newOperatorCmd("resume FLOW", "Restart scheduling of a paused flow", "", `  controller resume hello-x1y2z3`,
 		func(ctx context.Context, cl *controller.Client, target, reason string) (*controller.OperatorResponse, error) {
 			return cl.Resume(ctx, target, reason)
-		})
+		}))
 }
 
 // newResolve is `controller runtime resolve`.
