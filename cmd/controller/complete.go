@@ -14,9 +14,9 @@ import (
 type targetKinds uint8
 
 const (
-	completeFlows targetKinds = 1 << iota
-	completeTasks             // FLOW/TASK
-	completeAttempts          // FLOW_TASK_N
+	completeFlows    targetKinds = 1 << iota
+	completeTasks                // FLOW/TASK
+	completeAttempts             // FLOW_TASK_N
 )
 
 // completeTarget completes flow ids, FLOW/TASK and attempt ids from the live
