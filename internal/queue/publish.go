@@ -12,6 +12,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/eventlog"
 	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/tracing"
 )
 
 // PublishEvent stores ev on the EVENTS stream and returns its sequence. The
@@ -26,7 +27,9 @@ func PublishEvent(ctx context.Context, js jetstream.JetStream, ev *eventlog.Even
 		return 0, err
 	}
 	msg := &nats.Msg{Subject: EventSubject(ev.Flow, string(ev.Type)), Data: data, Header: nats.Header{}}
+	ctx, end := tracePublish(ctx, msg, EventsTemplate, ev.ID, func() tracing.Owner { return EventOwner(ev) })
 	ack, err := js.PublishMsg(ctx, msg, jetstream.WithMsgID(ev.ID), jetstream.WithExpectStream(EventsStream))
+	end(err)
 	if err != nil {
 		return 0, fmt.Errorf("queue: publish event %s: %w", ev.ID, err)
 	}

@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace/noop"
 	"go.uber.org/goleak"
+
+	"github.com/drover-dev/drover/internal/tracing/tracingtest"
 )
 
 // recorder returns a Drover tracer provider (derived ids, trace-id
@@ -22,15 +24,9 @@ func recorder(t *testing.T, ratio float64) (*sdktrace.TracerProvider, *tracetest
 	return tp, rec
 }
 
-// useGlobal installs tp and the W3C propagator as the OTel globals for one
-// test, as Setup does, and puts no-ops back afterwards. Tests that call it
-// must not run in parallel.
-func useGlobal(t *testing.T, tp *sdktrace.TracerProvider) {
-	t.Helper()
-	otel.SetTracerProvider(tp)
-	otel.SetTextMapPropagator(propagation.TraceContext{})
-	t.Cleanup(resetGlobals)
-}
+// useGlobal installs tp as the OTel global for one test; tests that call
+// it must not run in parallel.
+func useGlobal(t *testing.T, tp *sdktrace.TracerProvider) { tracingtest.Install(t, tp) }
 
 // resetGlobals puts the no-op provider and propagator back.
 func resetGlobals() {

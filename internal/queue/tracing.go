@@ -1,0 +1,54 @@
+package queue
+
+import (
+	"context"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/tracing"
+)
+
+// Subjects with their variable tokens named: messaging spans are named by
+// these (span names must not carry ids), and carry the real subject as an
+// attribute.
+const (
+	EventsTemplate   = eventsPrefix + "{flow}.{type}"
+	AttemptsTemplate = attemptsPrefix + "{pool}.{runtime}"
+)
+
+// EventOwner is the span an event belongs to when its publisher has none in
+// its context: the attempt's, else the task's, else the flow's. An
+// integration build's id names no attempt span: its events belong to the
+// flow.
+func EventOwner(ev *eventlog.Event) tracing.Owner {
+	o := tracing.Owner{Flow: ev.Flow, Task: ev.Task, Attempt: ev.Attempt}
+	if strings.Contains(o.Attempt, "__") {
+		o.Attempt = ""
+	}
+	return o
+}
+
+// JobOwner is the span a job belongs to: its attempt's, or its flow's for an
+// integration build.
+func JobOwner(j *Job) tracing.Owner {
+	if j.Kind == KindIntegrate {
+		return tracing.Owner{Flow: j.Flow}
+	}
+	return tracing.Owner{Flow: j.Flow, Task: j.Task, Attempt: j.Attempt}
+}
+
+// tracePublish starts the producer span of msg and puts its context in the
+// headers. Off, it does nothing and allocates nothing.
+func tracePublish(ctx context.Context, msg *nats.Msg, template, id string, owner func() tracing.Owner) (context.Context, func(error)) {
+	if !tracing.Enabled() {
+		return ctx, noEnd
+	}
+	ctx, span := tracing.StartPublish(ctx, msg, tracing.Message{
+		Subject: msg.Subject, Template: template, ID: id, BodySize: len(msg.Data),
+	}, owner())
+	return ctx, func(err error) { tracing.End(span, err) }
+}
+
+func noEnd(error) {}
