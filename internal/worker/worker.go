@@ -331,6 +331,9 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 		_ = msg.Term()
 		return
 	}
+	ctx, jt := w.traceJob(ctx, msg, job)
+	defer jt.end()
+	bg = context.WithoutCancel(ctx) // hand-backs are recorded on the job's span
 	log := w.log.With("attempt", job.Attempt)
 	h := w.hold(job.Attempt)
 	if h == nil {
@@ -361,7 +364,7 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 	}
 	w.m.claim(ctx, "claimed")
 	log = log.With("epoch", lease.Epoch())
-	em := &emitter{js: w.js, job: job, epoch: lease.Epoch(), now: w.now, red: w.red, m: w.m}
+	em := jt.wrap(&emitter{js: w.js, job: job, epoch: lease.Epoch(), now: w.now, red: w.red, m: w.m})
 	runCtx, stop := context.WithCancelCause(ctx)
 	hbDone := make(chan struct{})
 	go func() {
@@ -441,6 +444,7 @@ func (w *Worker) attemptJob(job *queue.Job, epoch uint64, cancel <-chan struct{}
 // to touch; otherwise the claim is released so the next holder need not wait
 // out the lease.
 func (w *Worker) handBack(ctx context.Context, msg jetstream.Msg, lease *queue.Lease, log *slog.Logger, cause error) {
+	handedBack(ctx, cause)
 	if errors.Is(cause, queue.ErrSuperseded) {
 		log.Warn("claim superseded; abandoning run", "err", cause)
 		return
