@@ -39,6 +39,16 @@ func JobOwner(j *Job) tracing.Owner {
 	return tracing.Owner{Flow: j.Flow, Task: j.Task, Attempt: j.Attempt}
 }
 
+// ParseEventSubject splits an event's subject into its flow and type.
+func ParseEventSubject(subject string) (flowID, typ string) {
+	rest, ok := strings.CutPrefix(subject, eventsPrefix)
+	if !ok {
+		return "", ""
+	}
+	flowID, typ, _ = strings.Cut(rest, ".")
+	return flowID, typ
+}
+
 // tracePublish starts the producer span of msg and puts its context in the
 // headers. Off, it does nothing and allocates nothing.
 func tracePublish(ctx context.Context, msg *nats.Msg, template, id string, owner func() tracing.Owner) (context.Context, func(error)) {
