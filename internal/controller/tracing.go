@@ -42,7 +42,7 @@ func (c *Controller) traceFold(ctx context.Context, msg jetstream.Msg, seq uint6
 	flowID, typ := queue.ParseEventSubject(msg.Subject())
 	id := msg.Headers().Get(jetstream.MsgIDHeader)
 	pctx, span := tracing.StartProcess(ctx, msg.Headers(), tracing.Message{
-		Subject: msg.Subject(), Template: queue.EventsTemplate, ID: id, BodySize: len(msg.Data()),
+		Subject: msg.Subject(), Template: queue.EventsTemplate, Destination: queue.EventDestination(typ), ID: id, BodySize: len(msg.Data()),
 	}, tracing.Owner{}, tracing.KeyFlow.String(flowID), tracing.KeyEventType.String(typ), tracing.KeyEventSeq.Int64(int64(seq)))
 	before := c.openWork(flowID)
 	return func() {

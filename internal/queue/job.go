@@ -137,9 +137,11 @@ func PublishJob(ctx context.Context, js jetstream.JetStream, j *Job) error {
 	msg := &nats.Msg{Subject: AttemptSubject(j.Pool, j.Runtime), Data: data, Header: nats.Header{}}
 	// The job carries its publish span's context, a child of the attempt's
 	// span: the worker's spans continue it.
-	ctx, end := tracePublish(ctx, msg, AttemptsTemplate, j.Attempt, func() tracing.Owner { return JobOwner(j) })
-	_, err = js.PublishMsg(ctx, msg, jetstream.WithMsgID(j.Attempt), jetstream.WithExpectStream(AttemptsStream))
-	end(err)
+	// Pools and runtimes are few: the subject itself names the span.
+	ctx, end := tracePublish(ctx, msg, tracing.Message{Template: AttemptsTemplate, Destination: msg.Subject, ID: j.Attempt},
+		func() tracing.Owner { return JobOwner(j) })
+	ack, err := js.PublishMsg(ctx, msg, jetstream.WithMsgID(j.Attempt), jetstream.WithExpectStream(AttemptsStream))
+	end(ack, err)
 	if err != nil {
 		return fmt.Errorf("queue: publish job %s: %w", j.Attempt, err)
 	}

@@ -27,9 +27,10 @@ func PublishEvent(ctx context.Context, js jetstream.JetStream, ev *eventlog.Even
 		return 0, err
 	}
 	msg := &nats.Msg{Subject: EventSubject(ev.Flow, string(ev.Type)), Data: data, Header: nats.Header{}}
-	ctx, end := tracePublish(ctx, msg, EventsTemplate, ev.ID, func() tracing.Owner { return EventOwner(ev) })
+	ctx, end := tracePublish(ctx, msg, tracing.Message{Template: EventsTemplate, Destination: EventDestination(string(ev.Type)), ID: ev.ID},
+		func() tracing.Owner { return EventOwner(ev) })
 	ack, err := js.PublishMsg(ctx, msg, jetstream.WithMsgID(ev.ID), jetstream.WithExpectStream(EventsStream))
-	end(err)
+	end(ack, err)
 	if err != nil {
 		return 0, fmt.Errorf("queue: publish event %s: %w", ev.ID, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/drover-dev/drover/internal/eventlog"
 	"github.com/drover-dev/drover/internal/tracing"
@@ -49,16 +50,27 @@ func ParseEventSubject(subject string) (flowID, typ string) {
 	return flowID, typ
 }
 
+// EventDestination names the messaging spans of an event: its subject
+// with the flow id left out (event types are few, flows many).
+func EventDestination(typ string) string { return eventsPrefix + "{flow}." + typ }
+
 // tracePublish starts the producer span of msg and puts its context in the
-// headers. Off, it does nothing and allocates nothing.
-func tracePublish(ctx context.Context, msg *nats.Msg, template, id string, owner func() tracing.Owner) (context.Context, func(error)) {
+// headers; the returned func ends it with the server's answer. Off, it does
+// nothing and allocates nothing.
+func tracePublish(ctx context.Context, msg *nats.Msg, m tracing.Message, owner func() tracing.Owner) (context.Context, func(*jetstream.PubAck, error)) {
 	if !tracing.Enabled() {
 		return ctx, noEnd
 	}
-	ctx, span := tracing.StartPublish(ctx, msg, tracing.Message{
-		Subject: msg.Subject, Template: template, ID: id, BodySize: len(msg.Data),
-	}, owner())
-	return ctx, func(err error) { tracing.End(span, err) }
+	m.Subject, m.BodySize = msg.Subject, len(msg.Data)
+	ctx, span := tracing.StartPublish(ctx, msg, m, owner())
+	return ctx, func(ack *jetstream.PubAck, err error) {
+		if ack != nil && ack.Duplicate {
+			// Inside the dedup window: the server kept the first copy, and
+			// nobody processes this one.
+			span.SetAttributes(tracing.KeyDuplicate.Bool(true))
+		}
+		tracing.End(span, err)
+	}
 }
 
-func noEnd(error) {}
+func noEnd(*jetstream.PubAck, error) {}

@@ -36,6 +36,7 @@ func TestTracedJobThroughJetStream(t *testing.T) {
 	ctx := testCtx(t)
 	j := newJob("f1", "t1", 1, "default", "demo")
 	publishJob(t, js, j)
+	publishJob(t, js, j) // a restarted controller queues it again: deduplicated
 
 	msg, err := attemptConsumer(t, js, "default", "demo", time.Minute).Next(jetstream.FetchMaxWait(5 * time.Second))
 	if err != nil {
@@ -49,11 +50,14 @@ func TestTracedJobThroughJetStream(t *testing.T) {
 	span.End()
 
 	spans := rec.Ended()
-	if len(spans) != 2 {
-		t.Fatalf("%d spans, want publish and process", len(spans))
+	if len(spans) != 3 {
+		t.Fatalf("%d spans, want two publishes and a process", len(spans))
 	}
-	pub, proc := spans[0], spans[1]
-	if pub.Name() != "publish drover.attempts.{pool}.{runtime}" || pub.SpanKind() != trace.SpanKindProducer {
+	pub, again, proc := spans[0], spans[1], spans[2]
+	if spanAttr(pub, "drover.event.duplicate") != "" || spanAttr(again, "drover.event.duplicate") != "true" {
+		t.Errorf("the deduplicated publish is not marked, or the first is")
+	}
+	if pub.Name() != "publish drover.attempts.default.demo" || pub.SpanKind() != trace.SpanKindProducer {
 		t.Errorf("publish span %q kind %s", pub.Name(), pub.SpanKind())
 	}
 	if pub.Parent().SpanID() != tracing.AttemptSpanID(j.Attempt) || pub.SpanContext().TraceID() != tracing.TraceID("f1") {
@@ -115,6 +119,15 @@ func TestUntracedPublishAddsNoHeader(t *testing.T) {
 	}
 }
 
+func spanAttr(s sdktrace.ReadOnlySpan, key string) string {
+	for _, kv := range s.Attributes() {
+		if string(kv.Key) == key {
+			return kv.Value.Emit()
+		}
+	}
+	return ""
+}
+
 func mustEvent(t testing.TB, id string, typ eventlog.Type, flowID, task, attempt string) *eventlog.Event {
 	t.Helper()
 	ev, err := eventlog.New(id, typ, time.Now(), flowID, task, attempt, 1, struct{}{})
@@ -133,8 +146,9 @@ func BenchmarkTracePublish(b *testing.B) {
 		b.ReportAllocs()
 		msg := &nats.Msg{Subject: "drover.events.f1.runtime_exited", Header: nats.Header{}}
 		for b.Loop() {
-			_, end := tracePublish(context.Background(), msg, EventsTemplate, ev.ID, func() tracing.Owner { return EventOwner(ev) })
-			end(nil)
+			_, end := tracePublish(context.Background(), msg, tracing.Message{Template: EventsTemplate, Destination: EventDestination("runtime_exited"), ID: ev.ID},
+				func() tracing.Owner { return EventOwner(ev) })
+			end(nil, nil)
 		}
 	}
 	b.Run("off", run)

@@ -34,19 +34,29 @@ func Enabled() bool {
 // setting anything on it, does nothing.
 var noSpan trace.Span = noop.Span{}
 
-// Message describes one NATS message for a messaging span. Template is the
-// subject with its variable tokens named ("drover.events.{flow}.{type}"): it
-// names the span, which must not be high-cardinality; Subject is the real
-// one.
+// Message describes one NATS message for a messaging span. Subject is the
+// real one; Template is the subject with its variable tokens named
+// ("drover.events.{flow}.{type}"); Destination names the span, and must not
+// be high-cardinality: the template, or the subject with only its ids left
+// as placeholders ("drover.events.{flow}.attempt_reported"). Empty, it is
+// the template.
 type Message struct {
-	Subject  string
-	Template string
+	Subject     string
+	Template    string
+	Destination string
 	// ID is the Nats-Msg-Id (the event id, the attempt id of a job).
 	ID string
 	// BodySize is the payload's size in bytes.
 	BodySize int
 	// Consumer is the JetStream consumer a processed message came through.
 	Consumer string
+}
+
+func (m Message) spanName(op string) string {
+	if m.Destination != "" {
+		return op + " " + m.Destination
+	}
+	return op + " " + m.Template
 }
 
 func (m Message) attrs(op attribute.KeyValue, name string) []attribute.KeyValue {
@@ -76,7 +86,7 @@ func StartPublish(ctx context.Context, msg *nats.Msg, m Message, owner Owner, at
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		ctx = ContextWithOwner(ctx, owner)
 	}
-	ctx, span := Tracer().Start(ctx, "publish "+m.Template,
+	ctx, span := Tracer().Start(ctx, m.spanName("publish"),
 		trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithAttributes(m.attrs(semconv.MessagingOperationTypeSend, "publish")...),
 		trace.WithAttributes(attrs...))
@@ -104,7 +114,7 @@ func StartProcess(ctx context.Context, h nats.Header, m Message, fallback Owner,
 	default:
 		return ctx, noSpan
 	}
-	return Tracer().Start(ctx, "process "+m.Template,
+	return Tracer().Start(ctx, m.spanName("process"),
 		trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithAttributes(m.attrs(semconv.MessagingOperationTypeProcess, "process")...),
 		trace.WithAttributes(attrs...))

@@ -89,7 +89,7 @@ func (w *Worker) traceJob(ctx context.Context, msg jetstream.Msg, job *queue.Job
 	if !tracing.Enabled() {
 		return ctx, nil
 	}
-	m := tracing.Message{Subject: msg.Subject(), Template: queue.AttemptsTemplate, ID: job.Attempt, BodySize: len(msg.Data())}
+	m := tracing.Message{Subject: msg.Subject(), Template: queue.AttemptsTemplate, Destination: msg.Subject(), ID: job.Attempt, BodySize: len(msg.Data())}
 	attrs := []attribute.KeyValue{
 		tracing.KeyFlow.String(job.Flow), tracing.KeyAttempt.String(job.Attempt), tracing.KeyAttemptN.Int(job.N),
 		tracing.KeyRuntime.String(job.Runtime), tracing.KeyPool.String(job.Pool), tracing.KeyWorker.String(w.cfg.Worker.ID),
