@@ -179,7 +179,7 @@ func checkSpan(t *testing.T, s sdktrace.ReadOnlySpan, tid trace.TraceID, sid, pa
 func spanAttr(s sdktrace.ReadOnlySpan, key string) string {
 	for _, kv := range s.Attributes() {
 		if string(kv.Key) == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""

@@ -46,9 +46,6 @@ func TestDerivedIDs(t *testing.T) {
 		}
 		seen[id] = name
 	}
-	if FlowSpanID(golden) != FlowSpanID(golden) || AttemptSpanID("x_y_1") != AttemptSpanID("x_y_1") {
-		t.Error("span ids are not deterministic")
-	}
 }
 
 func TestOwnerSpanContext(t *testing.T) {

@@ -103,7 +103,7 @@ func checkAttrs(t *testing.T, s sdktrace.ReadOnlySpan, want map[attribute.Key]st
 	t.Helper()
 	got := map[attribute.Key]string{}
 	for _, kv := range s.Attributes() {
-		got[kv.Key] = kv.Value.Emit()
+		got[kv.Key] = kv.Value.String()
 	}
 	for k, v := range want {
 		if got[k] != v {

@@ -92,7 +92,7 @@ func (r *phaseRun) publishedIn(byName map[string]sdktrace.ReadOnlySpan, want map
 func attr(s sdktrace.ReadOnlySpan, key string) string {
 	for _, kv := range s.Attributes() {
 		if string(kv.Key) == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""
