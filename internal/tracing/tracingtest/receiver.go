@@ -1,6 +1,3 @@
-// Package tracingtest is an in-process OTLP trace receiver for tests: it
-// listens on a free loopback port, over OTLP/HTTP (protobuf) or OTLP/gRPC,
-// and keeps every span it is sent, flattened for assertions.
 package tracingtest
 
 import (
