@@ -138,8 +138,9 @@ func PublishJob(ctx context.Context, js jetstream.JetStream, j *Job) error {
 	// The job carries its publish span's context, a child of the attempt's
 	// span: the worker's spans continue it.
 	// Pools and runtimes are few: the subject itself names the span.
-	ctx, end := tracePublish(ctx, msg, tracing.Message{Template: AttemptsTemplate, Destination: msg.Subject, ID: j.Attempt},
-		func() tracing.Owner { return JobOwner(j) })
+	ctx, end := tracePublish(ctx, msg, func() (tracing.Message, tracing.Owner) {
+		return tracing.Message{Template: AttemptsTemplate, Destination: msg.Subject, ID: j.Attempt}, JobOwner(j)
+	})
 	ack, err := js.PublishMsg(ctx, msg, jetstream.WithMsgID(j.Attempt), jetstream.WithExpectStream(AttemptsStream))
 	end(ack, err)
 	if err != nil {

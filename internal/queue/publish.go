@@ -27,8 +27,9 @@ func PublishEvent(ctx context.Context, js jetstream.JetStream, ev *eventlog.Even
 		return 0, err
 	}
 	msg := &nats.Msg{Subject: EventSubject(ev.Flow, string(ev.Type)), Data: data, Header: nats.Header{}}
-	ctx, end := tracePublish(ctx, msg, tracing.Message{Template: EventsTemplate, Destination: EventDestination(string(ev.Type)), ID: ev.ID},
-		func() tracing.Owner { return EventOwner(ev) })
+	ctx, end := tracePublish(ctx, msg, func() (tracing.Message, tracing.Owner) {
+		return tracing.Message{Template: EventsTemplate, Destination: EventDestination(string(ev.Type)), ID: ev.ID}, EventOwner(ev)
+	})
 	ack, err := js.PublishMsg(ctx, msg, jetstream.WithMsgID(ev.ID), jetstream.WithExpectStream(EventsStream))
 	end(ack, err)
 	if err != nil {

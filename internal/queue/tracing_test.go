@@ -146,8 +146,9 @@ func BenchmarkTracePublish(b *testing.B) {
 		b.ReportAllocs()
 		msg := &nats.Msg{Subject: "drover.events.f1.runtime_exited", Header: nats.Header{}}
 		for b.Loop() {
-			_, end := tracePublish(context.Background(), msg, tracing.Message{Template: EventsTemplate, Destination: EventDestination("runtime_exited"), ID: ev.ID},
-				func() tracing.Owner { return EventOwner(ev) })
+			_, end := tracePublish(context.Background(), msg, func() (tracing.Message, tracing.Owner) {
+				return tracing.Message{Template: EventsTemplate, Destination: EventDestination(string(ev.Type)), ID: ev.ID}, EventOwner(ev)
+			})
 			end(nil, nil)
 		}
 	}
@@ -184,4 +185,20 @@ func BenchmarkPublishEvent(b *testing.B) {
 		tracingtest.Install(b, tp)
 		run(b)
 	})
+}
+
+// TestTracingOffAllocatesNothing guards the hot path: with no provider
+// installed, publishing pays a type check, no allocation.
+func TestTracingOffAllocatesNothing(t *testing.T) {
+	ev := mustEvent(t, "runtime_exited:f1_t1_1:1", eventlog.RuntimeExited, "f1", "t1", "f1_t1_1")
+	msg := &nats.Msg{Subject: "drover.events.f1.runtime_exited", Header: nats.Header{}}
+	allocs := testing.AllocsPerRun(100, func() {
+		_, end := tracePublish(context.Background(), msg, func() (tracing.Message, tracing.Owner) {
+			return tracing.Message{Template: EventsTemplate, Destination: EventDestination(string(ev.Type)), ID: ev.ID}, EventOwner(ev)
+		})
+		end(nil, nil)
+	})
+	if allocs != 0 || len(msg.Header) != 0 {
+		t.Errorf("tracing off: %v allocations per publish, header %v", allocs, msg.Header)
+	}
 }
