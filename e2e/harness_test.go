@@ -116,11 +116,12 @@ func (p *proc) stop() {
 	}
 }
 
-// cleanEnv keeps the test's environment from configuring Drover by accident.
+// cleanEnv keeps the test's environment from configuring Drover by accident:
+// DROVER_* and OTEL_* (which can turn tracing on) are left out.
 func cleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "DROVER_") {
+		if !strings.HasPrefix(kv, "DROVER_") && !strings.HasPrefix(kv, "OTEL_") {
 			env = append(env, kv)
 		}
 	}

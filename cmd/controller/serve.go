@@ -15,6 +15,7 @@ import (
 	"github.com/drover-dev/drover/internal/controller"
 	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/telemetry"
+	"github.com/drover-dev/drover/internal/tracing"
 	"github.com/drover-dev/drover/internal/worker"
 )
 
@@ -31,7 +32,7 @@ func newServe() *cobra.Command {
 				return err
 			}
 			log := cfg.Log.Logger(os.Stderr)
-			stop, err := startTelemetry(cfg, log)
+			stop, err := startTelemetry(cmd.Context(), cfg, log)
 			if err != nil {
 				return err
 			}
@@ -62,7 +63,7 @@ under the data dir, as if they ran on separate hosts. It is for trying Drover on
 				return &exitError{2, fmt.Errorf("--workers must not be negative")}
 			}
 			log := cfg.Log.Logger(os.Stderr)
-			stop, err := startTelemetry(cfg, log)
+			stop, err := startTelemetry(cmd.Context(), cfg, log)
 			if err != nil {
 				return err
 			}
@@ -81,17 +82,26 @@ under the data dir, as if they ran on separate hosts. It is for trying Drover on
 	return cmd
 }
 
-// startTelemetry serves metrics and health on http.listen, if set; the
-// returned func shuts the server down.
-func startTelemetry(cfg *config.Config, log *slog.Logger) (func(), error) {
+// startTelemetry serves metrics and health on http.listen, if set, and
+// exports spans when tracing is on; the returned func shuts both down,
+// exporting the spans still queued (bounded: 5s).
+func startTelemetry(ctx context.Context, cfg *config.Config, log *slog.Logger) (func(), error) {
 	srv, err := telemetry.Start(cfg.HTTP.Listen, log)
 	if err != nil {
+		return nil, err
+	}
+	tp, err := tracing.Setup(ctx, cfg.Tracing, tracing.Process{Service: "drover-controller"}, log)
+	if err != nil {
+		_ = srv.Shutdown(context.Background())
 		return nil, err
 	}
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
+		if err := tp.Shutdown(ctx); err != nil {
+			log.Warn("tracing", "err", err)
+		}
 	}, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/telemetry"
+	"github.com/drover-dev/drover/internal/tracing"
 	"github.com/drover-dev/drover/internal/worker"
 )
 
@@ -74,6 +75,18 @@ them back without waiting.`,
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
 				_ = srv.Shutdown(ctx)
+			}()
+			tp, err := tracing.Setup(cmd.Context(), cfg.Tracing, tracing.Process{Service: "drover-worker", Instance: cfg.Worker.ID}, log)
+			if err != nil {
+				return err
+			}
+			defer func() {
+				// The spans of the attempts handed back on the way out go too.
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				if err := tp.Shutdown(ctx); err != nil {
+					log.Warn("tracing", "err", err)
+				}
 			}()
 			nc, err := queue.Connect(cfg.ClientURL(), "drover-worker-"+cfg.Worker.ID, log)
 			if err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/policy"
+	"github.com/drover-dev/drover/internal/tracing"
 )
 
 // ErrInvalid is wrapped by every configuration error.
@@ -42,6 +43,8 @@ type Config struct {
 	Projects   map[string]Project `mapstructure:"projects"`
 	Controller Controller         `mapstructure:"controller"`
 	HTTP       HTTP               `mapstructure:"http"`
+	// Tracing exports OpenTelemetry spans (docs/operations.md#read-a-trace).
+	Tracing tracing.Config `mapstructure:"tracing"`
 }
 
 // HTTP configures the metrics and health listener of the controller and
@@ -321,6 +324,11 @@ func defaults() map[string]any {
 		"defaults.retry.max_backoff":     time.Duration(0),
 		"controller.max_parallel":        0,
 		"http.listen":                    "",
+		"tracing.exporter":               "",
+		"tracing.protocol":               "",
+		"tracing.endpoint":               "",
+		"tracing.sample_ratio":           1.0,
+		"tracing.service_name":           "",
 	}
 }
 
@@ -557,6 +565,7 @@ func (c *Config) Validate() error {
 		bad("controller.max_parallel", "must not be negative (got %d)", c.Controller.MaxParallel)
 	}
 	c.validateRetry("defaults.retry", c.Defaults.Retry, bad)
+	validateTracing(c.Tracing, &errs)
 	for _, name := range c.ProjectNames() {
 		p, key := c.Projects[name], "projects."+name
 		if err := flow.ValidID(name); err != nil {

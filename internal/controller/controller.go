@@ -134,6 +134,7 @@ func (c *Controller) fold(ctx context.Context, it jetstream.MessagesContext, sta
 			continue
 		}
 		c.m.foldLag.Store(md.NumPending)
+		traced := c.traceFold(ctx, msg, md.Sequence.Stream)
 		if c.store.Stage(md.Sequence.Stream, msg.Data()) {
 			staged++
 			c.m.recordFolded(ctx, md.Sequence.Stream, msg.Data())
@@ -141,6 +142,7 @@ func (c *Controller) fold(ctx context.Context, it jetstream.MessagesContext, sta
 				c.park(ctx, p, msg.Data())
 			}
 		}
+		traced()
 		if md.NumPending == 0 || staged >= 512 {
 			if err := c.store.Commit(); err != nil {
 				return err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/eventlog"
 	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/tracing"
 )
 
 // JobVersion is the job encoding this build writes and reads.
@@ -134,7 +135,15 @@ func PublishJob(ctx context.Context, js jetstream.JetStream, j *Job) error {
 		return fmt.Errorf("queue: encode job %s: %w", j.Attempt, err)
 	}
 	msg := &nats.Msg{Subject: AttemptSubject(j.Pool, j.Runtime), Data: data, Header: nats.Header{}}
-	if _, err := js.PublishMsg(ctx, msg, jetstream.WithMsgID(j.Attempt), jetstream.WithExpectStream(AttemptsStream)); err != nil {
+	// The job carries its publish span's context, a child of the attempt's
+	// span: the worker's spans continue it.
+	// Pools and runtimes are few: the subject itself names the span.
+	ctx, end := tracePublish(ctx, msg, func() (tracing.Message, tracing.Owner) {
+		return tracing.Message{Template: AttemptsTemplate, Destination: msg.Subject, ID: j.Attempt}, JobOwner(j)
+	})
+	ack, err := js.PublishMsg(ctx, msg, jetstream.WithMsgID(j.Attempt), jetstream.WithExpectStream(AttemptsStream))
+	end(ack, err)
+	if err != nil {
 		return fmt.Errorf("queue: publish job %s: %w", j.Attempt, err)
 	}
 	return nil

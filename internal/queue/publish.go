@@ -12,6 +12,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/eventlog"
 	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/tracing"
 )
 
 // PublishEvent stores ev on the EVENTS stream and returns its sequence. The
@@ -26,7 +27,11 @@ func PublishEvent(ctx context.Context, js jetstream.JetStream, ev *eventlog.Even
 		return 0, err
 	}
 	msg := &nats.Msg{Subject: EventSubject(ev.Flow, string(ev.Type)), Data: data, Header: nats.Header{}}
+	ctx, end := tracePublish(ctx, msg, func() (tracing.Message, tracing.Owner) {
+		return tracing.Message{Template: EventsTemplate, Destination: EventDestination(string(ev.Type)), ID: ev.ID}, EventOwner(ev)
+	})
 	ack, err := js.PublishMsg(ctx, msg, jetstream.WithMsgID(ev.ID), jetstream.WithExpectStream(EventsStream))
+	end(ack, err)
 	if err != nil {
 		return 0, fmt.Errorf("queue: publish event %s: %w", ev.ID, err)
 	}

@@ -38,6 +38,7 @@ func newWorkerMetrics() *workerMetrics {
 
 func (m *workerMetrics) claim(ctx context.Context, result string) {
 	m.claims.Add(ctx, 1, metric.WithAttributes(attribute.String("result", result)))
+	claimResult(ctx, result)
 }
 
 // countOutput wraps an output sink to count its bytes.

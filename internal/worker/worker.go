@@ -434,6 +434,9 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 		_ = msg.Term()
 		return
 	}
+	ctx, jt := w.traceJob(ctx, msg, job)
+	defer jt.end()
+	bg = context.WithoutCancel(ctx) // hand-backs are recorded on the job's span
 	log := w.log.With("attempt", job.Attempt)
 	if md, err := msg.Metadata(); err == nil && md.NumDelivered > 1 {
 		log.Info("job redelivered", "delivery", md.NumDelivered)
@@ -473,7 +476,7 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 	}
 	w.m.claim(ctx, "claimed")
 	log = log.With("epoch", lease.Epoch())
-	em := &emitter{js: w.js, job: job, epoch: lease.Epoch(), now: w.now, red: w.red, m: w.m}
+	em := jt.wrap(&emitter{js: w.js, job: job, epoch: lease.Epoch(), now: w.now, red: w.red, m: w.m})
 	runCtx, stop := context.WithCancelCause(ctx)
 	hbDone := make(chan struct{})
 	go func() {
@@ -553,6 +556,7 @@ func (w *Worker) attemptJob(job *queue.Job, epoch uint64, cancel <-chan struct{}
 // to touch; otherwise the claim is released so the next holder need not wait
 // out the lease.
 func (w *Worker) handBack(ctx context.Context, msg jetstream.Msg, lease *queue.Lease, log *slog.Logger, cause error) {
+	handedBack(ctx, cause)
 	if errors.Is(cause, queue.ErrSuperseded) {
 		log.Warn("claim superseded; abandoning run", "err", cause)
 		return

@@ -1,0 +1,257 @@
+package e2e
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
+	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/tracing"
+	"github.com/drover-dev/drover/internal/tracing/tracingtest"
+)
+
+// TestTracing runs a flow through a controller and two worker processes
+// that export spans to in-process OTLP receivers — the controller over
+// OTLP/HTTP configured by Drover's keys, the workers over OTLP/gRPC
+// configured by the standard OTEL_* variables alone — and checks the trace:
+// one trace for the flow, the flow span at the root, tasks under it,
+// attempts under their task, each worker's process and phase spans under
+// the controller's publish of the job and so under the attempt, events
+// going back under the phase that published them, messaging attributes on
+// both ends, and the failed attempt's error class on its span.
+func TestTracing(t *testing.T) {
+	t.Parallel()
+	ctlRcv, wrkRcv := tracingtest.NewHTTP(t), tracingtest.NewGRPC(t)
+	const fast = "OTEL_BSP_SCHEDULE_DELAY=100" // export every 100ms, not every 5s
+	c := startController(t, "DROVER_TRACING_EXPORTER=otlp", "DROVER_TRACING_ENDPOINT="+ctlRcv.URL(), fast)
+	workerEnv := []string{"OTEL_TRACES_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
+		"OTEL_EXPORTER_OTLP_ENDPOINT=" + wrkRcv.URL(), fast}
+	c.startWorker("worker-1", 1, workerEnv...)
+	c.startWorker("worker-2", 1, workerEnv...)
+	repo := newRepo(t)
+	flowFile := writeFlow(t, `name: traced
+repo: `+repo+`
+base: main
+runtime: demo
+retry: {initial_backoff: 1s, max_backoff: 1s}
+tasks:
+  - id: ok
+    prompt: |
+      @write ok.txt fine
+  - id: flaky
+    verify: ["test -f fixed.txt || { echo VERIFY-MISSING-fixed.txt; exit 1; }"]
+    prompt: |
+      @on-attempt 1 @write wrong.txt not yet
+      @after-attempt 1 @write fixed.txt fixed
+`)
+	out, errOut, code := c.cli("submit", flowFile, "--watch")
+	if code != 0 {
+		t.Fatalf("submit --watch: exit %d\n%s\n%s", code, out, errOut)
+	}
+	id := submittedID(t, out)
+	attOK, flaky1, flaky2 := queue.AttemptID(id, "ok", 1), queue.AttemptID(id, "flaky", 1), queue.AttemptID(id, "flaky", 2)
+	integration := queue.IntegrationID(id, 1)
+
+	// Wait until every process has exported its last span of the flow: the
+	// flow span (the controller's last) and the report phase of each of the
+	// four jobs (each worker's last).
+	var tr *traceTree
+	waitFor(t, 60*time.Second, "the flow's spans from every process", func() bool {
+		tr = newTraceTree(append(ctlRcv.Spans(), wrkRcv.Spans()...))
+		return tr.named("flow traced") != nil && len(tr.all("report")) >= 4
+	})
+
+	// One trace, the flow's, derived from its id in every process.
+	wantTrace := tracing.TraceID(id).String()
+	for _, s := range tr.spans {
+		if s.TraceID != wantTrace {
+			t.Errorf("span %q of %s is in trace %s, not the flow's %s", s.Name, s.Service(), s.TraceID, wantTrace)
+		}
+	}
+	flowSpan := tr.named("flow traced")
+	if flowSpan.Parent != "" || flowSpan.SpanID != tracing.FlowSpanID(id).String() || flowSpan.Service() != "drover-controller" {
+		t.Errorf("flow span: parent %q, id %s, service %s; want the root, %s, from the controller",
+			flowSpan.Parent, flowSpan.SpanID, flowSpan.Service(), tracing.FlowSpanID(id))
+	}
+	for _, task := range []string{"ok", "flaky"} {
+		s := tr.named("task " + task)
+		if s == nil || s.Parent != flowSpan.SpanID || s.SpanID != tracing.TaskSpanID(id, task).String() {
+			t.Errorf("task %s span %+v: want a child of the flow span", task, s)
+		}
+	}
+	for _, a := range []string{attOK, flaky1, flaky2} {
+		s := tr.byID[tracing.AttemptSpanID(a).String()]
+		task := strings.Split(a, "_")[1]
+		if s == nil || s.Parent != tracing.TaskSpanID(id, task).String() || s.Attrs["drover.attempt.id"] != a {
+			t.Errorf("attempt %s span %+v: want a child of task %s's span", a, s, task)
+		}
+	}
+	// The failed attempt says why, on the controller's attempt span and on
+	// the worker's verify phase.
+	if s := tr.byID[tracing.AttemptSpanID(flaky1).String()]; s == nil || !s.Error || s.Attrs["error.type"] != "VERIFICATION_FAILED" {
+		t.Errorf("failed attempt %s: %+v, want error status and class VERIFICATION_FAILED", flaky1, s)
+	}
+	if s := tr.byID[tracing.AttemptSpanID(flaky2).String()]; s == nil || s.Error {
+		t.Errorf("attempt %s succeeded, its span: %+v", flaky2, s)
+	}
+
+	// Each job: the controller's publish span under the attempt (the flow,
+	// for the integration), the worker's process span under it, the phases
+	// under that, all from a worker process.
+	wantPhases := map[string][]string{
+		attOK:       {"claim", "initialize", "prepare", "execute", "observe", "report"},
+		flaky1:      {"claim", "initialize", "prepare", "execute", "observe", "verify", "report"},
+		flaky2:      {"claim", "initialize", "prepare", "execute", "observe", "verify", "report"},
+		integration: {"claim", "integrate", "report"},
+	}
+	for job, phases := range wantPhases {
+		parent := tracing.AttemptSpanID(job).String()
+		if job == integration {
+			parent = flowSpan.SpanID
+		}
+		proc := tr.find(func(s *tracingtest.Span) bool {
+			return s.Kind == tracepb.Span_SPAN_KIND_CONSUMER && s.Service() == "drover-worker" && s.Attrs["drover.attempt.id"] == job
+		})
+		if proc == nil {
+			t.Errorf("%s: no worker process span", job)
+			continue
+		}
+		pub := tr.byID[proc.Parent]
+		if pub == nil || pub.Kind != tracepb.Span_SPAN_KIND_PRODUCER || pub.Service() != "drover-controller" || pub.Parent != parent {
+			t.Errorf("%s: the worker's process span's parent %+v is not the controller's publish span under %s", job, pub, parent)
+			continue
+		}
+		for _, s := range []*tracingtest.Span{pub, proc} {
+			op := map[tracepb.Span_SpanKind]string{tracepb.Span_SPAN_KIND_PRODUCER: "send", tracepb.Span_SPAN_KIND_CONSUMER: "process"}[s.Kind]
+			if s.Attrs["messaging.system"] != "nats" || s.Attrs["messaging.operation.type"] != op ||
+				s.Attrs["messaging.destination.name"] != "drover.attempts.default.demo" || s.Attrs["messaging.message.id"] != job {
+				t.Errorf("%s: %s lacks the messaging attributes: %v", job, s.Name, s.Attrs)
+			}
+		}
+		if proc.Attrs["messaging.consumer.group.name"] != "attempts_default_demo" {
+			t.Errorf("%s: consumer %q", job, proc.Attrs["messaging.consumer.group.name"])
+		}
+		var got []string
+		for _, ph := range tr.children(proc.SpanID) {
+			if ph.Kind != tracepb.Span_SPAN_KIND_INTERNAL {
+				continue
+			}
+			got = append(got, ph.Name)
+			if w := ph.Resource["service.instance.id"]; ph.Service() != "drover-worker" || (w != "worker-1" && w != "worker-2") {
+				t.Errorf("%s: phase %s from %s %q, want a worker process", job, ph.Name, ph.Service(), w)
+			}
+		}
+		if strings.Join(got, " ") != strings.Join(phases, " ") {
+			t.Errorf("%s: phases %v, want %v", job, got, phases)
+		}
+	}
+	verify1 := tr.find(func(s *tracingtest.Span) bool {
+		return s.Name == "verify" && s.Attrs["drover.attempt.id"] == flaky1
+	})
+	if verify1 == nil || !verify1.Error || verify1.Attrs["error.type"] != "VERIFICATION_FAILED" ||
+		!strings.Contains(verify1.Attrs["drover.error.message"], "test -f fixed.txt") {
+		t.Errorf("verify phase of %s: %+v, want its failed command", flaky1, verify1)
+	}
+
+	// Events go back the same way: the worker publishes the report inside
+	// its report phase, and the controller folds it in a process span under
+	// that publish.
+	for _, job := range []string{attOK, flaky1, flaky2} {
+		fold := tr.find(func(s *tracingtest.Span) bool {
+			return s.Service() == "drover-controller" && s.Kind == tracepb.Span_SPAN_KIND_CONSUMER &&
+				s.Attrs["drover.event.type"] == "attempt_reported" && s.Attrs["messaging.message.id"] == "attempt_reported:"+job+":1"
+		})
+		if fold == nil {
+			t.Errorf("%s: no controller span folding its report", job)
+			continue
+		}
+		pub := tr.byID[fold.Parent]
+		if pub == nil || pub.Service() != "drover-worker" || pub.Kind != tracepb.Span_SPAN_KIND_PRODUCER ||
+			pub.Attrs["messaging.destination.name"] != queue.EventSubject(id, "attempt_reported") {
+			t.Errorf("%s: the report's fold span's parent %+v is not the worker's publish", job, pub)
+			continue
+		}
+		if ph := tr.byID[pub.Parent]; ph == nil || ph.Name != "report" || ph.Attrs["drover.attempt.id"] != job {
+			t.Errorf("%s: the report was not published in the report phase: %+v", job, ph)
+		}
+		// The attempt span links to the fold of the event that ended it.
+		if a := tr.byID[tracing.AttemptSpanID(job).String()]; a == nil || len(a.Links) != 1 || a.Links[0] != fold.SpanID {
+			t.Errorf("%s: attempt span links %v, want the fold of its report %s", job, a.Links, fold.SpanID)
+		}
+	}
+	if t.Failed() {
+		t.Log(tr)
+	}
+}
+
+// traceTree indexes received spans.
+type traceTree struct {
+	spans []tracingtest.Span
+	byID  map[string]*tracingtest.Span
+}
+
+func newTraceTree(spans []tracingtest.Span) *traceTree {
+	tr := &traceTree{spans: spans, byID: map[string]*tracingtest.Span{}}
+	sort.SliceStable(tr.spans, func(i, j int) bool { return tr.spans[i].Start.Before(tr.spans[j].Start) })
+	for i := range tr.spans {
+		tr.byID[tr.spans[i].SpanID] = &tr.spans[i]
+	}
+	return tr
+}
+
+func (tr *traceTree) find(match func(*tracingtest.Span) bool) *tracingtest.Span {
+	for i := range tr.spans {
+		if match(&tr.spans[i]) {
+			return &tr.spans[i]
+		}
+	}
+	return nil
+}
+
+func (tr *traceTree) named(name string) *tracingtest.Span {
+	return tr.find(func(s *tracingtest.Span) bool { return s.Name == name })
+}
+
+func (tr *traceTree) all(name string) []*tracingtest.Span {
+	var out []*tracingtest.Span
+	for i := range tr.spans {
+		if tr.spans[i].Name == name {
+			out = append(out, &tr.spans[i])
+		}
+	}
+	return out
+}
+
+// children are a span's children in start order.
+func (tr *traceTree) children(id string) []*tracingtest.Span {
+	var out []*tracingtest.Span
+	for i := range tr.spans {
+		if tr.spans[i].Parent == id {
+			out = append(out, &tr.spans[i])
+		}
+	}
+	return out
+}
+
+// String draws the tree, for a failing test's log.
+func (tr *traceTree) String() string {
+	var b strings.Builder
+	var draw func(id string, depth int)
+	draw = func(id string, depth int) {
+		for _, s := range tr.children(id) {
+			fmt.Fprintf(&b, "%s%s [%s %s] err=%v %s\n", strings.Repeat("  ", depth), s.Name, s.Service(), s.SpanID, s.Error, s.Attrs["drover.attempt.id"])
+			draw(s.SpanID, depth+1)
+		}
+	}
+	draw("", 0)
+	for _, s := range tr.spans {
+		if s.Parent != "" && tr.byID[s.Parent] == nil {
+			fmt.Fprintf(&b, "orphan: %s [%s] parent %s\n", s.Name, s.Service(), s.Parent)
+		}
+	}
+	return b.String()
+}

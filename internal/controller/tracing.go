@@ -1,0 +1,233 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/tracing"
+)
+
+// The controller's part of a flow's trace (see package tracing):
+//
+//   - every folded event that carries a trace context gets a process span,
+//     a child of the span that published it (a worker's phase, a decision,
+//     an API request);
+//   - when the fold ends an attempt, a task or the flow, the controller
+//     emits that span, with the derived ids everything else already points
+//     at, its start and end times from the folded state, and a link to the
+//     process span of the event that ended it.
+//
+// Nothing is held open between events, so a restart loses nothing but the
+// spans still in the exporter's queue. A controller that crashed after
+// exporting an ending span and before committing the fold refolds the event
+// and emits the span again, with the same ids: a backend keeps one. A flow
+// or task reopened by an operator retry ends again later, with the same ids
+// too, and its span is emitted again with the new end.
+
+// traceFold starts tracing the fold of one message and returns what to call
+// once it is staged. Off, or for a message already folded, it does nothing.
+func (c *Controller) traceFold(ctx context.Context, msg jetstream.Msg, seq uint64) (done func()) {
+	if !tracing.Enabled() || seq <= c.store.Applied() {
+		return func() {}
+	}
+	flowID, typ := queue.ParseEventSubject(msg.Subject())
+	id := msg.Headers().Get(jetstream.MsgIDHeader)
+	pctx, span := tracing.StartProcess(ctx, msg.Headers(), tracing.Message{
+		Subject: msg.Subject(), Template: queue.EventsTemplate, Destination: queue.EventDestination(typ), ID: id, BodySize: len(msg.Data()),
+	}, tracing.Owner{}, tracing.KeyFlow.String(flowID), tracing.KeyEventType.String(typ), tracing.KeyEventSeq.Int64(int64(seq)))
+	before := c.openWork(flowID)
+	return func() {
+		var ended []endedSpan
+		c.store.Read(func(st *eventlog.State) {
+			if p := st.Poisons[seq]; p != nil {
+				span.SetStatus(codes.Error, "poison: "+p.Reason)
+			} else if id != "" && st.Seen[id] != seq {
+				span.SetAttributes(tracing.KeyDuplicate.Bool(true)) // folded before: changed nothing
+			}
+			ended = before.ended(st)
+		})
+		var links []trace.Link
+		if sc := span.SpanContext(); sc.IsValid() {
+			links = append(links, trace.Link{SpanContext: sc})
+		}
+		for _, e := range ended {
+			e(pctx, tracing.Tracer(), links)
+		}
+		span.End()
+	}
+}
+
+// openWork is what of a flow had not ended before an event was folded.
+type openWork struct {
+	flowID   string
+	flow     bool
+	tasks    map[string]bool
+	attempts map[string]bool
+}
+
+func (c *Controller) openWork(flowID string) *openWork {
+	w := &openWork{flowID: flowID, tasks: map[string]bool{}, attempts: map[string]bool{}}
+	c.store.Read(func(st *eventlog.State) {
+		f := st.Flows[flowID]
+		if f == nil {
+			return
+		}
+		w.flow = !f.State.Terminal()
+		for _, t := range st.FlowTasks(f) {
+			w.tasks[t.ID] = !t.State.Terminal()
+			// An attempt ends by an event about itself, and only the
+			// task's current one is open.
+			if a := st.Attempts[t.Attempt]; a != nil && !a.State.Terminal() {
+				w.attempts[a.ID] = true
+			}
+		}
+	})
+	return w
+}
+
+// endedSpan emits one span the fold ended.
+type endedSpan func(ctx context.Context, tr trace.Tracer, links []trace.Link)
+
+// ended lists the spans of what was open before and has ended now. The
+// emitters copy what they need from st: they run after the read lock.
+func (w *openWork) ended(st *eventlog.State) []endedSpan {
+	f := st.Flows[w.flowID]
+	if f == nil {
+		return nil
+	}
+	var out []endedSpan
+	for id := range w.attempts {
+		if a := st.Attempts[id]; a != nil && a.State.Terminal() {
+			out = append(out, attemptSpan(*a))
+		}
+	}
+	for _, t := range st.FlowTasks(f) {
+		if w.tasks[t.ID] && t.State.Terminal() {
+			start := f.SubmittedAt // a task that never ran waited from the submission
+			if a1 := st.Attempts[queue.AttemptID(f.ID, t.ID, 1)]; a1 != nil {
+				start = a1.ScheduledAt
+			}
+			out = append(out, taskSpan(*t, start))
+		}
+	}
+	if w.flow && f.State.Terminal() {
+		var failed []string
+		for _, t := range st.FlowTasks(f) {
+			if t.State != eventlog.TaskSucceeded {
+				failed = append(failed, t.ID+" "+string(t.State))
+			}
+		}
+		out = append(out, flowSpan(*f, len(f.Order), failed))
+	}
+	return out
+}
+
+func attemptSpan(a eventlog.Attempt) endedSpan {
+	return func(ctx context.Context, tr trace.Tracer, links []trace.Link) {
+		attrs := []attribute.KeyValue{
+			tracing.KeyFlow.String(a.Flow), tracing.KeyTask.String(a.Task), tracing.KeyAttempt.String(a.ID),
+			tracing.KeyAttemptN.Int(a.N), tracing.KeyRuntime.String(a.Runtime), tracing.KeyPool.String(a.Pool),
+			tracing.KeyState.String(string(a.State)), tracing.KeyBranch.String(a.Branch),
+		}
+		if a.Model != "" {
+			attrs = append(attrs, tracing.KeyModel.String(a.Model))
+		}
+		if a.Worker != "" {
+			attrs = append(attrs, tracing.KeyWorker.String(a.Worker), tracing.KeyEpoch.Int64(int64(a.Epoch)))
+		}
+		e := a.Error
+		if r := a.Report; r != nil {
+			attrs = append(attrs, tracing.KeyExitCode.Int(r.ExitCode), attribute.Int64("drover.attempt.duration_ms", r.DurationMS))
+			if r.Commit != "" {
+				attrs = append(attrs, tracing.KeyCommit.String(r.Commit))
+			}
+			if r.Error != nil {
+				e = r.Error
+			}
+		}
+		_, span := tracing.StartAttempt(ctx, tr, a.Flow, a.Task, a.ID, trace.WithTimestamp(a.ScheduledAt),
+			trace.WithLinks(links...), trace.WithAttributes(attrs...))
+		span.SetName(fmt.Sprintf("attempt %d", a.N))
+		if a.State == eventlog.AttemptFailed {
+			if e == nil {
+				e = &eventlog.ErrorInfo{Class: "UNKNOWN", Message: "the attempt failed without an error"}
+			}
+			if e.Category != "" {
+				span.SetAttributes(tracing.KeyErrorCategory.String(e.Category))
+			}
+			tracing.Fail(span, e.Class, e.Message)
+		}
+		span.End(trace.WithTimestamp(endAt(a.EndedAt, a.ScheduledAt)))
+	}
+}
+
+func taskSpan(t eventlog.Task, start time.Time) endedSpan {
+	return func(ctx context.Context, tr trace.Tracer, links []trace.Link) {
+		attrs := []attribute.KeyValue{
+			tracing.KeyFlow.String(t.Flow), tracing.KeyTask.String(t.ID), tracing.KeyState.String(string(t.State)),
+			attribute.Int("drover.task.attempts", t.Attempts), tracing.KeyRuntime.String(t.Runtime), tracing.KeyRound.Int(t.Round),
+		}
+		if t.ResultBranch != "" {
+			attrs = append(attrs, tracing.KeyBranch.String(t.ResultBranch), tracing.KeyCommit.String(t.ResultCommit))
+		}
+		if t.BlockedBy != "" {
+			attrs = append(attrs, attribute.String("drover.task.blocked_by", t.BlockedBy))
+		}
+		_, span := tracing.StartTask(ctx, tr, t.Flow, t.ID, trace.WithTimestamp(start),
+			trace.WithLinks(links...), trace.WithAttributes(attrs...))
+		span.SetName("task " + t.ID)
+		switch {
+		case t.State == eventlog.TaskSucceeded:
+		case t.Error != nil:
+			tracing.Fail(span, t.Error.Class, t.Error.Message)
+		case t.State == eventlog.TaskBlocked:
+			tracing.Fail(span, "BLOCKED", "blocked by "+t.BlockedBy)
+		default:
+			tracing.Fail(span, strings.ToUpper(string(t.State)), "")
+		}
+		span.End(trace.WithTimestamp(endAt(t.UpdatedAt, start)))
+	}
+}
+
+func flowSpan(f eventlog.Flow, tasks int, failed []string) endedSpan {
+	return func(ctx context.Context, tr trace.Tracer, links []trace.Link) {
+		attrs := []attribute.KeyValue{
+			tracing.KeyFlow.String(f.ID), tracing.KeyFlowName.String(f.Spec.Name), tracing.KeyState.String(string(f.State)),
+			tracing.KeyRound.Int(f.Round), attribute.Int("drover.flow.tasks", tasks),
+		}
+		if in := f.Integration; in != nil {
+			attrs = append(attrs, attribute.String("drover.flow.integration", in.Branch))
+		}
+		_, span := tracing.StartFlow(ctx, tr, f.ID, trace.WithTimestamp(f.SubmittedAt),
+			trace.WithLinks(links...), trace.WithAttributes(attrs...))
+		span.SetName("flow " + f.Spec.Name)
+		switch {
+		case f.State == eventlog.FlowCancelled && f.Cancel != nil:
+			span.SetStatus(codes.Error, "cancelled: "+f.Cancel.Reason)
+		case f.State != eventlog.FlowSucceeded:
+			msg := "flow " + string(f.State)
+			if len(failed) > 0 {
+				msg += ": " + strings.Join(failed, ", ")
+			}
+			span.SetStatus(codes.Error, msg)
+		}
+		span.End(trace.WithTimestamp(endAt(f.CompletedAt, f.SubmittedAt)))
+	}
+}
+
+// endAt is when something ended, never before it started.
+func endAt(end, start time.Time) time.Time {
+	if end.Before(start) {
+		return start
+	}
+	return end
+}

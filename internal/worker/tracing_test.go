@@ -1,0 +1,237 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/redact"
+	"github.com/drover-dev/drover/internal/tracing"
+)
+
+// spanOfEvent records, for each event published, the span it was published in.
+type spanOfEvent struct {
+	spans map[eventlog.Type]trace.SpanID
+	fail  eventlog.Type
+}
+
+func (s *spanOfEvent) Emit(ctx context.Context, typ eventlog.Type, _ string, _ any) error {
+	s.spans[typ] = trace.SpanFromContext(ctx).SpanContext().SpanID()
+	if typ == s.fail {
+		return errors.New("nats: timeout")
+	}
+	return nil
+}
+
+type phaseRun struct {
+	t     *testing.T
+	rec   *tracetest.SpanRecorder
+	jt    *jobTrace
+	ctx   context.Context
+	inner *spanOfEvent
+	em    *tracedEmitter
+}
+
+func newPhaseRun(t *testing.T, kind string) *phaseRun {
+	t.Helper()
+	rec := tracetest.NewSpanRecorder()
+	tp := tracing.NewProvider(1, sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	job := &queue.Job{Flow: "f", Task: "t", Attempt: "f_t_1", N: 1, Kind: kind}
+	ctx, proc := tp.Tracer("test").Start(context.Background(), "process drover.attempts.{pool}.{runtime}")
+	jt := &jobTrace{tracer: tp.Tracer("test"), proc: proc, ctx: ctx, job: job, red: redact.FromEnv(nil, []string{"API_KEY=sekrit"})}
+	jt.open(phaseClaim)
+	inner := &spanOfEvent{spans: map[eventlog.Type]trace.SpanID{}}
+	return &phaseRun{t: t, rec: rec, jt: jt, ctx: context.WithValue(ctx, jobTraceKey{}, jt), inner: inner,
+		em: &tracedEmitter{jt: jt, inner: inner}}
+}
+
+func (r *phaseRun) emit(typ eventlog.Type, data any) {
+	r.t.Helper()
+	_ = r.em.Emit(context.Background(), typ, "", data)
+}
+
+// spans ends the job and returns its phase spans by name, in order, after
+// checking each is a child of the process span.
+func (r *phaseRun) spans() ([]string, map[string]sdktrace.ReadOnlySpan) {
+	r.t.Helper()
+	r.jt.end()
+	var names []string
+	byName := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range r.rec.Ended() {
+		byName[s.Name()] = s
+		if s.SpanContext().SpanID() == r.jt.proc.SpanContext().SpanID() {
+			continue
+		}
+		names = append(names, s.Name())
+		if s.Parent().SpanID() != r.jt.proc.SpanContext().SpanID() {
+			r.t.Errorf("%s is not a child of the process span", s.Name())
+		}
+	}
+	return names, byName
+}
+
+// publishedIn checks that each event went out inside the named phase.
+func (r *phaseRun) publishedIn(byName map[string]sdktrace.ReadOnlySpan, want map[eventlog.Type]string) {
+	r.t.Helper()
+	for typ, phase := range want {
+		if s := byName[phase]; s == nil || r.inner.spans[typ] != s.SpanContext().SpanID() {
+			r.t.Errorf("%s was not published in the %s span", typ, phase)
+		}
+	}
+}
+
+func attr(s sdktrace.ReadOnlySpan, key string) string {
+	for _, kv := range s.Attributes() {
+		if string(kv.Key) == key {
+			return kv.Value.String()
+		}
+	}
+	return ""
+}
+
+func TestPhasesOfACheckedAttempt(t *testing.T) {
+	r := newPhaseRun(t, "")
+	r.emit(eventlog.AttemptClaimed, eventlog.AttemptClaimedData{Worker: "w1"})
+	r.emit(eventlog.AdapterInitialized, eventlog.AdapterInitializedData{Version: "1.0"})
+	r.emit(eventlog.PrepareCompleted, eventlog.PrepareCompletedData{Branch: "drover/f/t/1"})
+	r.emit(eventlog.RuntimeStarted, eventlog.RuntimeStartedData{Pid: 42})
+	r.emit(eventlog.RuntimeExited, eventlog.RuntimeExitedData{Outcome: "exited"})
+	r.emit(eventlog.FileModified, eventlog.FileModifiedData{Path: "a.txt"})
+	r.emit(eventlog.DiffComputed, eventlog.DiffComputedData{Created: []string{"a.txt"}})
+	r.emit(eventlog.VerificationCompleted, &eventlog.Verification{Passed: true})
+	r.emit(eventlog.CheckpointCommitCreated, eventlog.CheckpointCommitCreatedData{Commit: "abc"})
+	r.emit(eventlog.RuntimeTerminated, struct{}{})
+	r.emit(eventlog.AttemptReported, &eventlog.Report{Success: true, Commit: "abc"})
+
+	names, spans := r.spans()
+	want := []string{"claim", "initialize", "prepare", "execute", "observe", "verify", "report"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("phases %v, want %v", names, want)
+	}
+	r.publishedIn(spans, map[eventlog.Type]string{
+		eventlog.AttemptClaimed: "claim", eventlog.AdapterInitialized: "initialize", eventlog.PrepareCompleted: "prepare",
+		eventlog.RuntimeStarted: "execute", eventlog.RuntimeExited: "execute", eventlog.FileModified: "observe",
+		eventlog.DiffComputed: "observe", eventlog.VerificationCompleted: "verify",
+		eventlog.CheckpointCommitCreated: "report", eventlog.AttemptReported: "report",
+	})
+	for _, s := range spans {
+		if s.Status().Code == codes.Error {
+			t.Errorf("%s failed in a successful attempt: %v", s.Name(), s.Status())
+		}
+	}
+	if attr(spans["process drover.attempts.{pool}.{runtime}"], "drover.outcome") != "succeeded" || attr(spans["observe"], "drover.files.created") != "1" {
+		t.Error("outcome or observation not recorded")
+	}
+}
+
+func TestPhasesOfAFailedCLI(t *testing.T) {
+	r := newPhaseRun(t, "")
+	r.emit(eventlog.AttemptClaimed, eventlog.AttemptClaimedData{})
+	r.emit(eventlog.AdapterInitialized, eventlog.AdapterInitializedData{})
+	r.emit(eventlog.PrepareCompleted, eventlog.PrepareCompletedData{})
+	r.emit(eventlog.RuntimeExited, eventlog.RuntimeExitedData{Outcome: "exited", ExitCode: 3})
+	r.emit(eventlog.DiffComputed, eventlog.DiffComputedData{})
+	r.emit(eventlog.RuntimeTerminated, struct{}{})
+	r.emit(eventlog.AttemptReported, &eventlog.Report{Error: &eventlog.ErrorInfo{Class: "RUNTIME_ERROR", Message: "fatal: token sekrit refused"}})
+
+	names, spans := r.spans()
+	if want := []string{"claim", "initialize", "prepare", "execute", "observe", "report"}; !slices.Equal(names, want) {
+		t.Fatalf("phases %v, want %v (no verify: no checks ran)", names, want)
+	}
+	if st := spans["execute"].Status(); st.Code != codes.Error || attr(spans["execute"], "drover.exit_code") != "3" {
+		t.Errorf("execute: %v, exit code %q", st, attr(spans["execute"], "drover.exit_code"))
+	}
+	for _, name := range []string{"report", "process drover.attempts.{pool}.{runtime}"} {
+		s := spans[name]
+		if s.Status().Code != codes.Error || attr(s, "error.type") != "RUNTIME_ERROR" {
+			t.Errorf("%s: status %v, error.type %q; want the report's class", name, s.Status(), attr(s, "error.type"))
+		}
+		if msg := attr(s, "drover.error.message"); msg != "fatal: token [REDACTED] refused" {
+			t.Errorf("%s: message %q, want it masked", name, msg)
+		}
+	}
+}
+
+func TestPhasesOfAFailedVerification(t *testing.T) {
+	r := newPhaseRun(t, "")
+	for _, typ := range []eventlog.Type{eventlog.AttemptClaimed, eventlog.AdapterInitialized, eventlog.PrepareCompleted} {
+		r.emit(typ, nil)
+	}
+	r.emit(eventlog.RuntimeExited, eventlog.RuntimeExitedData{Outcome: "exited"})
+	r.emit(eventlog.DiffComputed, eventlog.DiffComputedData{})
+	r.emit(eventlog.VerificationCompleted, &eventlog.Verification{Commands: []eventlog.CommandResult{{Command: "true"}, {Command: "go test ./...", ExitCode: 1}}})
+	r.emit(eventlog.AttemptReported, &eventlog.Report{Error: &eventlog.ErrorInfo{Class: "VERIFICATION_FAILED", Message: "`go test ./...` exited 1"}})
+
+	_, spans := r.spans()
+	v := spans["verify"]
+	if v == nil || v.Status().Code != codes.Error || attr(v, "error.type") != "VERIFICATION_FAILED" || attr(v, "drover.error.message") != "`go test ./...` exited 1" {
+		t.Fatalf("verify span: %v", v)
+	}
+}
+
+// TestPhasesOfAnEarlyFailure: Initialize fails, the report comes next; the
+// initialize span carries the error.
+func TestPhasesOfAnEarlyFailure(t *testing.T) {
+	r := newPhaseRun(t, "")
+	r.emit(eventlog.AttemptClaimed, eventlog.AttemptClaimedData{})
+	r.emit(eventlog.AttemptReported, &eventlog.Report{Error: &eventlog.ErrorInfo{Class: "RUNTIME_CONNECTION_FAILED", Message: "no binary"}})
+	names, spans := r.spans()
+	if want := []string{"claim", "initialize", "report"}; !slices.Equal(names, want) {
+		t.Fatalf("phases %v, want %v", names, want)
+	}
+	if attr(spans["initialize"], "error.type") != "RUNTIME_CONNECTION_FAILED" {
+		t.Errorf("initialize span does not say why: %v", spans["initialize"].Attributes())
+	}
+	r.publishedIn(spans, map[eventlog.Type]string{eventlog.AttemptReported: "report"})
+}
+
+func TestPhasesOfAHandBack(t *testing.T) {
+	r := newPhaseRun(t, "")
+	r.inner.fail = eventlog.PrepareCompleted
+	r.emit(eventlog.AttemptClaimed, eventlog.AttemptClaimedData{})
+	r.emit(eventlog.AdapterInitialized, eventlog.AdapterInitializedData{})
+	r.emit(eventlog.PrepareCompleted, eventlog.PrepareCompletedData{})
+	handedBack(r.ctx, ErrShutdown)
+	names, spans := r.spans()
+	if want := []string{"claim", "initialize", "prepare"}; !slices.Equal(names, want) {
+		t.Fatalf("phases %v, want %v", names, want)
+	}
+	for _, name := range []string{"prepare", "process drover.attempts.{pool}.{runtime}"} {
+		if st := spans[name].Status(); st.Code != codes.Error || st.Description != "handed back: worker: shutting down" {
+			t.Errorf("%s: %v", name, st)
+		}
+	}
+}
+
+func TestPhasesOfAnIntegration(t *testing.T) {
+	r := newPhaseRun(t, queue.KindIntegrate)
+	r.emit(eventlog.AttemptClaimed, eventlog.AttemptClaimedData{})
+	r.emit(eventlog.FlowIntegrated, &eventlog.FlowIntegratedData{Error: &eventlog.ErrorInfo{Class: "MERGE_CONFLICT", Message: "a.txt"}})
+	names, spans := r.spans()
+	if want := []string{"claim", "integrate", "report"}; !slices.Equal(names, want) {
+		t.Fatalf("phases %v, want %v", names, want)
+	}
+	if attr(spans["integrate"], "error.type") != "MERGE_CONFLICT" || attr(spans["report"], "error.type") != "MERGE_CONFLICT" {
+		t.Error("the merge conflict is not on the integrate and report spans")
+	}
+}
+
+func TestTracingOffWrapsNothing(t *testing.T) {
+	var jt *jobTrace
+	em := &emitter{}
+	if got, ok := jt.wrap(em).(*emitter); !ok || got != em {
+		t.Error("tracing off: the emitter was wrapped")
+	}
+	jt.end()
+	claimResult(context.Background(), "held")
+	handedBack(context.Background(), ErrShutdown)
+}
