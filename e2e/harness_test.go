@@ -125,6 +125,7 @@ type cluster struct {
 	ctrl    *proc
 	url     string
 	env     []string
+	cliEnv  []string // the environment of cli commands, e.g. NATS credentials
 }
 
 func startController(t *testing.T, extraEnv ...string) *cluster {
@@ -180,7 +181,7 @@ func (c *cluster) cli(args ...string) (string, string, int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(bin, "controller"), append(args, "--data-dir", c.dataDir)...)
-	cmd.Env = cleanEnv()
+	cmd.Env = append(cleanEnv(), c.cliEnv...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
