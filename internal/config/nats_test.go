@@ -188,7 +188,7 @@ func TestNATSSecretsNotPrinted(t *testing.T) {
 	}
 	for name, s := range map[string]string{
 		"%v": fmt.Sprintf("%v", c), "%+v": fmt.Sprintf("%+v", *c), "%#v": fmt.Sprintf("%#v", c.NATS),
-		"%s": fmt.Sprintf("%s", c.NATS.Password), "%q": fmt.Sprintf("%q", c.NATS.Token),
+		"%s": fmt.Sprintf("password %s", c.NATS.Password), "%q": fmt.Sprintf("%q", c.NATS.Token),
 		"json": string(js), "yaml": string(ym), "slog": logged.String(),
 	} {
 		if strings.Contains(s, "0123456789") {
