@@ -222,11 +222,6 @@ func (c *cluster) waitQuiet(id string) {
 	})
 }
 
-func readLog(p *proc) string {
-	b, _ := os.ReadFile(p.log)
-	return string(b)
-}
-
 // TestWorkerDrain: SIGTERM stops a worker from claiming; a running attempt
 // that ends within the drain timeout finishes there. One that does not is
 // handed back when the drain ends and another worker takes it over at once,

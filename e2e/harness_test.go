@@ -136,7 +136,8 @@ type cluster struct {
 	ctrl     *proc
 	url      string
 	env      []string
-	external bool // url is a nats-server process, not the controller's
+	external bool     // url is a nats-server process, not the controller's
+	cliEnv   []string // the environment of cli commands, e.g. NATS credentials
 }
 
 func startController(t *testing.T, extraEnv ...string) *cluster {
@@ -176,6 +177,12 @@ func (p *proc) waitLog(timeout time.Duration, substr string) {
 		}
 		return false
 	})
+}
+
+// readLog returns what the process has logged so far.
+func readLog(p *proc) string {
+	b, _ := os.ReadFile(p.log)
+	return string(b)
 }
 
 // logged reports whether the process's log holds substr.
@@ -251,7 +258,7 @@ func (c *cluster) cli(args ...string) (string, string, int) {
 		args = append(args, "--nats-url", c.url)
 	}
 	cmd := exec.CommandContext(ctx, filepath.Join(bin, "controller"), args...)
-	cmd.Env = cleanEnv()
+	cmd.Env = append(cleanEnv(), c.cliEnv...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/controller"
 	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/queue"
 )
 
@@ -25,6 +26,11 @@ func newEvents() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "text" && output != "json" {
 				return &exitError{2, fmt.Errorf("-o must be text or json")}
+			}
+			// The id becomes a subject filter: "*" or "a.>" would read
+			// other flows' events.
+			if err := flow.ValidID(args[0]); err != nil {
+				return &exitError{2, fmt.Errorf("flow id %q: %v", args[0], err)}
 			}
 			nc, err := connect(cmd)
 			if err != nil {

@@ -127,7 +127,10 @@ func startLocalWorkers(ctx context.Context, cfg *config.Config, url string, n in
 		wc.Worker.ID = fmt.Sprintf("dev-worker-%d", i)
 		wc.Worker.WorkDir = filepath.Join(cfg.DataDir, fmt.Sprintf("worker-%d", i))
 		log := cfg.Log.Logger(os.Stderr)
-		nc, err := queue.Connect(url, wc.Worker.ID, log)
+		// The controller's own credentials: these workers are part of it.
+		co := cfg.NATSClient("drover-"+wc.Worker.ID, queue.RoleWorker, wc.Worker.ID)
+		co.URL, co.Reconnect, co.Logger = url, true, log
+		nc, err := queue.Connect(co)
 		if err != nil {
 			stop()
 			return nil, err

@@ -88,20 +88,34 @@ them back without waiting.`,
 					log.Warn("tracing", "err", err)
 				}
 			}()
-			nc, err := queue.Connect(cfg.ClientURL(), "drover-worker-"+cfg.Worker.ID, log)
+			// A connection closed for good (the server stopped accepting
+			// the credentials) stops the worker with that cause.
+			ctx, stopRun := context.WithCancelCause(cmd.Context())
+			defer stopRun(nil)
+			co := cfg.NATSClient("drover-worker-"+cfg.Worker.ID, queue.RoleWorker, cfg.Worker.ID)
+			co.Reconnect, co.Logger = true, log
+			co.Closed = func(err error) { stopRun(err) }
+			nc, err := queue.Connect(co)
 			if err != nil {
-				return err
+				return fmt.Errorf("worker: %w", err)
 			}
 			defer nc.Close()
 			w, err := worker.New(cfg, nc, log)
 			if err != nil {
 				return err
 			}
-			if err := w.Start(cmd.Context()); err != nil {
+			if err := w.Start(ctx); err != nil {
 				return err
 			}
 			log.Info("worker running", "id", cfg.Worker.ID, "pool", cfg.Worker.Pool, "slots", cfg.Worker.Slots, "work_dir", cfg.Worker.WorkDir)
-			<-cmd.Context().Done()
+			<-ctx.Done()
+			if cause := context.Cause(ctx); queue.IsAuthError(cause) {
+				// Nothing can be reported any more: hand back at once.
+				log.Error("worker stopping: NATS closed the connection", "err", cause)
+				w.HandBack()
+				w.Wait()
+				return fmt.Errorf("worker: %w", cause)
+			}
 			// A second signal cuts the drain short.
 			again := make(chan os.Signal, 1)
 			signal.Notify(again, os.Interrupt, syscall.SIGTERM)

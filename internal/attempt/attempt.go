@@ -143,6 +143,9 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 	for i, m := range job.Merge {
 		merge[i] = worktree.Ref{Branch: m.Branch, Commit: m.Commit}
 	}
+	if err := r.checkRepo(job.Repo); err != nil {
+		return fail(&adapter.Error{Class: adapter.ClassPrepareFailed, Category: "input", Message: err.Error()})
+	}
 	wt, err := r.Cache.Prepare(ctx, worktree.PrepareOptions{
 		RepoURL: job.Repo, Base: job.Base, Branch: job.Branch, Path: wtPath, Merge: merge,
 	})

@@ -39,6 +39,9 @@ func (r *Runner) Integrate(ctx context.Context, job *Job) (*eventlog.FlowIntegra
 		merge[i] = worktree.Ref{Branch: m.Branch, Commit: m.Commit}
 		tasks[m.Branch] = m.Task
 	}
+	if err := r.checkRepo(job.Repo); err != nil {
+		return fail(adapter.ClassPrepareFailed, err.Error())
+	}
 	wt, err := r.Cache.Prepare(ctx, worktree.PrepareOptions{
 		RepoURL: job.Repo, Base: job.Base, Branch: job.Branch, Path: wtPath, Merge: merge,
 	})

@@ -150,6 +150,18 @@ type NATS struct {
 	// power (Jepsen, NATS 2.12.1). Defaults to always (docs/design.md has
 	// the measured cost).
 	SyncInterval string `mapstructure:"sync_interval"`
+	// ServerConfig is a nats-server configuration file for the embedded
+	// server: authorization, accounts, TLS, cluster (see nats.go in this
+	// package for what Drover sets over it). Defaults to none.
+	ServerConfig string `mapstructure:"server_config"`
+	// How every process authenticates to NATS and sets up TLS: at most one
+	// of User/Password, Token, NKeyFile, CredsFile. Default to none.
+	User      string  `mapstructure:"user"`
+	Password  Secret  `mapstructure:"password"`
+	Token     Secret  `mapstructure:"token"`
+	NKeyFile  string  `mapstructure:"nkey_file"`
+	CredsFile string  `mapstructure:"creds_file"`
+	TLS       NATSTLS `mapstructure:"tls"`
 }
 
 // Queue tunes job delivery.
@@ -350,6 +362,9 @@ func Load(o LoadOptions) (*Config, error) {
 	for k, d := range defaults() {
 		v.SetDefault(k, d)
 	}
+	for k, d := range natsDefaults() {
+		v.SetDefault(k, d)
+	}
 	v.SetEnvPrefix("DROVER")
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_", "-", "_"))
 	v.AutomaticEnv()
@@ -498,6 +513,7 @@ func (c *Config) Validate() error {
 			bad("http.listen", "port must be 0..65535 (got %q)", port)
 		}
 	}
+	c.NATS.validate(c.DataDir, bad)
 	if c.NATS.URL == "" {
 		if _, port, err := net.SplitHostPort(c.NATS.Listen); err != nil {
 			bad("nats.listen", "must be host:port (got %q)", c.NATS.Listen)

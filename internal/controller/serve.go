@@ -34,7 +34,14 @@ func Serve(ctx context.Context, cfg *config.Config, log *slog.Logger, o ServeOpt
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("controller: data dir: %w", err)
 	}
+	// A connection closed for good (a server that stopped accepting the
+	// credentials) stops the controller with that cause.
+	ctx, stopServe := context.WithCancelCause(ctx)
+	defer stopServe(nil)
 	url := cfg.NATS.URL
+	if url != "" && cfg.NATS.ServerConfig != "" {
+		log.Warn("nats.server_config is ignored: nats.url is set, so no server is embedded", "server_config", cfg.NATS.ServerConfig)
+	}
 	if url == "" {
 		ns, err := startEmbedded(cfg)
 		if err != nil {
@@ -45,11 +52,15 @@ func Serve(ctx context.Context, cfg *config.Config, log *slog.Logger, o ServeOpt
 			ns.WaitForShutdown()
 		}()
 		url = ns.ClientURL()
-		log.Info("embedded nats-server ready", "url", url, "store", filepath.Join(cfg.DataDir, "nats"))
+		log.Info("embedded nats-server ready", "url", url, "store", filepath.Join(cfg.DataDir, "nats"),
+			"server_config", cfg.NATS.ServerConfig)
 	}
-	nc, err := queue.Connect(url, "drover-controller", log)
+	co := cfg.NATSClient("drover-controller", queue.RoleController, "")
+	co.URL, co.Reconnect, co.Logger = url, true, log
+	co.Closed = func(err error) { stopServe(err) }
+	nc, err := queue.Connect(co)
 	if err != nil {
-		return err
+		return fmt.Errorf("controller: %w", err)
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)
@@ -88,7 +99,11 @@ func Serve(ctx context.Context, cfg *config.Config, log *slog.Logger, o ServeOpt
 		defer stop()
 	}
 	log.Info("controller serving", "data_dir", cfg.DataDir, "applied_seq", store.Applied())
-	return ctrl.Run(ctx)
+	err = ctrl.Run(ctx)
+	if cause := context.Cause(ctx); queue.IsAuthError(cause) {
+		return fmt.Errorf("controller: %w", cause)
+	}
+	return err
 }
 
 func startEmbedded(cfg *config.Config) (*server.Server, error) {
@@ -100,7 +115,7 @@ func startEmbedded(cfg *config.Config) (*server.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller: nats.listen: %w", err)
 	}
-	o := queue.EmbeddedOptions{StoreDir: filepath.Join(cfg.DataDir, "nats"), Host: host, Port: port}
+	o := queue.EmbeddedOptions{StoreDir: filepath.Join(cfg.DataDir, "nats"), Host: host, Port: port, ConfigFile: cfg.NATS.ServerConfig}
 	switch s := cfg.NATS.SyncInterval; s {
 	case "default", "":
 	case "always":
@@ -122,12 +137,17 @@ func writeFileAtomic(path string, data []byte) error {
 	return nil
 }
 
-// Connect dials the NATS server a CLI command should talk to.
+// Connect dials the NATS server a CLI command should talk to, as the
+// operator role, with the configured credentials and TLS.
 func Connect(cfg *config.Config) (*nats.Conn, error) {
-	url := cfg.ClientURL()
-	nc, err := nats.Connect(url, nats.Name("drover-cli"), nats.Timeout(5*time.Second))
+	co := cfg.NATSClient("drover-cli", queue.RoleOperator, "")
+	co.Timeout = 5 * time.Second
+	nc, err := queue.Connect(co)
 	if err != nil {
-		return nil, fmt.Errorf("controller: connect to NATS at %s: %w (is `controller serve` running? set nats.url or --data-dir)", url, err)
+		if ce := (*queue.ConnectError)(nil); errors.As(err, &ce) && ce.Hint == "" {
+			ce.Hint = "is `controller serve` running? set nats.url or --data-dir"
+		}
+		return nil, fmt.Errorf("controller: %w", err)
 	}
 	return nc, nil
 }

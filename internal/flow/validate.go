@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -505,6 +506,14 @@ func checkScope(p *problems, field string, sc *Scope) {
 	}
 }
 
+// ValidScope reports whether sc's globs are well formed; nil is no scope.
+// Workers check the scope of every job with it.
+func ValidScope(sc *Scope) error {
+	p := &problems{}
+	checkScope(p, "scope", sc)
+	return p.err()
+}
+
 // globProblem describes what is wrong with g as a scope glob, or returns "".
 // Scope.Allows matches cleaned relative paths, so a glob that could only
 // match something else is refused rather than left to never match.
@@ -579,17 +588,38 @@ func globAlternatives(g string) int {
 
 // checkBase checks the base revision, which is handed to git as an argument.
 func checkBase(p *problems, base string) {
-	switch {
-	case base == "":
-		// DefaultBase.
-	case !utf8.ValidString(base):
-		p.add("base", "not valid UTF-8")
-	case strings.IndexFunc(base, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
-		p.add("base", "revision %q contains whitespace or control characters", base)
-	case base[0] == '-':
-		p.add("base", "revision %q starts with '-'; git would read it as an option", base)
+	if msg := baseProblem(base); msg != "" {
+		p.add("base", "%s", msg)
 	}
 }
+
+// ValidBase reports whether base can be a flow's base revision; "" is the
+// default. Workers check the base of every job with it.
+func ValidBase(base string) error {
+	if msg := baseProblem(base); msg != "" {
+		return errors.New("flow: invalid base: " + msg)
+	}
+	return nil
+}
+
+func baseProblem(base string) string {
+	switch {
+	case base == "":
+		return "" // DefaultBase.
+	case len(base) > maxRevisionLen:
+		return fmt.Sprintf("%.20q... is %d bytes long; the limit is %d", base, len(base), maxRevisionLen)
+	case !utf8.ValidString(base):
+		return "not valid UTF-8"
+	case strings.IndexFunc(base, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
+		return fmt.Sprintf("revision %q contains whitespace or control characters", base)
+	case base[0] == '-':
+		return fmt.Sprintf("revision %q starts with '-'; git would read it as an option", base)
+	}
+	return ""
+}
+
+// maxRevisionLen bounds a base revision; git's own refs are far shorter.
+const maxRevisionLen = 1024
 
 // repoKind classifies a repo string the way git does.
 type repoKind int
@@ -600,7 +630,18 @@ const (
 	repoSCP                  // [user@]host:path, git's scp-like ssh syntax
 )
 
-var schemeRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
+var (
+	schemeRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
+	// helperRE is git's <transport>::<address> syntax, which runs the
+	// remote helper git-remote-<transport>: ext:: runs any command, fd::
+	// talks over a file descriptor. Git looks for it before anything else
+	// (transport.c, transport_get), so it is checked first here too.
+	helperRE = regexp.MustCompile(`^[A-Za-z0-9+.-]*::`)
+)
+
+// repoSchemes are the URL schemes a flow may use: git's built-in transports.
+// Any other scheme makes git run a remote helper named after it.
+var repoSchemes = []string{"https", "http", "ssh", "git", "file", "git+ssh", "ssh+git"}
 
 // kindOf follows git's rule (connect.c, url_is_local_not_ssh): without
 // "://", a colon before the first slash makes it an ssh address, so
@@ -620,37 +661,77 @@ func kindOf(repo string) repoKind {
 // checkRepo checks the repo. A local path need not exist here: the flow may
 // be validated on a machine other than the one that clones it.
 func checkRepo(p *problems, repo string) {
+	if msg := repoProblem(repo); msg != "" {
+		p.add("repo", "%s", msg)
+	}
+}
+
+// ValidRepo reports whether repo can be a flow's repository: a URL with one
+// of git's own transports, an ssh address or a local path, nothing git would
+// read as an option or hand to a remote helper. Workers check the repo of
+// every job with it.
+func ValidRepo(repo string) error {
+	if msg := repoProblem(repo); msg != "" {
+		return errors.New("flow: invalid repo: " + msg)
+	}
+	return nil
+}
+
+func repoProblem(repo string) string {
 	switch {
 	case repo == "":
-		p.add("repo", "required: a git URL or a local path")
-		return
+		return "required: a git URL or a local path"
+	case len(repo) > maxRepoLen:
+		return fmt.Sprintf("%.20q... is %d bytes long; the limit is %d", repo, len(repo), maxRepoLen)
 	case !utf8.ValidString(repo):
-		p.add("repo", "not valid UTF-8")
-		return
+		return "not valid UTF-8"
 	case strings.IndexFunc(repo, unicode.IsControl) >= 0:
-		p.add("repo", "%q contains control characters", repo)
-		return
+		return fmt.Sprintf("%q contains control characters", repo)
 	case repo[0] == '-':
-		p.add("repo", "%q starts with '-'; git would read it as an option", repo)
-		return
+		return fmt.Sprintf("%q starts with '-'; git would read it as an option", repo)
+	case helperRE.MatchString(repo):
+		return fmt.Sprintf("%q uses git's transport::address syntax, which runs a remote helper program; write an https, ssh or file URL, an ssh address or a path", repo)
 	}
 	hasSpace := strings.IndexFunc(repo, unicode.IsSpace) >= 0
 	switch kindOf(repo) {
 	case repoURL:
-		if hasSpace {
-			p.add("repo", "URL %q contains whitespace", repo)
-		} else if rest := repo[strings.Index(repo, "://")+3:]; rest == "" {
-			p.add("repo", "URL %q has nothing after the scheme", repo)
+		scheme, rest, _ := strings.Cut(repo, "://")
+		host := rest
+		if i := strings.IndexByte(host, '/'); i >= 0 {
+			host = host[:i]
+		}
+		if i := strings.LastIndexByte(host, '@'); i >= 0 {
+			host = host[i+1:]
+		}
+		switch {
+		case hasSpace:
+			return fmt.Sprintf("URL %q contains whitespace", repo)
+		case !slices.Contains(repoSchemes, strings.ToLower(scheme)):
+			return fmt.Sprintf("URL %q has scheme %q, which git would hand to a remote helper program; use one of %s", repo, scheme, strings.Join(repoSchemes, ", "))
+		case rest == "":
+			return fmt.Sprintf("URL %q has nothing after the scheme", repo)
+		case strings.HasPrefix(host, "-"):
+			return fmt.Sprintf("URL %q has a host starting with '-'; ssh would read it as an option", repo)
 		}
 	case repoSCP:
 		colon := strings.IndexByte(repo, ':')
+		host := repo[:colon]
+		if i := strings.LastIndexByte(host, '@'); i >= 0 {
+			host = host[i+1:]
+		}
 		switch {
 		case hasSpace:
-			p.add("repo", "ssh address %q contains whitespace", repo)
+			return fmt.Sprintf("ssh address %q contains whitespace", repo)
 		case colon == 0 || repo[colon-1] == '@':
-			p.add("repo", "ssh address %q has no host before ':'", repo)
+			return fmt.Sprintf("ssh address %q has no host before ':'", repo)
 		case colon == len(repo)-1:
-			p.add("repo", "ssh address %q has no path after ':'", repo)
+			return fmt.Sprintf("ssh address %q has no path after ':'", repo)
+		case strings.HasPrefix(host, "-"):
+			return fmt.Sprintf("ssh address %q has a host starting with '-'; ssh would read it as an option", repo)
 		}
 	}
+	return ""
 }
+
+// maxRepoLen bounds a repo URL or path.
+const maxRepoLen = 4096

@@ -3,6 +3,9 @@ package queue
 import (
 	"errors"
 	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -23,8 +26,17 @@ type EmbeddedOptions struct {
 	// default, and SyncAlways fsyncs every write.
 	SyncInterval time.Duration
 	SyncAlways   bool
-	// ServerName identifies the server in JetStream. Defaults to "drover".
+	// ServerName identifies the server in JetStream. Defaults to the
+	// config file's server_name, else "drover".
 	ServerName string
+	// ConfigFile is a nats-server configuration file, in the format
+	// nats-server itself reads, for everything Drover does not set:
+	// authorization, accounts, TLS, cluster, limits. Drover's settings
+	// above win: JetStream is on with its store in StoreDir, the server
+	// listens on Host:Port, and SyncInterval applies when set. A file that
+	// sets a different listen address or store dir is refused rather than
+	// silently overridden. Defaults to none.
+	ConfigFile string
 }
 
 // ErrNotReady is returned when the embedded server does not come up in time.
@@ -42,20 +54,11 @@ func StartEmbedded(o EmbeddedOptions) (*server.Server, error) {
 	if o.Port == 0 {
 		o.Port = 4222
 	}
-	if o.ServerName == "" {
-		o.ServerName = "drover"
+	opts, err := ServerOptions(o)
+	if err != nil {
+		return nil, err
 	}
-	ns, err := server.NewServer(&server.Options{
-		ServerName:   o.ServerName,
-		Host:         o.Host,
-		Port:         o.Port,
-		JetStream:    true,
-		StoreDir:     o.StoreDir,
-		SyncInterval: o.SyncInterval,
-		SyncAlways:   o.SyncAlways,
-		NoSigs:       true,
-		NoLog:        true,
-	})
+	ns, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("queue: embedded nats-server: %w", err)
 	}
@@ -74,6 +77,53 @@ func StartEmbedded(o EmbeddedOptions) (*server.Server, error) {
 		return nil, fmt.Errorf("%w: listening on %s:%d: %s", ErrNotReady, o.Host, o.Port, errs.last())
 	}
 	return ns, nil
+}
+
+// ErrServerConfig is wrapped by the errors of a nats-server config file.
+var ErrServerConfig = errors.New("queue: nats-server config file")
+
+// ServerOptions builds the embedded server's options: the config file's, if
+// any, with Drover's settings applied over them. It is what StartEmbedded
+// runs, and lets configuration be checked before anything starts.
+func ServerOptions(o EmbeddedOptions) (*server.Options, error) {
+	if o.Host == "" {
+		o.Host = "127.0.0.1"
+	}
+	if o.Port == 0 {
+		o.Port = 4222
+	}
+	opts := &server.Options{}
+	if o.ConfigFile != "" {
+		var err error
+		// The server's own parser: includes, variables, $ENV references,
+		// and the checks nats-server makes at startup.
+		if opts, err = server.ProcessConfigFile(o.ConfigFile); err != nil {
+			return nil, fmt.Errorf("%w %s: %w", ErrServerConfig, o.ConfigFile, err)
+		}
+		if opts.Host != "" && opts.Host != o.Host || opts.Port != 0 && opts.Port != o.Port {
+			return nil, fmt.Errorf("%w %s: listens on %s; Drover sets the address from nats.listen (%s): remove listen, host and port from the file",
+				ErrServerConfig, o.ConfigFile, net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port)), net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
+		}
+		if opts.StoreDir != "" && filepath.Clean(opts.StoreDir) != filepath.Clean(o.StoreDir) {
+			return nil, fmt.Errorf("%w %s: puts JetStream in %s; Drover keeps it under its data dir (%s): remove store_dir from the file",
+				ErrServerConfig, o.ConfigFile, opts.StoreDir, o.StoreDir)
+		}
+	}
+	opts.Host, opts.Port = o.Host, o.Port
+	opts.JetStream, opts.StoreDir = true, o.StoreDir
+	if o.SyncInterval != 0 || o.SyncAlways {
+		opts.SyncInterval, opts.SyncAlways = o.SyncInterval, o.SyncAlways
+	}
+	switch {
+	case o.ServerName != "":
+		opts.ServerName = o.ServerName
+	case opts.ServerName == "":
+		opts.ServerName = "drover"
+	}
+	// Drover owns the process: signals stop the controller, and the server's
+	// own log is replaced by the error keeper below.
+	opts.NoSigs, opts.NoLog = true, true
+	return opts, nil
 }
 
 func shutdown(ns *server.Server) {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -100,7 +102,47 @@ func DecodeJob(raw []byte) (*Job, error) {
 	if j.Repo == "" || j.Branch == "" || j.Base == "" {
 		return nil, fmt.Errorf("%w: missing repo, base or branch", ErrBadJob)
 	}
+	// What reaches git is checked here too: a job is outside input even
+	// when the controller wrote it (docs/security.md).
+	if err := flow.ValidRepo(j.Repo); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadJob, err)
+	}
+	if err := flow.ValidBase(j.Base); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadJob, err)
+	}
+	// A job pushes only its own branch, and merges only result branches of
+	// its flow: never main, never another flow's work.
+	want := AttemptBranch(j.Flow, j.Task, j.N)
+	if j.Kind == KindIntegrate {
+		want = IntegrationBranch(j.Flow, j.N)
+	}
+	if j.Branch != want {
+		return nil, fmt.Errorf("%w: branch %q is not the attempt's own branch %q", ErrBadJob, j.Branch, want)
+	}
+	for _, m := range j.Merge {
+		if !isResultBranch(j.Flow, m.Branch) {
+			return nil, fmt.Errorf("%w: merge branch %q is not a result branch of flow %s (drover/%s/TASK/N)", ErrBadJob, m.Branch, j.Flow, j.Flow)
+		}
+	}
+	if err := flow.ValidScope(j.Scope); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadJob, err)
+	}
 	return &j, nil
+}
+
+// isResultBranch reports whether b is AttemptBranch(flowID, task, n) for
+// some valid task and n.
+func isResultBranch(flowID, b string) bool {
+	rest, ok := strings.CutPrefix(b, "drover/"+flowID+"/")
+	if !ok {
+		return false
+	}
+	task, num, ok := strings.Cut(rest, "/")
+	if !ok || flow.ValidID(task) != nil {
+		return false
+	}
+	n, err := strconv.Atoi(num)
+	return err == nil && n >= 1 && strconv.Itoa(n) == num
 }
 
 // AttemptID is the id of the n-th attempt of a task. Flow and task ids have

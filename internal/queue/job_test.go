@@ -377,6 +377,8 @@ func TestDecodeJob(t *testing.T) {
 		return with(func(m map[string]any) {
 			m[k] = v
 			m["attempt"] = AttemptID(m["flow"].(string), m["task"].(string), int(m["n"].(float64)))
+			m["branch"] = AttemptBranch(m["flow"].(string), m["task"].(string), int(m["n"].(float64)))
+			m["merge"] = []map[string]any{{"task": "dep", "branch": AttemptBranch(m["flow"].(string), "dep", 1), "commit": "abc"}}
 		})
 	}
 
@@ -388,7 +390,27 @@ func TestDecodeJob(t *testing.T) {
 		ok   bool
 	}{
 		{"valid", with(func(map[string]any) {}), true},
-		{"valid minimal", []byte(`{"v":1,"attempt":"f_t_1","flow":"f","task":"t","n":1,"pool":"p","runtime":"r","repo":"x","base":"main","branch":"b"}`), true},
+		{"valid minimal", []byte(`{"v":1,"attempt":"f_t_1","flow":"f","task":"t","n":1,"pool":"p","runtime":"r","repo":"/srv/x","base":"main","branch":"drover/f/t/1"}`), true},
+		{"valid integration", []byte(`{"v":1,"kind":"integrate","attempt":"f__integrate_2","flow":"f","n":2,"pool":"p","runtime":"r","repo":"/srv/x","base":"main","branch":"drover/f/integration-2","merge":[{"task":"t","branch":"drover/f/t/1"}]}`), true},
+		// What reaches git: the repo, the base, the branch pushed, the
+		// branches merged, the scope.
+		{"ext transport", set("repo", "ext::sh -c touch% /tmp/pwned"), false},
+		{"fd transport", set("repo", "fd::3"), false},
+		{"upload-pack option", set("repo", "--upload-pack=touch /tmp/pwned"), false},
+		{"unknown scheme", set("repo", "evil://host/r"), false},
+		{"ssh host option", set("repo", "ssh://-oProxyCommand=x/r"), false},
+		{"base option", set("base", "--upload-pack=x"), false},
+		{"base with space", set("base", "main x"), false},
+		{"branch main", set("branch", "main"), false},
+		{"branch of another attempt", set("branch", AttemptBranch("flow-1", "task-a", 2)), false},
+		{"branch option", set("branch", "--force"), false},
+		{"integration branch on a task", set("branch", IntegrationBranch("flow-1", 3)), false},
+		{"merge main", set("merge", []map[string]any{{"task": "dep", "branch": "main"}}), false},
+		{"merge another flow", set("merge", []map[string]any{{"task": "dep", "branch": "drover/flow-2/dep/1"}}), false},
+		{"merge path escape", set("merge", []map[string]any{{"task": "dep", "branch": "drover/flow-1/../x/1"}}), false},
+		{"merge n zero", set("merge", []map[string]any{{"task": "dep", "branch": "drover/flow-1/dep/01"}}), false},
+		{"scope escape", set("scope", map[string]any{"allow": []string{"../**"}}), false},
+		{"scope absolute", set("scope", map[string]any{"deny": []string{"/etc/**"}}), false},
 		{"valid 63-byte ids", setID("flow", strings.Repeat("f", 63)), true},
 		{"bad json", []byte(`{"v":1,`), false},
 		{"not an object", []byte(`[1,2]`), false},
@@ -427,7 +449,7 @@ func TestDecodeJob(t *testing.T) {
 				if err != nil {
 					t.Fatalf("DecodeJob: %v", err)
 				}
-				if j.Attempt != AttemptID(j.Flow, j.Task, j.N) {
+				if j.Kind == "" && j.Attempt != AttemptID(j.Flow, j.Task, j.N) {
 					t.Errorf("accepted inconsistent attempt %+v", j)
 				}
 				return
@@ -466,6 +488,7 @@ func FuzzDecodeJob(f *testing.F) {
 	f.Add(good)
 	f.Add([]byte(`{"v":1,"attempt":"f_t_1","flow":"f","task":"t","n":1,"pool":"p","runtime":"r","repo":"x","base":"main","branch":"b","timeout":"1m","merge":[]}`))
 	f.Add([]byte(`{"v":1,"attempt":"f_t_1","flow":"f","task":"t","n":1,"pool":"p","runtime":"r","repo":"x","base":"main","branch":"b","timeout":null,"merge":null,"Flow":"f"}`))
+	f.Add([]byte(`{"v":1,"attempt":"f_t_1","flow":"f","task":"t","n":1,"pool":"p","runtime":"r","repo":"ext::sh","base":"main","branch":"drover/f/t/1","merge":[{"task":"d","branch":"drover/f/d/1"}]}`))
 	f.Add([]byte(`{"v":1,"attempt":"a.b_t_1","flow":"a.b","task":"t","n":1,"pool":"p","runtime":"r","repo":"x","base":"m","branch":"b"}`))
 	f.Add([]byte(`{"v":2}`))
 	f.Add([]byte(`null`))
@@ -486,6 +509,16 @@ func FuzzDecodeJob(f *testing.F) {
 		}
 		if j.V != JobVersion || j.N < 1 || j.Attempt != AttemptID(j.Flow, j.Task, j.N) || j.Repo == "" || j.Base == "" || j.Branch == "" {
 			t.Fatalf("accepted invalid job %+v", j)
+		}
+		// What reaches git cannot be an option, a remote helper or a
+		// branch other than the attempt's own.
+		if flow.ValidRepo(j.Repo) != nil || strings.HasPrefix(j.Base, "-") || j.Branch != AttemptBranch(j.Flow, j.Task, j.N) {
+			t.Fatalf("accepted a job git would misread: %+v", j)
+		}
+		for _, m := range j.Merge {
+			if !strings.HasPrefix(m.Branch, "drover/"+j.Flow+"/") || strings.Contains(m.Branch, "..") {
+				t.Fatalf("accepted merge branch %q", m.Branch)
+			}
 		}
 		enc, err := json.Marshal(j)
 		if err != nil {

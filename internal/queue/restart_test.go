@@ -49,7 +49,7 @@ func TestServerRestartKeepsEverythingAndClientReconnects(t *testing.T) {
 	port := serverPort(t, ns)
 
 	msgs := make(chan string, 64)
-	nc, err := Connect(ns.ClientURL(), "restart-test", slog.New(signalHandler{msgs}))
+	nc, err := Connect(ClientOptions{URL: ns.ClientURL(), Name: "restart-test", Reconnect: true, Logger: slog.New(signalHandler{msgs})})
 	if err != nil {
 		t.Fatalf("Connect: %v", err)
 	}

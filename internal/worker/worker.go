@@ -705,5 +705,8 @@ func secrets(cfg *config.Config) *redact.Redactor {
 			}
 		}
 	}
+	// The worker's own NATS secrets: a CLI runs as the worker's user and
+	// could find them; they must not leave in its output either.
+	fixed = append(fixed, "nats.password="+cfg.NATS.Password.Value(), "nats.token="+cfg.NATS.Token.Value())
 	return redact.FromEnv(names, fixed)
 }

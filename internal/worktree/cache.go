@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -222,6 +224,12 @@ func normalizeURL(u string) (string, error) {
 	if strings.HasPrefix(u, "-") || strings.ContainsAny(u, "\x00\n\r") {
 		return "", fmt.Errorf("%w: %q", ErrInvalidRepoURL, u)
 	}
+	// <transport>::<address> makes git run the remote helper
+	// git-remote-<transport> (ext:: runs any command); git checks for it
+	// before anything else. GIT_ALLOW_PROTOCOL (see baseEnv) refuses it too.
+	if helperSyntax.MatchString(u) {
+		return "", fmt.Errorf("%w: %q uses git's transport::address (remote helper) syntax", ErrInvalidRepoURL, u)
+	}
 	if strings.Contains(u, "://") {
 		return u, nil
 	}
@@ -234,6 +242,31 @@ func normalizeURL(u string) (string, error) {
 	}
 	return "", fmt.Errorf("%w: %q is neither a URL nor an absolute path", ErrInvalidRepoURL, u)
 }
+
+// LocalPath returns the directory a repository URL names on this host (an
+// absolute path or a file:// URL), cleaned and with symlinks resolved;
+// ok is false for a remote repository.
+func LocalPath(repoURL string) (dir string, ok bool) {
+	switch {
+	case strings.HasPrefix(strings.ToLower(repoURL), "file://"):
+		u, err := url.Parse(repoURL)
+		if err != nil || u.Host != "" && u.Host != "localhost" {
+			return "", false
+		}
+		dir = u.Path
+	case filepath.IsAbs(repoURL):
+		dir = repoURL
+	default:
+		return "", false
+	}
+	dir = filepath.Clean(dir)
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	return dir, true
+}
+
+var helperSyntax = regexp.MustCompile(`^[A-Za-z0-9+.-]*::`)
 
 // repoDirName is a hash of the URL (unique) plus its last path element
 // (readable when someone looks at the disk).

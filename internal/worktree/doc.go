@@ -6,7 +6,8 @@
 //
 // It drives the system git binary, never a library, so behaviour matches
 // what a human would see in the repository. Every git invocation runs with a
-// minimal environment (PATH and HOME only) and with system and global config
+// minimal environment (PATH and HOME only, and GIT_ALLOW_PROTOCOL limiting
+// git to its own transports) and with system and global config
 // disabled, so a developer's ~/.gitconfig (hooks, signing, default branch)
 // cannot change what Drover does. Hooks never run for commands Drover issues.
 //

@@ -35,7 +35,8 @@ type gitResult struct {
 }
 
 // baseEnv is rebuilt per command so the process environment is read at run
-// time (tests change HOME), and so nothing but PATH and HOME leaks into git:
+// time (tests change HOME), and so nothing but PATH, HOME and
+// GIT_ALLOW_PROTOCOL leaks into git:
 // GIT_DIR, GIT_AUTHOR_*, GIT_INDEX_FILE and friends in Drover's own
 // environment would otherwise silently redirect or alter every command.
 func (c *Cache) baseEnv() []string {
@@ -50,8 +51,21 @@ func (c *Cache) baseEnv() []string {
 			env = append(env, k+"="+v)
 		}
 	}
+	// The transports git may use, whatever a repository URL or a config
+	// file asks for: git's own, never a remote helper (ext::, fd::, or any
+	// unknown scheme). A worker's operator narrows it by setting the
+	// variable, e.g. GIT_ALLOW_PROTOCOL=https:ssh to refuse local paths.
+	allow := DefaultAllowProtocol
+	if v, ok := os.LookupEnv("GIT_ALLOW_PROTOCOL"); ok {
+		allow = v
+	}
+	env = append(env, "GIT_ALLOW_PROTOCOL="+allow)
 	return append(env, c.extraEnv...)
 }
+
+// DefaultAllowProtocol is GIT_ALLOW_PROTOCOL unless the worker's environment
+// sets it: git's built-in transports; "file" covers local paths.
+const DefaultAllowProtocol = "https:http:ssh:git:file"
 
 // configArgs are prepended to every command. They neutralise settings that
 // could run programs or change results, whichever config file they come

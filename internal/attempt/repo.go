@@ -1,0 +1,31 @@
+package attempt
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/drover-dev/drover/internal/worktree"
+)
+
+// checkRepo refuses a local repository inside the worker's work dir: its
+// repo caches, the worktrees of other attempts (of any flow) and their temp
+// dirs. A flow naming one would have the worker fetch another attempt's
+// work and push into the worker's own caches. Local repositories elsewhere
+// are a feature (one-host setups); a fleet that must not reach the workers'
+// disks refuses them with GIT_ALLOW_PROTOCOL (docs/security.md).
+func (r *Runner) checkRepo(repo string) error {
+	dir, ok := worktree.LocalPath(repo)
+	if !ok {
+		return nil
+	}
+	work := filepath.Clean(r.WorkDir)
+	if real, err := filepath.EvalSymlinks(work); err == nil {
+		work = real
+	}
+	rel, err := filepath.Rel(work, dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil
+	}
+	return fmt.Errorf("attempt: repository %s is inside the worker's work dir %s; a flow cannot point a worker at its own caches and worktrees", repo, r.WorkDir)
+}
