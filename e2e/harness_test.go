@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -68,12 +69,21 @@ type proc struct {
 
 func start(t *testing.T, name string, env []string, args ...string) *proc {
 	t.Helper()
+	return startIn(t, nil, name, env, args...)
+}
+
+// startIn starts a Drover binary under a command prefix, e.g. `ip netns exec
+// NS` to run it in another network namespace (prefix[0] is looked up in PATH;
+// the process keeps its pid, as ip netns exec execs the command).
+func startIn(t *testing.T, prefix []string, name string, env []string, args ...string) *proc {
+	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(bin, args[0]), args[1:]...)
+	argv := append(append(slices.Clone(prefix), filepath.Join(bin, args[0])), args[1:]...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(append(cleanEnv(), "GORACE=halt_on_error=1 exitcode=66"), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -138,6 +148,9 @@ type cluster struct {
 	env      []string
 	external bool     // url is a nats-server process, not the controller's
 	cliEnv   []string // the environment of cli commands, e.g. NATS credentials
+	// prefix runs the controller and the CLI commands under a command, e.g.
+	// `ip netns exec NS` (see startIn); nil runs them directly.
+	prefix []string
 }
 
 func startController(t *testing.T, extraEnv ...string) *cluster {
@@ -210,11 +223,11 @@ func startControllerOn(t *testing.T, url string, extraEnv ...string) *cluster {
 func (c *cluster) startCtrl(listen string) {
 	t := c.t
 	if c.external {
-		c.ctrl = start(t, "controller", c.env, "controller", "serve", "--data-dir", c.dataDir, "--nats-url", c.url, "--log-level", "debug")
+		c.ctrl = startIn(t, c.prefix, "controller", c.env, "controller", "serve", "--data-dir", c.dataDir, "--nats-url", c.url, "--log-level", "debug")
 		c.ctrl.waitLog(30*time.Second, "controller serving")
 		return
 	}
-	c.ctrl = start(t, "controller", c.env, "controller", "serve", "--data-dir", c.dataDir, "--nats-listen", listen, "--log-level", "debug")
+	c.ctrl = startIn(t, c.prefix, "controller", c.env, "controller", "serve", "--data-dir", c.dataDir, "--nats-listen", listen, "--log-level", "debug")
 	urlFile := filepath.Join(c.dataDir, "nats.url")
 	waitFor(t, 30*time.Second, "controller to write nats.url", func() bool {
 		b, err := os.ReadFile(urlFile)
@@ -257,7 +270,8 @@ func (c *cluster) cli(args ...string) (string, string, int) {
 	if c.external {
 		args = append(args, "--nats-url", c.url)
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, "controller"), args...)
+	argv := append(append(slices.Clone(c.prefix), filepath.Join(bin, "controller")), args...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = append(cleanEnv(), c.cliEnv...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

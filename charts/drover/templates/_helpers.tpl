@@ -1,0 +1,323 @@
+{{/* Names and labels. */}}
+
+{{- define "drover.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "drover.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "drover.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "drover.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "drover.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "drover.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: drover
+{{- end }}
+
+{{- define "drover.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "drover.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "drover.image" -}}
+{{- $img := .img -}}
+{{- $repo := $img.repository | default .root.Values.image.repository -}}
+{{- $tag := $img.tag | default .root.Values.image.tag | default .root.Chart.AppVersion -}}
+image: {{ printf "%s:%s" $repo $tag | quote }}
+imagePullPolicy: {{ $img.pullPolicy | default .root.Values.image.pullPolicy }}
+{{- end }}
+
+{{/* NATS: where it is, and how Drover's processes authenticate. */}}
+
+{{/* The NATS subchart's full name, computed as that chart does. */}}
+{{- define "drover.natsFullname" -}}
+{{- $v := .Values.nats -}}
+{{- if (dig "fullnameOverride" "" $v) }}
+{{- $v.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := (dig "nameOverride" "" $v) | default "nats" }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "drover.natsServiceName" -}}
+{{- (dig "service" "name" "" .Values.nats) | default (include "drover.natsFullname" .) }}
+{{- end }}
+
+{{- define "drover.natsHeadlessServiceName" -}}
+{{- (dig "headlessService" "name" "" .Values.nats) | default (printf "%s-headless" (include "drover.natsFullname" .)) }}
+{{- end }}
+
+{{/* The URL Drover's processes connect to (config nats.url). */}}
+{{- define "drover.natsURL" -}}
+{{- if .Values.nats.enabled }}
+{{- printf "nats://%s:%d" (include "drover.natsServiceName" .) (int (dig "config" "nats" "port" 4222 .Values.nats)) }}
+{{- else }}
+{{- .Values.externalNats.url }}
+{{- end }}
+{{- end }}
+
+{{/* The monitoring endpoint (host:port) KEDA reads consumer lag from. */}}
+{{- define "drover.natsMonitoringEndpoint" -}}
+{{- if .Values.nats.enabled }}
+{{- printf "%s.%s.svc.%s:%d" (include "drover.natsHeadlessServiceName" .) .Release.Namespace .Values.clusterDomain (int .Values.nats.config.monitor.port) }}
+{{- else }}
+{{- .Values.externalNats.monitoringEndpoint }}
+{{- end }}
+{{- end }}
+
+{{/* Stream replicas (config nats.replicas). */}}
+{{- define "drover.streamReplicas" -}}
+{{- if .Values.streamReplicas }}
+{{- .Values.streamReplicas }}
+{{- else if and .Values.nats.enabled .Values.nats.config.cluster.enabled }}
+{{- min 3 (int .Values.nats.config.cluster.replicas) }}
+{{- else }}
+{{- 1 }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret with the passwords of Drover's users on the NATS subchart. The NATS
+subchart's values compute the same name (values.yaml, nats.container.env). */}}
+{{- define "drover.natsAuthSecret" -}}
+{{- .Values.global.drover.natsAuth.existingSecret | default (printf "%s-drover-nats-auth" .Release.Name) }}
+{{- end }}
+
+{{- define "drover.natsAuthOn" -}}
+{{- if and .Values.nats.enabled .Values.global.drover.natsAuth.enabled }}true{{ end }}
+{{- end }}
+
+{{/*
+The NATS client environment of one role (controller or worker): user and password
+on the subchart with auth, or the role's externalNats credentials. Secrets are
+referenced (secretKeyRef) or mounted, never copied. Input: dict root, role.
+*/}}
+{{- define "drover.natsEnv" -}}
+{{- $root := .root -}}
+{{- if include "drover.natsAuthOn" $root }}
+- name: DROVER_NATS_USER
+  value: {{ .role | quote }}
+- name: DROVER_NATS_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "drover.natsAuthSecret" $root | quote }}
+      key: {{ printf "%s-password" .role | quote }}
+{{- else if not $root.Values.nats.enabled }}
+{{- $a := index $root.Values.externalNats .role }}
+{{- with $a.user }}
+- name: DROVER_NATS_USER
+  value: {{ . | quote }}
+{{- end }}
+{{- with $a.passwordSecret }}{{ if .name }}
+- name: DROVER_NATS_PASSWORD
+  valueFrom:
+    secretKeyRef: {name: {{ .name | quote }}, key: {{ .key | quote }}}
+{{- end }}{{ end }}
+{{- with $a.tokenSecret }}{{ if .name }}
+- name: DROVER_NATS_TOKEN
+  valueFrom:
+    secretKeyRef: {name: {{ .name | quote }}, key: {{ .key | quote }}}
+{{- end }}{{ end }}
+{{- with $a.credsSecret }}{{ if .name }}
+- name: DROVER_NATS_CREDS_FILE
+  value: {{ printf "/etc/drover/nats-creds/%s" .key | quote }}
+{{- end }}{{ end }}
+{{- with $a.nkeySecret }}{{ if .name }}
+- name: DROVER_NATS_NKEY_FILE
+  value: {{ printf "/etc/drover/nats-nkey/%s" .key | quote }}
+{{- end }}{{ end }}
+{{- with $root.Values.externalNats.tls }}{{ if .secretName }}
+- name: DROVER_NATS_TLS_CA_FILE
+  value: {{ printf "/etc/drover/nats-tls/%s" .caKey | quote }}
+{{- if .certKey }}
+- name: DROVER_NATS_TLS_CERT_FILE
+  value: {{ printf "/etc/drover/nats-tls/%s" .certKey | quote }}
+- name: DROVER_NATS_TLS_KEY_FILE
+  value: {{ printf "/etc/drover/nats-tls/%s" .keyKey | quote }}
+{{- end }}
+{{- end }}{{ end }}
+{{- end }}
+{{- end }}
+
+{{/* The volumes holding one role's NATS credential files (externalNats). */}}
+{{- define "drover.natsVolumes" -}}
+{{- $root := .root -}}
+{{- if not $root.Values.nats.enabled }}
+{{- $a := index $root.Values.externalNats .role }}
+{{- with $a.credsSecret }}{{ if .name }}
+- name: nats-creds
+  secret:
+    secretName: {{ .name | quote }}
+    defaultMode: 0440
+    items: [{key: {{ .key | quote }}, path: {{ .key | quote }}}]
+{{- end }}{{ end }}
+{{- with $a.nkeySecret }}{{ if .name }}
+- name: nats-nkey
+  secret:
+    secretName: {{ .name | quote }}
+    defaultMode: 0440
+    items: [{key: {{ .key | quote }}, path: {{ .key | quote }}}]
+{{- end }}{{ end }}
+{{- with $root.Values.externalNats.tls }}{{ if .secretName }}
+- name: nats-tls
+  secret:
+    secretName: {{ .secretName | quote }}
+    defaultMode: 0440
+{{- end }}{{ end }}
+{{- end }}
+{{- end }}
+
+{{- define "drover.natsVolumeMounts" -}}
+{{- $root := .root -}}
+{{- if not $root.Values.nats.enabled }}
+{{- $a := index $root.Values.externalNats .role }}
+{{- if $a.credsSecret.name }}
+- {name: nats-creds, mountPath: /etc/drover/nats-creds, readOnly: true}
+{{- end }}
+{{- if $a.nkeySecret.name }}
+- {name: nats-nkey, mountPath: /etc/drover/nats-nkey, readOnly: true}
+{{- end }}
+{{- if $root.Values.externalNats.tls.secretName }}
+- {name: nats-tls, mountPath: /etc/drover/nats-tls, readOnly: true}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Drover's configuration file for one role: the user's `config` with the keys the
+chart owns set from the other values. Input: dict root, role.
+*/}}
+{{- define "drover.configFile" -}}
+{{- $root := .root -}}
+{{- $c := deepCopy ($root.Values.config | default dict) -}}
+{{- $_ := set $c "data_dir" "/var/lib/drover" -}}
+{{- $_ := set $c "nats" (dict "url" (include "drover.natsURL" $root) "replicas" (include "drover.streamReplicas" $root | int)) -}}
+{{- $_ := set $c "http" (dict "listen" (printf ":%d" (int $root.Values.httpPort))) -}}
+{{- if eq .role "worker" -}}
+{{- $w := deepCopy (get $c "worker" | default dict) -}}
+{{- $_ := set $w "pool" $root.Values.worker.pool -}}
+{{- $_ := set $w "slots" (int $root.Values.worker.slots) -}}
+{{- $_ := set $w "work_dir" "/var/lib/drover/work" -}}
+{{- with $root.Values.worker.runtimes }}
+{{- $_ := set $w "runtimes" . -}}
+{{- end }}
+{{- $_ := set $c "worker" $w -}}
+{{- else -}}
+{{- $_ := unset $c "worker" -}}
+{{- end -}}
+{{- toYaml $c }}
+{{- end }}
+
+{{/* Checks of values that would otherwise fail late, in a pod. Every template
+includes it first: Helm renders the templates in no useful order and stops at the
+first error, which should be the one naming the value. */}}
+{{- define "drover.validate" -}}
+{{- $v := .Values -}}
+{{- if and (not $v.nats.enabled) (not $v.externalNats.url) }}
+{{- fail "externalNats.url: set it, or nats.enabled=true for the NATS subchart" }}
+{{- end }}
+{{- if and $v.nats.enabled $v.externalNats.url }}
+{{- fail "externalNats.url is set while nats.enabled=true: pick one (nats.enabled=false to use the external NATS)" }}
+{{- end }}
+{{- if and $v.externalNats.url (not (contains "://" $v.externalNats.url)) }}
+{{- fail (printf "externalNats.url: must be a URL like nats://host:4222 (got %q)" $v.externalNats.url) }}
+{{- end }}
+{{- if not $v.nats.enabled }}
+{{- range $role := list "controller" "worker" }}
+{{- $a := index $v.externalNats $role }}
+{{- $n := 0 }}
+{{- if $a.passwordSecret.name }}{{ $n = add1 $n }}{{ end }}
+{{- if $a.tokenSecret.name }}{{ $n = add1 $n }}{{ end }}
+{{- if $a.credsSecret.name }}{{ $n = add1 $n }}{{ end }}
+{{- if $a.nkeySecret.name }}{{ $n = add1 $n }}{{ end }}
+{{- if gt $n 1 }}
+{{- fail (printf "externalNats.%s: set one of passwordSecret, tokenSecret, credsSecret, nkeySecret" $role) }}
+{{- end }}
+{{- if and $a.passwordSecret.name (not $a.user) }}
+{{- fail (printf "externalNats.%s.user: required with passwordSecret" $role) }}
+{{- end }}
+{{- end }}
+{{- if and $v.externalNats.tls.certKey (not $v.externalNats.tls.keyKey) }}
+{{- fail "externalNats.tls.keyKey: required with certKey" }}
+{{- end }}
+{{- end }}
+{{- if and $v.nats.enabled $v.nats.config.cluster.enabled (lt (int $v.nats.config.cluster.replicas) 3) }}
+{{- fail (printf "nats.config.cluster.replicas: a JetStream cluster needs at least 3 servers (got %d)" (int $v.nats.config.cluster.replicas)) }}
+{{- end }}
+{{- $sr := include "drover.streamReplicas" . | int }}
+{{- if or (lt $sr 1) (gt $sr 5) }}
+{{- fail (printf "streamReplicas: must be 0 (auto) or 1..5 (got %d)" $sr) }}
+{{- end }}
+{{- if and $v.nats.enabled (gt $sr 1) (not $v.nats.config.cluster.enabled) }}
+{{- fail (printf "streamReplicas: %d replicas need nats.config.cluster.enabled=true" $sr) }}
+{{- end }}
+{{- if and $v.nats.enabled $v.nats.config.cluster.enabled (gt $sr (int $v.nats.config.cluster.replicas)) }}
+{{- fail (printf "streamReplicas: %d is more than the %d NATS servers" $sr (int $v.nats.config.cluster.replicas)) }}
+{{- end }}
+{{- range $k := list "data_dir" "nats" "http" }}
+{{- if hasKey ($v.config | default dict) $k }}
+{{- fail (printf "config.%s: set by the chart (see values.yaml: nats, externalNats, streamReplicas, httpPort); remove it from config" $k) }}
+{{- end }}
+{{- end }}
+{{- range $k := list "id" "pool" "slots" "work_dir" "runtimes" }}
+{{- if hasKey (dig "worker" dict ($v.config | default dict)) $k }}
+{{- fail (printf "config.worker.%s: set by the chart from worker.* values; remove it from config" $k) }}
+{{- end }}
+{{- end }}
+{{- if not (regexMatch "^[A-Za-z0-9][A-Za-z0-9-]{0,62}$" (toString $v.worker.pool)) }}
+{{- fail (printf "worker.pool: must be an id, letters, digits and '-' (got %q)" (toString $v.worker.pool)) }}
+{{- end }}
+{{- if or (lt (int $v.worker.slots) 1) (gt (int $v.worker.slots) 1024) }}
+{{- fail (printf "worker.slots: must be 1..1024 (got %d)" (int $v.worker.slots)) }}
+{{- end }}
+{{- if not (has $v.worker.workDir.type (list "emptyDir" "ephemeral" "persistentVolumeClaim")) }}
+{{- fail (printf "worker.workDir.type: must be emptyDir, ephemeral or persistentVolumeClaim (got %q)" $v.worker.workDir.type) }}
+{{- end }}
+{{- if and (eq $v.worker.workDir.type "persistentVolumeClaim") (not $v.worker.workDir.persistentVolumeClaim.claimName) }}
+{{- fail "worker.workDir.persistentVolumeClaim.claimName: required with type persistentVolumeClaim" }}
+{{- end }}
+{{- $drain := int $v.worker.drainTimeoutSeconds | default 30 }}
+{{- if lt (int $v.worker.terminationGracePeriodSeconds) (add $drain 15) }}
+{{- fail (printf "worker.terminationGracePeriodSeconds: %d leaves the worker no time to hand its attempts back; it must be at least the drain timeout (%ds) + 15s" (int $v.worker.terminationGracePeriodSeconds) $drain) }}
+{{- end }}
+{{- range $k := $v.worker.apiKeys }}
+{{- if or (not (get $k "name")) (not (get $k "secretName")) (not (get $k "key")) (hasKey $k "value") (hasKey $k "valueFrom") }}
+{{- fail (printf "worker.apiKeys: each entry is {name, secretName, key}, read from a Secret; got %v" (omit $k "value")) }}
+{{- end }}
+{{- end }}
+{{- if $v.keda.enabled }}
+{{- if not (include "drover.kedaRuntimes" . | fromJsonArray) }}
+{{- fail "keda.runtimes: name the runtimes whose attempt consumers drive the scaling (or set worker.runtimes)" }}
+{{- end }}
+{{- if not (include "drover.natsMonitoringEndpoint" .) }}
+{{- fail "externalNats.monitoringEndpoint: required with keda.enabled (host:port of the NATS monitoring endpoint)" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "drover.kedaRuntimes" -}}
+{{- toJson (.Values.keda.runtimes | default .Values.worker.runtimes | default list) }}
+{{- end }}
