@@ -25,6 +25,7 @@ import (
 	"strings"
 	"testing"
 
+	natsconf "github.com/nats-io/nats-server/v2/conf"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -512,8 +513,8 @@ func env(c corev1.Container, name string) (corev1.EnvVar, bool) {
 
 // loadConfig parses the config file a pod gets with Drover's own loader, with
 // the environment of its container: literal values as given, fields of the
-// pod as a sample, and no NATS credentials (env-var authentication is not the
-// loader's business in this test).
+// pod and secrets as samples, and files mounted from Secrets as sample files,
+// so every DROVER_* variable the chart sets must be one the loader knows.
 func loadConfig(t *testing.T, cm *corev1.ConfigMap, key string, c corev1.Container) *config.Config {
 	t.Helper()
 	for _, kv := range os.Environ() {
@@ -522,12 +523,21 @@ func loadConfig(t *testing.T, cm *corev1.ConfigMap, key string, c corev1.Contain
 		}
 	}
 	for _, e := range c.Env {
-		if !strings.HasPrefix(e.Name, "DROVER_") || strings.HasPrefix(e.Name, "DROVER_NATS_") || e.Name == "DROVER_CONFIG" {
+		if !strings.HasPrefix(e.Name, "DROVER_") || e.Name == "DROVER_CONFIG" {
 			continue
 		}
 		switch {
 		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
 			t.Setenv(e.Name, fullname+"-worker-6b7f9c5d4-xk2pq")
+		case e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil:
+			t.Setenv(e.Name, "sample-secret-value")
+		case e.ValueFrom == nil && strings.HasSuffix(e.Name, "_FILE"):
+			// A file mounted from a Secret: the loader checks it is readable.
+			sample := filepath.Join(t.TempDir(), filepath.Base(e.Value))
+			if err := os.WriteFile(sample, []byte("sample\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv(e.Name, sample)
 		case e.ValueFrom == nil:
 			t.Setenv(e.Name, e.Value)
 		default:
@@ -701,6 +711,10 @@ func TestChartDefaults(t *testing.T) {
 	if ccfg.NATS.URL != "nats://"+natsFullname+":4222" || ccfg.NATS.Replicas != 1 {
 		t.Errorf("controller nats %+v", ccfg.NATS)
 	}
+	// The loader reads the credentials the pod's environment carries.
+	if ccfg.NATS.User != "controller" || string(ccfg.NATS.Password) != "sample-secret-value" {
+		t.Errorf("controller NATS credentials: user %q, password set %v", ccfg.NATS.User, ccfg.NATS.Password != "")
+	}
 	port := httpPort(t, ccfg)
 	checkProbes(t, "controller", ctl, port)
 	svc := get[*corev1.Service](t, m, "Service/"+fullname+"-controller")
@@ -719,6 +733,9 @@ func TestChartDefaults(t *testing.T) {
 		t.Errorf("worker args %v", wc.Args)
 	}
 	wcfg := configFile(t, m, spec, "worker", "worker.yaml")
+	if wcfg.NATS.User != "worker" || wcfg.NATS.Password == "" {
+		t.Errorf("worker NATS user %q, password set %v", wcfg.NATS.User, wcfg.NATS.Password != "")
+	}
 	if wcfg.NATS.URL != ccfg.NATS.URL || wcfg.Worker.Pool != "default" || wcfg.Worker.Slots != 2 ||
 		wcfg.Worker.ID != fullname+"-worker-6b7f9c5d4-xk2pq" {
 		t.Errorf("worker config nats %+v worker %+v", wcfg.NATS, wcfg.Worker)
@@ -765,9 +782,65 @@ func TestChartDefaults(t *testing.T) {
 		t.Errorf("cluster %+v natsBox %+v", n.Config.Cluster, n.NatsBox)
 	}
 	checkNATSAuth(t, m, "Secret/"+releaseName+"-drover-nats-auth", ctl, wc)
-	if !strings.Contains(m.notes, "placeholder") {
-		t.Errorf("NOTES do not warn about the placeholder permissions:\n%s", m.notes)
+	// The users get the least-privilege roles of docs/security.md, exactly
+	// as the example permissions file the secure e2e test runs with.
+	b, err := os.ReadFile("../../examples/nats/permissions.conf")
+	if err != nil {
+		t.Fatal(err)
 	}
+	roles, err := natsconf.Parse(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range n.Config.Merge.Authorization.Users {
+		want := roles["DROVER_"+strings.ToUpper(u.User)]
+		if fmt.Sprint(sortLists(normalize(u.Permissions))) != fmt.Sprint(sortLists(normalize(want))) {
+			t.Errorf("NATS user %s: permissions\n%v\nwant those of examples/nats/permissions.conf:\n%v", u.User, u.Permissions, want)
+		}
+	}
+	if strings.Contains(m.notes, "may publish anything") {
+		t.Errorf("NOTES warn about wide permissions:\n%s", m.notes)
+	}
+}
+
+// sortLists sorts every list of strings in v, for comparing permissions
+// whose order does not matter.
+func sortLists(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			v[k] = sortLists(e)
+		}
+	case []any:
+		sort.Slice(v, func(i, j int) bool { return fmt.Sprint(v[i]) < fmt.Sprint(v[j]) })
+	}
+	return v
+}
+
+// normalize makes decoded YAML, JSON and NATS configuration values comparable:
+// lists of anything as []any, maps as map[string]any.
+func normalize(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range v {
+			out[k] = normalize(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = normalize(e)
+		}
+		return out
+	case []string:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = e
+		}
+		return out
+	}
+	return v
 }
 
 // checkNATSAuth follows each role's password from its pod to the Secret and
@@ -959,9 +1032,27 @@ func checkFileFromSecret(t *testing.T, spec corev1.PodSpec, c corev1.Container, 
 func TestChartKEDA(t *testing.T) {
 	m := render(t, `
 keda: {enabled: true, runtimes: [claude-code, codex], minReplicaCount: 0}
-worker: {pool: gpu, slots: 3}
+worker: {pool: gpu, slots: 3, runtimes: [claude-code, codex]}
+global: {drover: {natsAuth: {workerConsumers: [{pool: gpu, runtimes: [claude-code, codex]}]}}}
 `)
 	checkPods(t, m)
+	// The worker role may use exactly the gpu pool's consumers.
+	for _, u := range m.nats.Config.Merge.Authorization.Users {
+		if u.User != "worker" {
+			continue
+		}
+		allow := fmt.Sprint(u.Permissions["publish"])
+		for _, want := range []string{"$JS.API.CONSUMER.MSG.NEXT.DROVER_ATTEMPTS.attempts_gpu_codex",
+			"$JS.ACK.DROVER_ATTEMPTS.attempts_gpu_claude-code.>",
+			"$JS.API.CONSUMER.CREATE.DROVER_ATTEMPTS.attempts_gpu_codex.drover.attempts.gpu.codex"} {
+			if !strings.Contains(allow, want) {
+				t.Errorf("worker permissions lack %s: %s", want, allow)
+			}
+		}
+		if strings.Contains(allow, "attempts_default_") {
+			t.Errorf("worker permissions name the default pool: %s", allow)
+		}
+	}
 	dep := get[*appsv1.Deployment](t, m, "Deployment/"+fullname+"-worker")
 	if dep.Spec.Replicas != nil {
 		t.Errorf("the Deployment sets replicas %d: it would fight KEDA", *dep.Spec.Replicas)
@@ -1112,6 +1203,8 @@ func TestChartRejects(t *testing.T) {
 		"worker: {workDir: {type: hostPath}}":                        "worker.workDir.type",
 		"worker: {workDir: {type: persistentVolumeClaim}}":           "claimName: required",
 		"worker: {apiKeys: [{name: OPENAI_API_KEY, value: sk-123}]}": "read from a Secret",
+		"worker: {pool: gpu}":                                        "serve runtime claude-code, but the worker role may not pull its jobs; list claude-code under pool gpu",
+		"config: {runtimes: {aider: {binary: aider}}}":               "serve runtime aider, but the worker role may not pull",
 	} {
 		err := renderErr(t, values)
 		if !strings.Contains(err, want) {

@@ -308,6 +308,16 @@ first error, which should be the one naming the value. */}}
 {{- fail (printf "worker.apiKeys: each entry is {name, secretName, key}, read from a Secret; got %v" (omit $k "value")) }}
 {{- end }}
 {{- end }}
+{{- if include "drover.natsAuthOn" . }}
+{{- $allow := dig "worker" "publish" "allow" list $v.global.drover.natsAuth.permissions }}
+{{- $served := list }}
+{{- range $v.global.drover.natsAuth.workerConsumers }}{{ if eq (toString .pool) (toString $v.worker.pool) }}{{ $served = concat $served .runtimes }}{{ end }}{{ end }}
+{{- range $rt := include "drover.workerRuntimes" . | fromJsonArray }}
+{{- if not (or (has $rt $served) (has ">" $allow)) }}
+{{- fail (printf "global.drover.natsAuth.workerConsumers: the workers (pool %s) serve runtime %s, but the worker role may not pull its jobs; list %s under pool %s" $v.worker.pool $rt $rt $v.worker.pool) }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- if $v.keda.enabled }}
 {{- if not (include "drover.kedaRuntimes" . | fromJsonArray) }}
 {{- fail "keda.runtimes: name the runtimes whose attempt consumers drive the scaling (or set worker.runtimes)" }}
@@ -320,4 +330,12 @@ first error, which should be the one naming the value. */}}
 
 {{- define "drover.kedaRuntimes" -}}
 {{- toJson (.Values.keda.runtimes | default .Values.worker.runtimes | default list) }}
+{{- end }}
+
+{{/* The runtimes the workers serve: worker.runtimes, else every runtime the
+config knows (the built-ins and config.runtimes). */}}
+{{- define "drover.workerRuntimes" -}}
+{{- $builtin := list "claude-code" "codex" "copilot" "demo" "demo-review" "gemini" "kilo" "opencode" "pi" }}
+{{- $configured := keys (dig "runtimes" dict (.Values.config | default dict)) }}
+{{- toJson (.Values.worker.runtimes | default (concat $builtin $configured | uniq | sortAlpha)) }}
 {{- end }}
