@@ -2,16 +2,8 @@ package e2e
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"log/slog"
-	"math/big"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,9 +12,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nkeys"
 
 	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/natstest"
 	"github.com/drover-dev/drover/internal/queue"
 )
 
@@ -38,22 +30,22 @@ import (
 func TestSecureFleet(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	pki := newPKI(t, dir)
+	pki := natstest.NewPKI(t, dir)
 	perms, err := os.ReadFile("../examples/nats/permissions.conf")
 	if err != nil {
 		t.Fatal(err)
 	}
 	writeTestFile(t, filepath.Join(dir, "permissions.conf"), string(perms))
-	workerSeed, workerKey := nkeyUser(t)
+	workerSeed, workerKey := natstest.NKeyUser(t)
 	seedFile := filepath.Join(dir, "worker.nk")
 	writeTestFile(t, seedFile, workerSeed)
 	const ctrlPass, opPass = "ctrl-pass-0123456789", "op-pass-0123456789"
 	serverConf := filepath.Join(dir, "server.conf")
 	writeTestFile(t, serverConf, `
 tls {
-  cert_file: "`+pki.serverCert+`"
-  key_file: "`+pki.serverKey+`"
-  ca_file: "`+pki.ca+`"
+  cert_file: "`+pki.ServerCert+`"
+  key_file: "`+pki.ServerKey+`"
+  ca_file: "`+pki.CA+`"
   verify: true
 }
 authorization {
@@ -65,7 +57,7 @@ authorization {
   ]
 }
 `)
-	tlsEnv := []string{"DROVER_NATS_TLS_CA_FILE=" + pki.ca, "DROVER_NATS_TLS_CERT_FILE=" + pki.clientCert, "DROVER_NATS_TLS_KEY_FILE=" + pki.clientKey}
+	tlsEnv := []string{"DROVER_NATS_TLS_CA_FILE=" + pki.CA, "DROVER_NATS_TLS_CERT_FILE=" + pki.ClientCert, "DROVER_NATS_TLS_KEY_FILE=" + pki.ClientKey}
 	c := startController(t, append([]string{
 		"DROVER_NATS_SERVER_CONFIG=" + serverConf,
 		"DROVER_TEST_CONTROLLER_PASSWORD=" + ctrlPass, // read by the server config
@@ -144,7 +136,7 @@ tasks:
 	violations := make(chan string, 16)
 	co := queue.ClientOptions{
 		URL: c.url, Name: "intruder", Role: queue.RoleWorker, ID: "intruder", NKeyFile: seedFile,
-		TLS:    queue.ClientTLS{CAFile: pki.ca, CertFile: pki.clientCert, KeyFile: pki.clientKey},
+		TLS:    queue.ClientTLS{CAFile: pki.CA, CertFile: pki.ClientCert, KeyFile: pki.ClientKey},
 		Logger: slog.New(&recordHandler{msgs: violations}),
 	}
 	nc, err := queue.Connect(co)
@@ -175,7 +167,7 @@ tasks:
 	// A client that does not trust the server's CA is told which file to set.
 	op := c.cliEnv
 	c.cliEnv = []string{"DROVER_NATS_USER=operator", "DROVER_NATS_PASSWORD=" + opPass,
-		"DROVER_NATS_TLS_CERT_FILE=" + pki.clientCert, "DROVER_NATS_TLS_KEY_FILE=" + pki.clientKey}
+		"DROVER_NATS_TLS_CERT_FILE=" + pki.ClientCert, "DROVER_NATS_TLS_KEY_FILE=" + pki.ClientKey}
 	_, errOut, code = c.cli("status")
 	c.cliEnv = op
 	if code == 0 || !strings.Contains(errOut, "signed by an authority this client does not trust") || !strings.Contains(errOut, "set nats.tls.ca_file") {
@@ -259,90 +251,12 @@ func writeTestFile(t *testing.T, path, body string) {
 	}
 }
 
-func nkeyUser(t *testing.T) (seed, public string) {
-	t.Helper()
-	kp, err := nkeys.CreateUser()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := kp.Seed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := kp.PublicKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(s), pub
-}
-
-// pki is an ad-hoc CA with a server certificate for 127.0.0.1 and a client
-// certificate, as PEM files.
-type pki struct {
-	ca, serverCert, serverKey, clientCert, clientKey string
-}
-
-func newPKI(t *testing.T, dir string) pki {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "drover test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := pki{ca: filepath.Join(dir, "ca.pem")}
-	writePEM(t, p.ca, "CERTIFICATE", caDER)
-	issue := func(name string, serial int64, usage x509.ExtKeyUsage, ips []net.IP) (cert, key string) {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
-			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips,
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &k.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		keyDER, err := x509.MarshalECPrivateKey(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cert, key = filepath.Join(dir, name+"-cert.pem"), filepath.Join(dir, name+"-key.pem")
-		writePEM(t, cert, "CERTIFICATE", der)
-		writePEM(t, key, "EC PRIVATE KEY", keyDER)
-		return cert, key
-	}
-	p.serverCert, p.serverKey = issue("server", 2, x509.ExtKeyUsageServerAuth, []net.IP{net.IPv4(127, 0, 0, 1)})
-	p.clientCert, p.clientKey = issue("client", 3, x509.ExtKeyUsageClientAuth, nil)
-	return p
-}
-
-func writePEM(t *testing.T, path, typ string, der []byte) {
-	t.Helper()
-	writeTestFile(t, path, string(pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})))
-}
-
 // TestSecureExampleServerConfig: examples/nats/server.conf, with its paths
 // pointed at real files, is a configuration the embedded server accepts.
 func TestSecureExampleServerConfig(t *testing.T) {
 	// Not parallel: the example reads passwords from the environment.
 	dir := t.TempDir()
-	newPKI(t, dir) // ca.pem, server-cert.pem, server-key.pem, as the example names them
+	natstest.NewPKI(t, dir) // ca.pem, server-cert.pem, server-key.pem, as the example names them
 	for _, name := range []string{"server.conf", "permissions.conf"} {
 		b, err := os.ReadFile("../examples/nats/" + name)
 		if err != nil {

@@ -1,16 +1,8 @@
 package queue
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,7 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nkeys"
+
+	"github.com/drover-dev/drover/internal/natstest"
 )
 
 // startConfigured starts an embedded server from a nats-server config file
@@ -70,7 +63,7 @@ func refused(t *testing.T, o ClientOptions) (*ConnectError, string) {
 
 func TestConnectAuth(t *testing.T) {
 	t.Parallel()
-	seed, pub := nkeyPair(t)
+	seed, pub := natstest.NKeyUser(t)
 	seedFile := filepath.Join(t.TempDir(), "user.nk")
 	writeFile(t, seedFile, seed)
 	ns, _ := startConfigured(t, `authorization {
@@ -109,33 +102,33 @@ func TestConnectToken(t *testing.T) {
 
 func TestConnectTLS(t *testing.T) {
 	t.Parallel()
-	p := newTestPKI(t)
+	p := natstest.NewPKI(t, t.TempDir())
 	ns, _ := startConfigured(t, fmt.Sprintf(`tls {
   cert_file: %q
   key_file: %q
   ca_file: %q
   verify: true
-}`, p.serverCert, p.serverKey, p.ca), -1)
+}`, p.ServerCert, p.ServerKey, p.CA), -1)
 	url := ns.ClientURL()
 	if !strings.HasPrefix(url, "tls://") {
 		t.Fatalf("client URL %s, want tls://", url)
 	}
-	full := ClientTLS{CAFile: p.ca, CertFile: p.clientCert, KeyFile: p.clientKey}
+	full := ClientTLS{CAFile: p.CA, CertFile: p.ClientCert, KeyFile: p.ClientKey}
 	dial(t, ClientOptions{URL: url, TLS: full})
 	// A nats:// URL is upgraded: the server requires TLS.
 	dial(t, ClientOptions{URL: strings.Replace(url, "tls://", "nats://", 1), TLS: full})
 
-	_, msg := refused(t, ClientOptions{URL: url, TLS: ClientTLS{CertFile: p.clientCert, KeyFile: p.clientKey}})
+	_, msg := refused(t, ClientOptions{URL: url, TLS: ClientTLS{CertFile: p.ClientCert, KeyFile: p.ClientKey}})
 	if !strings.Contains(msg, "signed by an authority this client does not trust") ||
 		!strings.Contains(msg, "verified against the system's CAs; set nats.tls.ca_file") {
 		t.Errorf("without the CA: %s", msg)
 	}
-	other := newTestPKI(t)
-	_, msg = refused(t, ClientOptions{URL: url, TLS: ClientTLS{CAFile: other.ca, CertFile: p.clientCert, KeyFile: p.clientKey}})
-	if !strings.Contains(msg, "verified against nats.tls.ca_file "+other.ca) {
+	other := natstest.NewPKI(t, t.TempDir())
+	_, msg = refused(t, ClientOptions{URL: url, TLS: ClientTLS{CAFile: other.CA, CertFile: p.ClientCert, KeyFile: p.ClientKey}})
+	if !strings.Contains(msg, "verified against nats.tls.ca_file "+other.CA) {
 		t.Errorf("with another CA: %s", msg)
 	}
-	_, msg = refused(t, ClientOptions{URL: url, TLS: ClientTLS{CAFile: p.ca}})
+	_, msg = refused(t, ClientOptions{URL: url, TLS: ClientTLS{CAFile: p.CA}})
 	if !strings.Contains(msg, "TLS") || !strings.Contains(msg, "nats.tls.cert_file") {
 		t.Errorf("without a client certificate: %s", msg)
 	}
@@ -143,9 +136,9 @@ func TestConnectTLS(t *testing.T) {
 
 func TestConnectTLSWantedButNotOffered(t *testing.T) {
 	t.Parallel()
-	p := newTestPKI(t)
+	p := natstest.NewPKI(t, t.TempDir())
 	ns := startServer(t)
-	_, msg := refused(t, ClientOptions{URL: ns.ClientURL(), TLS: ClientTLS{CAFile: p.ca}})
+	_, msg := refused(t, ClientOptions{URL: ns.ClientURL(), TLS: ClientTLS{CAFile: p.CA}})
 	if !strings.Contains(msg, "does not offer TLS") {
 		t.Errorf("TLS against a plain server: %s", msg)
 	}
@@ -292,75 +285,4 @@ func TestServerOptions(t *testing.T) {
 			t.Errorf("%s: %v, want %q", name, err, tc.want)
 		}
 	}
-}
-
-func nkeyPair(t *testing.T) (seed, public string) {
-	t.Helper()
-	kp, err := nkeys.CreateUser()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := kp.Seed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := kp.PublicKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(s), pub
-}
-
-// testPKI is an ad-hoc CA with a server certificate for 127.0.0.1 and a
-// client certificate, as PEM files.
-type testPKI struct {
-	ca, serverCert, serverKey, clientCert, clientKey string
-}
-
-func newTestPKI(t *testing.T) testPKI {
-	t.Helper()
-	dir := t.TempDir()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	p := testPKI{ca: filepath.Join(dir, "ca.pem")}
-	writeFile(t, p.ca, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})))
-	issue := func(name string, serial int64, usage x509.ExtKeyUsage, ips []net.IP) (string, string) {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
-			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: ips,
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &k.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kder, err := x509.MarshalECPrivateKey(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cert, key := filepath.Join(dir, name+"-cert.pem"), filepath.Join(dir, name+"-key.pem")
-		writeFile(t, cert, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
-		writeFile(t, key, string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})))
-		return cert, key
-	}
-	p.serverCert, p.serverKey = issue("server", 2, x509.ExtKeyUsageServerAuth, []net.IP{net.IPv4(127, 0, 0, 1)})
-	p.clientCert, p.clientKey = issue("client", 3, x509.ExtKeyUsageClientAuth, nil)
-	return p
 }
