@@ -16,6 +16,8 @@
 // DROVER_BENCH_KEEP_LOGS=1 keeps every process's log (the path is logged;
 // run with -v), DROVER_BENCH_LOG_LEVEL=debug makes them say more (every git
 // command and how long it took); a failed run keeps them anyway.
+// DROVER_BENCH_WORKDIR=DIR puts repositories, worktrees and repo caches
+// there (the controller's data dir stays in TMPDIR).
 // DROVER_BENCH_ENV=K=V,K=V adds configuration to every Drover process, for
 // experiments (DROVER_NATS_SYNC_INTERVAL=default, say).
 // DROVER_BENCH_PPROF=DIR takes a CPU profile of the controller and each

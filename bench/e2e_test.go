@@ -143,7 +143,7 @@ func e2eDrover(b *testing.B, origin string, prompts []string) e2eResult {
 // e2eFloor runs floor.sh over a fresh bare clone of origin and checks every
 // task's diff.
 func e2eFloor(b *testing.B, script, origin string, prompts []string) e2eResult {
-	dir := b.TempDir()
+	dir := workDir(b)
 	cache := filepath.Join(dir, "cache.git")
 	git(b, dir, "clone", "-q", "--bare", origin, cache)
 	promptDir := filepath.Join(dir, "prompts")

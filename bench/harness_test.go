@@ -97,6 +97,28 @@ func envInt(b *testing.B, name string, def int) int {
 	return n
 }
 
+// workDir returns a fresh directory for repositories, worktrees and repo
+// caches: under DROVER_BENCH_WORKDIR when set (say /dev/shm, to take a slow
+// disk's file creation out of both sides of a comparison), else the test's
+// temp dir. The controller's data dir (JetStream, Pebble) stays in TMPDIR
+// either way, so fsync costs what it costs.
+func workDir(tb testing.TB) string {
+	tb.Helper()
+	base := os.Getenv("DROVER_BENCH_WORKDIR")
+	if base == "" {
+		return tb.TempDir()
+	}
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(base, "drover-bench-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
 // runs counts the iterations of each scenario in this process, so that
 // consecutive runs alternate which side goes first.
 var (
@@ -423,7 +445,7 @@ func (c *cluster) addWorker(name string, slots int, env ...string) *proc {
 	c.tb.Helper()
 	env = append(append([]string{"DROVER_WORKER_MIN_FREE_DISK=16MiB", "DROVER_WORKER_DRAIN_TIMEOUT=2s"}, c.env...), env...)
 	w := start(c.tb, name, env, "worker", "run", "--nats-url", c.url, "--id", name,
-		"--work-dir", filepath.Join(c.tb.TempDir(), name), "--slots", strconv.Itoa(slots))
+		"--work-dir", filepath.Join(workDir(c.tb), name), "--slots", strconv.Itoa(slots))
 	c.workers = append(c.workers, w)
 	return w
 }
@@ -678,7 +700,7 @@ func git(tb testing.TB, dir string, args ...string) string {
 // writes into a fresh directory, in one commit.
 func bareRepo(tb testing.TB, fill func(dir string) error) string {
 	tb.Helper()
-	root := tb.TempDir()
+	root := workDir(tb)
 	seed := filepath.Join(root, "seed")
 	git(tb, root, "init", "-q", seed)
 	if err := fill(seed); err != nil {
@@ -699,7 +721,7 @@ func bareRepo(tb testing.TB, fill func(dir string) error) string {
 // remote with none of the branches an earlier run pushed.
 func copyRepo(tb testing.TB, src string) string {
 	tb.Helper()
-	dst := filepath.Join(tb.TempDir(), "origin.git")
+	dst := filepath.Join(workDir(tb), "origin.git")
 	if out, err := exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
 		tb.Fatalf("copy %s: %v\n%s", src, err, out)
 	}

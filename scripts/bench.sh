@@ -9,7 +9,8 @@
 # Counts and the scale scenario's size can be changed:
 #   BENCH_COUNT_E2E (3) BENCH_COUNT_FOLD (5) BENCH_COUNT_CLAIM (3)
 #   BENCH_COUNT_FLOOD (3) BENCH_COUNT_SCALE (2) BENCH_SCALE_TASKS (1000)
-# and each scenario's size by its DROVER_BENCH_* variable (see bench/).
+# and each scenario's size by its DROVER_BENCH_* variable (see bench/doc.go);
+# DROVER_BENCH_WORKDIR=/dev/shm puts repositories and worktrees on tmpfs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
