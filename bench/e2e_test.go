@@ -36,7 +36,11 @@ import (
 //
 // ratio = drover_s / floor_s (target ≤ 1.10); ratio_tasks =
 // drover_tasks_s / floor_s. Consecutive runs alternate which side goes
-// first; Drover's processes are stopped while the floor runs.
+// first; Drover's processes are stopped while the floor runs, and each side's
+// files are deleted and synced before the other starts (settle). Also
+// reported: the CPU time of every process of each side (cpu_ratio), the
+// floor's time per task in a lane, and the phases of Drover's attempts from
+// the times on their events (phaseMetrics).
 func BenchmarkEndToEnd(b *testing.B) {
 	skipShort(b)
 	nFiles := envInt(b, "DROVER_BENCH_E2E_FILES", 2000)
@@ -116,7 +120,10 @@ func (r *e2eResult) add(o e2eResult) {
 // warmed-up workers.
 func e2eDrover(b *testing.B, origin string, prompts []string) e2eResult {
 	c := newCluster(b, claudeEnv()...)
-	defer c.stop()
+	defer func() {
+		c.stop()
+		settle(b, c.dirs...)
+	}()
 	c.addWorker("w1", 1)
 	c.addWorker("w2", 1)
 	c.waitIdle("claude-code", 2, 20*time.Millisecond)
@@ -162,6 +169,7 @@ func e2eFloor(b *testing.B, script, origin string, prompts []string) e2eResult {
 	// The script's rusage counts every process it waited for: xargs, the
 	// lanes, git, the CLI.
 	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	defer settle(b, dir)
 	for i := range prompts {
 		diff, err := os.ReadFile(filepath.Join(out, fmt.Sprint(i)+".diff"))
 		if err != nil {

@@ -9,8 +9,15 @@
 # Counts and the scale scenario's size can be changed:
 #   BENCH_COUNT_E2E (3) BENCH_COUNT_FOLD (5) BENCH_COUNT_CLAIM (3)
 #   BENCH_COUNT_FLOOD (3) BENCH_COUNT_SCALE (2) BENCH_SCALE_TASKS (1000)
-# and each scenario's size by its DROVER_BENCH_* variable (see bench/doc.go);
-# DROVER_BENCH_WORKDIR=/dev/shm puts repositories and worktrees on tmpfs.
+# and each scenario's size by its DROVER_BENCH_* variable (see bench/doc.go).
+#
+# Repositories, repo caches and worktrees go to BENCH_WORKDIR, by default
+# /dev/shm/drover-bench (tmpfs) when there is one; BENCH_WORKDIR= (empty)
+# keeps them in TMPDIR with everything else. The controller's data dir
+# (JetStream with fsync on every write, Pebble) is always in TMPDIR, on disk.
+# Why: on a virtual disk, creating the 2,000 files of a worktree can cost
+# 0.2-1.5 s of kernel time depending on what the disk did just before,
+# which swamps what BenchmarkEndToEnd compares (docs/benchmarks.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -25,6 +32,11 @@ trap 'rm -rf "$bindir"' EXIT
 "$GO" build -o "$bindir/" ./cmd/controller ./cmd/worker ./cmd/demo-agent
 ln -s "$bindir/demo-agent" "$bindir/claude"
 export DROVER_BENCH_BIN=$bindir
+if [ -z "${BENCH_WORKDIR+set}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then
+	BENCH_WORKDIR=/dev/shm/drover-bench
+fi
+export DROVER_BENCH_WORKDIR=${BENCH_WORKDIR:-}
+[ -z "$DROVER_BENCH_WORKDIR" ] || mkdir -p "$DROVER_BENCH_WORKDIR"
 
 bench() { # PATTERN COUNT PACKAGE
 	echo "== $1 ×$2 ($3)" >&2
@@ -34,7 +46,8 @@ bench() { # PATTERN COUNT PACKAGE
 {
 	echo "nproc: $(nproc)"
 	echo "go: $("$GO" env GOVERSION)"
-	echo "disk: $(df -h "${TMPDIR:-/tmp}" | awk 'NR==2 {print $1, $2}') ($(findmnt -no FSTYPE -T "${TMPDIR:-/tmp}" 2>/dev/null || echo '?'))"
+	echo "disk: $(df -h "${TMPDIR:-/tmp}" | awk 'NR==2 {print $1, $2}') ($(findmnt -no FSTYPE,OPTIONS -T "${TMPDIR:-/tmp}" 2>/dev/null || echo '?'))"
+	echo "workdir: ${DROVER_BENCH_WORKDIR:-TMPDIR} ($(findmnt -no FSTYPE -T "${DROVER_BENCH_WORKDIR:-${TMPDIR:-/tmp}}" 2>/dev/null || echo '?'))"
 } | tee -a "$out"
 bench 'BenchmarkFold$' "${BENCH_COUNT_FOLD:-5}" ./internal/controller/
 bench 'BenchmarkClaimLatency$' "${BENCH_COUNT_CLAIM:-3}" ./bench/

@@ -98,6 +98,11 @@ type benchmark struct {
 	values  map[string][]float64
 }
 
+// headerKeys start the lines that describe the machine: go test's, and
+// those scripts/bench.sh adds.
+var headerKeys = map[string]bool{"goos": true, "goarch": true, "cpu": true, "pkg": true,
+	"nproc": true, "go": true, "disk": true, "workdir": true}
+
 var skipped = map[string]bool{"ns/op": true, "B/op": true, "allocs/op": true, "MB/s": true}
 
 func parse(r io.Reader) (*results, error) {
@@ -122,7 +127,7 @@ func parse(r io.Reader) (*results, error) {
 		case strings.HasPrefix(line, "Benchmark") || strings.HasPrefix(line, "---") || strings.HasPrefix(line, "==="):
 			logged = nil
 		}
-		if k, v, ok := strings.Cut(line, ": "); ok && (k == "goos" || k == "goarch" || k == "cpu" || k == "pkg") {
+		if k, v, ok := strings.Cut(line, ": "); ok && headerKeys[k] {
 			if k == "pkg" {
 				pkg = v
 				continue
