@@ -46,8 +46,8 @@ bench() { # PATTERN COUNT PACKAGE
 {
 	echo "nproc: $(nproc)"
 	echo "go: $("$GO" env GOVERSION)"
-	echo "disk: $(df -h "${TMPDIR:-/tmp}" | awk 'NR==2 {print $1, $2}') ($(findmnt -no FSTYPE,OPTIONS -T "${TMPDIR:-/tmp}" 2>/dev/null || echo '?'))"
-	echo "workdir: ${DROVER_BENCH_WORKDIR:-TMPDIR} ($(findmnt -no FSTYPE -T "${DROVER_BENCH_WORKDIR:-${TMPDIR:-/tmp}}" 2>/dev/null || echo '?'))"
+	echo "disk: $(df -h "${TMPDIR:-/tmp}" | awk 'NR==2 {print $1, $2}') ($(findmnt -no FSTYPE,OPTIONS -T "${TMPDIR:-/tmp}" 2>/dev/null | head -1 | tr -s ' ' || echo '?'))"
+	echo "workdir: ${DROVER_BENCH_WORKDIR:-TMPDIR} ($(findmnt -no FSTYPE -T "${DROVER_BENCH_WORKDIR:-${TMPDIR:-/tmp}}" 2>/dev/null | head -1 || echo '?'))"
 } | tee -a "$out"
 bench 'BenchmarkFold$' "${BENCH_COUNT_FOLD:-5}" ./internal/controller/
 bench 'BenchmarkClaimLatency$' "${BENCH_COUNT_CLAIM:-3}" ./bench/

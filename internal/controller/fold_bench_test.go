@@ -29,12 +29,12 @@ var foldRuns int
 // raw JetStream consume rate, side by side on one pre-filled EVENTS stream.
 //
 // The stream holds the events of complete flows of 200 tasks as Drover
-// writes them (DROVER_BENCH_FOLD_EVENTS in all, 150,000 by default): the
-// flow's submission with its resolved plan, then per task the decision and
-// the worker's lifecycle (claim, initialize, prepare, start, exit, four
-// changed files, the diff, the checkpoint, terminate, and the report
-// carrying a real Claude Code transcript as its stdout tail: 15 events,
-// ~11 KB), then the integration and the completion.
+// writes them (at least DROVER_BENCH_FOLD_EVENTS in all, 150,000 by default:
+// 54 flows): the flow's submission with its resolved plan, then per task the
+// decision and the worker's 13 lifecycle events (claim, initialize, prepare,
+// start, exit, four changed files, the diff, the checkpoint, terminate, and
+// the report carrying a real Claude Code transcript as its stdout tail:
+// ~11 KB in all), then the integration and the completion.
 //
 //   - fold: the controller's fold loop (foldLoop: an ordered consumer from
 //     the store's next sequence, Stage into the in-memory projection, Commit
