@@ -141,8 +141,8 @@ func e2eDrover(b *testing.B, origin string, prompts []string) e2eResult {
 	id, _ = c.submit(file)
 	profiled := c.profile("e2e")
 	done := c.completed(id, 30*time.Minute)
-	profiled()
 	cpu := c.cpu() - cpu0
+	profiled()
 	ended := c.events.wait(id, eventlog.IntegrationScheduled, time.Minute)
 	return e2eResult{total: done.at.Sub(began), tasks: ended.at.Sub(began), cpu: cpu, phases: phaseMetrics(c.flowEvents(id))}
 }

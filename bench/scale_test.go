@@ -96,8 +96,9 @@ func scaleFlow(b *testing.B, repo string, n int) scaleResult {
 	}
 	profiled := c.profile(fmt.Sprintf("scale%d", n))
 	done := c.completed(id, time.Duration(n)*time.Second+10*time.Minute)
+	r := scaleResult{submit: submit, total: done.at.Sub(began), ctrlCPU: c.ctrl.cpu() - cpu0, peak: c.ctrl.memory().Peak,
+		retries: c.count(id, eventlog.AttemptScheduled) - n}
 	profiled()
 	c.heapProfile(fmt.Sprintf("scale%d", n))
-	return scaleResult{submit: submit, total: done.at.Sub(began), ctrlCPU: c.ctrl.cpu() - cpu0, peak: c.ctrl.memory().Peak,
-		retries: c.count(id, eventlog.AttemptScheduled) - n}
+	return r
 }
