@@ -42,8 +42,8 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 30s)
 	FUZZTIME=$(FUZZTIME) FUZZMINTIME=$(FUZZMINTIME) ./scripts/fuzz.sh
 
 .PHONY: bench
-bench: ## Run the benchmarks (figures go in docs/benchmarks.md)
-	$(GO) test -run '^$$' -bench . -benchmem -count=1 $(PKGS)
+bench: ## Run every benchmark scenario several times and print median/min/max per figure (docs/benchmarks.md)
+	GO=$(GO) ./scripts/bench.sh
 
 .PHONY: demo
 demo: build ## Run the demo flow: embedded NATS, controller, 2 workers, the demo agent, a throwaway repo

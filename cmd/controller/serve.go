@@ -86,7 +86,7 @@ under the data dir, as if they ran on separate hosts. It is for trying Drover on
 // exports spans when tracing is on; the returned func shuts both down,
 // exporting the spans still queued (bounded: 5s).
 func startTelemetry(ctx context.Context, cfg *config.Config, log *slog.Logger) (func(), error) {
-	srv, err := telemetry.Start(cfg.HTTP.Listen, log)
+	srv, err := telemetry.Start(cfg.HTTP.Listen, log, telemetry.WithPprof(cfg.HTTP.Pprof))
 	if err != nil {
 		return nil, err
 	}

@@ -67,7 +67,7 @@ them back without waiting.`,
 				return err
 			}
 			log := cfg.Log.Logger(os.Stderr)
-			srv, err := telemetry.Start(cfg.HTTP.Listen, log)
+			srv, err := telemetry.Start(cfg.HTTP.Listen, log, telemetry.WithPprof(cfg.HTTP.Pprof))
 			if err != nil {
 				return err
 			}

@@ -53,6 +53,10 @@ type HTTP struct {
 	// Listen is the host:port serving /metrics, /healthz and /readyz;
 	// empty (the default) serves nothing.
 	Listen string `mapstructure:"listen"`
+	// Pprof also serves Go's profiler under /debug/pprof/ on Listen, for
+	// finding what limits a process (docs/benchmarks.md). It shows stacks
+	// and memory to anyone who can reach Listen. Defaults to false.
+	Pprof bool `mapstructure:"pprof"`
 }
 
 func init() {
@@ -336,6 +340,7 @@ func defaults() map[string]any {
 		"defaults.retry.max_backoff":     time.Duration(0),
 		"controller.max_parallel":        0,
 		"http.listen":                    "",
+		"http.pprof":                     false,
 		"tracing.exporter":               "",
 		"tracing.protocol":               "",
 		"tracing.endpoint":               "",

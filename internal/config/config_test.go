@@ -102,8 +102,12 @@ func TestHTTPListen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.HTTP.Listen != "" {
-		t.Errorf("http.listen default = %q, want off", c.HTTP.Listen)
+	if c.HTTP.Listen != "" || c.HTTP.Pprof {
+		t.Errorf("http default = %+v, want off and no profiler", c.HTTP)
+	}
+	t.Setenv("DROVER_HTTP_PPROF", "true")
+	if c, err = Load(LoadOptions{}); err != nil || !c.HTTP.Pprof {
+		t.Fatalf("env: pprof = %v, err %v", c.HTTP.Pprof, err)
 	}
 	t.Setenv("DROVER_HTTP_LISTEN", "127.0.0.1:9090")
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)

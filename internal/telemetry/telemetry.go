@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -59,11 +60,26 @@ type Server struct {
 	log *slog.Logger
 }
 
+// Option changes what Start serves.
+type Option func(*options)
+
+type options struct{ pprof bool }
+
+// WithPprof also serves Go's profiler (net/http/pprof) under /debug/pprof/
+// when on: CPU and heap profiles of the live process, to find what limits
+// it. Off unless asked for (config http.pprof), since it exposes stacks and
+// memory to whoever reaches the listener.
+func WithPprof(on bool) Option { return func(o *options) { o.pprof = on } }
+
 // Start installs the Prometheus-exporting meter provider as the global one
 // and serves on listen (host:port). An empty listen returns nil, nil: off.
-func Start(listen string, log *slog.Logger) (*Server, error) {
+func Start(listen string, log *slog.Logger, opts ...Option) (*Server, error) {
 	if listen == "" {
 		return nil, nil
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
 	}
 	reg := prometheus.NewRegistry()
 	exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo(), otelprom.WithoutTargetInfo())
@@ -83,6 +99,13 @@ func Start(listen string, log *slog.Logger) (*Server, error) {
 		_, _ = fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("/readyz", readyz)
+	if o.pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	s := &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln, mp: mp, log: log}
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && log != nil {

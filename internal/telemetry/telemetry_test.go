@@ -51,6 +51,9 @@ func TestServer(t *testing.T) {
 	if code, _ := get(t, base+"/healthz"); code != 200 {
 		t.Fatalf("/healthz = %d", code)
 	}
+	if code, _ := get(t, base+"/debug/pprof/"); code != 404 {
+		t.Fatalf("/debug/pprof/ without WithPprof = %d, want 404", code)
+	}
 
 	if code, _ := get(t, base+"/readyz"); code != 503 {
 		t.Fatalf("/readyz with no checks = %d, want 503", code)
@@ -68,5 +71,20 @@ func TestServer(t *testing.T) {
 	rmBad()
 	if code, _ := get(t, base+"/readyz"); code != 200 {
 		t.Fatalf("/readyz after removing failing check = %d", code)
+	}
+}
+
+func TestPprofOptIn(t *testing.T) {
+	s, err := Start("127.0.0.1:0", nil, WithPprof(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	base := "http://" + s.Addr()
+	if code, body := get(t, base+"/debug/pprof/"); code != 200 || !strings.Contains(body, "goroutine") {
+		t.Fatalf("/debug/pprof/ = %d\n%s", code, body)
+	}
+	if code, body := get(t, base+"/debug/pprof/heap?debug=1"); code != 200 || !strings.Contains(body, "heap profile") {
+		t.Fatalf("/debug/pprof/heap = %d\n%.200s", code, body)
 	}
 }

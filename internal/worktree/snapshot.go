@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 )
 
 // Modes as git records them; only what git can represent matters, so a
@@ -97,6 +98,14 @@ func skipVanished(err error) error {
 	return err
 }
 
+// hashBufs are the read buffers of hashFile. A snapshot hashes every file
+// of the worktree twice per attempt; io.Copy from an *os.File would make a
+// fresh 32 KiB buffer for each one (File.WriteTo falls back to io.Copy),
+// which for a repository of small files was most of what the worker
+// allocated and a third of its CPU, in the garbage collector
+// (docs/benchmarks.md).
+var hashBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
 func hashFile(p string) (fileState, error) {
 	f, err := os.Open(p)
 	if err != nil {
@@ -112,7 +121,10 @@ func hashFile(p string) (fileState, error) {
 		st.mode = modeExec
 	}
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	buf := hashBufs.Get().(*[]byte)
+	defer hashBufs.Put(buf)
+	// Only the Reader: an *os.File's WriterTo would not use buf.
+	if _, err := io.CopyBuffer(h, struct{ io.Reader }{f}, *buf); err != nil {
 		return fileState{}, err
 	}
 	h.Sum(st.hash[:0])

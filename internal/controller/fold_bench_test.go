@@ -1,0 +1,366 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/queue"
+)
+
+// foldRuns alternates, across the runs of one process, whether the fold or
+// the raw consumers read the stream first.
+var foldRuns int
+
+// BenchmarkFold measures the controller's fold against the same machine's
+// raw JetStream consume rate, side by side on one pre-filled EVENTS stream.
+//
+// The stream holds the events of complete flows of 200 tasks as Drover
+// writes them (at least DROVER_BENCH_FOLD_EVENTS in all, 150,000 by default:
+// 54 flows): the flow's submission with its resolved plan, then per task the
+// decision and the worker's 13 lifecycle events (claim, initialize, prepare,
+// start, exit, four changed files, the diff, the checkpoint, terminate, and
+// the report carrying a real Claude Code transcript as its stdout tail:
+// ~11 KB in all), then the integration and the completion.
+//
+//   - fold: the controller's fold loop (foldLoop: an ordered consumer from
+//     the store's next sequence, Stage into the in-memory projection, Commit
+//     to Pebble every 512 events and when caught up, the fold's metrics and
+//     trace hooks as configured: off) from an empty store until it has
+//     applied the last sequence. The decision loop does not run: it acts on
+//     the state, it does not read the stream.
+//   - raw_ack: a pull consumer with explicit acks, the same 1,024-message
+//     pull batches, acking each message and doing nothing else.
+//   - raw_ordered: an ordered consumer (the fold's kind, no acks) that only
+//     counts the messages.
+//
+// ratio = fold / raw_ack (targets: fold ≥ 50,000 events/s, ratio ≥ 0.5).
+func BenchmarkFold(b *testing.B) {
+	n := 150_000
+	if s := os.Getenv("DROVER_BENCH_FOLD_EVENTS"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil || n <= 0 {
+			b.Fatalf("DROVER_BENCH_FOLD_EVENTS=%q: want a positive integer", s)
+		}
+	}
+	b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) { benchFold(b, n) })
+}
+
+func benchFold(b *testing.B, n int) {
+	// fsync does not matter to a reader; the server's default keeps the
+	// pre-fill quick.
+	ns, err := queue.StartEmbedded(queue.EmbeddedOptions{StoreDir: b.TempDir(), Port: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := queue.Ensure(ctx, js, queue.StreamOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	cfg := &config.Config{DataDir: b.TempDir(), Defaults: config.Defaults{Pool: "default"},
+		Queue:    config.Queue{AckWait: 30 * time.Second},
+		Runtimes: map[string]config.Runtime{"claude-code": {Binary: "claude"}}}
+	last, size := prefillEvents(b, js, cfg, n)
+
+	var fold, rawAck, rawOrdered time.Duration
+	b.ResetTimer()
+	for range b.N {
+		steps := []func(){
+			func() { fold += foldOnce(b, cfg, js, last) },
+			func() { rawAck += consumeRaw(b, js, last, true) },
+			func() { rawOrdered += consumeRaw(b, js, last, false) },
+		}
+		if foldRuns%2 == 1 {
+			steps[0], steps[2] = steps[2], steps[0]
+		}
+		foldRuns++
+		for _, step := range steps {
+			step()
+		}
+	}
+	b.StopTimer()
+	events := float64(last) * float64(b.N)
+	b.ReportMetric(events/fold.Seconds(), "events/s")
+	b.ReportMetric(events/rawAck.Seconds(), "raw_ack_events/s")
+	b.ReportMetric(events/rawOrdered.Seconds(), "raw_ordered_events/s")
+	b.ReportMetric(rawAck.Seconds()/fold.Seconds(), "ratio")
+	b.ReportMetric(float64(size)/float64(last), "bytes/event")
+}
+
+// foldOnce folds the whole stream into a fresh store and returns how long
+// it took from starting the fold loop to the last sequence applied.
+func foldOnce(b *testing.B, cfg *config.Config, js jetstream.JetStream, last uint64) time.Duration {
+	store, err := eventlog.OpenStore(b.TempDir(), eventlog.StoreOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	c := New(cfg, js, store, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	began := time.Now()
+	go func() { errc <- c.foldLoop(ctx) }()
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Minute)
+	err = c.waitApplied(wctx, last)
+	took := time.Since(began)
+	wcancel()
+	cancel()
+	if ferr := <-errc; ferr != nil {
+		b.Fatal(ferr)
+	}
+	if err != nil {
+		b.Fatalf("fold: %v (applied %d of %d)", err, store.Applied(), last)
+	}
+	var flows, poison int
+	store.Read(func(st *eventlog.State) {
+		for _, f := range st.Flows {
+			if f.State == eventlog.FlowSucceeded {
+				flows++
+			}
+		}
+		poison = len(st.Poisons)
+	})
+	if poison > 0 || flows == 0 {
+		b.Fatalf("fold: %d flows succeeded, %d poison events: the generated log is not what Drover writes", flows, poison)
+	}
+	return took
+}
+
+// consumeRaw reads the whole stream with a consumer that does nothing with
+// the messages: acked one by one (explicit acks), or an ordered consumer.
+func consumeRaw(b *testing.B, js jetstream.JetStream, last uint64, ack bool) time.Duration {
+	ctx := context.Background()
+	began := time.Now()
+	var cons jetstream.Consumer
+	var err error
+	if ack {
+		cons, err = js.CreateConsumer(ctx, queue.EventsStream, jetstream.ConsumerConfig{
+			AckPolicy: jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverAllPolicy,
+		})
+	} else {
+		cons, err = js.OrderedConsumer(ctx, queue.EventsStream, jetstream.OrderedConsumerConfig{
+			DeliverPolicy: jetstream.DeliverAllPolicy,
+		})
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(1024))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for got := uint64(0); got < last; got++ {
+		msg, err := it.Next()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if ack {
+			if err := msg.Ack(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	took := time.Since(began)
+	it.Stop()
+	if ack {
+		if err := js.DeleteConsumer(ctx, queue.EventsStream, cons.CachedInfo().Name); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return took
+}
+
+// prefillEvents publishes complete flows of 200 tasks until at least n
+// events are on the stream; it returns the last sequence and the bytes
+// published.
+func prefillEvents(b *testing.B, js jetstream.JetStream, cfg *config.Config, n int) (uint64, int64) {
+	transcript, err := os.ReadFile("../../testdata/transcripts/claude/success/stdout.txt")
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := &eventGen{b: b, js: js, cfg: cfg, stdout: string(transcript), at: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	for f := 0; g.count < n; f++ {
+		g.flow(fmt.Sprintf("bench%d-abcdef", f), 200)
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-time.After(5 * time.Minute):
+		b.Fatal("pre-fill: publishes not acknowledged")
+	}
+	s, err := js.Stream(context.Background(), queue.EventsStream)
+	if err != nil {
+		b.Fatal(err)
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if info.State.Msgs != uint64(g.count) {
+		b.Fatalf("pre-fill: %d messages on the stream, published %d", info.State.Msgs, g.count)
+	}
+	return info.State.LastSeq, g.bytes
+}
+
+// eventGen writes the events Drover writes for a flow of independent tasks
+// that all succeed, with payloads of realistic size.
+type eventGen struct {
+	b      *testing.B
+	js     jetstream.JetStream
+	cfg    *config.Config
+	stdout string // the CLI's stdout, as a report's tail keeps it
+	at     time.Time
+	count  int
+	bytes  int64
+}
+
+func (g *eventGen) emit(id string, typ eventlog.Type, flowID, task, attempt string, epoch uint64, data any) {
+	g.at = g.at.Add(time.Millisecond)
+	ev, err := eventlog.New(id, typ, g.at, flowID, task, attempt, epoch, data)
+	if err != nil {
+		g.b.Fatal(err)
+	}
+	raw, err := ev.Encode()
+	if err != nil {
+		g.b.Fatal(err)
+	}
+	for g.js.PublishAsyncPending() > 4096 {
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := g.js.PublishAsync(queue.EventSubject(flowID, string(typ)), raw, jetstream.WithMsgID(id)); err != nil {
+		g.b.Fatal(err)
+	}
+	g.count++
+	g.bytes += int64(len(raw))
+}
+
+func sha(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:20])
+}
+
+func (g *eventGen) flow(flowID string, tasks int) {
+	var y strings.Builder
+	fmt.Fprintf(&y, "name: bench\nrepo: https://git.example.com/team/service.git\nbase: main\nruntime: claude-code\ntasks:\n")
+	for i := range tasks {
+		fmt.Fprintf(&y, "  - id: t%04d\n    prompt: |\n      Task %d: tidy up three files and add a greeting.\n", i, i)
+		for k := range 3 {
+			fmt.Fprintf(&y, "      @append pkg/p%02d/file%02d.go // reviewed by task %d\n", (3*i+k)/50, (3*i+k)%50, i)
+		}
+	}
+	spec, err := flow.Parse("bench.yaml", []byte(y.String()), flow.Options{})
+	if err != nil {
+		g.b.Fatal(err)
+	}
+	sub, err := Accept(g.cfg, spec)
+	if err != nil {
+		g.b.Fatal(err)
+	}
+	g.emit("flow_submitted:"+flowID, eventlog.FlowSubmitted, flowID, "", "", 0, sub)
+	base := sha("base")
+	var merge []eventlog.DepResult
+	for i := range tasks {
+		task := fmt.Sprintf("t%04d", i)
+		id := queue.AttemptID(flowID, task, 1)
+		g.emit("attempt_scheduled:"+id, eventlog.AttemptScheduled, flowID, task, id, 0, eventlog.AttemptScheduledData{
+			N: 1, Runtime: "claude-code", Pool: "default", Branch: queue.AttemptBranch(flowID, task, 1),
+			Timeout: flow.Duration(30 * time.Minute)})
+	}
+	// Two workers: their tasks' events interleave.
+	for i := 0; i < tasks; i += 2 {
+		var lifecycles [][]func()
+		for k := i; k < min(i+2, tasks); k++ {
+			task := fmt.Sprintf("t%04d", k)
+			lifecycles = append(lifecycles, g.attempt(flowID, task, fmt.Sprintf("w%d", k%2+1), base))
+			merge = append(merge, eventlog.DepResult{Task: task, Branch: queue.AttemptBranch(flowID, task, 1), Commit: sha(task)})
+		}
+		for step := range lifecycles[0] {
+			for _, lc := range lifecycles {
+				lc[step]()
+			}
+		}
+	}
+	intID := queue.IntegrationID(flowID, 1)
+	g.emit(fmt.Sprintf("integration_scheduled:%s:1", flowID), eventlog.IntegrationScheduled, flowID, "", "", 0,
+		eventlog.IntegrationScheduledData{N: 1, Branch: queue.IntegrationBranch(flowID, 1), Runtime: "claude-code", Pool: "default", Merge: merge})
+	g.emit(fmt.Sprintf("flow_integrated:%s:1", intID), eventlog.FlowIntegrated, flowID, "", intID, 1,
+		eventlog.FlowIntegratedData{N: 1, Branch: queue.IntegrationBranch(flowID, 1), Commit: sha(intID)})
+	g.emit("flow_completed:"+flowID, eventlog.FlowCompleted, flowID, "", "", 0, eventlog.FlowCompletedData{State: eventlog.FlowSucceeded})
+}
+
+// attempt returns the steps of one successful attempt, worker side.
+func (g *eventGen) attempt(flowID, task, worker, base string) []func() {
+	id := queue.AttemptID(flowID, task, 1)
+	branch := queue.AttemptBranch(flowID, task, 1)
+	wt := "/var/lib/drover-worker/worktrees/" + id + "-e1"
+	var files []string
+	n, _ := strconv.Atoi(task[1:])
+	for k := range 3 {
+		files = append(files, fmt.Sprintf("pkg/p%02d/file%02d.go", (3*n+k)/50, (3*n+k)%50))
+	}
+	var diff, stat strings.Builder
+	for _, f := range files {
+		fmt.Fprintf(&diff, "diff --git a/%s b/%s\nindex 3b18e51..a2c4f0e 100644\n--- a/%s\n+++ b/%s\n@@ -38,3 +38,4 @@ func F%d(x int) int {\n \treturn x*3 + 7\n }\n+// reviewed by task %s\n", f, f, f, f, n, task)
+		fmt.Fprintf(&stat, " %s | 1 +\n", f)
+	}
+	diff.WriteString("diff --git a/hello.txt b/hello.txt\nnew file mode 100644\nindex 0000000..45b983b\n--- /dev/null\n+++ b/hello.txt\n@@ -0,0 +1 @@\n+hi\n")
+	stat.WriteString(" hello.txt          | 1 +\n 4 files changed, 4 insertions(+)\n")
+	commit := sha(task)
+	phase := func(typ eventlog.Type, data any) func() {
+		return func() { g.emit(fmt.Sprintf("%s:%s:1", typ, id), typ, flowID, task, id, 1, data) }
+	}
+	file := func(path, change string) func() {
+		sum := sha256.Sum256([]byte(path))
+		return func() {
+			g.emit(fmt.Sprintf("%s:%s:1:%s", eventlog.FileModified, id, hex.EncodeToString(sum[:8])), eventlog.FileModified,
+				flowID, task, id, 1, eventlog.FileModifiedData{Path: path, Change: change})
+		}
+	}
+	return []func(){
+		phase(eventlog.AttemptClaimed, eventlog.AttemptClaimedData{Worker: worker, Host: "worker-host-" + worker}),
+		phase(eventlog.AdapterInitialized, eventlog.AdapterInitializedData{Adapter: "command", Binary: "/usr/local/bin/claude", Version: "2.1.197 (Claude Code)"}),
+		phase(eventlog.PrepareCompleted, eventlog.PrepareCompletedData{Worktree: wt, Branch: branch, BaseCommit: base, Baseline: base}),
+		phase(eventlog.RuntimeStarted, eventlog.RuntimeStartedData{Pid: 40000 + n, Argv: []string{"/usr/local/bin/claude",
+			"--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions", "-p", "Task " + task + ": tidy up three files and add a greeting."}}),
+		phase(eventlog.RuntimeExited, eventlog.RuntimeExitedData{Outcome: "exited", DurationMS: 48213}),
+		file("hello.txt", "created"),
+		file(files[0], "modified"),
+		file(files[1], "modified"),
+		file(files[2], "modified"),
+		phase(eventlog.DiffComputed, eventlog.DiffComputedData{Created: []string{"hello.txt"}, Modified: files,
+			Stat: stat.String(), Diff: diff.String(), DiffBytes: diff.Len()}),
+		phase(eventlog.CheckpointCommitCreated, eventlog.CheckpointCommitCreatedData{Commit: commit}),
+		phase(eventlog.RuntimeTerminated, struct{}{}),
+		phase(eventlog.AttemptReported, &eventlog.Report{
+			Success: true, DurationMS: 48213, StdoutTail: g.stdout,
+			FilesCreated: []string{"hello.txt"}, FilesModified: files, DiffSummary: stat.String(),
+			Branch: branch, Commit: commit, Worktree: wt,
+			Usage:     &eventlog.Usage{Model: "claude-opus-4-8", InputTokens: 38432, OutputTokens: 24, CacheReadTokens: 12000, CostUSD: 0.0412},
+			FinalText: "Done: created hello.txt containing hi.", ToolCalls: map[string]int{"Write": 1, "Edit": 3},
+			EventsObject: id + "/e1/events.jsonl", LogObject: id + "/e1/output.log", LogBytes: int64(len(g.stdout)),
+			PatchObject: id + "/e1/diff.patch",
+		}),
+	}
+}

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Runs every scenario of docs/benchmarks.md, each several times, and prints
+# the median, min and max of each figure with its target (bench/summarize).
+# `make bench` runs it. The raw `go test -bench` output goes to
+# $BENCH_OUT (default bin/bench.txt), so the summary can be made again:
+#
+#   go run ./bench/summarize bin/bench.txt
+#
+# Counts and the scale scenario's size can be changed:
+#   BENCH_COUNT_E2E (3) BENCH_COUNT_FOLD (5) BENCH_COUNT_CLAIM (3)
+#   BENCH_COUNT_FLOOD (3) BENCH_COUNT_SCALE (2) BENCH_SCALE_TASKS (1000)
+# and each scenario's size by its DROVER_BENCH_* variable (see bench/doc.go).
+#
+# Repositories, repo caches and worktrees go to BENCH_WORKDIR, by default
+# /dev/shm/drover-bench (tmpfs) when there is one; BENCH_WORKDIR= (empty)
+# keeps them in TMPDIR with everything else. The controller's data dir
+# (JetStream with fsync on every write, Pebble) is always in TMPDIR, on disk.
+# Why: on a virtual disk, creating the 2,000 files of a worktree can cost
+# 0.2-1.5 s of kernel time depending on what the disk did just before,
+# which swamps what BenchmarkEndToEnd compares (docs/benchmarks.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+out=${BENCH_OUT:-bin/bench.txt}
+began=$(date +%s)
+mkdir -p "$(dirname "$out")"
+: >"$out"
+
+# The binaries the process benchmarks start, built once, without -race.
+bindir=$(mktemp -d)
+trap 'rm -rf "$bindir"' EXIT
+"$GO" build -o "$bindir/" ./cmd/controller ./cmd/worker ./cmd/demo-agent
+ln -s "$bindir/demo-agent" "$bindir/claude"
+export DROVER_BENCH_BIN=$bindir
+if [ -z "${BENCH_WORKDIR+set}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then
+	BENCH_WORKDIR=/dev/shm/drover-bench
+fi
+export DROVER_BENCH_WORKDIR=${BENCH_WORKDIR:-}
+[ -z "$DROVER_BENCH_WORKDIR" ] || mkdir -p "$DROVER_BENCH_WORKDIR"
+
+bench() { # PATTERN COUNT PACKAGE
+	echo "== $1 ×$2 ($3)" >&2
+	"$GO" test -v -run '^$' -bench "$1" -benchtime 1x -count "$2" -timeout 90m "$3" | tee -a "$out"
+}
+
+{
+	echo "nproc: $(nproc)"
+	echo "go: $("$GO" env GOVERSION)"
+	echo "disk: $(df -h "${TMPDIR:-/tmp}" | awk 'NR==2 {print $1, $2}') ($(findmnt -no FSTYPE,OPTIONS -T "${TMPDIR:-/tmp}" 2>/dev/null | head -1 | tr -s ' ' || echo '?'))"
+	echo "workdir: ${DROVER_BENCH_WORKDIR:-TMPDIR} ($(findmnt -no FSTYPE -T "${DROVER_BENCH_WORKDIR:-${TMPDIR:-/tmp}}" 2>/dev/null | head -1 || echo '?'))"
+} | tee -a "$out"
+bench 'BenchmarkFold$' "${BENCH_COUNT_FOLD:-5}" ./internal/controller/
+bench 'BenchmarkClaimLatency$' "${BENCH_COUNT_CLAIM:-3}" ./bench/
+bench 'BenchmarkOutputFlood$' "${BENCH_COUNT_FLOOD:-3}" ./bench/
+# The issue's scale scenario: today the controller refuses a 10,000-task
+# flow at once, and the benchmark says why (SKIP). Then the largest
+# comparison that fits the time budget.
+DROVER_BENCH_SCALE_TASKS=10000 bench 'BenchmarkScale$' 1 ./bench/
+DROVER_BENCH_SCALE_TASKS=${BENCH_SCALE_TASKS:-1000} bench 'BenchmarkScale$' "${BENCH_COUNT_SCALE:-2}" ./bench/
+bench 'BenchmarkEndToEnd$' "${BENCH_COUNT_E2E:-3}" ./bench/
+# The packages' micro-benchmarks (publishing and fsync, tracing, parsing),
+# at go test's default benchtime.
+echo "== micro-benchmarks" >&2
+"$GO" test -run '^$' -bench . -skip 'BenchmarkFold$' -benchmem -count 1 ./internal/... | tee -a "$out"
+
+echo
+"$GO" run ./bench/summarize \
+	-target 'EndToEnd:ratio<=1.10' \
+	-target 'Fold:events/s>=50000' -target 'Fold:ratio>=0.5' \
+	-target 'ClaimLatency:p50_ms<=2' -target 'ClaimLatency:p99_ms<=10' \
+	-target 'Scale:peak_rss_MB<=256' -target 'Scale:ratio<=11' \
+	-target 'OutputFlood:rss_growth_MB<=64' \
+	"$out"
+echo
+echo "make bench took $(($(date +%s) - began)) s; raw output in $out"
