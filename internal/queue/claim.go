@@ -198,6 +198,22 @@ func (l *Lease) write(ctx context.Context, state string) error {
 		rec.State = state
 	}
 	rev, err := l.c.kv.Update(ctx, l.attempt, mustJSON(rec), l.rev)
+	if err != nil && isWrongRevision(err) {
+		// A write of ours whose reply was lost (a client timeout under load,
+		// a reconnect) may have landed all the same, moving the revision on
+		// without us. If the claim still holds what this lease wrote, it is
+		// ours: write again on top of it. Anything else — another epoch, a
+		// takeover, the controller's revocation — supersedes us.
+		var e jetstream.KeyValueEntry
+		if e, err = l.c.kv.Get(ctx, l.attempt); err == nil {
+			var cur claimRecord
+			if json.Unmarshal(e.Value(), &cur) == nil && l.ours(cur) {
+				rev, err = l.c.kv.Update(ctx, l.attempt, mustJSON(rec), e.Revision())
+			} else {
+				return fmt.Errorf("%w: %s at epoch %d", ErrSuperseded, l.attempt, l.epoch)
+			}
+		}
+	}
 	if err != nil {
 		if isWrongRevision(err) {
 			return fmt.Errorf("%w: %s at epoch %d", ErrSuperseded, l.attempt, l.epoch)
@@ -206,6 +222,17 @@ func (l *Lease) write(ctx context.Context, state string) error {
 	}
 	l.rev, l.rec = rev, rec
 	return nil
+}
+
+// ours reports whether a stored claim is one this lease wrote: its worker,
+// its epoch, a state only the holder writes. The controller's revocations
+// are never ours: a lost claim keeps the holder's name but not its say.
+func (l *Lease) ours(cur claimRecord) bool {
+	switch cur.State {
+	case claimRunning, claimReleased, claimFinished:
+		return cur.Worker == l.rec.Worker && cur.Epoch == l.epoch
+	}
+	return false
 }
 
 func isWrongRevision(err error) bool {

@@ -466,3 +466,43 @@ func TestWatchClaims(t *testing.T) {
 		t.Errorf("release seen as %+v", info)
 	}
 }
+
+// A renewal whose reply is lost (a client timeout under load) may still land
+// on the server. The holder's next write finds the revision moved on by its
+// own record and carries on; a record anyone else wrote still supersedes it.
+func TestLeaseSurvivesItsOwnLostReply(t *testing.T) {
+	t.Parallel()
+	_, js := setup(t)
+	ctx := testCtx(t)
+	c := claimsFor(t, js, nil)
+	const a = "f1_t1_1"
+	l := acquire(t, c, a, "w1", 1)
+	landed := func() {
+		t.Helper()
+		e, _ := claimEntry(t, c, a)
+		if _, err := c.kv.Update(ctx, a, e.Value(), e.Revision()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	landed() // the write the lease never heard back from
+	if err := l.Renew(ctx); err != nil {
+		t.Fatalf("Renew after its own write landed unseen: %v", err)
+	}
+	landed()
+	if err := l.Finish(ctx); err != nil {
+		t.Fatalf("Finish after its own write landed unseen: %v", err)
+	}
+	if _, rec := claimEntry(t, c, a); rec != (claimRecord{Worker: "w1", Epoch: 1, State: claimFinished}) {
+		t.Errorf("claim %+v", rec)
+	}
+
+	// The controller's revocation keeps the holder's name and epoch: it is
+	// not the holder's own write.
+	const b = "f1_t2_1"
+	lb := acquire(t, c, b, "w1", 1)
+	seen, _ := claimEntry(t, c, b)
+	if _, err := c.RevokeLapsed(ctx, b, seen.Revision()); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "Renew after a revocation", lb.Renew(ctx), ErrSuperseded)
+}
