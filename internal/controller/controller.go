@@ -135,10 +135,11 @@ func (c *Controller) fold(ctx context.Context, it jetstream.MessagesContext, sta
 		}
 		c.m.foldLag.Store(md.NumPending)
 		traced := c.traceFold(ctx, msg, md.Sequence.Stream)
-		if c.store.Stage(md.Sequence.Stream, msg.Data()) {
+		if ev, ok := c.store.StageEvent(md.Sequence.Stream, msg.Data()); ok {
 			staged++
-			c.m.recordFolded(ctx, md.Sequence.Stream, msg.Data())
-			if p := c.store.Poison(md.Sequence.Stream); p != nil {
+			if ev != nil {
+				c.m.recordFolded(ctx, md.Sequence.Stream, ev)
+			} else if p := c.store.Poison(md.Sequence.Stream); p != nil {
 				c.park(ctx, p, msg.Data())
 			}
 		}

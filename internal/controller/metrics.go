@@ -1,9 +1,7 @@
 package controller
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -61,28 +59,32 @@ func newMetrics(c *Controller) *metrics {
 	return m
 }
 
-// recordFolded counts one newly staged event and, for attempt endings,
-// decodes it to record outcome, duration and tokens.
-func (m *metrics) recordFolded(ctx context.Context, seq uint64, raw []byte) {
+// recordFolded counts one newly folded event and, for attempt endings,
+// records outcome, duration and tokens from the attempt the fold just ended:
+// the report is read from the projection, not decoded again.
+func (m *metrics) recordFolded(ctx context.Context, seq uint64, ev *eventlog.Event) {
 	m.folded.Add(ctx, 1)
-	// Cheap pre-check: only attempt endings are decoded.
-	if !bytes.Contains(raw, []byte(eventlog.AttemptReported)) && !bytes.Contains(raw, []byte(eventlog.AttemptAbandoned)) &&
-		!bytes.Contains(raw, []byte(eventlog.AttemptLost)) {
+	if ev.Type != eventlog.AttemptReported && ev.Type != eventlog.AttemptAbandoned && ev.Type != eventlog.AttemptLost {
 		return
 	}
-	ev, err := eventlog.Decode(raw)
-	if err != nil || (ev.Type != eventlog.AttemptReported && ev.Type != eventlog.AttemptAbandoned && ev.Type != eventlog.AttemptLost) {
-		return
-	}
-	var runtime string
-	fresh := false
+	var (
+		runtime string
+		rep     eventlog.Report
+		counted bool
+	)
 	m.c.store.Read(func(st *eventlog.State) {
-		fresh = st.Seen[ev.ID] == seq // not a republished duplicate
-		if a := st.Attempts[ev.Attempt]; a != nil {
-			runtime = a.Runtime
+		a := st.Attempts[ev.Attempt]
+		// Only an event that ended the attempt counts: not a duplicate, not
+		// a report fenced off from a superseded claim.
+		if st.Seen[ev.ID] != seq || a == nil || a.Phase != ev.Type || !a.State.Terminal() {
+			return
+		}
+		runtime, counted = a.Runtime, true
+		if ev.Type == eventlog.AttemptReported && a.Report != nil {
+			rep = *a.Report
 		}
 	})
-	if !fresh {
+	if !counted {
 		return
 	}
 	rt := attribute.String("runtime", runtime)
@@ -92,10 +94,6 @@ func (m *metrics) recordFolded(ctx context.Context, seq uint64, raw []byte) {
 		return
 	case eventlog.AttemptLost:
 		m.ended.Add(ctx, 1, metric.WithAttributes(rt, attribute.String("outcome", "lost"), attribute.String("class", "WORKER_LOST")))
-		return
-	}
-	var rep eventlog.Report
-	if json.Unmarshal(ev.Data, &rep) != nil {
 		return
 	}
 	outcome, class := "succeeded", ""

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
+
 	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/policy"
 )
@@ -99,7 +101,7 @@ func Decode(raw []byte) (*Event, error) {
 		return nil, fmt.Errorf("%w: %d bytes exceeds %d", ErrDecode, len(raw), MaxEventSize)
 	}
 	var ev Event
-	if err := json.Unmarshal(raw, &ev); err != nil {
+	if err := unmarshal(raw, &ev); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrDecode, err)
 	}
 	switch {
@@ -115,12 +117,22 @@ func Decode(raw []byte) (*Event, error) {
 	return &ev, nil
 }
 
+// unmarshal decodes events off the wire with the JSON v2 decoder (the
+// go-json-experiment module that is the standard library's encoding/json/v2
+// under GOEXPERIMENT=jsonv2): the fold spends most of its time decoding, and
+// v2 does it 3 to 4 times faster than encoding/json (BenchmarkDecodeEvent).
+// It is also stricter, which suits a wire format: duplicate member names,
+// invalid UTF-8 and members that differ from a field's name only in case are
+// errors, so such a message is poison. What Drover writes (encoding/json)
+// has none of them. Events are still encoded with encoding/json.
+func unmarshal(data []byte, v any) error { return jsonv2.Unmarshal(data, v) }
+
 // Payload decodes ev.Data into v.
 func (ev *Event) Payload(v any) error {
 	if len(ev.Data) == 0 {
 		return fmt.Errorf("%w: %s %s has no payload", ErrDecode, ev.Type, ev.ID)
 	}
-	if err := json.Unmarshal(ev.Data, v); err != nil {
+	if err := unmarshal(ev.Data, v); err != nil {
 		return fmt.Errorf("%w: %s %s payload: %v", ErrDecode, ev.Type, ev.ID, err)
 	}
 	return nil

@@ -20,15 +20,20 @@ func poisonKey(seq uint64) string { return fmt.Sprintf("%s%020d", keyPoison, seq
 
 // ApplyRaw folds one message off the EVENTS stream. Undecodable messages are
 // recorded as poison at their sequence; they never stop the fold.
-func (s *State) ApplyRaw(seq uint64, raw []byte) {
+func (s *State) ApplyRaw(seq uint64, raw []byte) { s.applyRaw(seq, raw) }
+
+// applyRaw is ApplyRaw returning the decoded envelope, nil for poison.
+func (s *State) applyRaw(seq uint64, raw []byte) *Event {
 	ev, err := Decode(raw)
 	if err != nil {
 		s.poison(seq, err, len(raw))
-		return
+		return nil
 	}
 	if err := s.Apply(seq, ev); err != nil {
 		s.poison(seq, err, len(raw))
+		return nil
 	}
+	return ev
 }
 
 func (s *State) poison(seq uint64, err error, size int) {

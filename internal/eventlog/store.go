@@ -10,6 +10,9 @@ import (
 	"strings"
 	"sync"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	jsonv1 "github.com/go-json-experiment/json/v1"
+
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -122,14 +125,21 @@ func (st *State) loadRecord(k string, v []byte) error {
 // or below the last one folded is a redelivery and is skipped. It reports
 // whether the message was folded.
 func (s *Store) Stage(seq uint64, raw []byte) bool {
+	_, staged := s.StageEvent(seq, raw)
+	return staged
+}
+
+// StageEvent is Stage that also returns the event's envelope, nil when the
+// message was poison, so the caller need not decode it again.
+func (s *Store) StageEvent(seq uint64, raw []byte) (ev *Event, staged bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if seq <= s.applied {
-		return false
+		return nil, false
 	}
-	s.st.ApplyRaw(seq, raw)
+	ev = s.st.applyRaw(seq, raw)
 	s.applied = seq
-	return true
+	return ev, true
 }
 
 // Poison returns the poison recorded at seq, if the message there was.
@@ -194,7 +204,7 @@ func (st *State) encodeRecord(k string) ([]byte, error) {
 		}
 		v = st.Poisons[n]
 	}
-	raw, err := json.Marshal(v)
+	raw, err := jsonv2.Marshal(v, jsonv1.DefaultOptionsV1())
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: encode %s: %w", k, err)
 	}

@@ -1,8 +1,11 @@
 package eventlog
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -392,4 +395,56 @@ func testStoreCrash(t *testing.T, seed uint64) {
 	}
 	slices.Sort(reopenedAt)
 	t.Logf("%d deliveries, %d commit boundaries, %d crash points checked; reopened at %v", len(deliveries), len(bounds), len(clones), slices.Compact(reopenedAt))
+}
+
+// TestRecordEncodingIsEncodingJSONs: records are encoded with the JSON v2
+// encoder in its v1 mode, for speed; the bytes must be exactly what
+// encoding/json writes, or a store written by an older build would differ
+// from its rebuild. The standard scenario covers every record kind, with
+// prompts, plans, reports and poison; the extra attempt has the characters
+// encoding/json escapes specially. (Invalid UTF-8, which the two write
+// differently, cannot reach the state: the decoder refuses it.)
+func TestRecordEncodingIsEncodingJSONs(t *testing.T) {
+	s := foldStream(t, standardScenario(t, true).cleanStream(), math.MaxUint64)
+	defer s.Close()
+	s.st.Attempts["x_y_1"] = &Attempt{ID: "x_y_1", Prompt: "<script>&amp; \u2028 \u2029 \ufffd é", Args: []string{}, Report: &Report{StdoutTail: "\x00\x1f\"\\"}}
+	var keys []string
+	for id := range s.st.Flows {
+		keys = append(keys, keyFlow+id)
+	}
+	for id := range s.st.Tasks {
+		keys = append(keys, keyTask+id)
+	}
+	for id := range s.st.Attempts {
+		keys = append(keys, keyAttempt+id)
+	}
+	n := 0
+	for _, k := range keys {
+		got, err := s.st.encodeRecord(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v any
+		switch {
+		case strings.HasPrefix(k, keyFlow):
+			v = s.st.Flows[k[len(keyFlow):]]
+		case strings.HasPrefix(k, keyTask):
+			v = s.st.Tasks[k[len(keyTask):]]
+		case strings.HasPrefix(k, keyAttempt):
+			v = s.st.Attempts[k[len(keyAttempt):]]
+		default:
+			continue
+		}
+		want, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s encodes as\n%s\nencoding/json writes\n%s", k, got, want)
+		}
+		n++
+	}
+	if n < 10 {
+		t.Fatalf("compared %d records", n)
+	}
 }
