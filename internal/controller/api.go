@@ -121,7 +121,12 @@ func (c *Controller) Serve(ctx context.Context, nc *nats.Conn, known func(string
 
 func (c *Controller) handleSubmit(ctx context.Context, r micro.Request, known func(string) bool) {
 	var req SubmitRequest
-	if err := json.Unmarshal(r.Data(), &req); err != nil {
+	body, err := c.requestBody(ctx, r)
+	if err != nil {
+		_ = r.Error(CodeBadRequest, "submit request: "+err.Error(), nil)
+		return
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
 		_ = r.Error(CodeBadRequest, "undecodable submit request: "+err.Error(), nil)
 		return
 	}
@@ -140,17 +145,25 @@ func (c *Controller) handleSubmit(ctx context.Context, r micro.Request, known fu
 		return
 	}
 	id := newFlowID(req.Spec.Name)
-	ev, err := eventlog.New("flow_submitted:"+id, eventlog.FlowSubmitted, c.now(), id, "", "", 0, data)
+	evs, err := flowEvents(id, c.now(), data)
 	if err != nil {
+		_ = r.Error(CodeBadRequest, err.Error(), nil)
+		return
+	}
+	// The parts of a large flow first, each stored before the next; the
+	// flow_submitted that completes them last.
+	for _, ev := range evs[:len(evs)-1] {
+		if _, err := queue.PublishEvent(ctx, c.js, ev); err != nil {
+			_ = r.Error(CodeInternal, err.Error(), nil)
+			return
+		}
+	}
+	if err := c.record(ctx, evs[len(evs)-1]); err != nil {
 		_ = r.Error(CodeInternal, err.Error(), nil)
 		return
 	}
-	if err := c.record(ctx, ev); err != nil {
-		_ = r.Error(CodeInternal, err.Error(), nil)
-		return
-	}
-	c.log.Info("flow submitted", "flow", id, "tasks", len(req.Spec.Tasks))
-	_ = r.RespondJSON(SubmitResponse{Flow: id})
+	c.log.Info("flow submitted", "flow", id, "tasks", len(req.Spec.Tasks), "events", len(evs))
+	c.respondJSON(ctx, r, SubmitResponse{Flow: id})
 }
 
 // Accept resolves a validated spec into what flow_submitted records: the
@@ -196,7 +209,7 @@ func newFlowID(name string) string {
 	return name + "-" + string(b[:])
 }
 
-func (c *Controller) handleStatus(_ context.Context, r micro.Request) {
+func (c *Controller) handleStatus(ctx context.Context, r micro.Request) {
 	var req StatusRequest
 	if len(r.Data()) > 0 {
 		if err := json.Unmarshal(r.Data(), &req); err != nil {
@@ -245,7 +258,7 @@ func (c *Controller) handleStatus(_ context.Context, r micro.Request) {
 		return
 	}
 	resp.Applied = c.store.Applied()
-	_ = r.RespondJSON(resp)
+	c.respondJSON(ctx, r, resp)
 }
 
 // clone deep-copies a record through JSON so the response does not share
@@ -265,7 +278,7 @@ func (c *Controller) handleRebuild(ctx context.Context, r micro.Request) {
 		_ = r.Error(CodeInternal, err.Error(), nil)
 		return
 	}
-	_ = r.RespondJSON(resp)
+	c.respondJSON(ctx, r, resp)
 }
 
 // Rebuild is the work behind `controller rebuild`.
@@ -361,7 +374,11 @@ func (cl *Client) call(ctx context.Context, subject string, req, resp any) error
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	msg, err := cl.NC.RequestWithContext(ctx, subject, data)
+	req2, err := cl.message(ctx, subject, data)
+	if err != nil {
+		return err
+	}
+	msg, err := cl.NC.RequestMsgWithContext(ctx, req2)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
 			return ErrNoController
@@ -371,7 +388,11 @@ func (cl *Client) call(ctx context.Context, subject string, req, resp any) error
 	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
 		return &APIError{Code: code, Message: msg.Header.Get(micro.ErrorHeader)}
 	}
-	return json.Unmarshal(msg.Data, resp)
+	body, err := cl.replyBody(ctx, msg)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(body, resp)
 }
 
 // Submit sends a flow.

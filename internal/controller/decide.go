@@ -316,7 +316,7 @@ func (p *planner) finish(f *eventlog.Flow, tasks []*eventlog.Task) error {
 	case in == nil || in.N < n:
 		return p.add(fmt.Sprintf("integration_scheduled:%s:%d", f.ID, n), eventlog.IntegrationScheduled, f.ID, "", "",
 			eventlog.IntegrationScheduledData{N: n, Branch: queue.IntegrationBranch(f.ID, n), Runtime: runtime,
-				Pool: p.c.cfg.Defaults.Pool, Merge: merge})
+				Pool: p.c.cfg.Defaults.Pool})
 	case in.State == eventlog.IntegrationScheduledSt:
 		jobID := queue.IntegrationID(f.ID, in.N)
 		p.c.mu.Lock()

@@ -114,7 +114,7 @@ func (c *Controller) operate(ctx context.Context, r micro.Request, check func(st
 		return
 	}
 	c.log.Info("operator request", "type", ev.Type, "flow", ev.Flow, "task", ev.Task, "attempt", ev.Attempt, "reason", req.Reason)
-	_ = r.RespondJSON(OperatorResponse{Flow: ev.Flow, Task: ev.Task, Attempt: ev.Attempt, Event: string(ev.Type), Message: msg})
+	c.respondJSON(ctx, r, OperatorResponse{Flow: ev.Flow, Task: ev.Task, Attempt: ev.Attempt, Event: string(ev.Type), Message: msg})
 }
 
 type notFound struct{ error }

@@ -106,16 +106,20 @@ type ResolveRequest struct {
 	Task string     `json:"task,omitempty"`
 }
 
-func (c *Controller) handleResolve(_ context.Context, r micro.Request) {
+func (c *Controller) handleResolve(ctx context.Context, r micro.Request) {
 	var req ResolveRequest
-	if err := json.Unmarshal(r.Data(), &req); err != nil {
+	body, err := c.requestBody(ctx, r)
+	if err != nil {
+		_ = r.Error(CodeBadRequest, "resolve request: "+err.Error(), nil)
+		return
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
 		_ = r.Error(CodeBadRequest, "undecodable resolve request: "+err.Error(), nil)
 		return
 	}
 	var res *Resolution
 	switch {
 	case req.Spec != nil:
-		var err error
 		if res, err = Resolve(c.cfg, req.Spec); err != nil {
 			_ = r.Error(CodeBadRequest, err.Error(), nil)
 			return
@@ -150,7 +154,7 @@ func (c *Controller) handleResolve(_ context.Context, r micro.Request) {
 		}
 		res.Tasks = map[string]policy.Resolved{req.Task: t}
 	}
-	_ = r.RespondJSON(res)
+	c.respondJSON(ctx, r, res)
 }
 
 // Resolve asks the controller how a flow's tasks run.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -56,7 +57,10 @@ const (
 	AttemptAbandoned Type = "attempt_abandoned"
 	// The controller's finding that an attempt's worker went silent for a
 	// lease: the attempt failed with WORKER_LOST.
-	AttemptLost          Type = "attempt_lost"
+	AttemptLost Type = "attempt_lost"
+	// A part of a flow too large for one event: some of its tasks, ahead of
+	// the flow_submitted that names how many parts there are (controller).
+	FlowTasksSubmitted   Type = "flow_tasks_submitted"
 	IntegrationScheduled Type = "integration_scheduled"
 	FlowIntegrated       Type = "flow_integrated"
 )
@@ -125,7 +129,25 @@ func Decode(raw []byte) (*Event, error) {
 // invalid UTF-8 and members that differ from a field's name only in case are
 // errors, so such a message is poison. What Drover writes (encoding/json)
 // has none of them. Events are still encoded with encoding/json.
-func unmarshal(data []byte, v any) error { return jsonv2.Unmarshal(data, v) }
+func unmarshal(data []byte, v any) error {
+	if err := jsonv2.Unmarshal(data, v); err != nil {
+		return stableError{err}
+	}
+	return nil
+}
+
+// stableError words a decoding error the same way in every process. The v2
+// module deliberately picks "cannot" or "unable to" at random once per
+// process, so that nobody depends on its wording; but a poison reason is
+// stored in the projection, and a rebuild in another process must write the
+// same bytes.
+type stableError struct{ err error }
+
+func (e stableError) Error() string {
+	return strings.ReplaceAll(e.err.Error(), "json: unable to ", "json: cannot ")
+}
+
+func (e stableError) Unwrap() error { return e.err }
 
 // Payload decodes ev.Data into v.
 func (ev *Event) Payload(v any) error {
@@ -146,6 +168,18 @@ type FlowSubmittedData struct {
 	Plan map[string]policy.Resolved `json:"plan,omitempty"`
 	// MaxParallel is the flow's resolved concurrency limit (0: none).
 	MaxParallel int `json:"max_parallel,omitempty"`
+	// Parts, when above 0, says the flow's tasks and their plans are not
+	// here (Spec.Tasks is empty) but in that many flow_tasks_submitted
+	// events, parts 1..Parts, which come before this one in the log.
+	Parts int `json:"parts,omitempty"`
+}
+
+// FlowTasksSubmittedData is one part of a large flow's tasks, in the order
+// of the flow file, with their plans.
+type FlowTasksSubmittedData struct {
+	Part  int                        `json:"part"`
+	Tasks []flow.Task                `json:"tasks"`
+	Plan  map[string]policy.Resolved `json:"plan,omitempty"`
 }
 
 // FlowCompletedData is the controller's decision that every task is terminal.
@@ -159,8 +193,12 @@ type FlowCompletedData struct {
 // DepResult is a dependency's result branch merged into a dependent attempt.
 type DepResult struct {
 	Task   string `json:"task"`
-	Branch string `json:"branch"`
+	Branch string `json:"branch,omitempty"`
 	Commit string `json:"commit"`
+	// N is the attempt whose result branch this is. Jobs carry it instead
+	// of the branch, which it names (see queue.PublishJob): a flow's
+	// integration lists every task that succeeded.
+	N int `json:"n,omitempty"`
 }
 
 // AttemptScheduledData is the controller's decision to run a task once more.
@@ -397,11 +435,13 @@ type OperatorData struct {
 // IntegrationScheduledData is the controller's decision to build the flow's
 // integration branch from its succeeded tasks, merged in Merge's order.
 type IntegrationScheduledData struct {
-	N       int         `json:"n"`
-	Branch  string      `json:"branch"`
-	Runtime string      `json:"runtime"` // whose workers build it
-	Pool    string      `json:"pool"`
-	Merge   []DepResult `json:"merge"`
+	N       int    `json:"n"`
+	Branch  string `json:"branch"`
+	Runtime string `json:"runtime"` // whose workers build it
+	Pool    string `json:"pool"`
+	// Merge lists the tasks to merge; empty means every task of the flow
+	// that has succeeded, in the flow's order (what the controller writes).
+	Merge []DepResult `json:"merge,omitempty"`
 }
 
 // FlowIntegratedData is a worker's result of building the integration branch.

@@ -2,7 +2,11 @@ package eventlog
 
 import (
 	"fmt"
+	"maps"
 	"time"
+
+	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/policy"
 )
 
 // Record key prefixes in the projection. A key names one JSON record.
@@ -12,7 +16,12 @@ const (
 	keyAttempt = "a/"
 	keySeen    = "e/"
 	keyPoison  = "p/"
+	keyPart    = "s/"
 )
+
+// partKey names a part of a flow in State.Parts; the part number is padded
+// so the parts of a flow sort in order.
+func partKey(flowID string, part int) string { return fmt.Sprintf("%s/%06d", flowID, part) }
 
 func (s *State) mark(key string) { s.dirty[key] = struct{}{} }
 
@@ -59,6 +68,8 @@ func (s *State) Apply(seq uint64, ev *Event) error {
 	switch ev.Type {
 	case FlowSubmitted:
 		return s.flowSubmitted(ev)
+	case FlowTasksSubmitted:
+		return s.flowTasksSubmitted(ev)
 	case FlowCompleted:
 		return s.flowCompleted(ev)
 	case AttemptScheduled:
@@ -103,8 +114,30 @@ func (s *State) flowSubmitted(ev *Event) error {
 	if err := ev.Payload(&d); err != nil {
 		return err
 	}
+	if d.Parts < 0 || d.Parts > flow.MaxTasks {
+		return fmt.Errorf("%w: flow_submitted with %d parts", ErrDecode, d.Parts)
+	}
 	if _, ok := s.Flows[ev.Flow]; ok {
 		return nil
+	}
+	if d.Parts > 0 {
+		// The tasks come from the parts, which the controller recorded
+		// first. A flow missing one is not a flow: the submission failed
+		// half way, and the controller told the submitter so.
+		for i := 1; i <= d.Parts; i++ {
+			if s.Parts[partKey(ev.Flow, i)] == nil {
+				return nil
+			}
+		}
+		d.Spec.Tasks, d.Plan = nil, map[string]policy.Resolved{}
+		for i := 1; i <= d.Parts; i++ {
+			k := partKey(ev.Flow, i)
+			p := s.Parts[k]
+			d.Spec.Tasks = append(d.Spec.Tasks, p.Tasks...)
+			maps.Copy(d.Plan, p.Plan)
+			delete(s.Parts, k)
+			s.mark(keyPart + k)
+		}
 	}
 	f := &Flow{ID: ev.Flow, State: FlowRunning, SubmittedAt: ev.Time, Order: d.Spec.TopoOrder(), Spec: d.Spec,
 		MaxParallel: d.MaxParallel}
@@ -122,6 +155,24 @@ func (s *State) flowSubmitted(ev *Event) error {
 		}
 		s.putTask(task)
 	}
+	return nil
+}
+
+// flowTasksSubmitted keeps a part of a large flow until its flow_submitted.
+func (s *State) flowTasksSubmitted(ev *Event) error {
+	var d FlowTasksSubmittedData
+	if err := ev.Payload(&d); err != nil {
+		return err
+	}
+	if d.Part < 1 || d.Part > flow.MaxTasks {
+		return fmt.Errorf("%w: flow_tasks_submitted part %d", ErrDecode, d.Part)
+	}
+	k := partKey(ev.Flow, d.Part)
+	if _, ok := s.Flows[ev.Flow]; ok || s.Parts[k] != nil {
+		return nil
+	}
+	s.Parts[k] = &SubmittedPart{Flow: ev.Flow, FlowTasksSubmittedData: d}
+	s.mark(keyPart + k)
 	return nil
 }
 
@@ -525,8 +576,20 @@ func (s *State) integrationScheduled(ev *Event) error {
 	if d.N != f.Round+1 || (f.Integration != nil && f.Integration.N >= d.N) {
 		return nil
 	}
+	merge := d.Merge
+	if len(merge) == 0 {
+		// The decision names no tasks (a flow may have thousands): the
+		// integration merges the flow's succeeded tasks in order, as they
+		// are now — as they were when it was decided, since a change to
+		// any of them since would have made this round's decision stale.
+		for _, t := range s.FlowTasks(f) {
+			if t.State == TaskSucceeded {
+				merge = append(merge, DepResult{Task: t.ID, Branch: t.ResultBranch, Commit: t.ResultCommit})
+			}
+		}
+	}
 	f.Integration = &Integration{N: d.N, State: IntegrationScheduledSt, Branch: d.Branch, Runtime: d.Runtime,
-		Pool: d.Pool, Merge: d.Merge}
+		Pool: d.Pool, Merge: merge}
 	s.mark(keyFlow + f.ID)
 	return nil
 }

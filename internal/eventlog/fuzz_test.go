@@ -139,6 +139,8 @@ func FuzzApplyRaw(f *testing.F) {
 	}
 	f.Add(uint64(0), []byte("not json"))
 	f.Add(^uint64(0), []byte(`{"v":1,"id":"x","type":"flow_submitted","flow":"f","data":{"spec":{"tasks":[{"id":"a"},{"id":"a","depends_on":["a","b"]}]}}}`))
+	f.Add(uint64(1), []byte(`{"v":1,"id":"p1","type":"flow_tasks_submitted","flow":"f","data":{"part":1,"tasks":[{"id":"a","prompt":"x"}],"plan":{"a":{}}}}`))
+	f.Add(uint64(2), []byte(`{"v":1,"id":"fs","type":"flow_submitted","flow":"f","data":{"spec":{"name":"f","repo":"/r"},"parts":1}}`))
 
 	store := openMemStore(f, vfs.NewMem())
 	f.Cleanup(func() { store.Close() })
@@ -179,6 +181,9 @@ func FuzzApplyRaw(f *testing.F) {
 		}
 		for seq := range st.st.Poisons {
 			st.st.mark(poisonKey(seq))
+		}
+		for k := range st.st.Parts {
+			st.st.mark(keyPart + k)
 		}
 		store.mu.Lock()
 		store.st = st.st
@@ -245,6 +250,8 @@ func (c *checkedFold) recordsOf(keys []string) map[string]string {
 			_, ok = st.Seen[k[len(keySeen):]]
 		case strings.HasPrefix(k, keyPoison):
 			_, ok = st.Poisons[mustParsePoisonKey(c.t, k)]
+		case strings.HasPrefix(k, keyPart):
+			_, ok = st.Parts[k[len(keyPart):]]
 		}
 		if !ok {
 			continue
@@ -390,6 +397,10 @@ func (c *checkedFold) apply(seq uint64, msg []byte) {
 		v, err := st.encodeRecord(k)
 		if err != nil {
 			t.Fatalf("seq %d: encode %s: %v", seq, k, err)
+		}
+		if v == nil { // removed by the fold (a folded-in part)
+			delete(c.persisted, k)
+			continue
 		}
 		loaded := NewState()
 		if err := loaded.loadRecord(k, v); err != nil {

@@ -201,6 +201,9 @@ func memRecords(tb testing.TB, st *State) map[string]string {
 	for seq := range st.Poisons {
 		keys = append(keys, poisonKey(seq))
 	}
+	for k := range st.Parts {
+		keys = append(keys, keyPart+k)
+	}
 	out := make(map[string]string, len(keys))
 	for _, k := range keys {
 		v, err := st.encodeRecord(k)

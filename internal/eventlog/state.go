@@ -175,6 +175,13 @@ type Attempt struct {
 	Verification *Verification `json:"verification,omitempty"`
 }
 
+// SubmittedPart is a part of a flow's tasks (flow_tasks_submitted) folded
+// ahead of the flow_submitted that completes it.
+type SubmittedPart struct {
+	Flow string `json:"flow"`
+	FlowTasksSubmittedData
+}
+
 // Poison records an event that could not be folded. It is part of the
 // projection so that a rebuild records the same poison at the same sequence.
 type Poison struct {
@@ -191,7 +198,9 @@ type State struct {
 	Attempts map[string]*Attempt
 	Seen     map[string]uint64 // event id -> sequence that folded it
 	Poisons  map[uint64]*Poison
-	dirty    map[string]struct{}
+	// Parts holds the parts of large flows until their flow_submitted.
+	Parts map[string]*SubmittedPart // key: partKey
+	dirty map[string]struct{}
 }
 
 // NewState returns an empty projection.
@@ -202,6 +211,7 @@ func NewState() *State {
 		Attempts: map[string]*Attempt{},
 		Seen:     map[string]uint64{},
 		Poisons:  map[uint64]*Poison{},
+		Parts:    map[string]*SubmittedPart{},
 		dirty:    map[string]struct{}{},
 	}
 }

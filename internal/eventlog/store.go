@@ -114,6 +114,11 @@ func (st *State) loadRecord(k string, v []byte) error {
 		if err = json.Unmarshal(v, &p); err == nil {
 			st.Poisons[p.Seq] = &p
 		}
+	case strings.HasPrefix(k, keyPart):
+		var p SubmittedPart
+		if err = json.Unmarshal(v, &p); err == nil {
+			st.Parts[k[len(keyPart):]] = &p
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("eventlog: load record %q: %w", k, err)
@@ -171,6 +176,13 @@ func (s *Store) Commit() error {
 		if err != nil {
 			return err
 		}
+		if v == nil {
+			// A record the fold removed (a flow's part, once folded in).
+			if err := b.Delete([]byte(k), nil); err != nil {
+				return fmt.Errorf("eventlog: commit: %w", err)
+			}
+			continue
+		}
 		if err := b.Set([]byte(k), v, nil); err != nil {
 			return fmt.Errorf("eventlog: commit: %w", err)
 		}
@@ -203,6 +215,12 @@ func (st *State) encodeRecord(k string) ([]byte, error) {
 			return nil, fmt.Errorf("eventlog: bad poison key %q: %w", k, err)
 		}
 		v = st.Poisons[n]
+	case strings.HasPrefix(k, keyPart):
+		p := st.Parts[k[len(keyPart):]]
+		if p == nil {
+			return nil, nil
+		}
+		v = p
 	}
 	raw, err := jsonv2.Marshal(v, jsonv1.DefaultOptionsV1())
 	if err != nil {

@@ -119,7 +119,12 @@ func DecodeJob(raw []byte) (*Job, error) {
 	if j.Branch != want {
 		return nil, fmt.Errorf("%w: branch %q is not the attempt's own branch %q", ErrBadJob, j.Branch, want)
 	}
-	for _, m := range j.Merge {
+	for i := range j.Merge {
+		m := &j.Merge[i]
+		if m.Branch == "" && m.N > 0 && flow.ValidID(m.Task) == nil {
+			m.Branch = AttemptBranch(j.Flow, m.Task, m.N)
+		}
+		m.N = 0
 		if !isResultBranch(j.Flow, m.Branch) {
 			return nil, fmt.Errorf("%w: merge branch %q is not a result branch of flow %s (drover/%s/TASK/N)", ErrBadJob, m.Branch, j.Flow, j.Flow)
 		}
@@ -143,6 +148,16 @@ func isResultBranch(flowID, b string) bool {
 	}
 	n, err := strconv.Atoi(num)
 	return err == nil && n >= 1 && strconv.Itoa(n) == num
+}
+
+// resultAttempt returns n when branch is AttemptBranch(flowID, task, n).
+func resultAttempt(flowID, task, branch string) (int, bool) {
+	num, ok := strings.CutPrefix(branch, "drover/"+flowID+"/"+task+"/")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(num)
+	return n, err == nil && n >= 1 && strconv.Itoa(n) == num
 }
 
 // AttemptID is the id of the n-th attempt of a task. Flow and task ids have
@@ -172,7 +187,17 @@ func IntegrationBranch(flowID string, n int) string {
 // Nats-Msg-Id so a decision republished after a crash queues it once.
 func PublishJob(ctx context.Context, js jetstream.JetStream, j *Job) error {
 	j.V = JobVersion
-	data, err := json.Marshal(j)
+	// A result branch to merge travels as its attempt number: the branch
+	// is named by it. An integration of thousands of tasks stays a message.
+	wire := *j
+	wire.Merge = make([]eventlog.DepResult, len(j.Merge))
+	for i, m := range j.Merge {
+		if n, ok := resultAttempt(j.Flow, m.Task, m.Branch); ok {
+			m.Branch, m.N = "", n
+		}
+		wire.Merge[i] = m
+	}
+	data, err := json.Marshal(&wire)
 	if err != nil {
 		return fmt.Errorf("queue: encode job %s: %w", j.Attempt, err)
 	}

@@ -159,6 +159,13 @@ func Ensure(ctx context.Context, js jetstream.JetStream, o StreamOptions) error 
 	if err != nil {
 		return fmt.Errorf("queue: ensure object store %s: %w", ArtifactsBucket, err)
 	}
+	_, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket: TransfersBucket, Description: "Drover API bodies too large for one message (large flows, large status replies)",
+		TTL: TransfersMaxAge, Storage: jetstream.FileStorage, Replicas: o.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("queue: ensure object store %s: %w", TransfersBucket, err)
+	}
 	return nil
 }
 

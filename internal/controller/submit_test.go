@@ -1,0 +1,141 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/queue"
+)
+
+// TestLargeFlow submits a flow of the most tasks a flow may have, with
+// prompts that make it several megabytes: larger than a NATS message, so
+// the request travels through the transfers store, the flow is recorded in
+// parts, and the status reply comes back the same way.
+func TestLargeFlow(t *testing.T) {
+	h := newHarness(t)
+	h.start(filepath.Join(t.TempDir(), "state"))
+	ctx := context.Background()
+
+	spec := &flow.Spec{Name: "large", Repo: "/srv/repo.git", Base: "main", Runtime: "demo"}
+	for i := range flow.MaxTasks {
+		task := flow.Task{ID: fmt.Sprintf("t%05d", i), Prompt: fmt.Sprintf("task %d: %s", i, strings.Repeat("x", 200))}
+		if i%100 == 99 {
+			task.DependsOn = []string{fmt.Sprintf("t%05d", i-1)}
+		}
+		spec.Tasks = append(spec.Tasks, task)
+	}
+	cl := &Client{NC: h.nc}
+	id, err := cl.Submit(ctx, spec)
+	if err != nil {
+		t.Fatalf("submit: %v", err)
+	}
+	parts := h.count(id, eventlog.FlowTasksSubmitted)
+	if parts < 2 {
+		t.Errorf("%d flow_tasks_submitted events, want the flow in parts", parts)
+	}
+	st, err := cl.Status(ctx, id)
+	if err != nil {
+		t.Fatalf("status: %v", err)
+	}
+	if n := len(st.Detail.Tasks); n != flow.MaxTasks {
+		t.Fatalf("status shows %d tasks, want %d", n, flow.MaxTasks)
+	}
+	// In the flow's order, with plans and dependencies.
+	for i, task := range st.Detail.Tasks[:200] {
+		if task.Plan == nil || task.Plan.Worker.Name != "demo" {
+			t.Fatalf("task %s: plan %+v", task.ID, task.Plan)
+		}
+		_ = i
+	}
+	var deps int
+	for _, task := range st.Detail.Tasks {
+		deps += len(task.DependsOn)
+	}
+	if deps != flow.MaxTasks/100 {
+		t.Errorf("%d dependencies, want %d", deps, flow.MaxTasks/100)
+	}
+	h.waitFor("every independent task's first attempt", func(st *eventlog.State) bool {
+		if st.Flows[id] == nil {
+			return false
+		}
+		n := 0
+		for _, task := range st.FlowTasks(st.Flows[id]) {
+			if task.Attempts > 0 {
+				n++
+			}
+		}
+		return n == flow.MaxTasks-flow.MaxTasks/100
+	})
+	// Every task succeeds; the integration then merges all 10,000: its
+	// decision and its job still fit in a message.
+	report := func(task string) {
+		a := queue.AttemptID(id, task, 1)
+		h.publish("claim-"+a, eventlog.AttemptClaimed, id, task, a, 1, eventlog.AttemptClaimedData{Worker: "w"})
+		h.publish("report-"+a, eventlog.AttemptReported, id, task, a, 1, eventlog.Report{Success: true,
+			Branch: queue.AttemptBranch(id, task, 1), Commit: strings.Repeat("c", 40)})
+	}
+	for _, task := range spec.Tasks {
+		if len(task.DependsOn) == 0 {
+			report(task.ID)
+		}
+	}
+	h.waitFor("the dependents' attempts", func(st *eventlog.State) bool {
+		return st.Attempts[queue.AttemptID(id, "t09999", 1)] != nil
+	})
+	for _, task := range spec.Tasks {
+		if len(task.DependsOn) > 0 {
+			report(task.ID)
+		}
+	}
+	h.waitFor("the integration", func(st *eventlog.State) bool { return st.Flows[id].Integration != nil })
+	job := h.lastJob(t)
+	if job.Kind != queue.KindIntegrate || len(job.Merge) != flow.MaxTasks {
+		t.Fatalf("integration job: kind %q, %d merges", job.Kind, len(job.Merge))
+	}
+	if m := job.Merge[9999]; m.Task != "t09999" || m.Branch != queue.AttemptBranch(id, "t09999", 1) {
+		t.Errorf("last merge %+v", m)
+	}
+	h.store.Read(func(st *eventlog.State) {
+		if len(st.Parts) != 0 {
+			t.Errorf("%d parts left in the projection", len(st.Parts))
+		}
+	})
+	res, err := h.ctrl.Rebuild(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Equal {
+		t.Errorf("rebuild differs: %v", res.Diffs)
+	}
+	t.Logf("%d tasks in %d parts", flow.MaxTasks, parts)
+}
+
+// lastJob reads the newest job off the attempts stream.
+func (h *harness) lastJob(t *testing.T) *queue.Job {
+	t.Helper()
+	s, err := h.js.Stream(context.Background(), queue.AttemptsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var job *queue.Job
+	deadline := time.Now().Add(30 * time.Second)
+	for job == nil || job.Kind != queue.KindIntegrate {
+		if time.Now().After(deadline) {
+			t.Fatal("no integration job")
+		}
+		m, err := s.GetLastMsgForSubject(context.Background(), queue.AttemptSubject("default", "demo"))
+		if err == nil {
+			if job, err = queue.DecodeJob(m.Data); err != nil {
+				t.Fatalf("decode job of %d bytes: %v", len(m.Data), err)
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return job
+}

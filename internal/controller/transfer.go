@@ -1,0 +1,94 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/drover-dev/drover/internal/queue"
+)
+
+// An API body larger than one NATS message allows (a flow of thousands of
+// tasks, the status of one) travels through the transfers object store:
+// the message carries its name in queue.TransferHeader and no body. Both
+// directions work this way, so no request or reply has a size limit but
+// queue.MaxTransferSize.
+
+// transferMargin leaves room in a message for the headers.
+const transferMargin = 16 << 10
+
+// inline reports whether a body fits in a message on nc.
+func inline(nc *nats.Conn, body []byte) bool {
+	return int64(len(body)) <= nc.MaxPayload()-transferMargin
+}
+
+// requestBody returns a request's body, from the transfers store if it
+// came that way.
+func (c *Controller) requestBody(ctx context.Context, r micro.Request) ([]byte, error) {
+	if name := r.Headers().Get(queue.TransferHeader); name != "" {
+		return queue.GetTransfer(ctx, c.js, name)
+	}
+	return r.Data(), nil
+}
+
+// respondJSON answers with v, through the transfers store when it is too
+// large for a message.
+func (c *Controller) respondJSON(ctx context.Context, r micro.Request, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		_ = r.Error(CodeInternal, "encode reply: "+err.Error(), nil)
+		return
+	}
+	if inline(c.js.Conn(), body) {
+		if err := r.Respond(body); err != nil {
+			c.log.Warn("api reply", "subject", r.Subject(), "err", err)
+		}
+		return
+	}
+	name, err := queue.PutTransfer(ctx, c.js, body)
+	if err != nil {
+		_ = r.Error(CodeInternal, fmt.Sprintf("reply of %d bytes: %v", len(body), err), nil)
+		return
+	}
+	if err := r.Respond(nil, micro.WithHeaders(micro.Headers{queue.TransferHeader: []string{name}})); err != nil {
+		c.log.Warn("api reply", "subject", r.Subject(), "err", err)
+	}
+}
+
+// message builds a request to subject, through the transfers store when
+// the body is too large for a message.
+func (cl *Client) message(ctx context.Context, subject string, body []byte) (*nats.Msg, error) {
+	msg := nats.NewMsg(subject)
+	if inline(cl.NC, body) {
+		msg.Data = body
+		return msg, nil
+	}
+	js, err := jetstream.New(cl.NC)
+	if err != nil {
+		return nil, err
+	}
+	name, err := queue.PutTransfer(ctx, js, body)
+	if err != nil {
+		return nil, fmt.Errorf("controller: request of %d bytes: %w", len(body), err)
+	}
+	msg.Header.Set(queue.TransferHeader, name)
+	return msg, nil
+}
+
+// replyBody returns a reply's body, from the transfers store if it came
+// that way.
+func (cl *Client) replyBody(ctx context.Context, msg *nats.Msg) ([]byte, error) {
+	name := msg.Header.Get(queue.TransferHeader)
+	if name == "" {
+		return msg.Data, nil
+	}
+	js, err := jetstream.New(cl.NC)
+	if err != nil {
+		return nil, err
+	}
+	return queue.GetTransfer(ctx, js, name)
+}
