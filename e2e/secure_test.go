@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -123,6 +124,31 @@ tasks:
 		if out, errOut, code := c.cli(args...); code != 0 {
 			t.Errorf("%v with the operator role: exit %d\n%s\n%s", args, code, out, errOut)
 		}
+	}
+
+	// A flow larger than a NATS message travels through the transfers
+	// store, and so does its status: both ways with the operator role. Its
+	// tasks wait on a gate that fails, so none of them runs.
+	var large strings.Builder
+	large.WriteString("name: large\nrepo: " + repo + "\nruntime: demo\nretry:\n  max_attempts: 1\ntasks:\n  - id: gate\n    prompt: \"@exit 3\"\n")
+	for i := range 2500 {
+		fmt.Fprintf(&large, "  - id: t%04d\n    depends_on: [gate]\n    prompt: %s\n", i, strings.Repeat("x", 500))
+	}
+	if large.Len() <= 1<<20 {
+		t.Fatalf("the large flow is %d bytes, not more than a message", large.Len())
+	}
+	out, errOut, code = c.cli("submit", writeFlow(t, large.String()))
+	if code != 0 {
+		t.Fatalf("submit of a %d-byte flow with the operator role: exit %d\n%s\n%s", large.Len(), code, out, errOut)
+	}
+	largeID := submittedID(t, out)
+	waitFor(t, time.Minute, "the large flow to fail", func() bool { return c.status(largeID).Detail.Flow.State.Terminal() })
+	out, errOut, code = c.cli("status", largeID, "-o", "json")
+	if code != 0 || len(out) <= 1<<20 {
+		t.Fatalf("status of the large flow: exit %d, %d bytes (want more than a message)\n%s", code, len(out), errOut)
+	}
+	if st := c.status(largeID); st.Detail.Flow.State != eventlog.FlowFailed || len(st.Detail.Tasks) != 2501 {
+		t.Errorf("large flow %s with %d tasks, want failed with 2501", st.Detail.Flow.State, len(st.Detail.Tasks))
 	}
 
 	// A flow id becomes a subject filter: a wildcard is refused before

@@ -8,10 +8,13 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 )
 
-// Limits that keep a hostile or broken flow file from exhausting memory in
-// the controller, which parses files it did not write.
+// Limits that keep a hostile or broken flow from exhausting memory: the
+// CLI parses a file with them, and the controller validates the spec it
+// receives with them. A file may hold the largest flow (MaxTasks tasks with
+// prompts of some 800 bytes); parsing the most hostile file of that size
+// allocates about 2.5 GB in all (BenchmarkParseHostile).
 const (
-	MaxFileSize   = 1 << 20   // bytes in a flow file
+	MaxFileSize   = 8 << 20   // bytes in a flow file
 	MaxTasks      = 10_000    // tasks in one flow
 	MaxPromptSize = 256 << 10 // bytes in one prompt
 
