@@ -23,15 +23,18 @@ type action struct {
 
 // decide computes every action the folded state calls for and carries them
 // out. Event ids are deterministic, so deciding the same thing twice (before
-// the first decision is folded, or after a restart) records it once.
-func (c *Controller) decide(ctx context.Context) error {
+// the first decision is folded, or after a restart) records it once. It
+// returns how long computing the actions took.
+func (c *Controller) decide(ctx context.Context) (time.Duration, error) {
 	var actions []action
 	var err error
+	began := time.Now()
 	c.store.Read(func(st *eventlog.State) {
 		actions, err = c.plan(st)
 	})
+	walk := time.Since(began)
 	if err != nil {
-		return err
+		return walk, err
 	}
 	var errs []error
 	for _, a := range actions {
@@ -54,7 +57,7 @@ func (c *Controller) decide(ctx context.Context) error {
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return walk, errors.Join(errs...)
 }
 
 // stop ends an attempt of a cancelled task. One no worker holds is revoked,
@@ -92,24 +95,34 @@ type planner struct {
 // clock to stamp the events it creates and to see which retries are due.
 func (c *Controller) plan(st *eventlog.State) ([]action, error) {
 	p := &planner{c: c, st: st, now: c.now()}
-	flows := make([]*eventlog.Flow, 0, len(st.Flows))
+	var flows []runningFlow
 	for _, f := range st.Flows {
 		if !f.State.Terminal() {
-			flows = append(flows, f)
-			p.live += p.liveAttempts(f)
+			r := runningFlow{f: f, tasks: st.FlowTasks(f)}
+			r.live = p.liveAttempts(r.tasks)
+			p.live += r.live
+			flows = append(flows, r)
 		}
 	}
 	// Oldest flow first: under a global limit, earlier flows go first.
 	sort.Slice(flows, func(i, j int) bool {
-		a, b := flows[i], flows[j]
+		a, b := flows[i].f, flows[j].f
 		return a.SubmittedAt.Before(b.SubmittedAt) || a.SubmittedAt.Equal(b.SubmittedAt) && a.ID < b.ID
 	})
-	for _, f := range flows {
-		if err := p.flow(f); err != nil {
+	for _, r := range flows {
+		if err := p.flow(r); err != nil {
 			return nil, err
 		}
 	}
 	return p.out, nil
+}
+
+// runningFlow is a flow that has not ended, with its tasks in order and
+// how many of their attempts are live, read once per plan.
+type runningFlow struct {
+	f     *eventlog.Flow
+	tasks []*eventlog.Task
+	live  int
 }
 
 func (p *planner) add(id string, typ eventlog.Type, flowID, task, attempt string, data any) error {
@@ -129,9 +142,9 @@ func (p *planner) liveAttempt(t *eventlog.Task) *eventlog.Attempt {
 	return nil
 }
 
-func (p *planner) liveAttempts(f *eventlog.Flow) int {
+func (p *planner) liveAttempts(tasks []*eventlog.Task) int {
 	n := 0
-	for _, t := range p.st.FlowTasks(f) {
+	for _, t := range tasks {
 		if p.liveAttempt(t) != nil {
 			n++
 		}
@@ -156,15 +169,14 @@ func (p *planner) mayStart(f *eventlog.Flow, flowLive *int) bool {
 	return true
 }
 
-func (p *planner) flow(f *eventlog.Flow) error {
-	tasks := p.st.FlowTasks(f)
-	flowLive := p.liveAttempts(f)
-	for _, t := range tasks {
-		if err := p.task(f, t, &flowLive); err != nil {
+func (p *planner) flow(r runningFlow) error {
+	flowLive := r.live
+	for _, t := range r.tasks {
+		if err := p.task(r.f, t, &flowLive); err != nil {
 			return err
 		}
 	}
-	return p.finish(f, tasks)
+	return p.finish(r.f, r.tasks)
 }
 
 func (p *planner) task(f *eventlog.Flow, t *eventlog.Task, flowLive *int) error {

@@ -16,7 +16,7 @@ import (
 // planWorld is a folded state and a controller whose decision function runs
 // over it without NATS: the test folds the decisions it wants to keep.
 type planWorld struct {
-	t   *testing.T
+	t   testing.TB
 	st  *eventlog.State
 	c   *Controller
 	seq uint64
@@ -25,7 +25,7 @@ type planWorld struct {
 
 var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
-func newPlanWorld(t *testing.T, mutate func(*config.Config)) *planWorld {
+func newPlanWorld(t testing.TB, mutate func(*config.Config)) *planWorld {
 	cfg := &config.Config{Defaults: config.Defaults{Pool: "default"},
 		Runtimes: map[string]config.Runtime{"demo": {}, "codex": {}, "claude-code": {}}}
 	if mutate != nil {
@@ -351,5 +351,27 @@ func TestPlanRetryDuringIntegration(t *testing.T) {
 	w.plan(true)
 	if st := w.st.Flows["f"].State; st != eventlog.FlowSucceeded {
 		t.Errorf("flow %s, want succeeded", st)
+	}
+}
+
+// BenchmarkPlan is one run of the decision function over a running flow of
+// 10,000 tasks: every attempt queued and published, a tenth of them
+// reported. What it costs bounds how often the controller decides (see
+// decideLoop).
+func BenchmarkPlan(b *testing.B) {
+	w := newPlanWorld(b, nil)
+	w.submit("f", independent(10_000))
+	w.plan(true)
+	for i := range 10_000 {
+		id := queue.AttemptID("f", fmt.Sprintf("t%d", i), 1)
+		w.c.published[id] = true
+		if i%10 == 0 {
+			w.report(id, eventlog.Report{Success: true, Branch: "b", Commit: strings.Repeat("c", 40)})
+		}
+	}
+	for b.Loop() {
+		if _, err := w.c.plan(w.st); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
