@@ -89,12 +89,14 @@ type planner struct {
 	now  time.Time
 	out  []action
 	live int // attempts scheduled or running, across flows
+
+	stillQueued map[string]bool // published jobs whose attempts are still queued
 }
 
 // plan is the decision function: folded state in, actions out. It reads the
 // clock to stamp the events it creates and to see which retries are due.
 func (c *Controller) plan(st *eventlog.State) ([]action, error) {
-	p := &planner{c: c, st: st, now: c.now()}
+	p := &planner{c: c, st: st, now: c.now(), stillQueued: map[string]bool{}}
 	var flows []runningFlow
 	for _, f := range st.Flows {
 		if !f.State.Terminal() {
@@ -114,7 +116,24 @@ func (c *Controller) plan(st *eventlog.State) ([]action, error) {
 			return nil, err
 		}
 	}
+	// Forget the jobs of attempts no longer queued: the set stays the size
+	// of the queue rather than of the controller's history.
+	c.mu.Lock()
+	c.published = p.stillQueued
+	c.mu.Unlock()
 	return p.out, nil
+}
+
+// published reports whether this process has queued the job of a queued
+// attempt (or integration), and keeps that knowledge for the next plan.
+func (p *planner) published(id string) bool {
+	p.c.mu.Lock()
+	ok := p.c.published[id]
+	p.c.mu.Unlock()
+	if ok {
+		p.stillQueued[id] = true
+	}
+	return ok
 }
 
 // runningFlow is a flow that has not ended, with its tasks in order and
@@ -221,10 +240,7 @@ func (p *planner) task(f *eventlog.Flow, t *eventlog.Task, flowLive *int) error 
 		}
 		switch {
 		case at.State == eventlog.AttemptQueued:
-			p.c.mu.Lock()
-			queued := p.c.published[at.ID]
-			p.c.mu.Unlock()
-			if !queued {
+			if !p.published(at.ID) {
 				p.out = append(p.out, action{job: p.c.job(f, t, at)})
 			}
 		case at.State == eventlog.AttemptFailed && at.Error == nil:
@@ -331,10 +347,7 @@ func (p *planner) finish(f *eventlog.Flow, tasks []*eventlog.Task) error {
 				Pool: p.c.cfg.Defaults.Pool})
 	case in.State == eventlog.IntegrationScheduledSt:
 		jobID := queue.IntegrationID(f.ID, in.N)
-		p.c.mu.Lock()
-		queued := p.c.published[jobID]
-		p.c.mu.Unlock()
-		if !queued {
+		if !p.published(jobID) {
 			p.out = append(p.out, action{job: &queue.Job{
 				Kind: queue.KindIntegrate, Attempt: jobID, Flow: f.ID, N: in.N, Pool: in.Pool, Runtime: in.Runtime,
 				Repo: f.Spec.Repo, Base: f.Spec.Base, Branch: in.Branch, Merge: in.Merge,

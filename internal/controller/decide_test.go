@@ -375,3 +375,25 @@ func BenchmarkPlan(b *testing.B) {
 		}
 	}
 }
+
+// TestPlanForgetsPublishedJobs: the controller remembers which jobs it
+// queued only while their attempts are queued, so a long-lived controller
+// does not keep one entry per attempt it ever ran.
+func TestPlanForgetsPublishedJobs(t *testing.T) {
+	w := newPlanWorld(t, nil)
+	w.submit("f", independent(3))
+	w.plan(true)
+	if got := summary(w.plan(false)); got != "job f_t0_1, job f_t1_1, job f_t2_1" {
+		t.Fatalf("jobs: %s", got)
+	}
+	for i := range 3 {
+		w.c.published[queue.AttemptID("f", fmt.Sprintf("t%d", i), 1)] = true
+	}
+	w.report(queue.AttemptID("f", "t1", 1), eventlog.Report{Success: true, Branch: "b", Commit: strings.Repeat("c", 40)})
+	if got := summary(w.plan(false)); got != "" {
+		t.Fatalf("published jobs queued again: %s", got)
+	}
+	if len(w.c.published) != 2 || w.c.published[queue.AttemptID("f", "t1", 1)] {
+		t.Errorf("published = %v, want the two still queued", w.c.published)
+	}
+}
