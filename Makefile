@@ -45,6 +45,10 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 30s)
 bench: ## Run every benchmark scenario several times and print median/min/max per figure (docs/benchmarks.md)
 	GO=$(GO) ./scripts/bench.sh
 
+.PHONY: bench-scale
+bench-scale: ## The scale scenario as specified: a 10,000-task flow against a 1,000-task one, one run (~25 min)
+	GO=$(GO) BENCH_ONLY=scale BENCH_SCALE_TASKS=10000 BENCH_COUNT_SCALE=1 BENCH_OUT=bin/bench-scale.txt ./scripts/bench.sh
+
 .PHONY: demo
 demo: build ## Run the demo flow: embedded NATS, controller, 2 workers, the demo agent, a throwaway repo
 	BIN=$(BIN) ./scripts/demo.sh
