@@ -500,12 +500,21 @@ func isHex(s string) bool {
 	return true
 }
 
-// checkBranch validates a branch name with git itself, and refuses names
-// git would expand (like @{-1}) rather than take literally.
+// checkBranch validates a branch name, and refuses names git would expand
+// (like @{-1}) rather than take literally. Plain names are checked here;
+// git itself judges the rest.
 func (c *Cache) checkBranch(ctx context.Context, branch string) error {
 	if branch == "" || strings.HasPrefix(branch, "-") {
 		return fmt.Errorf("%w: %q", ErrInvalidBranch, branch)
 	}
+	if plainBranch(branch) {
+		return nil
+	}
+	return c.checkBranchGit(ctx, branch)
+}
+
+// checkBranchGit asks `git check-ref-format --branch`.
+func (c *Cache) checkBranchGit(ctx context.Context, branch string) error {
 	out, err := c.out(ctx, gitRun{args: []string{"check-ref-format", "--branch", branch}})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -517,4 +526,27 @@ func (c *Cache) checkBranch(ctx context.Context, branch string) error {
 		return fmt.Errorf("%w: %q expands to %q", ErrInvalidBranch, branch, out)
 	}
 	return nil
+}
+
+// plainBranch reports whether git certainly accepts branch as a branch name
+// and takes it literally: only ASCII letters, digits and "._-/" (so nothing
+// git expands, like @{-1}), and git's ref rules hold. False means "ask git",
+// not "invalid": it also refuses some names git accepts.
+func plainBranch(branch string) bool {
+	if branch == "" || branch == "HEAD" || strings.HasSuffix(branch, ".") || strings.Contains(branch, "..") {
+		return false
+	}
+	for i := 0; i < len(branch); i++ {
+		switch b := branch[i]; {
+		case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9', b == '.', b == '_', b == '-', b == '/':
+		default:
+			return false
+		}
+	}
+	for comp := range strings.SplitSeq(branch, "/") {
+		if comp == "" || comp[0] == '.' || comp[0] == '-' || strings.HasSuffix(comp, ".lock") {
+			return false
+		}
+	}
+	return true
 }

@@ -69,6 +69,9 @@ func (c *Cache) Prepare(ctx context.Context, opts PrepareOptions) (*Worktree, er
 	if err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // checkBranch may not have run git to notice
+	}
 
 	w, mergeSHAs, err := c.addWorktree(ctx, r, opts, wtPath)
 	if err != nil {
