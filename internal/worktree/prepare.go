@@ -327,9 +327,11 @@ func (c *Cache) removeLocked(ctx context.Context, r *repo, wtPath, branch string
 				return fmt.Errorf("worktree: remove %s: %w", wtPath, rmErr)
 			}
 		}
-	}
-	if _, err := c.run(ctx, gitRun{args: []string{gd, "worktree", "prune"}}); err != nil {
-		return fmt.Errorf("worktree: prune: %w", err)
+		// git still lists the worktree; a successful remove forgot it
+		// already (and Sweep prunes whatever else is stale).
+		if _, err := c.run(ctx, gitRun{args: []string{gd, "worktree", "prune"}}); err != nil {
+			return fmt.Errorf("worktree: prune: %w", err)
+		}
 	}
 	if _, err := c.run(ctx, gitRun{args: []string{gd, "update-ref", "-d", "refs/heads/" + branch}}); err != nil {
 		return fmt.Errorf("worktree: delete branch %s: %w", branch, err)
