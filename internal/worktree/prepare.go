@@ -141,13 +141,50 @@ func (c *Cache) addWorktree(ctx context.Context, r *repo, opts PrepareOptions, w
 		return nil, nil, fmt.Errorf("worktree: add %s: %w", wtPath, err)
 	}
 	w := &Worktree{Path: wtPath, Branch: opts.Branch, BaseCommit: baseSHA, cache: c, repo: r}
-	gitDir, err := c.out(ctx, gitRun{dir: wtPath, args: []string{"rev-parse", "--absolute-git-dir"}})
+	gitDir, err := c.worktreeGitDir(ctx, r, wtPath)
 	if err != nil {
 		c.cleanupFailedAdd(ctx, r, wtPath, opts.Branch, true)
 		return nil, nil, fmt.Errorf("worktree: locate git dir of %s: %w", wtPath, err)
 	}
 	w.gitDir = gitDir
 	return w, mergeSHAs, nil
+}
+
+// worktreeGitDir returns the private git dir of a worktree `git worktree
+// add` just made, from the .git file it wrote. Anything unexpected there is
+// left to git to interpret.
+func (c *Cache) worktreeGitDir(ctx context.Context, r *repo, wtPath string) (string, error) {
+	if dir, ok := readGitFile(filepath.Join(wtPath, ".git"), r.dir); ok {
+		return dir, nil
+	}
+	return c.out(ctx, gitRun{dir: wtPath, args: []string{"rev-parse", "--absolute-git-dir"}})
+}
+
+// readGitFile parses a worktree's .git file ("gitdir: <path>\n"). It
+// accepts only an absolute path to a directory inside commonDir (where git
+// keeps worktrees' git dirs), resolved like `git rev-parse
+// --absolute-git-dir` resolves it.
+func readGitFile(gitFile, commonDir string) (string, bool) {
+	b, err := os.ReadFile(gitFile)
+	if err != nil {
+		return "", false
+	}
+	p, ok := strings.CutPrefix(string(b), "gitdir: ")
+	if !ok {
+		return "", false
+	}
+	p = strings.TrimSuffix(p, "\n")
+	if !filepath.IsAbs(p) || strings.ContainsAny(p, "\r\n") {
+		return "", false
+	}
+	p, err = filepath.EvalSymlinks(p)
+	if err != nil || !within(commonDir, p) {
+		return "", false
+	}
+	if info, err := os.Stat(p); err != nil || !info.IsDir() {
+		return "", false
+	}
+	return p, true
 }
 
 // resolveMergeRef finds a result branch under refs/remotes/origin and
