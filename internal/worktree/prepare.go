@@ -93,7 +93,7 @@ func (c *Cache) Prepare(ctx context.Context, opts PrepareOptions) (*Worktree, er
 			return fail(err)
 		}
 	}
-	head, err := w.head(ctx)
+	head, err := w.baselineHead(ctx, len(opts.Merge) > 0)
 	if err != nil {
 		return fail(err)
 	}
@@ -276,6 +276,15 @@ func (w *Worktree) out(ctx context.Context, args ...string) (string, error) {
 		return "", err
 	}
 	return strings.TrimSpace(string(res.stdout)), nil
+}
+
+// baselineHead is HEAD once Prepare checked out the base and merged:
+// without merges, the base commit `git worktree add` just checked out.
+func (w *Worktree) baselineHead(ctx context.Context, merged bool) (string, error) {
+	if !merged {
+		return w.BaseCommit, nil
+	}
+	return w.head(ctx)
 }
 
 func (w *Worktree) head(ctx context.Context) (string, error) {
