@@ -4,9 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // When git cannot remove the worktree, the directory is deleted by hand and
@@ -77,4 +80,120 @@ func TestReadGitFile(t *testing.T) {
 	if got, ok := readGitFile(filepath.Join(root, "none"), common); ok {
 		t.Errorf("no .git file: readGitFile = %q, true", got)
 	}
+}
+
+func TestFetchedSince(t *testing.T) {
+	t.Parallel()
+	asked := time.Now()
+	tests := []struct {
+		name      string
+		fetchedAt time.Time
+		want      bool
+	}{
+		{"never fetched", time.Time{}, false},
+		{"started before the ask", asked.Add(-time.Nanosecond), false},
+		{"started at the ask", asked, true},
+		{"started after the ask", asked.Add(time.Millisecond), true},
+	}
+	for _, tt := range tests {
+		if got := fetchedSince(tt.fetchedAt, asked); got != tt.want {
+			t.Errorf("%s: fetchedSince = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// A fetch that started after a Prepare asked serves it; one that started
+// before does not, even when it finished after.
+func TestSyncSharesFetchesStartedSinceAsked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	o := newOrigin(t)
+	c, rec := newRecordingCache(t)
+	prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/sync/1"})
+	r, err := c.repoFor(o.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer r.unlock()
+	rec.verbs()
+
+	before := time.Now()
+	if err := c.sync(ctx, r, before); err != nil {
+		t.Fatal(err)
+	}
+	wantVerbs(t, rec, "sync asked before the clone's fetch", "fetch")
+	if err := c.sync(ctx, r, before); err != nil {
+		t.Fatal(err)
+	}
+	wantVerbs(t, rec, "sync asked before the last fetch started")
+	if err := c.sync(ctx, r, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	wantVerbs(t, rec, "sync asked after the last fetch started", "fetch")
+}
+
+// Prepares waiting for the repository while another one fetches share the
+// next fetch.
+func TestConcurrentPreparesShareFetch(t *testing.T) {
+	t.Parallel()
+	o := newOrigin(t)
+	c, rec := newRecordingCache(t)
+	prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/share/0"})
+	c4 := o.pushNew(t, mainBranch, "later.txt", "later\n")
+	r, err := c.repoFor(o.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.lock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	const n = 3
+	wts := make([]*Worktree, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		p := wtPath(t)
+		wg.Go(func() {
+			w, err := c.Prepare(context.Background(), PrepareOptions{RepoURL: o.URL, Base: mainBranch,
+				Branch: "drover/share/" + string(rune('a'+i)), Path: p})
+			wts[i] = w
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	waitForLockWaiters(t, n)
+	rec.verbs()
+	r.unlock()
+	wg.Wait()
+	fetches := 0
+	for _, v := range rec.verbs() {
+		if v == "fetch" {
+			fetches++
+		}
+	}
+	if fetches != 1 {
+		t.Errorf("%d Prepares fetched %d times, want once", n, fetches)
+	}
+	for _, w := range wts {
+		if w != nil && w.BaseCommit != c4 {
+			t.Errorf("%s: BaseCommit = %s, want the pushed %s", w.Branch, w.BaseCommit, c4)
+		}
+	}
+}
+
+// waitForLockWaiters waits until n goroutines are blocked taking a repo
+// lock, so they all asked for a fetch before the lock is released.
+func waitForLockWaiters(t *testing.T, n int) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		if strings.Count(stacks, "worktree.(*repo).lock(") >= n {
+			return
+		}
+	}
+	t.Fatalf("%d goroutines never waited for the repo lock", n)
 }

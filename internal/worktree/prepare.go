@@ -111,11 +111,12 @@ func (c *Cache) Prepare(ctx context.Context, opts PrepareOptions) (*Worktree, er
 // addWorktree does the part of Prepare that touches shared repository
 // state, under the repo lock: sync, resolve, `git worktree add`.
 func (c *Cache) addWorktree(ctx context.Context, r *repo, opts PrepareOptions, wtPath string) (*Worktree, []string, error) {
+	asked := time.Now() // before waiting: a fetch made meanwhile will do
 	if err := r.lock(ctx); err != nil {
 		return nil, nil, err
 	}
 	defer r.unlock()
-	if err := c.sync(ctx, r); err != nil {
+	if err := c.sync(ctx, r, asked); err != nil {
 		return nil, nil, err
 	}
 	baseSHA, err := c.resolveBase(ctx, r, opts.Base)
