@@ -82,6 +82,41 @@ func TestReadGitFile(t *testing.T) {
 	}
 }
 
+func TestHeadFileIs(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const ref = "refs/heads/drover/x/1"
+	tests := []struct {
+		name, content string
+		want          bool
+	}{
+		{"as git writes it", "ref: " + ref + "\n", true},
+		{"other branch", "ref: refs/heads/drover/x/2\n", false},
+		{"prefix of the branch", "ref: refs/heads/drover/x/10\n", false},
+		{"detached", strings.Repeat("a", 40) + "\n", false},
+		{"no newline", "ref: " + ref, false},
+		{"extra space", "ref:  " + ref + "\n", false},
+		{"empty", "", false},
+	}
+	for _, tt := range tests {
+		p := filepath.Join(dir, tt.name)
+		writeFile(t, p, tt.content, 0o644)
+		if got := headFileIs(p, ref); got != tt.want {
+			t.Errorf("%s: headFileIs = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(filepath.Join(dir, "as git writes it"), link); err != nil {
+		t.Fatal(err)
+	}
+	if headFileIs(link, ref) {
+		t.Error("a symlinked HEAD is taken as read")
+	}
+	if headFileIs(filepath.Join(dir, "missing"), ref) {
+		t.Error("a missing HEAD is taken as read")
+	}
+}
+
 func TestFetchedSince(t *testing.T) {
 	t.Parallel()
 	asked := time.Now()
