@@ -386,6 +386,13 @@ func (c *Cache) removeLocked(ctx context.Context, r *repo, wtPath, branch string
 	return nil
 }
 
+// GitDir is the worktree's private git dir, located before anyone else
+// could touch the worktree.
+func (w *Worktree) GitDir() string { return w.gitDir }
+
+// CommonDir is the cached bare repository the worktree belongs to.
+func (w *Worktree) CommonDir() string { return w.repo.dir }
+
 func (w *Worktree) usable() error {
 	if w == nil || w.cache == nil || w.gitDir == "" {
 		return ErrNotPrepared
