@@ -12,6 +12,46 @@ import (
 	"time"
 )
 
+// The git commands of a whole attempt: each one costs a process.
+func TestAttemptGitCommands(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	o := newOrigin(t)
+	c, rec := newRecordingCache(t)
+	w := prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/count/a/1"})
+	wantVerbs(t, rec, "first Prepare",
+		"init", "remote", "fetch", "remote", // clone
+		"rev-parse", "rev-parse", "worktree add")
+
+	writeFile(t, filepath.Join(w.Path, "out.txt"), "result\n", 0o644)
+	if _, err := w.Observe(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantVerbs(t, rec, "Observe", "log", "add", "diff", "diff")
+	sha, err := w.Checkpoint(ctx, "done")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantVerbs(t, rec, "Checkpoint", "add", "diff", "commit", "rev-parse")
+	if pushed, err := w.Push(ctx); err != nil || pushed != sha {
+		t.Fatalf("Push = %s, %v; want %s", pushed, err, sha)
+	}
+	wantVerbs(t, rec, "Push", "rev-parse", "push")
+	if err := c.Remove(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	wantVerbs(t, rec, "Remove", "worktree remove", "update-ref")
+
+	w2 := prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/count/b/1"})
+	wantVerbs(t, rec, "second Prepare", "fetch", "rev-parse", "rev-parse", "worktree add")
+	if w2.Baseline != o.C2 {
+		t.Errorf("Baseline = %s, want %s", w2.Baseline, o.C2)
+	}
+	if got := gitT(t, w2.Path, "rev-parse", "--absolute-git-dir"); got != w2.gitDir {
+		t.Errorf("git dir = %s, git says %s", w2.gitDir, got)
+	}
+}
+
 // When git cannot remove the worktree, the directory is deleted by hand and
 // git told to forget it.
 func TestRemoveFallbackPrunes(t *testing.T) {
