@@ -179,7 +179,7 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 	// The guard remembers git's internals and the worktree's surroundings
 	// before the CLI can touch them; the worktree's parent is where sibling
 	// attempts live, and where a CLI escaping its worktree would write.
-	guard, err := scope.NewGuard(wt.Path, "", filepath.Dir(wt.Path))
+	guard, err := scope.NewGuard(wt.Path, scope.GitDirs{Dir: wt.GitDir(), Common: wt.CommonDir()}, filepath.Dir(wt.Path))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)

@@ -51,6 +51,13 @@ type entryState struct {
 	dir  bool
 }
 
+// GitDirs are a worktree's git directories, when the caller knows them
+// already (saving a git process each).
+type GitDirs struct {
+	Dir    string // private git dir: absolute, as `git rev-parse --absolute-git-dir` prints it
+	Common string // common dir: the repository the worktree belongs to
+}
+
 // NewGuard snapshots:
 //
 //   - the worktree's .git file;
@@ -59,8 +66,8 @@ type entryState struct {
 //   - in the worktree's private git dir: config.worktree, commondir, gitdir;
 //   - the entries (not recursively) of each watch directory.
 //
-// gitCommonDir may be empty: it is then asked of git (`git rev-parse
-// --git-common-dir` in the worktree), like the private git dir always is.
+// Either of dirs may be empty: it is then asked of git (`git rev-parse
+// --absolute-git-dir` or `--git-common-dir` in the worktree).
 //
 // A watch directory is meant to be the worktree's parent, which other
 // attempts share: their worktrees (directories) appear and vanish while
@@ -69,16 +76,22 @@ type entryState struct {
 // non-directory is reported; directories coming and going are not. A CLI
 // creating a directory beside its worktree goes unreported; one writing a
 // file there does not.
-func NewGuard(worktreePath, gitCommonDir string, watch ...string) (*Guard, error) {
+func NewGuard(worktreePath string, dirs GitDirs, watch ...string) (*Guard, error) {
 	wt, err := filepath.Abs(worktreePath)
 	if err != nil {
 		return nil, fmt.Errorf("scope: guard: %w", err)
 	}
 	g := &Guard{worktree: wt}
-	gitDir, err := gitPath(wt, "--absolute-git-dir")
-	if err != nil {
-		return nil, err
+	gitDir, gitCommonDir := dirs.Dir, dirs.Common
+	if gitDir == "" {
+		if gitDir, err = gitPath(wt, "--absolute-git-dir"); err != nil {
+			return nil, err
+		}
 	}
+	if !filepath.IsAbs(gitDir) {
+		return nil, fmt.Errorf("scope: guard: git dir %q is not absolute", gitDir)
+	}
+	gitDir = filepath.Clean(gitDir)
 	if gitCommonDir == "" {
 		if gitCommonDir, err = gitPath(wt, "--git-common-dir"); err != nil {
 			return nil, err

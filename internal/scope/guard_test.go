@@ -10,7 +10,7 @@ import (
 
 func newGuard(t *testing.T, e *env) *Guard {
 	t.Helper()
-	g, err := NewGuard(e.wt.Path, "", filepath.Dir(e.wt.Path))
+	g, err := NewGuard(e.wt.Path, GitDirs{}, filepath.Dir(e.wt.Path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,6 +22,23 @@ func newGuard(t *testing.T, e *env) *Guard {
 
 func commonDir(t *testing.T, e *env) string {
 	return gitT(t, e.wt.Path, "rev-parse", "--path-format=absolute", "--git-common-dir")
+}
+
+// The worktree package's idea of the git dirs is git's, so the guard need
+// not ask git.
+func TestGuardGivenGitDirs(t *testing.T) {
+	e := newEnv(t)
+	asked := newGuard(t, e)
+	given, err := NewGuard(e.wt.Path, GitDirs{Dir: e.wt.GitDir(), Common: e.wt.CommonDir()}, filepath.Dir(e.wt.Path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if given.GitDir() != asked.GitDir() || given.CommonDir() != asked.CommonDir() {
+		t.Errorf("given dirs %s %s, git says %s %s", given.GitDir(), given.CommonDir(), asked.GitDir(), asked.CommonDir())
+	}
+	if _, err := NewGuard(e.wt.Path, GitDirs{Dir: "relative/dir"}); err == nil {
+		t.Error("a relative git dir is accepted")
+	}
 }
 
 func TestGuardHook(t *testing.T) {

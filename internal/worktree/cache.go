@@ -81,7 +81,8 @@ type repo struct {
 	sem chan struct{} // capacity 1: a mutex that respects context cancellation
 
 	// Guarded by sem.
-	ready bool // exists on disk and verified this process
+	ready     bool      // exists on disk and verified this process
+	fetchedAt time.Time // when the last successful fetch (or clone) started
 }
 
 func (r *repo) lock(ctx context.Context) error {
@@ -296,16 +297,27 @@ func repoDirName(u string) string {
 	return hex.EncodeToString(sum[:8]) + "-" + name + ".git"
 }
 
-// sync makes sure the bare clone exists and is up to date. Caller holds r's lock.
-func (c *Cache) sync(ctx context.Context, r *repo) error {
+// sync makes sure the bare clone exists and is at least as up to date as
+// the remote was at asked: a fetch that started since then, for anyone,
+// is as fresh as one started now, so concurrent callers share it.
+// Caller holds r's lock.
+func (c *Cache) sync(ctx context.Context, r *repo, asked time.Time) error {
+	if r.ready && fetchedSince(r.fetchedAt, asked) {
+		return nil
+	}
+	start := time.Now()
 	if !r.ready {
 		_, err := os.Stat(r.dir)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			if err := c.clone(ctx, r); err != nil {
+			fetched, err := c.clone(ctx, r)
+			if err != nil {
 				return err
 			}
 			r.ready = true
+			if fetched {
+				r.fetchedAt = start
+			}
 			return nil // freshly fetched
 		case err != nil:
 			return fmt.Errorf("worktree: stat cache %s: %w", r.dir, err)
@@ -315,7 +327,17 @@ func (c *Cache) sync(ctx context.Context, r *repo) error {
 		}
 		r.ready = true
 	}
-	return c.fetch(ctx, r, r.dir)
+	if err := c.fetch(ctx, r, r.dir); err != nil {
+		return err
+	}
+	r.fetchedAt = start
+	return nil
+}
+
+// fetchedSince reports whether a fetch that started at fetchedAt saw the
+// remote as it was at asked or later.
+func fetchedSince(fetchedAt, asked time.Time) bool {
+	return !fetchedAt.IsZero() && !fetchedAt.Before(asked)
 }
 
 // verify checks an existing cache directory belongs to r's URL, so a hash
@@ -333,15 +355,17 @@ func (c *Cache) verify(ctx context.Context, r *repo) error {
 
 // clone creates the bare cache under a temporary name and renames it into
 // place, so a crash mid-clone never leaves a half cache that later gets used.
+// fetched is false when another process's clone won the race and is used
+// instead: when that one fetched is unknown.
 //
 // It is init + fetch rather than `git clone --bare`: clone --bare copies the
 // remote's branches into refs/heads/*, where they would collide with attempt
 // branches of the same name; we want them in refs/remotes/origin/* only.
-func (c *Cache) clone(ctx context.Context, r *repo) (err error) {
+func (c *Cache) clone(ctx context.Context, r *repo) (fetched bool, err error) {
 	c.log.InfoContext(ctx, "cloning repository into cache", "url", r.url, "dir", r.dir)
 	tmp, err := os.MkdirTemp(c.dir, cloneTempPrefix+filepath.Base(r.dir)+"-")
 	if err != nil {
-		return fmt.Errorf("worktree: clone temp dir: %w", err)
+		return false, fmt.Errorf("worktree: clone temp dir: %w", err)
 	}
 	defer func() {
 		if err != nil {
@@ -351,14 +375,14 @@ func (c *Cache) clone(ctx context.Context, r *repo) (err error) {
 		}
 	}()
 	if _, err := c.run(ctx, gitRun{dir: tmp, args: []string{"init", "--quiet", "--bare", "--template="}}); err != nil {
-		return err
+		return false, err
 	}
 	gd := "--git-dir=" + tmp
 	if _, err := c.run(ctx, gitRun{args: []string{gd, "remote", "add", "origin", r.url}}); err != nil {
-		return err
+		return false, err
 	}
 	if err := c.fetch(ctx, r, tmp); err != nil {
-		return err
+		return false, err
 	}
 	// Record the remote's default branch once, for Base "HEAD". An empty
 	// remote has none yet; resolve retries later.
@@ -370,12 +394,12 @@ func (c *Cache) clone(ctx context.Context, r *repo) (err error) {
 		if _, statErr := os.Stat(r.dir); statErr == nil {
 			if vErr := c.verify(ctx, r); vErr == nil {
 				_ = os.RemoveAll(tmp)
-				return nil
+				return false, nil
 			}
 		}
-		return fmt.Errorf("worktree: move clone into place: %w", err)
+		return false, fmt.Errorf("worktree: move clone into place: %w", err)
 	}
-	return nil
+	return true, nil
 }
 
 func (c *Cache) fetch(ctx context.Context, r *repo, gitDir string) error {
@@ -500,12 +524,21 @@ func isHex(s string) bool {
 	return true
 }
 
-// checkBranch validates a branch name with git itself, and refuses names
-// git would expand (like @{-1}) rather than take literally.
+// checkBranch validates a branch name, and refuses names git would expand
+// (like @{-1}) rather than take literally. Plain names are checked here;
+// git itself judges the rest.
 func (c *Cache) checkBranch(ctx context.Context, branch string) error {
 	if branch == "" || strings.HasPrefix(branch, "-") {
 		return fmt.Errorf("%w: %q", ErrInvalidBranch, branch)
 	}
+	if plainBranch(branch) {
+		return nil
+	}
+	return c.checkBranchGit(ctx, branch)
+}
+
+// checkBranchGit asks `git check-ref-format --branch`.
+func (c *Cache) checkBranchGit(ctx context.Context, branch string) error {
 	out, err := c.out(ctx, gitRun{args: []string{"check-ref-format", "--branch", branch}})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -517,4 +550,27 @@ func (c *Cache) checkBranch(ctx context.Context, branch string) error {
 		return fmt.Errorf("%w: %q expands to %q", ErrInvalidBranch, branch, out)
 	}
 	return nil
+}
+
+// plainBranch reports whether git certainly accepts branch as a branch name
+// and takes it literally: only ASCII letters, digits and "._-/" (so nothing
+// git expands, like @{-1}), and git's ref rules hold. False means "ask git",
+// not "invalid": it also refuses some names git accepts.
+func plainBranch(branch string) bool {
+	if branch == "" || branch == "HEAD" || strings.HasSuffix(branch, ".") || strings.Contains(branch, "..") {
+		return false
+	}
+	for i := 0; i < len(branch); i++ {
+		switch b := branch[i]; {
+		case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z', b >= '0' && b <= '9', b == '.', b == '_', b == '-', b == '/':
+		default:
+			return false
+		}
+	}
+	for comp := range strings.SplitSeq(branch, "/") {
+		if comp == "" || comp[0] == '.' || comp[0] == '-' || strings.HasSuffix(comp, ".lock") {
+			return false
+		}
+	}
+	return true
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -215,4 +216,71 @@ func assertNotExist(t testing.TB, p string) {
 	if _, err := os.Lstat(p); !os.IsNotExist(err) {
 		t.Errorf("%s exists (err=%v), want it gone", p, err)
 	}
+}
+
+// gitRecorder is a slog.Handler keeping the arguments of every git command
+// a Cache runs (its debug "git" records), to count them.
+type gitRecorder struct {
+	mu   sync.Mutex
+	cmds [][]string
+}
+
+func (g *gitRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (g *gitRecorder) WithAttrs([]slog.Attr) slog.Handler       { return g }
+func (g *gitRecorder) WithGroup(string) slog.Handler            { return g }
+
+func (g *gitRecorder) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "git" {
+		return nil
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		if args, ok := a.Value.Any().([]string); ok && a.Key == "args" {
+			g.mu.Lock()
+			g.cmds = append(g.cmds, slices.Clone(args))
+			g.mu.Unlock()
+		}
+		return true
+	})
+	return nil
+}
+
+// verbs returns the git subcommand of each command recorded so far
+// ("fetch", "worktree prune", ...) and forgets them.
+func (g *gitRecorder) verbs() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var verbs []string
+	for _, args := range g.cmds {
+		verbs = append(verbs, gitVerb(args))
+	}
+	g.cmds = nil
+	return verbs
+}
+
+// gitVerb skips the global options before the subcommand; for worktree,
+// the subcommand's own subcommand is kept too.
+func gitVerb(args []string) string {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "-c":
+			i++
+		case strings.HasPrefix(a, "--git-dir="):
+		case a == "worktree" && i+1 < len(args):
+			return a + " " + args[i+1]
+		default:
+			return a
+		}
+	}
+	return ""
+}
+
+// newRecordingCache is a cache whose git commands are recorded.
+func newRecordingCache(t testing.TB) (*Cache, *gitRecorder) {
+	t.Helper()
+	rec := &gitRecorder{}
+	c, err := NewCache(CacheOptions{Dir: t.TempDir(), Logger: slog.New(rec)})
+	if err != nil {
+		t.Fatalf("NewCache: %v", err)
+	}
+	return c, rec
 }

@@ -209,6 +209,9 @@ func (w *Worktree) Checkpoint(ctx context.Context, message string) (string, erro
 // content is still the attempt's result, and Push publishes the branch.
 func (w *Worktree) pinBranch(ctx context.Context, head string) error {
 	ref := "refs/heads/" + w.Branch
+	if headFileIs(filepath.Join(w.gitDir, "HEAD"), ref) {
+		return nil
+	}
 	sym, err := w.out(ctx, "symbolic-ref", "--quiet", "HEAD")
 	if err == nil && sym == ref {
 		return nil
@@ -222,6 +225,18 @@ func (w *Worktree) pinBranch(ctx context.Context, head string) error {
 		return fmt.Errorf("worktree: move %s to %s: %w", w.Branch, shortSHA(head), err)
 	}
 	return nil
+}
+
+// headFileIs reports whether the HEAD file at path is a plain file saying
+// HEAD is the symbolic ref ref, written the way git writes it. That is
+// what `git symbolic-ref HEAD` reads; any other form is left to git.
+func headFileIs(path, ref string) bool {
+	info, err := os.Lstat(path)
+	if err != nil || !info.Mode().IsRegular() || info.Size() != int64(len("ref: "+ref+"\n")) {
+		return false
+	}
+	b, err := os.ReadFile(path)
+	return err == nil && string(b) == "ref: "+ref+"\n"
 }
 
 // Push pushes the attempt branch to the repository's remote under the same

@@ -69,6 +69,9 @@ func (c *Cache) Prepare(ctx context.Context, opts PrepareOptions) (*Worktree, er
 	if err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // checkBranch may not have run git to notice
+	}
 
 	w, mergeSHAs, err := c.addWorktree(ctx, r, opts, wtPath)
 	if err != nil {
@@ -90,7 +93,7 @@ func (c *Cache) Prepare(ctx context.Context, opts PrepareOptions) (*Worktree, er
 			return fail(err)
 		}
 	}
-	head, err := w.head(ctx)
+	head, err := w.baselineHead(ctx, len(opts.Merge) > 0)
 	if err != nil {
 		return fail(err)
 	}
@@ -108,11 +111,12 @@ func (c *Cache) Prepare(ctx context.Context, opts PrepareOptions) (*Worktree, er
 // addWorktree does the part of Prepare that touches shared repository
 // state, under the repo lock: sync, resolve, `git worktree add`.
 func (c *Cache) addWorktree(ctx context.Context, r *repo, opts PrepareOptions, wtPath string) (*Worktree, []string, error) {
+	asked := time.Now() // before waiting: a fetch made meanwhile will do
 	if err := r.lock(ctx); err != nil {
 		return nil, nil, err
 	}
 	defer r.unlock()
-	if err := c.sync(ctx, r); err != nil {
+	if err := c.sync(ctx, r, asked); err != nil {
 		return nil, nil, err
 	}
 	baseSHA, err := c.resolveBase(ctx, r, opts.Base)
@@ -138,13 +142,50 @@ func (c *Cache) addWorktree(ctx context.Context, r *repo, opts PrepareOptions, w
 		return nil, nil, fmt.Errorf("worktree: add %s: %w", wtPath, err)
 	}
 	w := &Worktree{Path: wtPath, Branch: opts.Branch, BaseCommit: baseSHA, cache: c, repo: r}
-	gitDir, err := c.out(ctx, gitRun{dir: wtPath, args: []string{"rev-parse", "--absolute-git-dir"}})
+	gitDir, err := c.worktreeGitDir(ctx, r, wtPath)
 	if err != nil {
 		c.cleanupFailedAdd(ctx, r, wtPath, opts.Branch, true)
 		return nil, nil, fmt.Errorf("worktree: locate git dir of %s: %w", wtPath, err)
 	}
 	w.gitDir = gitDir
 	return w, mergeSHAs, nil
+}
+
+// worktreeGitDir returns the private git dir of a worktree `git worktree
+// add` just made, from the .git file it wrote. Anything unexpected there is
+// left to git to interpret.
+func (c *Cache) worktreeGitDir(ctx context.Context, r *repo, wtPath string) (string, error) {
+	if dir, ok := readGitFile(filepath.Join(wtPath, ".git"), r.dir); ok {
+		return dir, nil
+	}
+	return c.out(ctx, gitRun{dir: wtPath, args: []string{"rev-parse", "--absolute-git-dir"}})
+}
+
+// readGitFile parses a worktree's .git file ("gitdir: <path>\n"). It
+// accepts only an absolute path to a directory inside commonDir (where git
+// keeps worktrees' git dirs), resolved like `git rev-parse
+// --absolute-git-dir` resolves it.
+func readGitFile(gitFile, commonDir string) (string, bool) {
+	b, err := os.ReadFile(gitFile)
+	if err != nil {
+		return "", false
+	}
+	p, ok := strings.CutPrefix(string(b), "gitdir: ")
+	if !ok {
+		return "", false
+	}
+	p = strings.TrimSuffix(p, "\n")
+	if !filepath.IsAbs(p) || strings.ContainsAny(p, "\r\n") {
+		return "", false
+	}
+	p, err = filepath.EvalSymlinks(p)
+	if err != nil || !within(commonDir, p) {
+		return "", false
+	}
+	if info, err := os.Stat(p); err != nil || !info.IsDir() {
+		return "", false
+	}
+	return p, true
 }
 
 // resolveMergeRef finds a result branch under refs/remotes/origin and
@@ -238,6 +279,15 @@ func (w *Worktree) out(ctx context.Context, args ...string) (string, error) {
 	return strings.TrimSpace(string(res.stdout)), nil
 }
 
+// baselineHead is HEAD once Prepare checked out the base and merged:
+// without merges, the base commit `git worktree add` just checked out.
+func (w *Worktree) baselineHead(ctx context.Context, merged bool) (string, error) {
+	if !merged {
+		return w.BaseCommit, nil
+	}
+	return w.head(ctx)
+}
+
 func (w *Worktree) head(ctx context.Context) (string, error) {
 	sha, err := w.out(ctx, "rev-parse", "--verify", "HEAD^{commit}")
 	if err != nil {
@@ -324,15 +374,24 @@ func (c *Cache) removeLocked(ctx context.Context, r *repo, wtPath, branch string
 				return fmt.Errorf("worktree: remove %s: %w", wtPath, rmErr)
 			}
 		}
-	}
-	if _, err := c.run(ctx, gitRun{args: []string{gd, "worktree", "prune"}}); err != nil {
-		return fmt.Errorf("worktree: prune: %w", err)
+		// git still lists the worktree; a successful remove forgot it
+		// already (and Sweep prunes whatever else is stale).
+		if _, err := c.run(ctx, gitRun{args: []string{gd, "worktree", "prune"}}); err != nil {
+			return fmt.Errorf("worktree: prune: %w", err)
+		}
 	}
 	if _, err := c.run(ctx, gitRun{args: []string{gd, "update-ref", "-d", "refs/heads/" + branch}}); err != nil {
 		return fmt.Errorf("worktree: delete branch %s: %w", branch, err)
 	}
 	return nil
 }
+
+// GitDir is the worktree's private git dir, located before anyone else
+// could touch the worktree.
+func (w *Worktree) GitDir() string { return w.gitDir }
+
+// CommonDir is the cached bare repository the worktree belongs to.
+func (w *Worktree) CommonDir() string { return w.repo.dir }
 
 func (w *Worktree) usable() error {
 	if w == nil || w.cache == nil || w.gitDir == "" {

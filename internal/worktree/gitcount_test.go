@@ -1,0 +1,274 @@
+package worktree
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The git commands of a whole attempt: each one costs a process.
+func TestAttemptGitCommands(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	o := newOrigin(t)
+	c, rec := newRecordingCache(t)
+	w := prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/count/a/1"})
+	wantVerbs(t, rec, "first Prepare",
+		"init", "remote", "fetch", "remote", // clone
+		"rev-parse", "rev-parse", "worktree add")
+
+	writeFile(t, filepath.Join(w.Path, "out.txt"), "result\n", 0o644)
+	if _, err := w.Observe(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantVerbs(t, rec, "Observe", "log", "add", "diff", "diff")
+	sha, err := w.Checkpoint(ctx, "done")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantVerbs(t, rec, "Checkpoint", "add", "diff", "commit", "rev-parse")
+	if pushed, err := w.Push(ctx); err != nil || pushed != sha {
+		t.Fatalf("Push = %s, %v; want %s", pushed, err, sha)
+	}
+	wantVerbs(t, rec, "Push", "rev-parse", "push")
+	if err := c.Remove(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	wantVerbs(t, rec, "Remove", "worktree remove", "update-ref")
+
+	w2 := prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/count/b/1"})
+	wantVerbs(t, rec, "second Prepare", "fetch", "rev-parse", "rev-parse", "worktree add")
+	if w2.Baseline != o.C2 {
+		t.Errorf("Baseline = %s, want %s", w2.Baseline, o.C2)
+	}
+	if got := gitT(t, w2.Path, "rev-parse", "--absolute-git-dir"); got != w2.gitDir {
+		t.Errorf("git dir = %s, git says %s", w2.gitDir, got)
+	}
+}
+
+// When git cannot remove the worktree, the directory is deleted by hand and
+// git told to forget it.
+func TestRemoveFallbackPrunes(t *testing.T) {
+	t.Parallel()
+	o := newOrigin(t)
+	c, rec := newRecordingCache(t)
+	w := prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/count/rm/1"})
+	if err := os.Remove(filepath.Join(w.Path, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	rec.verbs()
+	if err := c.Remove(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	wantVerbs(t, rec, "Remove", "worktree remove", "worktree prune", "update-ref")
+	rd, _ := c.RepoDir(o.URL)
+	if got := gitT(t, "", "--git-dir="+rd, "worktree", "list", "--porcelain"); strings.Contains(got, w.Path) {
+		t.Errorf("worktree list still shows %s:\n%s", w.Path, got)
+	}
+}
+
+func wantVerbs(t *testing.T, rec *gitRecorder, what string, want ...string) {
+	t.Helper()
+	if got := rec.verbs(); !slices.Equal(got, want) {
+		t.Errorf("%s ran git %q, want %q", what, got, want)
+	}
+}
+
+func TestReadGitFile(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	common := filepath.Join(root, "repo.git")
+	gitDir := filepath.Join(common, "worktrees", "wt")
+	if err := os.MkdirAll(gitDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(common, "worktrees", "file"), "", 0o644)
+	if err := os.Symlink(gitDir, filepath.Join(common, "worktrees", "link")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, content, want string
+	}{
+		{"as git writes it", "gitdir: " + gitDir + "\n", gitDir},
+		{"no newline", "gitdir: " + gitDir, gitDir},
+		{"not clean", "gitdir: " + common + "/worktrees/./wt/\n", gitDir},
+		{"symlink resolved", "gitdir: " + filepath.Join(common, "worktrees", "link") + "\n", gitDir},
+		{"relative", "gitdir: repo.git/worktrees/wt\n", ""},
+		{"outside the repository", "gitdir: " + root + "\n", ""},
+		{"escaping the repository", "gitdir: " + gitDir + "/../../..\n", ""},
+		{"missing", "gitdir: " + gitDir + "-gone\n", ""},
+		{"a file", "gitdir: " + filepath.Join(common, "worktrees", "file") + "\n", ""},
+		{"two lines", "gitdir: " + gitDir + "\nx\n", ""},
+		{"CRLF", "gitdir: " + gitDir + "\r\n", ""},
+		{"other syntax", "gitdir:" + gitDir + "\n", ""},
+		{"empty", "", ""},
+	}
+	for _, tt := range tests {
+		f := filepath.Join(t.TempDir(), ".git")
+		writeFile(t, f, tt.content, 0o644)
+		got, ok := readGitFile(f, common)
+		if got != tt.want || ok != (tt.want != "") {
+			t.Errorf("%s: readGitFile = %q, %v; want %q", tt.name, got, ok, tt.want)
+		}
+	}
+	if got, ok := readGitFile(filepath.Join(root, "none"), common); ok {
+		t.Errorf("no .git file: readGitFile = %q, true", got)
+	}
+}
+
+func TestHeadFileIs(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const ref = "refs/heads/drover/x/1"
+	tests := []struct {
+		name, content string
+		want          bool
+	}{
+		{"as git writes it", "ref: " + ref + "\n", true},
+		{"other branch", "ref: refs/heads/drover/x/2\n", false},
+		{"prefix of the branch", "ref: refs/heads/drover/x/10\n", false},
+		{"detached", strings.Repeat("a", 40) + "\n", false},
+		{"no newline", "ref: " + ref, false},
+		{"extra space", "ref:  " + ref + "\n", false},
+		{"empty", "", false},
+	}
+	for _, tt := range tests {
+		p := filepath.Join(dir, tt.name)
+		writeFile(t, p, tt.content, 0o644)
+		if got := headFileIs(p, ref); got != tt.want {
+			t.Errorf("%s: headFileIs = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(filepath.Join(dir, "as git writes it"), link); err != nil {
+		t.Fatal(err)
+	}
+	if headFileIs(link, ref) {
+		t.Error("a symlinked HEAD is taken as read")
+	}
+	if headFileIs(filepath.Join(dir, "missing"), ref) {
+		t.Error("a missing HEAD is taken as read")
+	}
+}
+
+func TestFetchedSince(t *testing.T) {
+	t.Parallel()
+	asked := time.Now()
+	tests := []struct {
+		name      string
+		fetchedAt time.Time
+		want      bool
+	}{
+		{"never fetched", time.Time{}, false},
+		{"started before the ask", asked.Add(-time.Nanosecond), false},
+		{"started at the ask", asked, true},
+		{"started after the ask", asked.Add(time.Millisecond), true},
+	}
+	for _, tt := range tests {
+		if got := fetchedSince(tt.fetchedAt, asked); got != tt.want {
+			t.Errorf("%s: fetchedSince = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// A fetch that started after a Prepare asked serves it; one that started
+// before does not, even when it finished after.
+func TestSyncSharesFetchesStartedSinceAsked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	o := newOrigin(t)
+	c, rec := newRecordingCache(t)
+	prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/sync/1"})
+	r, err := c.repoFor(o.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer r.unlock()
+	rec.verbs()
+
+	before := time.Now()
+	if err := c.sync(ctx, r, before); err != nil {
+		t.Fatal(err)
+	}
+	wantVerbs(t, rec, "sync asked before the clone's fetch", "fetch")
+	if err := c.sync(ctx, r, before); err != nil {
+		t.Fatal(err)
+	}
+	wantVerbs(t, rec, "sync asked before the last fetch started")
+	if err := c.sync(ctx, r, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	wantVerbs(t, rec, "sync asked after the last fetch started", "fetch")
+}
+
+// Prepares waiting for the repository while another one fetches share the
+// next fetch.
+func TestConcurrentPreparesShareFetch(t *testing.T) {
+	t.Parallel()
+	o := newOrigin(t)
+	c, rec := newRecordingCache(t)
+	prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/share/0"})
+	c4 := o.pushNew(t, mainBranch, "later.txt", "later\n")
+	r, err := c.repoFor(o.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.lock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	const n = 3
+	wts := make([]*Worktree, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		p := wtPath(t)
+		wg.Go(func() {
+			w, err := c.Prepare(context.Background(), PrepareOptions{RepoURL: o.URL, Base: mainBranch,
+				Branch: "drover/share/" + string(rune('a'+i)), Path: p})
+			wts[i] = w
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	waitForLockWaiters(t, n)
+	rec.verbs()
+	r.unlock()
+	wg.Wait()
+	fetches := 0
+	for _, v := range rec.verbs() {
+		if v == "fetch" {
+			fetches++
+		}
+	}
+	if fetches != 1 {
+		t.Errorf("%d Prepares fetched %d times, want once", n, fetches)
+	}
+	for _, w := range wts {
+		if w != nil && w.BaseCommit != c4 {
+			t.Errorf("%s: BaseCommit = %s, want the pushed %s", w.Branch, w.BaseCommit, c4)
+		}
+	}
+}
+
+// waitForLockWaiters waits until n goroutines are blocked taking a repo
+// lock, so they all asked for a fetch before the lock is released.
+func waitForLockWaiters(t *testing.T, n int) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		if strings.Count(stacks, "worktree.(*repo).lock(") >= n {
+			return
+		}
+	}
+	t.Fatalf("%d goroutines never waited for the repo lock", n)
+}
