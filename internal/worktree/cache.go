@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -83,6 +84,7 @@ type repo struct {
 	// Guarded by sem.
 	ready     bool      // exists on disk and verified this process
 	fetchedAt time.Time // when the last successful fetch (or clone) started
+	fetched   refspecs  // what it fetched
 }
 
 func (r *repo) lock(ctx context.Context) error {
@@ -301,8 +303,8 @@ func repoDirName(u string) string {
 // the remote was at asked: a fetch that started since then, for anyone,
 // is as fresh as one started now, so concurrent callers share it.
 // Caller holds r's lock.
-func (c *Cache) sync(ctx context.Context, r *repo, asked time.Time) error {
-	if r.ready && fetchedSince(r.fetchedAt, asked) {
+func (c *Cache) sync(ctx context.Context, r *repo, asked time.Time, want refspecs) error {
+	if r.ready && fetchedSince(r.fetchedAt, asked) && r.fetched.covers(want) {
 		return nil
 	}
 	start := time.Now()
@@ -316,7 +318,7 @@ func (c *Cache) sync(ctx context.Context, r *repo, asked time.Time) error {
 			}
 			r.ready = true
 			if fetched {
-				r.fetchedAt = start
+				r.fetchedAt, r.fetched = start, everything
 			}
 			return nil // freshly fetched
 		case err != nil:
@@ -327,10 +329,21 @@ func (c *Cache) sync(ctx context.Context, r *repo, asked time.Time) error {
 		}
 		r.ready = true
 	}
-	if err := c.fetch(ctx, r, r.dir); err != nil {
+	if want.all {
+		want = everything // the remote's default branch is not known yet
+	} else if want.headOfRemote {
+		branch, ok := remoteDefaultBranch(r.dir)
+		if !ok {
+			want = everything
+		} else {
+			want.specs = append(slices.Clone(want.specs), branchRefspec(branch))
+			want.sort()
+		}
+	}
+	if err := c.fetchRefspecs(ctx, r, r.dir, want.list()); err != nil {
 		return err
 	}
-	r.fetchedAt = start
+	r.fetchedAt, r.fetched = start, want
 	return nil
 }
 
@@ -403,9 +416,13 @@ func (c *Cache) clone(ctx context.Context, r *repo) (fetched bool, err error) {
 }
 
 func (c *Cache) fetch(ctx context.Context, r *repo, gitDir string) error {
+	return c.fetchRefspecs(ctx, r, gitDir, fetchRefspecs)
+}
+
+func (c *Cache) fetchRefspecs(ctx context.Context, r *repo, gitDir string, specs []string) error {
 	args := []string{"--git-dir=" + gitDir, "fetch", "--quiet", "--prune", "--no-write-fetch-head",
 		"--no-recurse-submodules", "origin"}
-	args = append(args, fetchRefspecs...)
+	args = append(args, specs...)
 	if _, err := c.run(ctx, gitRun{args: args}); err != nil {
 		return fmt.Errorf("worktree: fetch %s: %w", r.url, err)
 	}

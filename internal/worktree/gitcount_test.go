@@ -196,15 +196,15 @@ func TestSyncSharesFetchesStartedSinceAsked(t *testing.T) {
 	rec.verbs()
 
 	before := time.Now()
-	if err := c.sync(ctx, r, before); err != nil {
+	if err := c.sync(ctx, r, before, everything); err != nil {
 		t.Fatal(err)
 	}
 	wantVerbs(t, rec, "sync asked before the clone's fetch", "fetch")
-	if err := c.sync(ctx, r, before); err != nil {
+	if err := c.sync(ctx, r, before, everything); err != nil {
 		t.Fatal(err)
 	}
 	wantVerbs(t, rec, "sync asked before the last fetch started")
-	if err := c.sync(ctx, r, time.Now()); err != nil {
+	if err := c.sync(ctx, r, time.Now(), everything); err != nil {
 		t.Fatal(err)
 	}
 	wantVerbs(t, rec, "sync asked after the last fetch started", "fetch")

@@ -116,7 +116,7 @@ func (c *Cache) addWorktree(ctx context.Context, r *repo, opts PrepareOptions, w
 		return nil, nil, err
 	}
 	defer r.unlock()
-	if err := c.sync(ctx, r, asked); err != nil {
+	if err := c.sync(ctx, r, asked, wantedRefspecs(opts.Base, opts.Merge)); err != nil {
 		return nil, nil, err
 	}
 	baseSHA, err := c.resolveBase(ctx, r, opts.Base)
