@@ -25,8 +25,9 @@ type gitRun struct {
 	dir         string   // working directory; "" = the cache directory
 	env         []string // extra environment (GIT_DIR, GIT_INDEX_FILE, ...)
 	args        []string
-	stdoutLimit int64 // 0 = defaultStdoutLimit
-	allowTrunc  bool  // return truncated stdout instead of ErrOutputTooLarge
+	stdin       string // "" = no input
+	stdoutLimit int64  // 0 = defaultStdoutLimit
+	allowTrunc  bool   // return truncated stdout instead of ErrOutputTooLarge
 }
 
 type gitResult struct {
@@ -99,7 +100,9 @@ func (c *Cache) run(ctx context.Context, r gitRun) (gitResult, error) {
 		cmd.Dir = c.dir
 	}
 	cmd.Env = append(c.baseEnv(), r.env...)
-	cmd.Stdin = nil
+	if r.stdin != "" {
+		cmd.Stdin = strings.NewReader(r.stdin)
+	}
 	stdout := &limitedBuffer{limit: limit}
 	stderr := &tailBuffer{limit: maxStderr - len("...")}
 	cmd.Stdout = stdout

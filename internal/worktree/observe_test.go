@@ -269,6 +269,11 @@ func TestCheckpointAndPush(t *testing.T) {
 	if got := o.git(t, "ls-tree", "refs/heads/"+w.Branch, "script.sh"); !strings.HasPrefix(got, "100644 ") {
 		t.Errorf("script.sh mode on origin = %q, want 100644", got)
 	}
+	// The cache keeps no ref per pushed branch: its fetches check
+	// connectivity against every ref it has.
+	if got := gitT(t, "", "--git-dir="+w.repo.dir, "for-each-ref", "--format=%(refname)", "refs/remotes/origin/drover/"); got != "" {
+		t.Errorf("the push left remote-tracking refs in the cache:\n%s", got)
+	}
 	// Pushing again is a no-op success.
 	if again, err := w.Push(ctx); err != nil || again != sha {
 		t.Errorf("second Push = %s, %v", again, err)

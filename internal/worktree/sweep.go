@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Sweep removes the worktree directories directly under dir that keep does
@@ -61,8 +62,13 @@ func (c *Cache) repoAt(dir string) *repo {
 	return r
 }
 
-// tidy prunes the records of vanished worktrees of one cached repository
-// and deletes its local branches that no worktree has checked out.
+// tidy prunes the records of vanished worktrees of one cached repository,
+// deletes its local branches that no worktree has checked out, and forgets
+// the result branches it fetched (refs/remotes/origin/drover/*). A worker
+// fetches the results a task merges, and a new cache fetches every branch
+// of the remote: kept, they would pile up one per attempt of the flows the
+// worker ever served, and every fetch checks connectivity against all of
+// the cache's refs. The next Prepare fetches again what it needs.
 func (c *Cache) tidy(ctx context.Context, r *repo) error {
 	if err := r.lock(ctx); err != nil {
 		return err
@@ -82,18 +88,32 @@ func (c *Cache) tidy(ctx context.Context, r *repo) error {
 			inUse[ref] = true
 		}
 	}
-	refs, err := c.out(ctx, gitRun{args: []string{gd, "for-each-ref", "--format=%(refname)", "refs/heads/"}})
+	refs, err := c.out(ctx, gitRun{args: []string{gd, "for-each-ref", "--format=%(refname)", "refs/heads/", resultsFetched}})
 	if err != nil {
 		return fmt.Errorf("worktree: list branches of %s: %w", r.dir, err)
 	}
+	var del strings.Builder
+	results := false
 	for ref := range strings.Lines(refs) {
 		ref = strings.TrimSpace(ref)
 		if ref == "" || inUse[ref] {
 			continue
 		}
-		if _, err := c.run(ctx, gitRun{args: []string{gd, "update-ref", "-d", ref}}); err != nil {
-			return fmt.Errorf("worktree: delete branch %s of %s: %w", ref, r.dir, err)
-		}
+		results = results || strings.HasPrefix(ref, resultsFetched)
+		fmt.Fprintf(&del, "delete %s\n", ref)
+	}
+	if del.Len() == 0 {
+		return nil
+	}
+	if _, err := c.run(ctx, gitRun{args: []string{gd, "update-ref", "--stdin"}, stdin: del.String()}); err != nil {
+		return fmt.Errorf("worktree: delete branches of %s: %w", r.dir, err)
+	}
+	if results {
+		r.fetchedAt, r.fetched = time.Time{}, refspecs{} // what it fetched is gone
 	}
 	return nil
 }
+
+// resultsFetched is where a cache keeps the attempts' result branches it
+// fetched (queue.AttemptBranch names them drover/<flow>/...).
+const resultsFetched = "refs/remotes/origin/drover/"

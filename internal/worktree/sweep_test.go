@@ -2,7 +2,9 @@ package worktree
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -50,5 +52,42 @@ func TestSweepRemovesLeftovers(t *testing.T) {
 	// Sweeping what is clean removes nothing.
 	if removed, err := c.Sweep(context.Background(), wtDir, func(p string) bool { return p == paths["kept"] }); err != nil || len(removed) != 0 {
 		t.Errorf("second sweep: removed %v, err %v", removed, err)
+	}
+}
+
+// TestSweepForgetsFetchedResults: the result branches a cache fetched, for
+// the merges of dependent tasks or with the whole remote when it was
+// created, would pile up one per attempt; a sweep deletes them, and a task
+// merging one of them later fetches it again.
+func TestSweepForgetsFetchedResults(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	o := newOrigin(t)
+	results := map[string]string{}
+	for _, b := range []string{"drover/f/x/1", "drover/f/y/1"} {
+		gitT(t, o.Seed, "branch", b, mainBranch)
+		results[b] = o.pushNew(t, b, strings.ReplaceAll(b, "/", "-")+".txt", b+"\n")
+	}
+	c := newTestCache(t)
+	merge := []Ref{{Branch: "drover/f/y/1", Commit: results["drover/f/y/1"]}}
+	w := prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/f/a/1", Merge: merge})
+	fetched := func() string {
+		return gitT(t, "", "--git-dir="+w.repo.dir, "for-each-ref", "--format=%(refname)", "refs/remotes/origin/")
+	}
+	if got := fetched(); !strings.Contains(got, "refs/remotes/origin/drover/f/x/1") {
+		t.Fatalf("the new cache did not fetch the remote's branches:\n%s", got)
+	}
+	if _, err := c.Sweep(ctx, t.TempDir(), func(string) bool { return true }); err != nil {
+		t.Fatalf("Sweep: %v", err)
+	}
+	if got := fetched(); strings.Contains(got, "drover/") || !strings.Contains(got, "refs/remotes/origin/"+mainBranch) {
+		t.Errorf("after the sweep the cache has:\n%s\nwant the base and no result branch", got)
+	}
+	if got := gitT(t, "", "--git-dir="+w.repo.dir, "rev-parse", "refs/heads/"+w.Branch); got == "" {
+		t.Error("the sweep deleted the branch of a live worktree")
+	}
+	w2 := prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/f/b/1", Merge: merge})
+	if _, err := os.Stat(filepath.Join(w2.Path, "drover-f-y-1.txt")); err != nil {
+		t.Errorf("the result merged after the sweep is missing: %v", err)
 	}
 }
