@@ -30,15 +30,15 @@ type Controller struct {
 	m *metrics // telemetry; no-op instruments unless a meter provider is installed
 
 	mu        sync.Mutex
-	published map[string]bool // attempt jobs queued by this process
-	folded    *sync.Cond      // broadcast after each commit
+	published publishedJobs // jobs queued by this process
+	folded    *sync.Cond    // broadcast after each commit
 }
 
 // New returns a controller over an open store.
 func New(cfg *config.Config, js jetstream.JetStream, store *eventlog.Store, log *slog.Logger) *Controller {
 	c := &Controller{
 		cfg: cfg, js: js, store: store, log: log, now: time.Now,
-		kick: make(chan struct{}, 1), published: map[string]bool{},
+		kick: make(chan struct{}, 1), published: publishedJobs{jobs: map[string]uint64{}},
 	}
 	c.folded = sync.NewCond(&c.mu)
 	c.m = newMetrics(c)

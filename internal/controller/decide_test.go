@@ -364,7 +364,7 @@ func BenchmarkPlan(b *testing.B) {
 	w.plan(true)
 	for i := range 10_000 {
 		id := queue.AttemptID("f", fmt.Sprintf("t%d", i), 1)
-		w.c.published[id] = true
+		w.c.published.add(id)
 		if i%10 == 0 {
 			w.report(id, eventlog.Report{Success: true, Branch: "b", Commit: strings.Repeat("c", 40)})
 		}
@@ -387,13 +387,13 @@ func TestPlanForgetsPublishedJobs(t *testing.T) {
 		t.Fatalf("jobs: %s", got)
 	}
 	for i := range 3 {
-		w.c.published[queue.AttemptID("f", fmt.Sprintf("t%d", i), 1)] = true
+		w.c.published.add(queue.AttemptID("f", fmt.Sprintf("t%d", i), 1))
 	}
 	w.report(queue.AttemptID("f", "t1", 1), eventlog.Report{Success: true, Branch: "b", Commit: strings.Repeat("c", 40)})
 	if got := summary(w.plan(false)); got != "" {
 		t.Fatalf("published jobs queued again: %s", got)
 	}
-	if len(w.c.published) != 2 || w.c.published[queue.AttemptID("f", "t1", 1)] {
-		t.Errorf("published = %v, want the two still queued", w.c.published)
+	if len(w.c.published.jobs) != 2 || w.c.published.has(queue.AttemptID("f", "t1", 1)) {
+		t.Errorf("published = %v, want the two still queued", w.c.published.jobs)
 	}
 }
