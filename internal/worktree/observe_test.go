@@ -465,6 +465,35 @@ func TestMergeResults(t *testing.T) {
 	prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/flow/f/1", Merge: []Ref{{Branch: a.Branch}}})
 }
 
+// TestMergeSkipsWhatChangesNothing: a result at the base (a task that
+// committed nothing) and a result merged already are not merged again, and
+// their branches are not even looked up.
+func TestMergeSkipsWhatChangesNothing(t *testing.T) {
+	t.Parallel()
+	o := newOrigin(t)
+	c := newTestCache(t)
+	a := attempt(t, c, o, "drover/skip/a/1", map[string]string{"a.txt": "a\n"})
+	idle := attempt(t, c, o, "drover/skip/idle/1", nil)
+	if idle.Commit != o.C2 {
+		t.Fatalf("a result without changes is at %s, want the base %s", idle.Commit, o.C2)
+	}
+	gone := Ref{Branch: "drover/skip/gone/1", Commit: o.C2} // at the base, branch deleted since
+	w := prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/skip/c/1",
+		Merge: []Ref{idle, a, gone, {Branch: "drover/skip/again/1", Commit: a.Commit}}})
+	merges := gitT(t, w.Path, "log", "--merges", "--format=%s", w.BaseCommit+"..HEAD")
+	if merges != "Merge drover/skip/a/1 ("+a.Commit[:12]+") into drover/skip/c/1" {
+		t.Errorf("merge commits:\n%s\nwant one, of a", merges)
+	}
+	if got := readFile(t, filepath.Join(w.Path, "a.txt")); got != "a\n" {
+		t.Errorf("a.txt = %q", got)
+	}
+	// Nothing to merge at all: the baseline is the base.
+	w = prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/skip/d/1", Merge: []Ref{idle}})
+	if w.Baseline != w.BaseCommit {
+		t.Errorf("baseline %s, want the base %s", w.Baseline, w.BaseCommit)
+	}
+}
+
 func TestMergeConflict(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -88,12 +88,17 @@ func (c *Cache) Prepare(ctx context.Context, opts PrepareOptions) (*Worktree, er
 	}
 	// Merges touch only this worktree's branch and index, so they run
 	// without the repo lock.
+	merged := 0
 	for i, m := range opts.Merge {
+		if mergeSHAs[i] == "" {
+			continue // changes nothing (see addWorktree)
+		}
 		if err := w.merge(ctx, m.Branch, mergeSHAs[i]); err != nil {
 			return fail(err)
 		}
+		merged++
 	}
-	head, err := w.baselineHead(ctx, len(opts.Merge) > 0)
+	head, err := w.baselineHead(ctx, merged > 0)
 	if err != nil {
 		return fail(err)
 	}
@@ -128,11 +133,24 @@ func (c *Cache) addWorktree(ctx context.Context, r *repo, opts PrepareOptions, w
 	} else if sha != "" {
 		return nil, nil, fmt.Errorf("%w: %s (at %s)", ErrBranchExists, opts.Branch, shortSHA(sha))
 	}
+	// A result at the base commit, or at one merged before it, changes
+	// nothing and is neither resolved nor merged (its sha stays ""): a task
+	// that commits nothing reports its base as its result, and a flow of
+	// 10,000 such tasks would otherwise have its integration run 10,000
+	// merges that do nothing, and twice as many rev-parses.
 	mergeSHAs := make([]string, len(opts.Merge))
+	done := map[string]bool{baseSHA: true}
 	for i, m := range opts.Merge {
+		if done[m.Commit] {
+			continue
+		}
 		if mergeSHAs[i], err = c.resolveMergeRef(ctx, r, m); err != nil {
 			return nil, nil, err
 		}
+		if done[mergeSHAs[i]] {
+			mergeSHAs[i] = ""
+		}
+		done[mergeSHAs[i]] = true
 	}
 	if _, err := c.run(ctx, gitRun{args: []string{"--git-dir=" + r.dir, "worktree", "add", "--quiet",
 		"-b", opts.Branch, wtPath, baseSHA}}); err != nil {
