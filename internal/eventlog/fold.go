@@ -150,7 +150,7 @@ func (s *State) flowSubmitted(ev *Event) error {
 			Runtime: d.Spec.RuntimeFor(t), UpdatedAt: ev.Time,
 		}
 		if plan, ok := d.Plan[t.ID]; ok {
-			task.Plan = &plan
+			task.Plan = s.sharedPlan(&plan)
 			task.Runtime = plan.Worker.Name
 		}
 		s.putTask(task)

@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"reflect"
 	"time"
 
 	"github.com/drover-dev/drover/internal/flow"
@@ -201,6 +202,30 @@ type State struct {
 	// Parts holds the parts of large flows until their flow_submitted.
 	Parts map[string]*SubmittedPart // key: partKey
 	dirty map[string]struct{}
+	// plans are the last distinct plans tasks were given (sharedPlan).
+	plans []*policy.Resolved
+}
+
+// sharedPlans bounds the distinct plans sharedPlan compares a new one with.
+const sharedPlans = 4
+
+// sharedPlan returns a plan equal to p that other tasks have already, or
+// p. A flow's tasks mostly resolve to the same few plans, and a copy per
+// task (about 0.6 KB, its map of where each retry setting came from
+// included) was most of what a 10,000-task flow's tasks held. Plans are
+// never changed after submission, so tasks can share them.
+func (s *State) sharedPlan(p *policy.Resolved) *policy.Resolved {
+	for _, q := range s.plans {
+		if reflect.DeepEqual(p, q) {
+			return q
+		}
+	}
+	if len(s.plans) == sharedPlans {
+		copy(s.plans, s.plans[1:])
+		s.plans = s.plans[:sharedPlans-1]
+	}
+	s.plans = append(s.plans, p)
+	return p
 }
 
 // NewState returns an empty projection.

@@ -97,6 +97,9 @@ func (st *State) loadRecord(k string, v []byte) error {
 	case strings.HasPrefix(k, keyTask):
 		var t Task
 		if err = json.Unmarshal(v, &t); err == nil {
+			if t.Plan != nil {
+				t.Plan = st.sharedPlan(t.Plan)
+			}
 			st.Tasks[TaskKey(t.Flow, t.ID)] = &t
 		}
 	case strings.HasPrefix(k, keyAttempt):

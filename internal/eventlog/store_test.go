@@ -16,6 +16,9 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/policy"
 )
 
 func TestStoreReopen(t *testing.T) {
@@ -465,4 +468,42 @@ func TestDecodeErrorsAreWordedAlike(t *testing.T) {
 	if !errors.Is(stableError{inner}, inner) {
 		t.Fatal("stableError does not unwrap")
 	}
+}
+
+// TestTasksSharePlans: tasks with equal plans share one copy, in the live
+// projection and once loaded again, and each still reads its own plan.
+func TestTasksSharePlans(t *testing.T) {
+	plan := func(runtime string) policy.Resolved {
+		return policy.Resolved{Worker: policy.Choice{Name: runtime}, Retry: policy.DefaultRetry(),
+			RetryFrom: map[string]policy.Level{"max_attempts": policy.LevelBuiltin}}
+	}
+	spec := flow.Spec{Name: "p", Repo: "/r.git", Base: "main", Tasks: []flow.Task{
+		{ID: "a", Prompt: "a"}, {ID: "b", Prompt: "b"}, {ID: "c", Prompt: "c"}}}
+	ev := encodeEvent(t, "flow_submitted:p", FlowSubmitted, time.Unix(1, 0).UTC(), "p", "", "", 0,
+		FlowSubmittedData{Spec: spec, Plan: map[string]policy.Resolved{"a": plan("codex"), "b": plan("codex"), "c": plan("claude-code")}})
+	check := func(s *Store, when string) {
+		t.Helper()
+		s.Read(func(st *State) {
+			a, b, c := st.Task("p", "a").Plan, st.Task("p", "b").Plan, st.Task("p", "c").Plan
+			if a != b || a == c {
+				t.Errorf("%s: tasks a and b share a plan: %v, a and c: %v; want true, false", when, a == b, a == c)
+			}
+			if a.Worker.Name != "codex" || c.Worker.Name != "claude-code" || b.RetryFrom["max_attempts"] != policy.LevelBuiltin {
+				t.Errorf("%s: plans %+v, %+v", when, *a, *c)
+			}
+		})
+	}
+	fs := vfs.NewMem()
+	s := openMemStore(t, fs)
+	s.Stage(1, ev)
+	if err := s.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	check(s, "folded")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openMemStore(t, fs)
+	defer s.Close()
+	check(s, "loaded")
 }
