@@ -29,9 +29,13 @@ type Controller struct {
 
 	m *metrics // telemetry; no-op instruments unless a meter provider is installed
 
-	mu        sync.Mutex
+	// published is the decide loop's own: plan runs under the store's
+	// read lock, and a lock taken there would order against waitApplied's
+	// (c.mu, then the store's), which deadlocked with a commit waiting.
 	published publishedJobs // jobs queued by this process
-	folded    *sync.Cond    // broadcast after each commit
+
+	mu     sync.Mutex
+	folded *sync.Cond // broadcast after each commit, with mu
 }
 
 // New returns a controller over an open store.

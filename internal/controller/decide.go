@@ -48,9 +48,7 @@ func (c *Controller) decide(ctx context.Context) (time.Duration, error) {
 				errs = append(errs, err)
 				continue
 			}
-			c.mu.Lock()
 			c.published.add(a.job.Attempt)
-			c.mu.Unlock()
 		case a.stop != nil:
 			if err := c.stop(ctx, a.stop); err != nil {
 				errs = append(errs, err)
@@ -95,9 +93,7 @@ type planner struct {
 // clock to stamp the events it creates and to see which retries are due.
 func (c *Controller) plan(st *eventlog.State) ([]action, error) {
 	p := &planner{c: c, st: st, now: c.now()}
-	c.mu.Lock()
 	c.published.begin()
-	c.mu.Unlock()
 	var flows []runningFlow
 	for _, f := range st.Flows {
 		if !f.State.Terminal() {
@@ -117,17 +113,13 @@ func (c *Controller) plan(st *eventlog.State) ([]action, error) {
 			return nil, err
 		}
 	}
-	c.mu.Lock()
 	c.published.forgetUnseen()
-	c.mu.Unlock()
 	return p.out, nil
 }
 
 // published reports whether this process has queued the job of a queued
 // attempt (or integration), and keeps that knowledge for the next plan.
 func (p *planner) published(id string) bool {
-	p.c.mu.Lock()
-	defer p.c.mu.Unlock()
 	return p.c.published.seen(id)
 }
 

@@ -139,3 +139,30 @@ func (h *harness) lastJob(t *testing.T) *queue.Job {
 	}
 	return job
 }
+
+// TestSubmitWhileDeciding: API requests wait for their events to be folded
+// while the decision loop plans a large flow and the fold commits. The
+// decision loop once took the controller's mutex under the store's read
+// lock, the reverse of the order in which a request waits for the fold;
+// with a commit waiting for the store between them, all three stopped and
+// every later request timed out.
+func TestSubmitWhileDeciding(t *testing.T) {
+	h := newHarness(t)
+	h.start(filepath.Join(t.TempDir(), "state"))
+	ctx := context.Background()
+	cl := &Client{NC: h.nc, Timeout: 20 * time.Second}
+	big := &flow.Spec{Name: "big", Repo: "/srv/repo.git", Base: "main", Runtime: "demo"}
+	for i := range 3000 {
+		big.Tasks = append(big.Tasks, flow.Task{ID: fmt.Sprintf("t%05d", i), Prompt: "p"})
+	}
+	if _, err := cl.Submit(ctx, big); err != nil {
+		t.Fatalf("submit: %v", err)
+	}
+	small := &flow.Spec{Name: "small", Repo: "/srv/repo.git", Base: "main", Runtime: "demo",
+		Tasks: []flow.Task{{ID: "a", Prompt: "p"}}}
+	for i := range 40 {
+		if _, err := cl.Submit(ctx, small); err != nil {
+			t.Fatalf("submit %d while the controller decides: %v", i+1, err)
+		}
+	}
+}
