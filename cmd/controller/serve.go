@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -32,6 +33,7 @@ func newServe() *cobra.Command {
 				return err
 			}
 			log := cfg.Log.Logger(os.Stderr)
+			log.Debug("garbage collector", "gogc", setGCPercent(cfg))
 			stop, err := startTelemetry(cmd.Context(), cfg, log)
 			if err != nil {
 				return err
@@ -63,6 +65,7 @@ under the data dir, as if they ran on separate hosts. It is for trying Drover on
 				return &exitError{2, fmt.Errorf("--workers must not be negative")}
 			}
 			log := cfg.Log.Logger(os.Stderr)
+			log.Debug("garbage collector", "gogc", setGCPercent(cfg))
 			stop, err := startTelemetry(cmd.Context(), cfg, log)
 			if err != nil {
 				return err
@@ -80,6 +83,19 @@ under the data dir, as if they ran on separate hosts. It is for trying Drover on
 	cmd.Flags().String("nats-listen", "", "host:port of the embedded nats-server (port -1 picks a free one)")
 	cmd.Flags().String("http-listen", "", "host:port serving /metrics, /healthz and /readyz (default off)")
 	return cmd
+}
+
+// setGCPercent sets the garbage collector's target to controller.gc_percent
+// unless the GOGC variable chose one, and says which it is.
+func setGCPercent(cfg *config.Config) int {
+	if v, ok := os.LookupEnv("GOGC"); ok && v != "" {
+		// The runtime read it at start; reading it back leaves it as is.
+		n := debug.SetGCPercent(100)
+		debug.SetGCPercent(n)
+		return n
+	}
+	debug.SetGCPercent(cfg.Controller.GCPercent)
+	return cfg.Controller.GCPercent
 }
 
 // startTelemetry serves metrics and health on http.listen, if set, and

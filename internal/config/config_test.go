@@ -309,6 +309,9 @@ projects:
 	if d.Validator != "demo-review" || d.MaxParallel != 4 || c.Controller.MaxParallel != 16 {
 		t.Errorf("defaults: validator %q max_parallel %d, controller.max_parallel %d", d.Validator, d.MaxParallel, c.Controller.MaxParallel)
 	}
+	if c.Controller.GCPercent != 50 {
+		t.Errorf("controller.gc_percent %d, want the default 50", c.Controller.GCPercent)
+	}
 	r := d.Retry
 	if r.MaxAttempts != 5 || r.InitialBackoff != 2*time.Second || r.Coefficient != 3 || r.MaxBackoff != time.Minute ||
 		r.Jitter == nil || *r.Jitter != 0.1 || strings.Join(r.RetryOn, ",") != "RATE_LIMITED,VERIFICATION_FAILED" ||
@@ -451,6 +454,8 @@ func TestInvalidPolicy(t *testing.T) {
 		{"project timeout", "projects:\n  web:\n    timeout: -5s\n", nil, []string{"projects.web", "timeout"}},
 		{"defaults max_parallel", "defaults:\n  max_parallel: -1\n", nil, []string{"defaults.max_parallel"}},
 		{"controller max_parallel", "controller:\n  max_parallel: -2\n", nil, []string{"controller.max_parallel"}},
+		{"controller gc_percent", "controller:\n  gc_percent: 5\n", nil, []string{"controller.gc_percent", "10..1000"}},
+		{"env controller gc_percent", "", map[string]string{"DROVER_CONTROLLER_GC_PERCENT": "2000"}, []string{"controller.gc_percent"}},
 		{"defaults validator", "defaults:\n  validator: nosuch\n", nil, []string{"defaults.validator", `"nosuch"`}},
 		{"max_attempts", "defaults:\n  retry:\n    max_attempts: 101\n", nil, []string{"defaults.retry.max_attempts", "101"}},
 		{"max_attempts negative", "defaults:\n  retry:\n    max_attempts: -1\n", nil, []string{"defaults.retry.max_attempts"}},
