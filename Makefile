@@ -46,7 +46,7 @@ bench: ## Run every benchmark scenario several times and print median/min/max pe
 	GO=$(GO) ./scripts/bench.sh
 
 .PHONY: bench-scale
-bench-scale: ## The scale scenario as specified: a 10,000-task flow against a 1,000-task one, one run (~25 min)
+bench-scale: ## The scale scenario as specified: a 10,000-task flow against a 1,000-task one, one run (~10 min)
 	GO=$(GO) BENCH_ONLY=scale BENCH_SCALE_TASKS=10000 BENCH_COUNT_SCALE=1 BENCH_OUT=bin/bench-scale.txt ./scripts/bench.sh
 
 .PHONY: demo

@@ -58,8 +58,8 @@ bench() { # PATTERN COUNT PACKAGE
 want fold && bench 'BenchmarkFold$' "${BENCH_COUNT_FOLD:-5}" ./internal/controller/
 want claim && bench 'BenchmarkClaimLatency$' "${BENCH_COUNT_CLAIM:-3}" ./bench/
 want flood && bench 'BenchmarkOutputFlood$' "${BENCH_COUNT_FLOOD:-3}" ./bench/
-# 1,000 vs 100 tasks by default: 10,000 tasks take some 20 minutes of
-# workers' git here on their own (docs/benchmarks.md, `make bench-scale`).
+# 1,000 vs 100 tasks by default: 10,000 vs 1,000 take some 10 minutes
+# here on their own (docs/benchmarks.md, `make bench-scale`).
 want scale && DROVER_BENCH_SCALE_TASKS=${BENCH_SCALE_TASKS:-1000} bench 'BenchmarkScale$' "${BENCH_COUNT_SCALE:-2}" ./bench/
 want e2e && bench 'BenchmarkEndToEnd$' "${BENCH_COUNT_E2E:-3}" ./bench/
 # The packages' micro-benchmarks (publishing and fsync, tracing, parsing,
