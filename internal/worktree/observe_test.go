@@ -487,6 +487,14 @@ func TestMergeSkipsWhatChangesNothing(t *testing.T) {
 	if got := readFile(t, filepath.Join(w.Path, "a.txt")); got != "a\n" {
 		t.Errorf("a.txt = %q", got)
 	}
+	// A result found merged already once resolved (its branch named
+	// without a commit) does not stop the next one from being resolved.
+	b := attempt(t, c, o, "drover/skip/b/1", map[string]string{"b.txt": "b\n"})
+	w = prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/skip/e/1",
+		Merge: []Ref{a, {Branch: a.Branch}, {Branch: b.Branch}}})
+	if got := readFile(t, filepath.Join(w.Path, "b.txt")); got != "b\n" {
+		t.Errorf("b.txt = %q, want b's result merged after a's repeated one", got)
+	}
 	// Nothing to merge at all: the baseline is the base.
 	w = prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/skip/d/1", Merge: []Ref{idle}})
 	if w.Baseline != w.BaseCommit {

@@ -144,13 +144,13 @@ func (c *Cache) addWorktree(ctx context.Context, r *repo, opts PrepareOptions, w
 		if done[m.Commit] {
 			continue
 		}
-		if mergeSHAs[i], err = c.resolveMergeRef(ctx, r, m); err != nil {
+		sha, err := c.resolveMergeRef(ctx, r, m)
+		if err != nil {
 			return nil, nil, err
 		}
-		if done[mergeSHAs[i]] {
-			mergeSHAs[i] = ""
+		if !done[sha] {
+			done[sha], mergeSHAs[i] = true, sha
 		}
-		done[mergeSHAs[i]] = true
 	}
 	if _, err := c.run(ctx, gitRun{args: []string{"--git-dir=" + r.dir, "worktree", "add", "--quiet",
 		"-b", opts.Branch, wtPath, baseSHA}}); err != nil {
