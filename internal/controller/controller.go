@@ -217,7 +217,7 @@ const decideRest = 4
 // a flow's size. So after each walk the loop rests decideRest times as long
 // as the walk took: decisions then take at most a fifth of a core whatever
 // the flows' size, for a delay of the same order as the walk (microseconds
-// for a hundred tasks, about 6 ms for 10,000: BenchmarkPlan). Folds that
+// for a hundred tasks, about 1.5 ms for 10,000: BenchmarkPlan). Folds that
 // arrive meanwhile are decided on together.
 func (c *Controller) decideLoop(ctx context.Context) {
 	t := time.NewTicker(time.Second)

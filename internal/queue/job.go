@@ -138,26 +138,29 @@ func DecodeJob(raw []byte) (*Job, error) {
 // isResultBranch reports whether b is AttemptBranch(flowID, task, n) for
 // some valid task and n.
 func isResultBranch(flowID, b string) bool {
-	rest, ok := strings.CutPrefix(b, "drover/"+flowID+"/")
-	if !ok {
-		return false
-	}
-	task, num, ok := strings.Cut(rest, "/")
-	if !ok || flow.ValidID(task) != nil {
-		return false
-	}
-	n, err := strconv.Atoi(num)
-	return err == nil && n >= 1 && strconv.Itoa(n) == num
+	task, _, ok := parseResultBranch(flowID, b)
+	return ok && flow.ValidID(task) == nil
 }
 
 // resultAttempt returns n when branch is AttemptBranch(flowID, task, n).
 func resultAttempt(flowID, task, branch string) (int, bool) {
-	num, ok := strings.CutPrefix(branch, "drover/"+flowID+"/"+task+"/")
+	t, n, ok := parseResultBranch(flowID, branch)
+	return n, ok && t == task
+}
+
+// parseResultBranch splits drover/<flowID>/<task>/<n>, n written as
+// AttemptBranch writes it; task is not validated.
+func parseResultBranch(flowID, b string) (task string, n int, ok bool) {
+	rest, ok := strings.CutPrefix(b, "drover/"+flowID+"/")
 	if !ok {
-		return 0, false
+		return "", 0, false
+	}
+	task, num, ok := strings.Cut(rest, "/")
+	if !ok {
+		return "", 0, false
 	}
 	n, err := strconv.Atoi(num)
-	return n, err == nil && n >= 1 && strconv.Itoa(n) == num
+	return task, n, err == nil && n >= 1 && strconv.Itoa(n) == num
 }
 
 // AttemptID is the id of the n-th attempt of a task. Flow and task ids have
