@@ -171,7 +171,13 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 				log.Warn("keep failed worktree", "err", err)
 			}
 		}
-		if err := r.Cache.Remove(context.WithoutCancel(ctx), wt); err != nil {
+		// A succeeded attempt's checkout passed every check (scope
+		// included) and is pushed: the cache may keep it for the next.
+		release := r.Cache.Remove
+		if retErr == nil && report != nil && report.Success {
+			release = r.Cache.Release
+		}
+		if err := release(context.WithoutCancel(ctx), wt); err != nil {
 			log.Warn("remove worktree", "err", err)
 		}
 	}()

@@ -54,7 +54,8 @@ func (r *Runner) Integrate(ctx context.Context, job *Job) (*eventlog.FlowIntegra
 		return fail(adapter.ClassPrepareFailed, err.Error())
 	}
 	defer func() {
-		if err := r.Cache.Remove(context.WithoutCancel(ctx), wt); err != nil {
+		// No CLI ran in it: the cache may keep the checkout.
+		if err := r.Cache.Release(context.WithoutCancel(ctx), wt); err != nil {
 			r.Logger.Warn("remove integration worktree", "err", err)
 		}
 	}()

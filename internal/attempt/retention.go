@@ -131,6 +131,12 @@ func (r *Runner) Sweep(ctx context.Context, short func() bool) error {
 			byAge = append(byAge, rec)
 		}
 	}
+	if short != nil && r.Cache.Idle() > 0 && short() {
+		// Parked checkouts are only a speed-up; they go first.
+		if err := r.Cache.DropIdle(ctx); err != nil {
+			r.Logger.Warn("disk short: removing parked checkouts", "err", err)
+		}
+	}
 	sort.Slice(byAge, func(i, j int) bool { return byAge[i].KeptAt.Before(byAge[j].KeptAt) })
 	for _, rec := range byAge {
 		if short == nil || !short() {

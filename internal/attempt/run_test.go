@@ -125,7 +125,9 @@ func newHarness(t *testing.T) *harness {
 	origin := filepath.Join(root, "origin.git")
 	gitT(t, root, "clone", "--quiet", "--bare", seed, origin)
 	log := slog.New(slog.NewTextHandler(t.Output(), nil))
-	cache, err := worktree.NewCache(worktree.CacheOptions{Dir: filepath.Join(root, "cache"), Logger: log})
+	// Checkouts are reused, as a worker does: each test's later runs start
+	// from the checkouts of its earlier ones.
+	cache, err := worktree.NewCache(worktree.CacheOptions{Dir: filepath.Join(root, "cache"), Logger: log, IdleWorktrees: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,6 +201,32 @@ func TestRunSuccessNoChecks(t *testing.T) {
 	}
 	if len(rec.find(eventlog.VerificationCompleted)) != 0 || rep.Verification != nil {
 		t.Error("no checks, yet a verification")
+	}
+}
+
+// A succeeded attempt's checkout serves the next attempt, which sees
+// nothing of it; a failed one's does not.
+func TestRunReusesSucceededCheckouts(t *testing.T) {
+	h := newHarness(t)
+	first, _ := h.run(h.job("echo one > one.txt; echo two >> README.md"), nil)
+	if !first.Success {
+		t.Fatalf("first: %+v", first)
+	}
+	if n := h.runner.Cache.Idle(); n != 1 {
+		t.Fatalf("%d checkouts parked after a success, want 1", n)
+	}
+	second, _ := h.run(h.job("echo three > three.txt; exit 2"), nil)
+	if second.Success || second.Worktree == first.Worktree {
+		t.Fatalf("second: %+v", second)
+	}
+	if strings.Join(second.FilesCreated, ",") != "three.txt" || len(second.FilesModified) != 0 {
+		t.Errorf("second saw created %q modified %q, want only its own file", second.FilesCreated, second.FilesModified)
+	}
+	if got := h.remoteFiles(second.Branch); got != "README.md\nsrc/app.go\nthree.txt" {
+		t.Errorf("second's result holds %q", got)
+	}
+	if n := h.runner.Cache.Idle(); n != 0 {
+		t.Errorf("%d checkouts parked after a failure, want 0", n)
 	}
 }
 

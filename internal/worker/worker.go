@@ -74,7 +74,11 @@ func New(cfg *config.Config, nc *nats.Conn, log *slog.Logger) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
-	cache, err := worktree.NewCache(worktree.CacheOptions{Dir: filepath.Join(cfg.Worker.WorkDir, "repos"), Logger: log})
+	idle := 0
+	if cfg.Worker.ReuseWorktrees && !cfg.Worker.KeepWorktrees {
+		idle = cfg.Worker.Slots
+	}
+	cache, err := worktree.NewCache(worktree.CacheOptions{Dir: filepath.Join(cfg.Worker.WorkDir, "repos"), Logger: log, IdleWorktrees: idle})
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -56,6 +57,10 @@ type CacheOptions struct {
 	// MaxDiffBytes bounds Changes.Diff; longer diffs are cut and flagged.
 	// Defaults to DefaultMaxDiffBytes.
 	MaxDiffBytes int64
+
+	// IdleWorktrees is how many released checkouts the cache keeps for
+	// later Prepares to reuse (see Release); 0 keeps none.
+	IdleWorktrees int
 }
 
 // Cache keeps one bare clone per repository URL and prepares worktrees from
@@ -70,9 +75,15 @@ type Cache struct {
 	authorEmail string
 	extraEnv    []string
 	maxDiff     int64
+	maxIdle     int
+
+	mergeTreeOnce sync.Once
+	mergeTree     bool // git has `merge-tree --write-tree` (2.38)
+	noMergeTree   bool // tests: merge as an older git must
 
 	mu    sync.Mutex
 	repos map[string]*repo // by cache directory
+	idle  []*idleWorktree  // parked checkouts, oldest first
 }
 
 // repo is the in-process state of one cached repository.
@@ -140,6 +151,7 @@ func NewCache(opts CacheOptions) (*Cache, error) {
 		authorEmail: opts.AuthorEmail,
 		extraEnv:    append([]string(nil), opts.Env...),
 		maxDiff:     opts.MaxDiffBytes,
+		maxIdle:     max(opts.IdleWorktrees, 0),
 		repos:       make(map[string]*repo),
 	}
 	if c.authorName == "" {
@@ -590,4 +602,38 @@ func plainBranch(branch string) bool {
 		}
 	}
 	return true
+}
+
+// mergeTreeWorks reports whether git can merge without a worktree
+// (`git merge-tree --write-tree`, git 2.38), asking git once.
+func (c *Cache) mergeTreeWorks(ctx context.Context) bool {
+	c.mergeTreeOnce.Do(func() {
+		if c.noMergeTree {
+			return
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		v, err := c.out(cctx, gitRun{args: []string{"version"}})
+		c.mergeTree = err == nil && gitAtLeast(v, 2, 38)
+	})
+	return c.mergeTree
+}
+
+// gitAtLeast reports whether `git version` output v is major.minor or
+// later ("git version 2.39.5", "git version 2.40.1.windows.1").
+func gitAtLeast(v string, major, minor int) bool {
+	f := strings.Fields(v)
+	if len(f) < 3 {
+		return false
+	}
+	parts := strings.SplitN(f[2], ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	ma, err1 := strconv.Atoi(parts[0])
+	mi, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return ma > major || (ma == major && mi >= minor)
 }

@@ -2,7 +2,8 @@
 // (one per repository URL), preparing an attempt's worktree on a fresh
 // branch with its dependency results merged in, observing what the agent
 // changed relative to that baseline, committing a checkpoint, pushing the
-// attempt branch back to the repository, and removing the worktree again.
+// attempt branch back to the repository, and removing the worktree again or
+// keeping its checkout for the next attempt.
 //
 // It drives the system git binary, never a library, so behaviour matches
 // what a human would see in the repository. Every git invocation runs with a
@@ -22,6 +23,7 @@
 // Layout of the cache directory:
 //
 //	<Dir>/<hash16>-<name>.git     bare repository for one URL
+//	  drover-idle/<id>            a released checkout, parked for reuse (reuse.go)
 //	<Dir>/.clone-*                clone in progress (renamed into place when complete)
 //
 // Inside each bare repository the remote's branches live under

@@ -50,6 +50,16 @@ func TestAttemptGitCommands(t *testing.T) {
 	if got := gitT(t, w2.Path, "rev-parse", "--absolute-git-dir"); got != w2.gitDir {
 		t.Errorf("git dir = %s, git says %s", w2.gitDir, got)
 	}
+
+	// Merging two results: two processes each, without the worktree, and
+	// one checkout of the last merge.
+	gitT(t, o.Seed, "branch", "drover/count/ma/1", mainBranch)
+	gitT(t, o.Seed, "branch", "drover/count/mb/1", mainBranch)
+	a, b := o.pushNew(t, "drover/count/ma/1", "ma.txt", "a\n"), o.pushNew(t, "drover/count/mb/1", "mb.txt", "b\n")
+	prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/count/m/1",
+		Merge: []Ref{{Branch: "drover/count/ma/1", Commit: a}, {Branch: "drover/count/mb/1", Commit: b}}})
+	wantVerbs(t, rec, "Prepare with merges", "fetch", "rev-parse", "rev-parse", "rev-parse", "rev-parse",
+		"rev-parse", "rev-parse", "worktree add", "version", "merge-tree", "commit-tree", "merge-tree", "commit-tree", "reset")
 }
 
 // When git cannot remove the worktree, the directory is deleted by hand and

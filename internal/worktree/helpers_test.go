@@ -143,7 +143,17 @@ func newTestCache(t testing.TB) *Cache {
 
 func newTestCacheIn(t testing.TB, dir string) *Cache {
 	t.Helper()
-	c, err := NewCache(CacheOptions{Dir: dir, Logger: testLogger(t)})
+	return newTestCacheWith(t, CacheOptions{Dir: dir})
+}
+
+// newTestCacheWith is a cache with options; Dir defaults to a temp dir.
+func newTestCacheWith(t testing.TB, opts CacheOptions) *Cache {
+	t.Helper()
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
+	opts.Logger = testLogger(t)
+	c, err := NewCache(opts)
 	if err != nil {
 		t.Fatalf("NewCache: %v", err)
 	}
@@ -277,8 +287,16 @@ func gitVerb(args []string) string {
 // newRecordingCache is a cache whose git commands are recorded.
 func newRecordingCache(t testing.TB) (*Cache, *gitRecorder) {
 	t.Helper()
+	return newRecordingCacheWith(t, CacheOptions{})
+}
+
+// newRecordingCacheWith is newRecordingCache with options (Dir and Logger
+// are set here).
+func newRecordingCacheWith(t testing.TB, opts CacheOptions) (*Cache, *gitRecorder) {
+	t.Helper()
 	rec := &gitRecorder{}
-	c, err := NewCache(CacheOptions{Dir: t.TempDir(), Logger: slog.New(rec)})
+	opts.Dir, opts.Logger = t.TempDir(), slog.New(rec)
+	c, err := NewCache(opts)
 	if err != nil {
 		t.Fatalf("NewCache: %v", err)
 	}

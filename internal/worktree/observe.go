@@ -50,10 +50,11 @@ func (w *Worktree) Observe(ctx context.Context) (*Changes, error) {
 	if err := w.usable(); err != nil {
 		return nil, err
 	}
-	cur, err := takeSnapshot(ctx, w.Path)
+	cur, err := takeSnapshot(ctx, w.Path, w.gitDir, w.baseline)
 	if err != nil {
 		return nil, err
 	}
+	w.last = cur
 	ch := &Changes{}
 	ch.Created, ch.Modified, ch.Deleted = compare(w.baseline, cur)
 	if ch.Commits, err = w.commits(ctx); err != nil {

@@ -151,7 +151,7 @@ func TestObserveBaselineIncludesUntracked(t *testing.T) {
 	w := prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/obs/untracked"})
 	// Simulate a file that existed before the agent ran but not in git.
 	writeFile(t, filepath.Join(w.Path, "pre.txt"), "pre\n", 0o644)
-	snap, err := takeSnapshot(context.Background(), w.Path)
+	snap, err := takeSnapshot(context.Background(), w.Path, w.gitDir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,8 +401,24 @@ func attempt(t *testing.T, c *Cache, o *origin, branch string, files map[string]
 	return Ref{Branch: branch, Commit: sha}
 }
 
-func TestMergeResults(t *testing.T) {
-	t.Parallel()
+// mergeModes runs a test of merging with git merging without a worktree
+// (merge-tree, git 2.38) and in the worktree, as an older git must.
+func mergeModes(t *testing.T, test func(t *testing.T, newCache func(testing.TB) *Cache)) {
+	for _, mode := range []string{"merge-tree", "in worktree"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			test(t, func(t testing.TB) *Cache {
+				c := newTestCache(t)
+				c.noMergeTree = mode == "in worktree"
+				return c
+			})
+		})
+	}
+}
+
+func TestMergeResults(t *testing.T) { mergeModes(t, testMergeResults) }
+
+func testMergeResults(t *testing.T, newTestCache func(testing.TB) *Cache) {
 	ctx := context.Background()
 	o := newOrigin(t)
 	c := newTestCache(t)
@@ -468,8 +484,9 @@ func TestMergeResults(t *testing.T) {
 // TestMergeSkipsWhatChangesNothing: a result at the base (a task that
 // committed nothing) and a result merged already are not merged again, and
 // their branches are not even looked up.
-func TestMergeSkipsWhatChangesNothing(t *testing.T) {
-	t.Parallel()
+func TestMergeSkipsWhatChangesNothing(t *testing.T) { mergeModes(t, testMergeSkipsWhatChangesNothing) }
+
+func testMergeSkipsWhatChangesNothing(t *testing.T, newTestCache func(testing.TB) *Cache) {
 	o := newOrigin(t)
 	c := newTestCache(t)
 	a := attempt(t, c, o, "drover/skip/a/1", map[string]string{"a.txt": "a\n"})
@@ -502,8 +519,9 @@ func TestMergeSkipsWhatChangesNothing(t *testing.T) {
 	}
 }
 
-func TestMergeConflict(t *testing.T) {
-	t.Parallel()
+func TestMergeConflict(t *testing.T) { mergeModes(t, testMergeConflict) }
+
+func testMergeConflict(t *testing.T, newTestCache func(testing.TB) *Cache) {
 	ctx := context.Background()
 	o := newOrigin(t)
 	c := newTestCache(t)

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The buffered copy hashes files of every size whole: empty, smaller than
@@ -25,23 +26,23 @@ func TestSnapshotHashesContent(t *testing.T) {
 		writeFile(t, filepath.Join(dir, name), body, 0o644)
 	}
 	writeFile(t, filepath.Join(dir, "run.sh"), "#!/bin/sh\n", 0o755)
-	snap, err := takeSnapshot(context.Background(), dir)
+	snap, err := takeSnapshot(context.Background(), dir, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, body := range contents {
-		want := fileState{mode: modeFile, hash: sha256.Sum256([]byte(body))}
-		if snap[name] != want {
-			t.Errorf("%s: %x mode %o, want %x mode %o", name, snap[name].hash, snap[name].mode, want.hash, want.mode)
+		got, want := snap.files[name], sha256.Sum256([]byte(body))
+		if got.mode != modeFile || got.hash != want {
+			t.Errorf("%s: %x mode %o, want %x mode %o", name, got.hash, got.mode, want, modeFile)
 		}
 	}
-	if got := snap["run.sh"]; got.mode != modeExec || got.hash != sha256.Sum256([]byte("#!/bin/sh\n")) {
+	if got := snap.files["run.sh"]; got.mode != modeExec || got.hash != sha256.Sum256([]byte("#!/bin/sh\n")) {
 		t.Errorf("run.sh: %+v", got)
 	}
 }
 
-// Hashing a small file must not allocate a read buffer each time: a
-// worktree's every file is hashed twice per attempt.
+// Hashing a small file must not allocate a read buffer each time: a fresh
+// checkout's every file is hashed.
 func TestHashFileReusesBuffer(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "f.go")
 	writeFile(t, p, strings.Repeat("x", 2000), 0o644)
@@ -65,8 +66,85 @@ func TestHashFileReusesBuffer(t *testing.T) {
 	}
 }
 
-// BenchmarkSnapshot takes the snapshot of a worktree of 2,000 small files,
-// as Prepare and Observe each do once per attempt.
+// A snapshot takes a file's hash from the previous one when lstat says the
+// same and the file is older than the previous one's stamp; it reads the
+// file again when either is not so, whatever the file's mtime and size say.
+func TestSnapshotTrustsOnlyUnchangedOldFiles(t *testing.T) {
+	if !statKey.known(statOf(mustStat(t, t.TempDir()))) {
+		t.Skip("stat is not read on " + runtime.GOOS)
+	}
+	t.Parallel()
+	ctx := context.Background()
+	dir, stamps := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(dir, "old.txt"), "old\n", 0o644)
+	writeFile(t, filepath.Join(dir, "same-size.txt"), "aaaa\n", 0o644)
+	time.Sleep(20 * time.Millisecond) // past the file system clock's tick
+	writeFile(t, filepath.Join(dir, "racy.txt"), "racy\n", 0o644)
+	time.Sleep(20 * time.Millisecond)
+	first, err := takeSnapshot(ctx, dir, stamps, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.stamp == 0 {
+		t.Fatal("no stamp")
+	}
+	// Hashes the next snapshot must not read again are marked; it can only
+	// have them from here.
+	var marked [sha256.Size]byte
+	marked[0] = 0xAA
+	for _, name := range []string{"old.txt", "same-size.txt", "racy.txt"} {
+		st := first.files[name]
+		st.hash = marked
+		first.files[name] = st
+	}
+	// As if the stamp had been written in racy.txt's tick.
+	first.stamp = first.files["racy.txt"].stat.ctime
+	// same-size.txt rewritten with its mtime and size put back: only its
+	// ctime tells.
+	p := filepath.Join(dir, "same-size.txt")
+	info := mustStat(t, p)
+	writeFile(t, p, "bbbb\n", 0o644)
+	if err := os.Chtimes(p, info.ModTime(), info.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+
+	second, err := takeSnapshot(ctx, dir, stamps, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.files["old.txt"].hash != marked {
+		t.Error("an unchanged old file was read again")
+	}
+	if got := second.files["same-size.txt"].hash; got != sha256.Sum256([]byte("bbbb\n")) {
+		t.Errorf("a rewritten file with its mtime and size restored kept hash %x", got)
+	}
+	if got := second.files["racy.txt"].hash; got != sha256.Sum256([]byte("racy\n")) {
+		t.Errorf("a file as new as the stamp kept hash %x", got)
+	}
+	// Without a stamp nothing is trusted.
+	second.stamp = 0
+	third, err := takeSnapshot(ctx, dir, "", second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third.files["old.txt"].hash != sha256.Sum256([]byte("old\n")) {
+		t.Error("a snapshot without a stamp was trusted")
+	}
+}
+
+func mustStat(t *testing.T, p string) os.FileInfo {
+	t.Helper()
+	info, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
+// BenchmarkSnapshot takes the snapshot of a worktree of 2,000 small files
+// as a fresh checkout's Prepare does, hashing every file; /unchanged is the
+// snapshot of the same files again, as Observe takes it after an agent
+// that changed few files, and Prepare on a reused checkout.
 func BenchmarkSnapshot(b *testing.B) {
 	dir := b.TempDir()
 	for i := range 2000 {
@@ -78,10 +156,26 @@ func BenchmarkSnapshot(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := takeSnapshot(context.Background(), dir); err != nil {
-			b.Fatal(err)
+	stamps := b.TempDir()
+	time.Sleep(20 * time.Millisecond)
+	b.Run("fresh", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := takeSnapshot(context.Background(), dir, stamps, nil); err != nil {
+				b.Fatal(err)
+			}
 		}
+	})
+	prev, err := takeSnapshot(context.Background(), dir, stamps, nil)
+	if err != nil {
+		b.Fatal(err)
 	}
+	b.Run("unchanged", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := takeSnapshot(context.Background(), dir, stamps, prev); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

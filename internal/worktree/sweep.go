@@ -74,6 +74,9 @@ func (c *Cache) tidy(ctx context.Context, r *repo) error {
 		return err
 	}
 	defer r.unlock()
+	if err := c.sweepIdle(r); err != nil {
+		return err
+	}
 	gd := "--git-dir=" + r.dir
 	if _, err := c.run(ctx, gitRun{args: []string{gd, "worktree", "prune"}}); err != nil {
 		return fmt.Errorf("worktree: prune %s: %w", r.dir, err)
