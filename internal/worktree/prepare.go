@@ -443,7 +443,8 @@ func (c *Cache) Remove(ctx context.Context, w *Worktree) error {
 	return nil
 }
 
-// removeLocked removes a worktree and its branch; caller holds r's lock.
+// removeLocked removes a worktree and its branch (none if branch is "");
+// caller holds r's lock.
 // ownDir says wtPath is known to be a directory this package created, so it
 // may be deleted even when git no longer recognises it as a worktree.
 func (c *Cache) removeLocked(ctx context.Context, r *repo, wtPath, branch string, ownDir bool) error {
@@ -465,6 +466,9 @@ func (c *Cache) removeLocked(ctx context.Context, r *repo, wtPath, branch string
 		if _, err := c.run(ctx, gitRun{args: []string{gd, "worktree", "prune"}}); err != nil {
 			return fmt.Errorf("worktree: prune: %w", err)
 		}
+	}
+	if branch == "" {
+		return nil
 	}
 	if _, err := c.run(ctx, gitRun{args: []string{gd, "update-ref", "-d", "refs/heads/" + branch}}); err != nil {
 		return fmt.Errorf("worktree: delete branch %s: %w", branch, err)

@@ -35,13 +35,12 @@ import (
 // idleDir is where a cached repository keeps its parked checkouts.
 const idleDir = "drover-idle"
 
-// idleWorktree is a parked checkout, its path inside idleDir, and the
-// branch the last attempt left it on.
+// idleWorktree is a parked checkout, at its path inside idleDir, its HEAD
+// detached.
 type idleWorktree struct {
-	repo   *repo
-	path   string
-	branch string
-	files  *snapshot // from the last Observe, if any: most hashes still hold
+	repo  *repo
+	path  string
+	files *snapshot // from the last Observe, if any: most hashes still hold
 }
 
 // privateGitFiles are the entries of a worktree's private git dir that a
@@ -54,7 +53,8 @@ var privateGitFiles = map[string]bool{
 // Release is Remove for a worktree whose attempt is over, except that the
 // checkout may be kept (CacheOptions.IdleWorktrees) for a later Prepare of
 // the same repository to start from. The worktree's path is free again
-// either way, and its local branch goes once the checkout is reused.
+// either way, and so is its local branch: a parked checkout's HEAD is
+// detached, so the attempt can be prepared again at a later epoch.
 // Release only what has been observed and checkpointed: what is parked is
 // taken as the attempt's result, which it no longer needs.
 func (c *Cache) Release(ctx context.Context, w *Worktree) error {
@@ -83,7 +83,7 @@ func (c *Cache) Release(ctx context.Context, w *Worktree) error {
 	// Listed before the lock goes, so a sweep never takes it for a dead
 	// process's. Beyond the limit, the checkout parked longest ago goes.
 	c.mu.Lock()
-	c.idle = append(c.idle, &idleWorktree{repo: r, path: dst, branch: w.Branch, files: w.last})
+	c.idle = append(c.idle, &idleWorktree{repo: r, path: dst, files: w.last})
 	var evict *idleWorktree
 	if len(c.idle) > c.maxIdle {
 		evict, c.idle = c.idle[0], c.idle[1:]
@@ -127,8 +127,16 @@ func (c *Cache) parkable(ctx context.Context, w *Worktree) bool {
 	return true
 }
 
-// park moves w's checkout into r's idle dir. Caller holds r's lock.
+// park detaches w's HEAD at its branch, deletes the branch and moves the
+// checkout into r's idle dir. Caller holds r's lock.
 func (c *Cache) park(ctx context.Context, r *repo, w *Worktree) (string, error) {
+	ref := "refs/heads/" + w.Branch
+	if _, err := w.run(ctx, gitRun{args: []string{"update-ref", "--no-deref", "HEAD", ref}}); err != nil {
+		return "", err
+	}
+	if _, err := c.run(ctx, gitRun{args: []string{"--git-dir=" + r.dir, "update-ref", "-d", ref}}); err != nil {
+		return "", err
+	}
 	dir := filepath.Join(r.dir, idleDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
@@ -172,7 +180,6 @@ func (c *Cache) reuse(ctx context.Context, r *repo, iw *idleWorktree, branch, wt
 		if rmErr := c.removeLocked(cctx, r, wtPath, branch, true); rmErr != nil {
 			c.log.WarnContext(ctx, "cleanup after failed reuse", "path", wtPath, "err", rmErr)
 		}
-		c.deleteBranch(cctx, r, iw.branch)
 		return nil, err
 	}
 	gitDir, ok := readGitFile(filepath.Join(wtPath, ".git"), r.dir)
@@ -186,16 +193,7 @@ func (c *Cache) reuse(ctx context.Context, r *repo, iw *idleWorktree, branch, wt
 	if _, err := w.run(ctx, gitRun{args: []string{"clean", "-ffdxq"}}); err != nil {
 		return fail(err)
 	}
-	c.deleteBranch(ctx, r, iw.branch)
 	return w, nil
-}
-
-// deleteBranch deletes a local branch, logging failure: a branch left
-// behind is deleted by the next Sweep.
-func (c *Cache) deleteBranch(ctx context.Context, r *repo, branch string) {
-	if _, err := c.run(ctx, gitRun{args: []string{"--git-dir=" + r.dir, "update-ref", "-d", "refs/heads/" + branch}}); err != nil {
-		c.log.DebugContext(ctx, "delete branch", "branch", branch, "err", err)
-	}
 }
 
 // removeIdle removes a parked checkout and its branch.
@@ -210,7 +208,7 @@ func (c *Cache) removeIdle(ctx context.Context, iw *idleWorktree) error {
 func (c *Cache) removeIdleLocked(ctx context.Context, iw *idleWorktree) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	if err := c.removeLocked(cctx, iw.repo, iw.path, iw.branch, true); err != nil {
+	if err := c.removeLocked(cctx, iw.repo, iw.path, "", true); err != nil {
 		c.log.WarnContext(ctx, "remove idle worktree", "path", iw.path, "err", err)
 		return err
 	}
