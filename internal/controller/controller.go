@@ -36,6 +36,9 @@ type Controller struct {
 
 	mu     sync.Mutex
 	folded *sync.Cond // broadcast after each commit, with mu
+
+	// openEvents, in tests, replaces the events consumer (see events).
+	openEvents func(ctx context.Context, seq uint64) (jetstream.MessagesContext, error)
 }
 
 // New returns a controller over an open store.
@@ -98,45 +101,105 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 // foldLoop reads the EVENTS stream from the sequence after the last one
-// applied and folds it, committing a batch whenever it has caught up.
+// applied and folds it until ctx ends. When the consumer fails, it starts
+// another from where the fold stopped.
+//
+// The consumer is an ordered one: R1, in memory, recreated by nats.go on a
+// gap or a missed heartbeat. Its recreation is bounded (resetAttempts):
+// with an unbounded one, a stream whose leader had been killed left the
+// fold retrying the same consumer for minutes, the flow stalled, while a
+// new consumer, with a new name, is placed afresh on the live servers.
 func (c *Controller) foldLoop(ctx context.Context) error {
-	start := c.store.Applied() + 1
-	cons, err := c.js.OrderedConsumer(ctx, queue.EventsStream, jetstream.OrderedConsumerConfig{
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start,
-	})
-	if err == nil {
-		var it jetstream.MessagesContext
-		if it, err = cons.Messages(jetstream.PullMaxMessages(1024)); err == nil {
-			return c.fold(ctx, it, start)
+	wait := time.Second
+	for first := true; ; first = false {
+		start := c.store.Applied() + 1
+		it, err := c.events(ctx, start)
+		if err == nil {
+			var progressed bool
+			progressed, err = c.fold(ctx, it, start)
+			var ce consumerError
+			if !errors.As(err, &ce) {
+				return err // ctx ended, or the store failed
+			}
+			if progressed {
+				wait = time.Second
+			}
+		} else if first && ctx.Err() == nil {
+			return fmt.Errorf("controller: events consumer: %w", err)
 		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		c.m.restarts.Add(ctx, 1)
+		c.log.Warn("events consumer failed; starting another", "from_seq", c.store.Applied()+1, "in", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 10*time.Second)
 	}
-	if ctx.Err() != nil {
-		return nil // stopped before it started
-	}
-	return fmt.Errorf("controller: events consumer: %w", err)
 }
+
+// resetAttempts is how many times nats.go tries to recreate the fold's
+// ordered consumer (each try waits up to 10 s) before the fold starts a
+// new consumer itself.
+const resetAttempts = 3
+
+// events opens the EVENTS stream from seq; c.openEvents replaces it in
+// tests.
+func (c *Controller) events(ctx context.Context, seq uint64) (jetstream.MessagesContext, error) {
+	if c.openEvents != nil {
+		return c.openEvents(ctx, seq)
+	}
+	return c.orderedEvents(ctx, seq)
+}
+
+func (c *Controller) orderedEvents(ctx context.Context, seq uint64) (jetstream.MessagesContext, error) {
+	cons, err := c.js.OrderedConsumer(ctx, queue.EventsStream, jetstream.OrderedConsumerConfig{
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: seq,
+		MaxResetAttempts: resetAttempts,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return cons.Messages(jetstream.PullMaxMessages(1024))
+}
+
+// consumerError is a failure of the events consumer, after which the fold
+// goes on with another; any other error from fold ends it.
+type consumerError struct{ err error }
+
+func (e consumerError) Error() string { return "events consumer: " + e.err.Error() }
+func (e consumerError) Unwrap() error { return e.err }
 
 // foldBatch bounds the events folded between two commits while the fold
 // catches up; caught up, it commits after every event. A larger batch writes
 // each busy record (an attempt has a dozen events) fewer times.
 const foldBatch = 4096
 
-func (c *Controller) fold(ctx context.Context, it jetstream.MessagesContext, start uint64) error {
-	go func() {
-		<-ctx.Done()
-		it.Stop()
-	}()
+// fold applies the events it reads from it until ctx ends (nil) or the
+// consumer fails (a consumerError); either way what it staged is
+// committed. It reports whether it applied any event.
+func (c *Controller) fold(ctx context.Context, it jetstream.MessagesContext, start uint64) (progressed bool, err error) {
+	defer context.AfterFunc(ctx, it.Stop)()
 	c.log.Info("folding events", "from_seq", start)
 	staged := 0
 	for {
 		msg, err := it.Next()
 		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				return c.store.Commit()
+			it.Stop()
+			if cerr := c.store.Commit(); cerr != nil {
+				return progressed, cerr
 			}
-			c.log.Warn("events consumer", "err", err)
-			continue
+			if ctx.Err() != nil {
+				return progressed, nil
+			}
+			// Closed by itself (the connection closed) or failed to
+			// recreate its consumer.
+			return progressed, consumerError{err}
 		}
+		progressed = true
 		md, err := msg.Metadata()
 		if err != nil {
 			c.log.Warn("event without metadata", "err", err)
@@ -155,7 +218,7 @@ func (c *Controller) fold(ctx context.Context, it jetstream.MessagesContext, sta
 		traced()
 		if md.NumPending == 0 || staged >= foldBatch {
 			if err := c.store.Commit(); err != nil {
-				return err
+				return progressed, err
 			}
 			staged = 0
 			c.mu.Lock()

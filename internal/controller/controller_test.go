@@ -3,8 +3,11 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"path/filepath"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +36,7 @@ type harness struct {
 	done   chan error
 	store  *eventlog.Store
 	ctrl   *Controller
+	setup  func(*Controller) // before Run, if set
 }
 
 func newHarness(t *testing.T) *harness {
@@ -68,6 +72,9 @@ func (h *harness) start(dir string) {
 	}
 	h.store = store
 	h.ctrl = New(h.cfg, h.js, store, slog.New(slog.DiscardHandler))
+	if h.setup != nil {
+		h.setup(h.ctrl)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	svc, err := h.ctrl.Serve(ctx, h.nc, func(n string) bool { return n == "demo" })
 	if err != nil {
@@ -245,6 +252,70 @@ func TestRestartRederivesWithoutDoubling(t *testing.T) {
 	if !res.Equal {
 		t.Errorf("rebuild differs: %v", res.Diffs)
 	}
+}
+
+// TestFoldReplacesFailedConsumer: when the events consumer fails (here
+// after two events; in life, nats.go giving up recreating it after a
+// NATS node was lost), the fold starts another from the event after the
+// last it applied, and the flow goes on, every event applied once.
+func TestFoldReplacesFailedConsumer(t *testing.T) {
+	h := newHarness(t)
+	var mu sync.Mutex
+	var opened []uint64
+	h.setup = func(c *Controller) {
+		c.openEvents = func(ctx context.Context, seq uint64) (jetstream.MessagesContext, error) {
+			mu.Lock()
+			opened = append(opened, seq)
+			first := len(opened) == 1
+			mu.Unlock()
+			it, err := c.orderedEvents(ctx, seq)
+			if err != nil || !first {
+				return it, err
+			}
+			return &failingEvents{MessagesContext: it, left: 2}, nil
+		}
+	}
+	h.start(filepath.Join(t.TempDir(), "state"))
+	spec := &flow.Spec{Name: "one", Repo: "/srv/repo.git", Base: "main", Runtime: "demo", Tasks: []flow.Task{{ID: "a", Prompt: "p"}}}
+	id, err := (&Client{NC: h.nc}).Submit(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	att := queue.AttemptID(id, "a", 1)
+	h.waitFor("a's attempt to be scheduled", func(st *eventlog.State) bool { return st.Attempts[att] != nil })
+	h.publish("claim-a", eventlog.AttemptClaimed, id, "a", att, 1, eventlog.AttemptClaimedData{Worker: "w1"})
+	h.publish("report-a", eventlog.AttemptReported, id, "a", att, 1, eventlog.Report{Success: true, Branch: "drover/x/a/1", Commit: "abc"})
+	h.waitFor("the integration to be scheduled", func(st *eventlog.State) bool { return st.Flows[id].Integration != nil })
+
+	mu.Lock()
+	got := slices.Clone(opened)
+	mu.Unlock()
+	if len(got) != 2 || got[0] != 1 || got[1] != 3 {
+		t.Errorf("consumers opened from %v, want [1 3]: the second from the event after the two folded", got)
+	}
+	res, err := h.ctrl.Rebuild(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Equal {
+		t.Errorf("live state differs from a rebuild: %v", res.Diffs)
+	}
+}
+
+// failingEvents delivers left messages, then fails as a consumer that
+// could not be recreated does.
+type failingEvents struct {
+	jetstream.MessagesContext
+	left int
+}
+
+func (f *failingEvents) Next(opts ...jetstream.NextOpt) (jetstream.Msg, error) {
+	if f.left == 0 {
+		f.Stop()
+		return nil, errors.New("nats: timeout recreating the consumer")
+	}
+	f.left--
+	return f.MessagesContext.Next(opts...)
 }
 
 // TestSubmitRejectsInvalid: the server validates too, and records nothing.

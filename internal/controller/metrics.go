@@ -21,6 +21,7 @@ import (
 type metrics struct {
 	c        *Controller
 	folded   metric.Int64Counter
+	restarts metric.Int64Counter
 	ended    metric.Int64Counter
 	duration metric.Float64Histogram
 	tokens   metric.Int64Counter
@@ -33,6 +34,8 @@ func newMetrics(c *Controller) *metrics {
 	m := &metrics{c: c}
 	m.folded, _ = mt.Int64Counter("drover_events_folded_total",
 		metric.WithDescription("Events folded into the projection by the live fold loop."))
+	m.restarts, _ = mt.Int64Counter("drover_fold_consumer_restarts_total",
+		metric.WithDescription("Times the fold loop replaced its failed events consumer."))
 	m.ended, _ = mt.Int64Counter("drover_attempts_ended_total",
 		metric.WithDescription("Attempts ended, by runtime, outcome (succeeded|failed|abandoned|lost) and error class."))
 	m.duration, _ = mt.Float64Histogram("drover_attempt_duration_seconds", metric.WithUnit("s"),
