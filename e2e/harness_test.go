@@ -85,7 +85,7 @@ func startIn(t *testing.T, prefix []string, name string, env []string, args ...s
 	argv := append(append(slices.Clone(prefix), filepath.Join(bin, args[0])), args[1:]...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append(append(cleanEnv(), "GORACE=halt_on_error=1 exitcode=66"), env...)
+	cmd.Env = append(append(cleanEnv(), "GORACE=halt_on_error=1 exitcode=66", "GOTRACEBACK=all"), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -97,12 +97,28 @@ func startIn(t *testing.T, prefix []string, name string, env []string, args ...s
 		close(p.done)
 	}()
 	t.Cleanup(func() {
+		if t.Failed() && os.Getenv("E2E_DUMP") != "" {
+			select {
+			case <-p.done:
+			default:
+				_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+				select {
+				case <-p.done:
+				case <-time.After(10 * time.Second):
+				}
+			}
+		}
 		p.stop()
 		var ee *exec.ExitError
 		if errors.As(p.err, &ee) && ee.ExitCode() == 66 {
 			t.Errorf("%s: the race detector found a data race (see its log)", name)
 		}
 		if t.Failed() {
+			if d := os.Getenv("E2E_DUMP"); d != "" {
+				_ = os.MkdirAll(d, 0o755)
+				b, _ := os.ReadFile(logPath)
+				_ = os.WriteFile(filepath.Join(d, name+".log"), b, 0o644)
+			}
 			b, _ := os.ReadFile(logPath)
 			t.Logf("---- %s log ----\n%s", name, tail(string(b), 6000))
 		}
