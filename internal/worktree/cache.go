@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net/url"
 	"os"
 	"os/exec"
@@ -78,8 +79,10 @@ type Cache struct {
 	maxIdle     int
 
 	mergeTreeOnce sync.Once
-	mergeTree     bool // git has `merge-tree --write-tree` (2.38)
-	noMergeTree   bool // tests: merge as an older git must
+	mergeTree     bool  // git has `merge-tree --write-tree` (2.38)
+	noMergeTree   bool  // tests: merge as an older git must
+	batchFrom     int   // tests: batch merges from this many (0: minBatchMerges, <0: never)
+	statRoom      int64 // tests: overrides statRoom
 
 	mu    sync.Mutex
 	repos map[string]*repo // by cache directory
@@ -617,6 +620,18 @@ func (c *Cache) mergeTreeWorks(ctx context.Context) bool {
 		c.mergeTree = err == nil && gitAtLeast(v, 2, 38)
 	})
 	return c.mergeTree
+}
+
+// batchMergesFrom is how many results a Prepare must merge for it to try
+// batchMerges.
+func (c *Cache) batchMergesFrom() int {
+	switch {
+	case c.batchFrom < 0:
+		return math.MaxInt
+	case c.batchFrom > 0:
+		return c.batchFrom
+	}
+	return minBatchMerges
 }
 
 // gitAtLeast reports whether `git version` output v is major.minor or

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -91,10 +92,15 @@ func TestObserve(t *testing.T) {
 	if strings.Contains(statusBefore, "A  new.txt") || !strings.Contains(statusBefore, "?? new.txt") {
 		t.Errorf("new.txt should still be untracked:\n%s", statusBefore)
 	}
-	leftovers, _ := filepath.Glob(filepath.Join(w.gitDir, "drover-observe-index-*"))
-	if len(leftovers) != 0 {
-		t.Errorf("temporary index files left behind: %v", leftovers)
+	// The index it staged is kept for Checkpoint, and only that one.
+	staged := func() {
+		t.Helper()
+		leftovers, _ := filepath.Glob(filepath.Join(w.gitDir, "drover-observe-index-*"))
+		if w.staged == nil || !slices.Equal(leftovers, []string{w.staged.path}) {
+			t.Errorf("temporary index files %v, want only the one staged for Checkpoint", leftovers)
+		}
 	}
+	staged()
 
 	// Observing again gives the same answer.
 	ch2, err := w.Observe(ctx)
@@ -102,6 +108,7 @@ func TestObserve(t *testing.T) {
 	if !slices.Equal(ch.Created, ch2.Created) || ch.Diff != ch2.Diff || len(ch2.Commits) != 1 {
 		t.Error("second Observe differs from the first")
 	}
+	staged()
 
 	// Changing a symlink's target is a modification.
 	must(os.Remove(p("link")))
@@ -185,6 +192,24 @@ func TestObserveDiffTruncated(t *testing.T) {
 	}
 	assertContains(t, "DiffStat", ch.DiffStat, "big.txt | 1000 +")
 	assertStrings(t, "Created", ch.Created, []string{"big.txt"})
+
+	// A stat longer than the patch's limit and the room left for it is
+	// asked for apart: complete, and the patch still cut to the limit.
+	c.statRoom = 10
+	for i := range 30 {
+		writeFile(t, filepath.Join(w.Path, fmt.Sprintf("file-with-a-long-name-%02d.txt", i)), "x\n", 0o644)
+	}
+	ch, err = w.Observe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ch.DiffTruncated || len(ch.Diff) > 1024 || !strings.HasPrefix(ch.Diff, "diff --git ") || !strings.HasSuffix(ch.Diff, "\n") {
+		t.Errorf("DiffTruncated = %v, Diff = %q, want a patch truncated at a line under 1024", ch.DiffTruncated, ch.Diff)
+	}
+	if len(ch.DiffStat) <= 1034 {
+		t.Fatalf("the stat (%d bytes) fits in the room: the test needs more files", len(ch.DiffStat))
+	}
+	assertContains(t, "DiffStat", ch.DiffStat, "big.txt                      | 1000 +", "file-with-a-long-name-29.txt |    1 +", "31 files changed")
 }
 
 // An agent that deletes the .git file must not make Observe or Checkpoint
@@ -289,6 +314,102 @@ func TestCheckpointAndPush(t *testing.T) {
 	assertStrings(t, "Deleted", ch.Deleted, []string{"notes.txt"})
 	if len(ch.Commits) != 1 || ch.Commits[0].SHA != sha || ch.Commits[0].Author != "Drover <drover@localhost>" {
 		t.Errorf("Commits = %+v", ch.Commits)
+	}
+}
+
+// TestCheckpointCommitsWhatObserveStaged: Checkpoint commits the tree as
+// Observe staged it, so the commit is the diff Observe reported even if a
+// straggler writes afterwards, unless the real index changed meanwhile;
+// then it stages again.
+func TestCheckpointCommitsWhatObserveStaged(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	o := newOrigin(t)
+	c := newTestCacheWith(t, CacheOptions{IdleWorktrees: 1})
+	w := prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/cp/staged"})
+	committed := func(sha string) []string {
+		return strings.Split(gitT(t, w.Path, "diff-tree", "--no-commit-id", "--name-only", "-r", w.Baseline, sha), "\n")
+	}
+
+	writeFile(t, filepath.Join(w.Path, "seen.txt"), "seen\n", 0o644)
+	if _, err := w.Observe(ctx); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(w.Path, "late.txt"), "late\n", 0o644)
+	sha, err := w.Checkpoint(ctx, "observed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertStrings(t, "committed", committed(sha), []string{"seen.txt"})
+	if st := gitT(t, w.Path, "status", "--porcelain"); st != "?? late.txt" {
+		t.Errorf("status after Checkpoint = %q, want late.txt untracked", st)
+	}
+	if left, _ := filepath.Glob(filepath.Join(w.gitDir, "drover-observe-index-*")); len(left) != 0 {
+		t.Errorf("staged index left after Checkpoint: %v", left)
+	}
+
+	// The real index changed after Observe: everything is staged anew.
+	if _, err := w.Observe(ctx); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(w.Path, "added.txt"), "added\n", 0o644)
+	gitT(t, w.Path, "add", "added.txt")
+	sha, err = w.Checkpoint(ctx, "restaged")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertStrings(t, "committed", committed(sha), []string{"added.txt", "late.txt", "seen.txt"})
+	if pushed, err := w.Push(ctx); err != nil || pushed != sha {
+		t.Fatalf("Push = %s, %v; want %s", pushed, err, sha)
+	}
+
+	// An Observe without its Checkpoint leaves nothing that stops reuse.
+	writeFile(t, filepath.Join(w.Path, "more.txt"), "more\n", 0o644)
+	if _, err := w.Observe(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Release(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if c.Idle() != 1 {
+		t.Error("checkpoint not parked after an Observe without Checkpoint")
+	}
+}
+
+// With the refs packed, nothing can be read from loose ref files and git
+// is asked: the agent's commits are still listed, the checkpoint pushed.
+func TestObserveAndPushWithPackedRefs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	o := newOrigin(t)
+	c := newTestCache(t)
+	w := prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/cp/packed"})
+	writeFile(t, filepath.Join(w.Path, "agent.txt"), "agent\n", 0o644)
+	gitT(t, w.Path, "add", "agent.txt")
+	gitT(t, w.Path, "commit", "--quiet", "-m", "by the agent")
+	agent := gitT(t, w.Path, "rev-parse", "HEAD")
+	writeFile(t, filepath.Join(w.Path, "left.txt"), "left\n", 0o644)
+	gitT(t, "", "--git-dir="+w.repo.dir, "pack-refs", "--all", "--prune")
+	if _, ok := w.headFromFiles(); ok {
+		t.Fatal("HEAD read from files with the branch packed")
+	}
+	ch, err := w.Observe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ch.Commits) != 1 || ch.Commits[0].SHA != agent {
+		t.Errorf("Commits = %+v, want the agent's %s", ch.Commits, agent)
+	}
+	sha, err := w.Checkpoint(ctx, "checkpoint")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, "", "--git-dir="+w.repo.dir, "pack-refs", "--all", "--prune")
+	if pushed, err := w.Push(ctx); err != nil || pushed != sha {
+		t.Fatalf("Push = %s, %v; want %s", pushed, err, sha)
+	}
+	if got := o.git(t, "rev-parse", "refs/heads/"+w.Branch+"^"); got != agent {
+		t.Errorf("pushed checkpoint's parent %s, want the agent's commit %s", got, agent)
 	}
 }
 
@@ -402,14 +523,16 @@ func attempt(t *testing.T, c *Cache, o *origin, branch string, files map[string]
 }
 
 // mergeModes runs a test of merging with git merging without a worktree
-// (merge-tree, git 2.38) and in the worktree, as an older git must.
+// (merge-tree, git 2.38), the same after trying batchMerges on every
+// merge, and in the worktree, as an older git must.
 func mergeModes(t *testing.T, test func(t *testing.T, newCache func(testing.TB) *Cache)) {
-	for _, mode := range []string{"merge-tree", "in worktree"} {
+	for _, mode := range []string{"merge-tree", "batched", "in worktree"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			test(t, func(t testing.TB) *Cache {
 				c := newTestCache(t)
 				c.noMergeTree = mode == "in worktree"
+				c.batchFrom = map[string]int{"merge-tree": -1, "batched": 1}[mode]
 				return c
 			})
 		})

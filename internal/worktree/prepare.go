@@ -39,13 +39,15 @@ type Worktree struct {
 	BaseCommit string // resolved sha of Base
 	Baseline   string // HEAD after merges, before the agent ran: what Observe compares against
 
-	cache    *Cache
-	repo     *repo
-	gitDir   string    // the worktree's private git dir inside the cache
-	baseline *snapshot // files at Baseline time, including untracked ones
-	last     *snapshot // files at the last Observe, for the checkout's next user
-	reused   *snapshot // files when the checkout's last user observed it
-	removed  atomic.Bool
+	cache      *Cache
+	repo       *repo
+	gitDir     string       // the worktree's private git dir inside the cache
+	baseline   *snapshot    // files at Baseline time, including untracked ones
+	last       *snapshot    // files at the last Observe, for the checkout's next user
+	reused     *snapshot    // files when the checkout's last user observed it
+	staged     *stagedIndex // the tree as the last Observe staged it, for Checkpoint
+	checkpoint string       // the commit the last Checkpoint left the branch at
+	removed    atomic.Bool
 }
 
 // Prepare syncs the cache, creates a worktree on a new branch at Base,
@@ -302,38 +304,47 @@ func (w *Worktree) out(ctx context.Context, args ...string) (string, error) {
 // mergeAll merges the results (those with a sha) into the worktree's
 // branch in order and returns the new HEAD; without merges, the base.
 //
-// Each merge is made without the worktree (`git merge-tree --write-tree`,
-// then `git commit-tree`), and the worktree is moved to the last one at the
-// end, which writes only the files the merges changed once, instead of a
-// `git merge` per result refreshing the whole index each time: the
-// integration of a 200-task flow is 200 merges. Where git is older than
+// Each merge is made without the worktree (batchMerges, or `git
+// merge-tree --write-tree` then `git commit-tree`), and the worktree is
+// moved to the last one at the end, which writes only the files the merges
+// changed once, instead of a `git merge` per result refreshing the whole
+// index each time: the integration of a 200-task flow is 200 merges. Where git is older than
 // 2.38 (no --write-tree), the merges run in the worktree as before.
 func (w *Worktree) mergeAll(ctx context.Context, merges []Ref, shas []string) (string, error) {
-	head, merged := w.BaseCommit, 0
-	inWorktree := false
+	var pending []pendingMerge
 	for i, m := range merges {
-		if shas[i] == "" {
-			continue // changes nothing (see addWorktree)
+		if shas[i] != "" { // "" changes nothing (see addWorktree)
+			pending = append(pending, pendingMerge{branch: m.Branch, sha: shas[i]})
 		}
-		if merged == 0 {
-			inWorktree = !w.cache.mergeTreeWorks(ctx)
+	}
+	head := w.BaseCommit
+	if len(pending) == 0 {
+		return head, nil
+	}
+	if !w.cache.mergeTreeWorks(ctx) {
+		for _, m := range pending {
+			if err := w.merge(ctx, m.branch, m.sha); err != nil {
+				return "", err
+			}
 		}
+		return w.head(ctx)
+	}
+	if len(pending) >= w.cache.batchMergesFrom() {
+		merged, n, err := w.batchMerges(ctx, head, pending)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return "", err
+		case err != nil: // git merges them all below, as it would have
+			w.cache.log.WarnContext(ctx, "batched merges failed; merging one by one", "path", w.Path, "err", err)
+		default:
+			head, pending = merged, pending[n:]
+		}
+	}
+	for _, m := range pending {
 		var err error
-		if inWorktree {
-			err = w.merge(ctx, m.Branch, shas[i])
-		} else {
-			head, err = w.mergeTree(ctx, head, m.Branch, shas[i])
-		}
-		if err != nil {
+		if head, err = w.mergeTree(ctx, head, m.branch, m.sha); err != nil {
 			return "", err
 		}
-		merged++
-	}
-	switch {
-	case merged == 0:
-		return head, nil
-	case inWorktree:
-		return w.head(ctx)
 	}
 	// The branch and the files follow; the index is rewritten for the
 	// changed paths only.

@@ -58,6 +58,9 @@ var privateGitFiles = map[string]bool{
 // Release only what has been observed and checkpointed: what is parked is
 // taken as the attempt's result, which it no longer needs.
 func (c *Cache) Release(ctx context.Context, w *Worktree) error {
+	if w != nil {
+		w.dropStaged() // an Observe without its Checkpoint
+	}
 	if c.maxIdle == 0 || w == nil || w.cache != c || w.repo == nil || !c.parkable(ctx, w) {
 		return c.Remove(ctx, w)
 	}
