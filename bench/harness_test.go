@@ -154,9 +154,6 @@ func start(tb testing.TB, name string, env []string, args ...string) *proc {
 	cmd := exec.Command(filepath.Join(bin, args[0]), args[1:]...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(baseEnv(), env...)
-	// Reused checkouts are what the figures in docs/benchmarks.md measure;
-	// the option is off by default for now.
-	cmd.Env = append(cmd.Env, "DROVER_WORKER_REUSE_WORKTREES=true")
 	if lvl := os.Getenv("DROVER_BENCH_LOG_LEVEL"); lvl != "" {
 		cmd.Env = append(cmd.Env, "DROVER_LOG_LEVEL="+lvl)
 	}

@@ -208,9 +208,7 @@ type Worker struct {
 	KeepFailedWorktrees time.Duration `mapstructure:"keep_failed_worktrees"`
 	// ReuseWorktrees keeps the checkouts of succeeded attempts, up to one
 	// per slot, for later attempts on the same repository to start from
-	// instead of checking out every file anew. Defaults to false until a
-	// flow stalling in TestJetStreamClusterNodeKilled with it on is
-	// explained (docs/benchmarks.md).
+	// instead of checking out every file anew. Defaults to true.
 	ReuseWorktrees bool `mapstructure:"reuse_worktrees"`
 	// MinFreeDisk is the free space the work dir's filesystem must have for
 	// the worker to claim attempts, as bytes or a size like "2GiB"; below
@@ -338,7 +336,7 @@ func defaults() map[string]any {
 		"worker.runtimes":                []string{},
 		"worker.keep_worktrees":          false,
 		"worker.keep_failed_worktrees":   24 * time.Hour,
-		"worker.reuse_worktrees":         false,
+		"worker.reuse_worktrees":         true,
 		"worker.min_free_disk":           "1GiB",
 		"worker.drain_timeout":           30 * time.Second,
 		"worker.health_interval":         30 * time.Second,
