@@ -26,9 +26,11 @@ import (
 //     from nothing else outside them, and no other result merged before
 //     has any of them: then B is the merge base of H and R, and R's changes
 //     are diff(B, R);
-//   - every path R changes is one no earlier result changed, neither the
-//     parent directory of one nor inside one (a file and a directory of the
-//     same name would be a conflict);
+//   - every path R changes is one no earlier result changed, or changed
+//     the same way while no result deleted anything (git takes identical
+//     changes on both sides as merged; a deletion could make either a
+//     rename), and is neither the parent directory of a changed path nor
+//     inside one (a file and a directory of the same name conflict);
 //   - no directory R deletes from was added to by an earlier result and no
 //     directory R adds to lost a file to one: git's directory rename
 //     detection could move the added file, or report a conflict;
@@ -200,24 +202,35 @@ func (w *Worktree) resultChanges(ctx context.Context, base string, merges []pend
 // disjointPrefix returns how many leading results' changes can be applied
 // one after the other as git's merge would (see the rules above).
 func disjointPrefix(changes [][]treeChange) int {
-	changed := map[string]bool{}     // paths changed so far
+	changed := map[string]string{}   // paths changed so far: to what ("" deleted)
 	under := map[string]bool{}       // directories holding one
 	addedTo := map[string]bool{}     // directories a file was added to
 	deletedFrom := map[string]bool{} // directories a file was deleted from
+	deleted := false                 // by any result so far
 	for i, chs := range changes {
+		deletes := deleted
+		for _, ch := range chs {
+			deletes = deletes || ch.deleted
+		}
 		for _, ch := range chs {
 			p := ch.path
-			if p == "" || p[0] == '"' || strings.ContainsRune(p, '\n') || changed[p] || under[p] {
+			if p == "" || p[0] == '"' || strings.ContainsRune(p, '\n') || under[p] {
+				return i
+			}
+			if to, ok := changed[p]; ok && (deletes || to != ch.to()) {
+				// Changed before: git takes an identical change as
+				// merged; with no deletion anywhere no rename can be
+				// involved either.
 				return i
 			}
 			for d := range parentDirs(p) {
-				if changed[d] || (ch.added && deletedFrom[d]) || (ch.deleted && addedTo[d]) {
+				if _, ok := changed[d]; ok || (ch.added && deletedFrom[d]) || (ch.deleted && addedTo[d]) {
 					return i
 				}
 			}
 		}
 		for _, ch := range chs {
-			changed[ch.path] = true
+			changed[ch.path] = ch.to()
 			for d := range parentDirs(ch.path) {
 				under[d] = true
 				if ch.added {
@@ -228,8 +241,18 @@ func disjointPrefix(changes [][]treeChange) int {
 				}
 			}
 		}
+		deleted = deletes
 	}
 	return len(changes)
+}
+
+// to is what a change leaves at its path: its mode and object, "" when it
+// deletes it.
+func (ch treeChange) to() string {
+	if ch.deleted {
+		return ""
+	}
+	return ch.mode + " " + ch.sha
 }
 
 // parentDirs yields the directories p is in, innermost first, not the

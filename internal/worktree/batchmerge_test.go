@@ -169,7 +169,8 @@ func TestBatchedMergesAreGitsMerges(t *testing.T) {
 }
 
 // TestBatchedMergesHandOver covers, one by one, the results the batch must
-// leave to git, each of which a batch would merge wrongly.
+// leave to git, each of which a batch would merge wrongly, and identical
+// changes, which it merges.
 func TestBatchedMergesHandOver(t *testing.T) {
 	t.Parallel()
 	o := originWithDirs(t)
@@ -178,27 +179,48 @@ func TestBatchedMergesHandOver(t *testing.T) {
 		return func() { writeFile(t, filepath.Join(o.Seed, p), content, 0o644) }
 	}
 	for _, tc := range []struct {
-		name string
-		refs func(name string) []Ref
+		name  string
+		refs  func(name string) []Ref
+		byGit int // of the results after the first, merged by git
 	}{
+		{"the same file added by each", func(n string) []Ref {
+			return []Ref{
+				o.result(t, "drover/"+n+"/a/1", mainBranch, 1, write("same.txt", "same\n")),
+				o.result(t, "drover/"+n+"/b/1", mainBranch, 1, write("same.txt", "same\n")),
+			}
+		}, 0},
+		{"the same file added, once by a rename", func(n string) []Ref {
+			return []Ref{
+				o.result(t, "drover/"+n+"/a/1", mainBranch, 1, write("h.txt", "some notes\n")),
+				o.result(t, "drover/"+n+"/b/1", mainBranch, 1, func() {
+					_ = os.Rename(filepath.Join(o.Seed, "notes.txt"), filepath.Join(o.Seed, "h.txt"))
+				}),
+			}
+		}, 1},
+		{"a file added differently", func(n string) []Ref {
+			return []Ref{
+				o.result(t, "drover/"+n+"/a/1", mainBranch, 1, write("diff.txt", "one\n")),
+				o.result(t, "drover/"+n+"/b/1", mainBranch, 1, write("diff.txt", "two\n")),
+			}
+		}, 1},
 		{"a file where a directory was added", func(n string) []Ref {
 			return []Ref{
 				o.result(t, "drover/"+n+"/a/1", mainBranch, 1, write("n/x", "x\n")),
 				o.result(t, "drover/"+n+"/b/1", mainBranch, 1, write("n", "n\n")),
 			}
-		}},
+		}, 1},
 		{"a directory where a file was added", func(n string) []Ref {
 			return []Ref{
 				o.result(t, "drover/"+n+"/a/1", mainBranch, 1, write("m", "m\n")),
 				o.result(t, "drover/"+n+"/b/1", mainBranch, 1, write("m/x", "x\n")),
 			}
-		}},
+		}, 1},
 		{"a result on an older base", func(n string) []Ref {
 			return []Ref{
 				o.result(t, "drover/"+n+"/a/1", mainBranch, 1, write("a.txt", "a\n")),
 				o.result(t, "drover/"+n+"/b/1", mainBranch+"~1", 1, write("b.txt", "b\n")),
 			}
-		}},
+		}, 1},
 		{"a dependent result undoing its dependency", func(n string) []Ref {
 			a := o.result(t, "drover/"+n+"/a/1", mainBranch, 1, write("f.txt", "f\n"))
 			b := o.result(t, "drover/"+n+"/b/1", a.Branch, 1, func() {
@@ -206,7 +228,7 @@ func TestBatchedMergesHandOver(t *testing.T) {
 				writeFile(t, filepath.Join(o.Seed, "g.txt"), "g\n", 0o644)
 			})
 			return []Ref{a, b}
-		}},
+		}, 1},
 		{"a directory moved, a file added to it", func(n string) []Ref {
 			return []Ref{
 				o.result(t, "drover/"+n+"/a/1", mainBranch, 1, func() {
@@ -214,7 +236,7 @@ func TestBatchedMergesHandOver(t *testing.T) {
 				}),
 				o.result(t, "drover/"+n+"/b/1", mainBranch, 1, write("d1/new", "new\n")),
 			}
-		}},
+		}, 1},
 		{"a file added to a directory, the directory moved", func(n string) []Ref {
 			return []Ref{
 				o.result(t, "drover/"+n+"/a/1", mainBranch, 1, write("d2/new", "new\n")),
@@ -222,15 +244,15 @@ func TestBatchedMergesHandOver(t *testing.T) {
 					_ = os.Rename(filepath.Join(o.Seed, "d2"), filepath.Join(o.Seed, "d8"))
 				}),
 			}
-		}},
+		}, 1},
 	} {
 		name := strings.ReplaceAll(tc.name, " ", "-")
 		// An independent result first, so the batch has one to merge
 		// before it must hand over.
 		own := o.result(t, "drover/"+name+"/own/1", mainBranch, 1, write("own-"+name, "own\n"))
 		byGit, batched, _ := m.compare(t, "drover/"+name+"/merged/1", append([]Ref{own}, tc.refs(name)...))
-		if !batched || byGit != 1 {
-			t.Errorf("%s: batch used %v, %d results merged by git; want the first batched and the last left to git", tc.name, batched, byGit)
+		if !batched || byGit != tc.byGit {
+			t.Errorf("%s: batch used %v, %d results merged by git; want the first batched and %d left to git", tc.name, batched, byGit, tc.byGit)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package worktree
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -34,11 +35,28 @@ func TestAttemptGitCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantVerbs(t, rec, "Checkpoint", "diff", "commit")
+	wantVerbs(t, rec, "Checkpoint", "commit")
 	if pushed, err := w.Push(ctx); err != nil || pushed != sha {
 		t.Fatalf("Push = %s, %v; want %s", pushed, err, sha)
 	}
 	wantVerbs(t, rec, "Push", "push")
+
+	// Nothing changed: Observe's diff says so, and Checkpoint asks git
+	// nothing (the real index does not change either).
+	w0 := prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/count/nothing/1"})
+	rec.verbs()
+	if _, err := w0.Observe(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantVerbs(t, rec, "Observe of nothing", "add", "diff")
+	if sha, err := w0.Checkpoint(ctx, "nothing"); err != nil || sha != w0.Baseline {
+		t.Fatalf("Checkpoint = %s, %v; want the baseline %s", sha, err, w0.Baseline)
+	}
+	wantVerbs(t, rec, "Checkpoint of nothing")
+	if err := c.Remove(ctx, w0); err != nil {
+		t.Fatal(err)
+	}
+	rec.verbs()
 	if err := c.Remove(ctx, w); err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +88,22 @@ func TestAttemptGitCommands(t *testing.T) {
 		Merge: []Ref{{Branch: "drover/count/ma/1", Commit: a}, {Branch: "drover/count/mb/1", Commit: b}, {Branch: "drover/count/mc/1", Commit: mc}}})
 	wantVerbs(t, rec, "Prepare with three merges", "fetch", "rev-parse", "rev-parse", "rev-parse", "rev-parse",
 		"rev-parse", "rev-parse", "rev-parse", "rev-parse", "worktree add", "rev-list", "diff-tree", "fast-import", "reset")
+
+	// From listRefsFrom results on, their branches are read in one process.
+	var many []Ref
+	for i := range listRefsFrom {
+		branch := fmt.Sprintf("drover/count/many-%d/1", i)
+		gitT(t, o.Seed, "branch", branch, mainBranch)
+		many = append(many, Ref{Branch: branch, Commit: o.pushNew(t, branch, fmt.Sprintf("many-%d.txt", i), "x\n")})
+	}
+	w3 := prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/count/many/1", Merge: many})
+	wantVerbs(t, rec, "Prepare with many merges", "fetch", "rev-parse", "rev-parse", "for-each-ref",
+		"worktree add", "rev-list", "diff-tree", "fast-import", "reset")
+	for i := range listRefsFrom {
+		if got := readFile(t, filepath.Join(w3.Path, fmt.Sprintf("many-%d.txt", i))); got != "x\n" {
+			t.Errorf("many-%d.txt = %q", i, got)
+		}
+	}
 }
 
 // When git cannot remove the worktree, the directory is deleted by hand and

@@ -140,6 +140,7 @@ func (w *Worktree) diff(ctx context.Context, ch *Changes) error {
 		if ch.DiffTruncated {
 			ch.Diff = cutDiff(ch.Diff, w.cache.maxDiff)
 		}
+		w.staged.diffed, w.staged.changed = true, len(out) > 0
 		return nil
 	}
 	res, err = w.run(ctx, gitRun{env: env, stdoutLimit: w.cache.maxDiff, allowTrunc: true,
@@ -156,6 +157,7 @@ func (w *Worktree) diff(ctx context.Context, ch *Changes) error {
 		return fmt.Errorf("worktree: diff --stat in %s: %w", w.Path, err)
 	}
 	ch.DiffStat = string(stat.stdout)
+	w.staged.diffed, w.staged.changed = true, ch.DiffStat != "" || ch.Diff != ""
 	return nil
 }
 
@@ -185,6 +187,9 @@ func cutDiff(diff string, limit int64) string {
 type stagedIndex struct {
 	path string
 	real statKey // the real index when copied; zero if there was none
+	// diffed says Observe's diff of it against the baseline completed,
+	// and changed whether that diff was empty.
+	diffed, changed bool
 }
 
 // dropStaged removes the staged index, if any.
@@ -285,23 +290,26 @@ func (w *Worktree) Checkpoint(ctx context.Context, message string) (string, erro
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("worktree: remove stale index.lock: %w", err)
 	}
+	staged := w.staged
 	if !w.useStaged() {
+		staged = nil
 		if _, err := w.run(ctx, gitRun{args: []string{"add", "--all", "--", "."}}); err != nil {
 			return "", fmt.Errorf("worktree: stage checkpoint in %s: %w", w.Path, err)
 		}
 	}
+	dirty, err := w.indexDiffersFromHead(ctx, staged)
+	if err != nil {
+		return "", fmt.Errorf("worktree: checkpoint in %s: %w", w.Path, err)
+	}
 	head := ""
-	_, err := w.run(ctx, gitRun{args: []string{"diff", "--cached", "--quiet", "--no-ext-diff", "HEAD", "--"}})
-	switch exitCode(err) {
-	case 0: // nothing staged
-	case 1:
+	if dirty {
 		if _, err := w.run(ctx, gitRun{args: []string{"commit", "--quiet", "--no-verify", "--no-gpg-sign",
 			"--cleanup=strip", "-m", message}}); err != nil {
 			return "", fmt.Errorf("worktree: checkpoint commit in %s: %w", w.Path, err)
 		}
 		head, _ = w.headFromFiles() // the commit git just made (see refs.go)
-	default:
-		return "", fmt.Errorf("worktree: checkpoint in %s: %w", w.Path, err)
+	} else if h, ok := w.headFromFiles(); ok && h == w.Baseline {
+		head = h // a commit: Prepare resolved it
 	}
 	if head == "" {
 		if head, err = w.head(ctx); err != nil {
@@ -313,6 +321,23 @@ func (w *Worktree) Checkpoint(ctx context.Context, message string) (string, erro
 	}
 	w.checkpoint = head
 	return head, nil
+}
+
+// indexDiffersFromHead reports whether the index has anything to commit.
+// When it is the index Observe staged and diffed against the baseline,
+// and HEAD is still the baseline, Observe's diff has said.
+func (w *Worktree) indexDiffersFromHead(ctx context.Context, staged *stagedIndex) (bool, error) {
+	if h, ok := w.headFromFiles(); ok && h == w.Baseline && staged != nil && staged.diffed {
+		return staged.changed, nil
+	}
+	_, err := w.run(ctx, gitRun{args: []string{"diff", "--cached", "--quiet", "--no-ext-diff", "HEAD", "--"}})
+	switch exitCode(err) {
+	case 0:
+		return false, nil
+	case 1:
+		return true, nil
+	}
+	return false, err
 }
 
 // pinBranch makes the attempt branch point at head. Normally HEAD is that

@@ -682,34 +682,50 @@ func TestMergeRefProblems(t *testing.T) {
 	o := newOrigin(t)
 	c := newTestCache(t)
 	a := attempt(t, c, o, "drover/ref/a/1", map[string]string{"a.txt": "a\n"})
-
-	p := wtPath(t)
-	_, err := c.Prepare(ctx, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/ref/b/1", Path: p,
-		Merge: []Ref{{Branch: a.Branch, Commit: o.C1}}})
-	var rm *RefMismatchError
-	if !errors.Is(err, ErrRefMismatch) || !errors.As(err, &rm) {
-		t.Fatalf("moved branch: err = %v, want *RefMismatchError", err)
-	}
-	if rm.Branch != a.Branch || rm.Want != o.C1 || rm.Got != a.Commit {
-		t.Errorf("RefMismatchError = %+v", rm)
-	}
-	assertNotExist(t, p)
-
-	_, err = c.Prepare(ctx, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/ref/b/1", Path: p,
-		Merge: []Ref{{Branch: "drover/ref/missing/1", Commit: a.Commit}}})
-	var nf *RevisionNotFoundError
-	if !errors.As(err, &nf) || nf.Revision != "drover/ref/missing/1" {
-		t.Fatalf("missing branch: err = %v, want *RevisionNotFoundError", err)
-	}
-	assertNotExist(t, p)
-
-	// Only remote branches count: a local attempt branch of that name that
-	// was never pushed is not a result.
 	prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/ref/local/1"})
-	_, err = c.Prepare(ctx, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/ref/b/1", Path: p,
-		Merge: []Ref{{Branch: "drover/ref/local/1"}}})
-	if !errors.Is(err, ErrRevisionNotFound) {
-		t.Fatalf("unpushed branch: err = %v, want ErrRevisionNotFound", err)
+
+	// The same with the result branches listed in one process, as for
+	// many merges (listRefsFrom): a's result again and again first.
+	for _, pad := range []int{0, listRefsFrom} {
+		var before []Ref
+		for range pad {
+			before = append(before, a)
+		}
+		merge := func(m Ref) []Ref { return append(slices.Clone(before), m) }
+		p := wtPath(t)
+		_, err := c.Prepare(ctx, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/ref/b/1", Path: p,
+			Merge: merge(Ref{Branch: a.Branch, Commit: o.C1})})
+		if pad > 0 {
+			// a's result is merged already, so the moved branch is not
+			// even looked at; another name for it is.
+			o.git(t, "update-ref", "refs/heads/drover/ref/moved/1", a.Commit)
+			_, err = c.Prepare(ctx, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/ref/b/1", Path: p,
+				Merge: merge(Ref{Branch: "drover/ref/moved/1", Commit: o.C3})})
+		}
+		var rm *RefMismatchError
+		if !errors.Is(err, ErrRefMismatch) || !errors.As(err, &rm) {
+			t.Fatalf("pad %d: moved branch: err = %v, want *RefMismatchError", pad, err)
+		}
+		if rm.Got != a.Commit || (pad == 0 && (rm.Branch != a.Branch || rm.Want != o.C1)) || (pad > 0 && rm.Want != o.C3) {
+			t.Errorf("pad %d: RefMismatchError = %+v", pad, rm)
+		}
+		assertNotExist(t, p)
+
+		_, err = c.Prepare(ctx, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/ref/b/1", Path: p,
+			Merge: merge(Ref{Branch: "drover/ref/missing/1", Commit: o.C3})})
+		var nf *RevisionNotFoundError
+		if !errors.As(err, &nf) || nf.Revision != "drover/ref/missing/1" {
+			t.Fatalf("pad %d: missing branch: err = %v, want *RevisionNotFoundError", pad, err)
+		}
+		assertNotExist(t, p)
+
+		// Only remote branches count: a local attempt branch of that name
+		// that was never pushed is not a result.
+		_, err = c.Prepare(ctx, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/ref/b/1", Path: p,
+			Merge: merge(Ref{Branch: "drover/ref/local/1"})})
+		if !errors.Is(err, ErrRevisionNotFound) {
+			t.Fatalf("pad %d: unpushed branch: err = %v, want ErrRevisionNotFound", pad, err)
+		}
 	}
 }
 

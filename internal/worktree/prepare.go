@@ -134,13 +134,23 @@ func (c *Cache) addWorktree(ctx context.Context, r *repo, opts PrepareOptions, w
 	// merges that do nothing, and twice as many rev-parses.
 	mergeSHAs := make([]string, len(opts.Merge))
 	done := map[string]bool{baseSHA: true}
+	var listed map[string]string
+	if len(opts.Merge) >= listRefsFrom {
+		var err error
+		if listed, err = c.remoteCommits(ctx, r); err != nil {
+			return nil, nil, err
+		}
+	}
 	for i, m := range opts.Merge {
 		if done[m.Commit] {
 			continue
 		}
-		sha, err := c.resolveMergeRef(ctx, r, m)
-		if err != nil {
-			return nil, nil, err
+		sha, ok := listed[m.Branch]
+		if !ok || (m.Commit != "" && m.Commit != sha) {
+			var err error
+			if sha, err = c.resolveMergeRef(ctx, r, m); err != nil {
+				return nil, nil, err
+			}
 		}
 		if !done[sha] {
 			done[sha], mergeSHAs[i] = true, sha
@@ -208,6 +218,32 @@ func readGitFile(gitFile, commonDir string) (string, bool) {
 		return "", false
 	}
 	return p, true
+}
+
+// listRefsFrom is how many results a Prepare must merge for their branches
+// to be read in one `git for-each-ref` rather than two `git rev-parse`
+// each: an integration build merges every result of its flow.
+const listRefsFrom = 8
+
+// remoteCommits maps the cache's remote branches that point at commits to
+// their commits, in one git process. Caller holds r's lock.
+func (c *Cache) remoteCommits(ctx context.Context, r *repo) (map[string]string, error) {
+	res, err := c.run(ctx, gitRun{args: []string{"--git-dir=" + r.dir, "for-each-ref",
+		"--format=%(objectname) %(objecttype) %(refname)", "refs/remotes/origin/"}})
+	if err != nil {
+		return nil, fmt.Errorf("worktree: list result branches: %w", err)
+	}
+	refs := map[string]string{}
+	for line := range strings.Lines(string(res.stdout)) {
+		f := strings.SplitN(strings.TrimSuffix(line, "\n"), " ", 3)
+		if len(f) != 3 || f[1] != "commit" || !isObjectID(f[0]) {
+			continue // a tag or anything odd: resolveMergeRef decides
+		}
+		if branch, ok := strings.CutPrefix(f[2], "refs/remotes/origin/"); ok {
+			refs[branch] = f[0]
+		}
+	}
+	return refs, nil
 }
 
 // resolveMergeRef finds a result branch under refs/remotes/origin and
