@@ -77,38 +77,8 @@ func startNATSCluster(t *testing.T, n int) []*natsNode {
 		nodes[i] = &natsNode{t: t, name: name, port: ports[i], conf: path}
 		nodes[i].start()
 	}
-	waitJetStream(t, clusterURL(nodes))
-	if n > 1 {
-		waitPlacement(t, clusterURL(nodes), n)
-	}
+	waitJetStream(t, clusterURL(nodes), n)
 	return nodes
-}
-
-// waitPlacement waits until the cluster can place a stream on n servers:
-// JetStream answering is not yet every server known to the meta leader,
-// and a controller creating its R3 streams before that is refused ("no
-// suitable peers for placement").
-func waitPlacement(t *testing.T, url string, n int) {
-	t.Helper()
-	nc, err := nats.Connect(url, nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 60*time.Second, fmt.Sprintf("the cluster to place a stream on %d servers", n), func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "E2E_PROBE", Subjects: []string{"e2e.probe"},
-			Replicas: n, Storage: jetstream.MemoryStorage})
-		if err != nil {
-			return false
-		}
-		return js.DeleteStream(ctx, "E2E_PROBE") == nil
-	})
 }
 
 func (s *natsNode) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", s.port) }
@@ -152,9 +122,11 @@ func (s *natsNode) restart() {
 	s.start()
 }
 
-// waitJetStream waits until JetStream answers at url (in a cluster: once a
-// meta leader is elected).
-func waitJetStream(t *testing.T, url string) {
+// waitJetStream waits until JetStream answers at url and can place a
+// stream on `servers` servers: in a cluster, a meta leader answering is
+// not yet every server known to it, and a controller creating its R3
+// streams before that is refused ("no suitable peers for placement").
+func waitJetStream(t *testing.T, url string, servers int) {
 	t.Helper()
 	nc, err := nats.Connect(url, nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1))
 	if err != nil {
@@ -165,10 +137,17 @@ func waitJetStream(t *testing.T, url string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "JetStream at "+url, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	waitFor(t, 60*time.Second, fmt.Sprintf("JetStream at %s to place a stream on %d servers", url, servers), func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_, err := js.AccountInfo(ctx)
-		return err == nil
+		if _, err := js.AccountInfo(ctx); err != nil {
+			return false
+		}
+		if servers == 1 {
+			return true
+		}
+		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "E2E_PROBE", Subjects: []string{"e2e.probe"},
+			Replicas: servers, Storage: jetstream.MemoryStorage})
+		return err == nil && js.DeleteStream(ctx, "E2E_PROBE") == nil
 	})
 }

@@ -36,25 +36,24 @@ func (c *Controller) decide(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return walk, err
 	}
+	// The decisions are independent of each other: published as one batch
+	// (a round may be 10,000 of them), in order, awaited together. One that
+	// fails is decided again next round.
 	var errs []error
+	b := queue.NewBatch(c.js)
 	for _, a := range actions {
 		switch {
 		case a.event != nil:
-			if _, err := queue.PublishEvent(ctx, c.js, a.event); err != nil {
-				errs = append(errs, err)
-			}
+			b.Event(ctx, a.event)
 		case a.job != nil:
-			if err := queue.PublishJob(ctx, c.js, a.job); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			c.published.add(a.job.Attempt)
+			b.Job(ctx, a.job, func() { c.published.add(a.job.Attempt) })
 		case a.stop != nil:
 			if err := c.stop(ctx, a.stop); err != nil {
 				errs = append(errs, err)
 			}
 		}
 	}
+	errs = append(errs, b.Wait(ctx))
 	return walk, errors.Join(errs...)
 }
 

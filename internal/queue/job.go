@@ -189,6 +189,23 @@ func IntegrationBranch(flowID string, n int) string {
 // PublishJob queues j for its pool and runtime; the attempt id is the
 // Nats-Msg-Id so a decision republished after a crash queues it once.
 func PublishJob(ctx context.Context, js jetstream.JetStream, j *Job) error {
+	msg, err := jobMsg(j)
+	if err != nil {
+		return err
+	}
+	// The job carries its publish span's context, a child of the attempt's
+	// span: the worker's spans continue it.
+	ctx, end := tracePublish(ctx, msg, jobSpan(j, msg))
+	ack, err := js.PublishMsg(ctx, msg, jetstream.WithMsgID(j.Attempt), jetstream.WithExpectStream(AttemptsStream))
+	end(ack, err)
+	if err != nil {
+		return fmt.Errorf("queue: publish job %s: %w", j.Attempt, err)
+	}
+	return nil
+}
+
+// jobMsg is j as a message for its pool's and runtime's subject.
+func jobMsg(j *Job) (*nats.Msg, error) {
 	j.V = JobVersion
 	// A result branch to merge travels as its attempt number: the branch
 	// is named by it. An integration of thousands of tasks stays a message.
@@ -202,19 +219,15 @@ func PublishJob(ctx context.Context, js jetstream.JetStream, j *Job) error {
 	}
 	data, err := json.Marshal(&wire)
 	if err != nil {
-		return fmt.Errorf("queue: encode job %s: %w", j.Attempt, err)
+		return nil, fmt.Errorf("queue: encode job %s: %w", j.Attempt, err)
 	}
-	msg := &nats.Msg{Subject: AttemptSubject(j.Pool, j.Runtime), Data: data, Header: nats.Header{}}
-	// The job carries its publish span's context, a child of the attempt's
-	// span: the worker's spans continue it.
-	// Pools and runtimes are few: the subject itself names the span.
-	ctx, end := tracePublish(ctx, msg, func() (tracing.Message, tracing.Owner) {
+	return &nats.Msg{Subject: AttemptSubject(j.Pool, j.Runtime), Data: data, Header: nats.Header{}}, nil
+}
+
+// jobSpan names a job's publish span. Pools and runtimes are few: the
+// subject itself names it.
+func jobSpan(j *Job, msg *nats.Msg) func() (tracing.Message, tracing.Owner) {
+	return func() (tracing.Message, tracing.Owner) {
 		return tracing.Message{Template: AttemptsTemplate, Destination: msg.Subject, ID: j.Attempt}, JobOwner(j)
-	})
-	ack, err := js.PublishMsg(ctx, msg, jetstream.WithMsgID(j.Attempt), jetstream.WithExpectStream(AttemptsStream))
-	end(ack, err)
-	if err != nil {
-		return fmt.Errorf("queue: publish job %s: %w", j.Attempt, err)
 	}
-	return nil
 }

@@ -19,23 +19,33 @@ import (
 // event id is the Nats-Msg-Id, so a republish inside the dedup window is
 // dropped by the server; outside it, the fold's own dedup by id applies.
 func PublishEvent(ctx context.Context, js jetstream.JetStream, ev *eventlog.Event) (uint64, error) {
-	if err := CheckEventIDs(ev); err != nil {
-		return 0, err
-	}
-	data, err := ev.Encode()
+	msg, describe, err := eventMsg(ev)
 	if err != nil {
 		return 0, err
 	}
-	msg := &nats.Msg{Subject: EventSubject(ev.Flow, string(ev.Type)), Data: data, Header: nats.Header{}}
-	ctx, end := tracePublish(ctx, msg, func() (tracing.Message, tracing.Owner) {
-		return tracing.Message{Template: EventsTemplate, Destination: EventDestination(string(ev.Type)), ID: ev.ID}, EventOwner(ev)
-	})
+	ctx, end := tracePublish(ctx, msg, describe)
 	ack, err := js.PublishMsg(ctx, msg, jetstream.WithMsgID(ev.ID), jetstream.WithExpectStream(EventsStream))
 	end(ack, err)
 	if err != nil {
 		return 0, fmt.Errorf("queue: publish event %s: %w", ev.ID, err)
 	}
 	return ack.Sequence, nil
+}
+
+// eventMsg is ev as a message for the EVENTS stream, and how its publish
+// span names it.
+func eventMsg(ev *eventlog.Event) (*nats.Msg, func() (tracing.Message, tracing.Owner), error) {
+	if err := CheckEventIDs(ev); err != nil {
+		return nil, nil, err
+	}
+	data, err := ev.Encode()
+	if err != nil {
+		return nil, nil, err
+	}
+	msg := &nats.Msg{Subject: EventSubject(ev.Flow, string(ev.Type)), Data: data, Header: nats.Header{}}
+	return msg, func() (tracing.Message, tracing.Owner) {
+		return tracing.Message{Template: EventsTemplate, Destination: EventDestination(string(ev.Type)), ID: ev.ID}, EventOwner(ev)
+	}, nil
 }
 
 var (

@@ -1,0 +1,108 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/drover-dev/drover/internal/eventlog"
+)
+
+// Batch publishes events and jobs without waiting for each acknowledgement
+// before the next publish, then waits for them all. The controller's
+// decisions of one round are independent of each other; published one
+// acknowledged round trip at a time, a 10,000-task flow's first decisions
+// kept the workers waiting for seconds. Messages leave in the order they
+// are added, on one connection, and are stored in that order; each keeps
+// its Nats-Msg-Id, so one that failed is deduplicated when the next round
+// publishes it again. A Batch is not safe for concurrent use.
+type Batch struct {
+	js      jetstream.JetStream
+	pending []pendingPublish
+	errs    []error
+}
+
+type pendingPublish struct {
+	ack  jetstream.PubAckFuture
+	end  func(*jetstream.PubAck, error) // the publish span's
+	what string
+	done func() // after the acknowledgement, if set
+}
+
+// batchWindow bounds the publishes awaiting acknowledgement.
+const batchWindow = 256
+
+// batchAckWait bounds the wait for one window's acknowledgements.
+const batchAckWait = 10 * time.Second
+
+// NewBatch starts a batch on js.
+func NewBatch(js jetstream.JetStream) *Batch { return &Batch{js: js} }
+
+// Event adds an event (see PublishEvent).
+func (b *Batch) Event(ctx context.Context, ev *eventlog.Event) {
+	msg, describe, err := eventMsg(ev)
+	if err != nil {
+		b.errs = append(b.errs, err)
+		return
+	}
+	_, end := tracePublish(ctx, msg, describe)
+	ack, err := b.js.PublishMsgAsync(msg, jetstream.WithMsgID(ev.ID), jetstream.WithExpectStream(EventsStream))
+	b.add(ctx, ack, err, end, "event "+ev.ID, nil)
+}
+
+// Job adds a job (see PublishJob); done runs once the server has stored it.
+func (b *Batch) Job(ctx context.Context, j *Job, done func()) {
+	msg, err := jobMsg(j)
+	if err != nil {
+		b.errs = append(b.errs, err)
+		return
+	}
+	_, end := tracePublish(ctx, msg, jobSpan(j, msg))
+	ack, err := b.js.PublishMsgAsync(msg, jetstream.WithMsgID(j.Attempt), jetstream.WithExpectStream(AttemptsStream))
+	b.add(ctx, ack, err, end, "job "+j.Attempt, done)
+}
+
+func (b *Batch) add(ctx context.Context, ack jetstream.PubAckFuture, err error, end func(*jetstream.PubAck, error), what string, done func()) {
+	if err != nil {
+		end(nil, err)
+		b.errs = append(b.errs, fmt.Errorf("queue: publish %s: %w", what, err))
+		return
+	}
+	b.pending = append(b.pending, pendingPublish{ack: ack, end: end, what: what, done: done})
+	if len(b.pending) >= batchWindow {
+		b.await(ctx)
+	}
+}
+
+// Wait waits for every acknowledgement and returns the publishes that
+// failed, joined.
+func (b *Batch) Wait(ctx context.Context) error {
+	b.await(ctx)
+	err := errors.Join(b.errs...)
+	b.errs = nil
+	return err
+}
+
+func (b *Batch) await(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, batchAckWait)
+	defer cancel()
+	for _, p := range b.pending {
+		select {
+		case ack := <-p.ack.Ok():
+			p.end(ack, nil)
+			if p.done != nil {
+				p.done()
+			}
+		case err := <-p.ack.Err():
+			p.end(nil, err)
+			b.errs = append(b.errs, fmt.Errorf("queue: publish %s: %w", p.what, err))
+		case <-ctx.Done():
+			p.end(nil, ctx.Err())
+			b.errs = append(b.errs, fmt.Errorf("queue: publish %s: %w", p.what, ctx.Err()))
+		}
+	}
+	b.pending = b.pending[:0]
+}
