@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -89,7 +90,11 @@ func benchFold(b *testing.B, n int) {
 	b.ResetTimer()
 	for range b.N {
 		steps := []func(){
-			func() { fold += foldOnce(b, cfg, js, last) },
+			func() {
+				stop := profileFold(b)
+				fold += foldOnce(b, cfg, js, last)
+				stop()
+			},
 			func() { rawAck += consumeRaw(b, js, last, true) },
 			func() { rawOrdered += consumeRaw(b, js, last, false) },
 		}
@@ -108,6 +113,29 @@ func benchFold(b *testing.B, n int) {
 	b.ReportMetric(events/rawOrdered.Seconds(), "raw_ordered_events/s")
 	b.ReportMetric(rawAck.Seconds()/fold.Seconds(), "ratio")
 	b.ReportMetric(float64(size)/float64(last), "bytes/event")
+}
+
+// profileFold writes a CPU profile of the fold alone, while the raw
+// consumers are not running, when DROVER_BENCH_FOLD_PROFILE names a file
+// (the last run's profile is kept).
+func profileFold(b *testing.B) (stop func()) {
+	path := os.Getenv("DROVER_BENCH_FOLD_PROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // foldOnce folds the whole stream into a fresh store and returns how long

@@ -78,6 +78,11 @@ type Event struct {
 	Attempt string          `json:"attempt,omitempty"`
 	Epoch   uint64          `json:"epoch,omitempty"`
 	Data    json.RawMessage `json:"data,omitempty"`
+
+	// The payload decoded ahead of the fold (DecodeForFold), or why it
+	// could not be; the fold's handler takes it.
+	payload    any
+	payloadErr error
 }
 
 // ErrDecode is wrapped by every decoding failure.

@@ -34,15 +34,21 @@ func (s *State) ApplyRaw(seq uint64, raw []byte) { s.applyRaw(seq, raw) }
 // applyRaw is ApplyRaw returning the decoded envelope, nil for poison.
 func (s *State) applyRaw(seq uint64, raw []byte) *Event {
 	ev, err := Decode(raw)
-	if err != nil {
-		s.poison(seq, err, len(raw))
+	return s.applyDecoded(seq, Decoded{ev: ev, err: err, size: len(raw)})
+}
+
+// applyDecoded folds a message decoded by DecodeForFold (or applyRaw) and
+// returns its envelope, nil for poison.
+func (s *State) applyDecoded(seq uint64, d Decoded) *Event {
+	if d.err != nil {
+		s.poison(seq, d.err, d.size)
 		return nil
 	}
-	if err := s.Apply(seq, ev); err != nil {
-		s.poison(seq, err, len(raw))
+	if err := s.Apply(seq, d.ev); err != nil {
+		s.poison(seq, err, d.size)
 		return nil
 	}
-	return ev
+	return d.ev
 }
 
 func (s *State) poison(seq uint64, err error, size int) {
@@ -110,8 +116,8 @@ func (s *State) Apply(seq uint64, ev *Event) error {
 }
 
 func (s *State) flowSubmitted(ev *Event) error {
-	var d FlowSubmittedData
-	if err := ev.Payload(&d); err != nil {
+	d, err := payloadOf[FlowSubmittedData](ev)
+	if err != nil {
 		return err
 	}
 	if d.Parts < 0 || d.Parts > flow.MaxTasks {
@@ -160,8 +166,8 @@ func (s *State) flowSubmitted(ev *Event) error {
 
 // flowTasksSubmitted keeps a part of a large flow until its flow_submitted.
 func (s *State) flowTasksSubmitted(ev *Event) error {
-	var d FlowTasksSubmittedData
-	if err := ev.Payload(&d); err != nil {
+	d, err := payloadOf[FlowTasksSubmittedData](ev)
+	if err != nil {
 		return err
 	}
 	if d.Part < 1 || d.Part > flow.MaxTasks {
@@ -171,7 +177,7 @@ func (s *State) flowTasksSubmitted(ev *Event) error {
 	if _, ok := s.Flows[ev.Flow]; ok || s.Parts[k] != nil {
 		return nil
 	}
-	s.Parts[k] = &SubmittedPart{Flow: ev.Flow, FlowTasksSubmittedData: d}
+	s.Parts[k] = &SubmittedPart{Flow: ev.Flow, FlowTasksSubmittedData: *d}
 	s.mark(keyPart + k)
 	return nil
 }
@@ -190,8 +196,8 @@ func (s *State) touchTask(t *Task, ev *Event) {
 func (s *State) touchAttempt(a *Attempt) { s.mark(keyAttempt + a.ID) }
 
 func (s *State) flowCompleted(ev *Event) error {
-	var d FlowCompletedData
-	if err := ev.Payload(&d); err != nil {
+	d, err := payloadOf[FlowCompletedData](ev)
+	if err != nil {
 		return err
 	}
 	if !d.State.Terminal() {
@@ -208,8 +214,8 @@ func (s *State) flowCompleted(ev *Event) error {
 }
 
 func (s *State) attemptScheduled(ev *Event) error {
-	var d AttemptScheduledData
-	if err := ev.Payload(&d); err != nil {
+	d, err := payloadOf[AttemptScheduledData](ev)
+	if err != nil {
 		return err
 	}
 	t := s.Task(ev.Flow, ev.Task)
@@ -241,8 +247,8 @@ func (s *State) live(ev *Event) *Attempt {
 }
 
 func (s *State) attemptClaimed(ev *Event) error {
-	var d AttemptClaimedData
-	if err := ev.Payload(&d); err != nil {
+	d, err := payloadOf[AttemptClaimedData](ev)
+	if err != nil {
 		return err
 	}
 	a := s.live(ev)
@@ -283,34 +289,8 @@ func (s *State) current(ev *Event) *Attempt {
 func (s *State) attemptPhase(ev *Event) error {
 	// Decode first: a payload that fails must leave the attempt untouched,
 	// or memory would hold a change that Commit never writes.
-	var (
-		prep  PrepareCompletedData
-		start RuntimeStartedData
-		diff  DiffComputedData
-		ver   Verification
-		d     any
-	)
-	switch ev.Type {
-	case AdapterInitialized:
-		d = &AdapterInitializedData{}
-	case PrepareCompleted:
-		d = &prep
-	case RuntimeStarted:
-		d = &start
-	case RuntimeExited:
-		d = &RuntimeExitedData{}
-	case FileModified:
-		d = &FileModifiedData{}
-	case DiffComputed:
-		d = &diff
-	case CheckpointCommitCreated:
-		d = &CheckpointCommitCreatedData{}
-	case VerificationCompleted:
-		d = &ver
-	default: // RuntimeTerminated: an empty object
-		d = &struct{}{}
-	}
-	if err := ev.Payload(d); err != nil {
+	p, err := ev.takePayload()
+	if err != nil {
 		return err
 	}
 	a := s.current(ev)
@@ -318,30 +298,30 @@ func (s *State) attemptPhase(ev *Event) error {
 		return nil
 	}
 	a.Phase = ev.Type
-	switch ev.Type {
-	case PrepareCompleted:
-		a.Worktree, a.BaseCommit = prep.Worktree, prep.BaseCommit
-	case RuntimeStarted:
-		a.Pid = start.Pid
-	case DiffComputed:
-		a.DiffStat = diff.Stat
-	case VerificationCompleted:
-		a.Verification = &ver
+	switch d := p.(type) {
+	case *PrepareCompletedData:
+		a.Worktree, a.BaseCommit = d.Worktree, d.BaseCommit
+	case *RuntimeStartedData:
+		a.Pid = d.Pid
+	case *DiffComputedData:
+		a.DiffStat = d.Stat
+	case *Verification:
+		a.Verification = d
 	}
 	s.touchAttempt(a)
 	return nil
 }
 
 func (s *State) attemptReported(ev *Event) error {
-	var r Report
-	if err := ev.Payload(&r); err != nil {
+	r, err := payloadOf[Report](ev)
+	if err != nil {
 		return err
 	}
 	a := s.current(ev)
 	if a == nil {
 		return nil
 	}
-	a.Report, a.Phase, a.EndedAt = &r, ev.Type, ev.Time
+	a.Report, a.Phase, a.EndedAt = r, ev.Type, ev.Time
 	a.State = AttemptFailed
 	if r.Success {
 		a.State = AttemptSucceeded
@@ -360,8 +340,8 @@ func (s *State) attemptReported(ev *Event) error {
 }
 
 func (s *State) errorClassified(ev *Event) error {
-	var d RuntimeErrorClassifiedData
-	if err := ev.Payload(&d); err != nil {
+	d, err := payloadOf[RuntimeErrorClassifiedData](ev)
+	if err != nil {
 		return err
 	}
 	a := s.Attempts[ev.Attempt]
@@ -375,8 +355,8 @@ func (s *State) errorClassified(ev *Event) error {
 }
 
 func (s *State) taskFailed(ev *Event) error {
-	var d TaskFailedData
-	if err := ev.Payload(&d); err != nil {
+	d, err := payloadOf[TaskFailedData](ev)
+	if err != nil {
 		return err
 	}
 	t := s.Task(ev.Flow, ev.Task)
@@ -391,8 +371,8 @@ func (s *State) taskFailed(ev *Event) error {
 }
 
 func (s *State) recoveryScheduled(ev *Event) error {
-	var d RuntimeRecoveryScheduledData
-	if err := ev.Payload(&d); err != nil {
+	d, err := payloadOf[RuntimeRecoveryScheduledData](ev)
+	if err != nil {
 		return err
 	}
 	// Only the decision about the task's current, failed attempt counts.
@@ -410,8 +390,8 @@ func (s *State) recoveryScheduled(ev *Event) error {
 }
 
 func (s *State) cancelRequested(ev *Event) error {
-	var d CancelRequestedData
-	if err := ev.Payload(&d); err != nil {
+	d, err := payloadOf[CancelRequestedData](ev)
+	if err != nil {
 		return err
 	}
 	// The scope is checked before the state is looked at, so that whether
@@ -444,8 +424,8 @@ func (s *State) cancelRequested(ev *Event) error {
 }
 
 func (s *State) taskCancelled(ev *Event) error {
-	var d TaskCancelledData
-	if err := ev.Payload(&d); err != nil {
+	d, err := payloadOf[TaskCancelledData](ev)
+	if err != nil {
 		return err
 	}
 	t := s.Task(ev.Flow, ev.Task)
@@ -460,8 +440,8 @@ func (s *State) taskCancelled(ev *Event) error {
 }
 
 func (s *State) attemptAbandoned(ev *Event) error {
-	var d AttemptAbandonedData
-	if err := ev.Payload(&d); err != nil {
+	d, err := payloadOf[AttemptAbandonedData](ev)
+	if err != nil {
 		return err
 	}
 	a := s.live(ev)
@@ -479,8 +459,8 @@ func (s *State) attemptAbandoned(ev *Event) error {
 // died before its attempt_claimed was published); a loss of an older claim
 // than the current one is fenced off.
 func (s *State) attemptLost(ev *Event) error {
-	var d AttemptLostData
-	if err := ev.Payload(&d); err != nil {
+	d, err := payloadOf[AttemptLostData](ev)
+	if err != nil {
 		return err
 	}
 	a := s.live(ev)
@@ -506,8 +486,7 @@ func (s *State) attemptLost(ev *Event) error {
 }
 
 func (s *State) flowPaused(ev *Event) error {
-	var d OperatorData
-	if err := ev.Payload(&d); err != nil {
+	if _, err := payloadOf[OperatorData](ev); err != nil {
 		return err
 	}
 	f := s.Flows[ev.Flow]
@@ -523,8 +502,7 @@ func (s *State) flowPaused(ev *Event) error {
 // finished): the task is pending again with a fresh retry budget, and the
 // tasks it blocked wait for it again.
 func (s *State) retryRequested(ev *Event) error {
-	var d OperatorData
-	if err := ev.Payload(&d); err != nil {
+	if _, err := payloadOf[OperatorData](ev); err != nil {
 		return err
 	}
 	f := s.Flows[ev.Flow]
@@ -565,8 +543,8 @@ func (s *State) retryRequested(ev *Event) error {
 }
 
 func (s *State) integrationScheduled(ev *Event) error {
-	var d IntegrationScheduledData
-	if err := ev.Payload(&d); err != nil {
+	d, err := payloadOf[IntegrationScheduledData](ev)
+	if err != nil {
 		return err
 	}
 	f := s.Flows[ev.Flow]
@@ -595,8 +573,8 @@ func (s *State) integrationScheduled(ev *Event) error {
 }
 
 func (s *State) flowIntegrated(ev *Event) error {
-	var d FlowIntegratedData
-	if err := ev.Payload(&d); err != nil {
+	d, err := payloadOf[FlowIntegratedData](ev)
+	if err != nil {
 		return err
 	}
 	f := s.Flows[ev.Flow]

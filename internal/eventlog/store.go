@@ -47,7 +47,18 @@ type Store struct {
 
 // OpenStore opens (or creates) the projection in dir and loads it into memory.
 func OpenStore(dir string, opts StoreOptions) (*Store, error) {
-	po := &pebble.Options{Logger: quietLogger{}}
+	// The store is read once, when opened: the fold keeps the projection
+	// in memory. So its LSM is tuned for writing: fewer, larger flushes,
+	// and L0 compacted late. Records are keyed by ids spread over the key
+	// space, so each compaction of L0 rewrites most of the store; with
+	// Pebble's defaults (4 MiB memtables, L0 compacted at 4 sublevels)
+	// folding 92 MB of records wrote 287 MB, its compactions taking 1.6 s
+	// of CPU against the fold's own 2.4 s (BenchmarkFold); now 151 MB.
+	po := &pebble.Options{Logger: quietLogger{},
+		MemTableSize:          8 << 20,
+		L0CompactionThreshold: 16,
+		L0StopWritesThreshold: 64,
+	}
 	if opts.FS != nil {
 		po.FS = opts.FS
 	}
@@ -146,6 +157,18 @@ func (s *Store) StageEvent(seq uint64, raw []byte) (ev *Event, staged bool) {
 		return nil, false
 	}
 	ev = s.st.applyRaw(seq, raw)
+	s.applied = seq
+	return ev, true
+}
+
+// StageDecoded is StageEvent for a message DecodeForFold decoded.
+func (s *Store) StageDecoded(seq uint64, d Decoded) (ev *Event, staged bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if seq <= s.applied {
+		return nil, false
+	}
+	ev = s.st.applyDecoded(seq, d)
 	s.applied = seq
 	return ev, true
 }
