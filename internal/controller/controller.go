@@ -184,7 +184,7 @@ const foldBatch = 4096
 //
 // A goroutine reads and decodes the events ahead (decodeAhead of them)
 // while this one applies them in order: decoding needs no state, and it was
-// two thirds of the fold's CPU (docs/benchmarks.md).
+// three fifths of the fold's CPU (docs/benchmarks.md).
 func (c *Controller) fold(ctx context.Context, it jetstream.MessagesContext, start uint64) (progressed bool, err error) {
 	defer context.AfterFunc(ctx, it.Stop)()
 	decoded := make(chan foldMsg, decodeAhead)

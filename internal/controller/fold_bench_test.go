@@ -38,9 +38,10 @@ var foldRuns int
 // ~11 KB in all), then the integration and the completion.
 //
 //   - fold: the controller's fold loop (foldLoop: an ordered consumer from
-//     the store's next sequence, Stage into the in-memory projection, Commit
-//     to Pebble every 512 events and when caught up, the fold's metrics and
-//     trace hooks as configured: off) from an empty store until it has
+//     the store's next sequence read and decoded by a goroutine of its own,
+//     StageDecoded into the in-memory projection, Commit to Pebble every
+//     4,096 events and when caught up, the fold's metrics and trace hooks
+//     as configured: off) from an empty store until it has
 //     applied the last sequence. The decision loop does not run: it acts on
 //     the state, it does not read the stream.
 //   - raw_ack: a pull consumer with explicit acks, the same 1,024-message

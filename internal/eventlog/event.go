@@ -129,7 +129,7 @@ func Decode(raw []byte) (*Event, error) {
 // unmarshal decodes events off the wire with the JSON v2 decoder (the
 // go-json-experiment module that is the standard library's encoding/json/v2
 // under GOEXPERIMENT=jsonv2): the fold spends most of its time decoding, and
-// v2 does it 3 to 4 times faster than encoding/json (BenchmarkDecodeEvent).
+// v2 does it 3 to 4 times faster than encoding/json (docs/design.md#large-flows).
 // It is also stricter, which suits a wire format: duplicate member names,
 // invalid UTF-8 and members that differ from a field's name only in case are
 // errors, so such a message is poison. What Drover writes (encoding/json)

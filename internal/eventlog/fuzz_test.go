@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,7 +25,8 @@ const fuzzSeedLimit = 64 << 10
 
 // FuzzDecode checks that Decode never panics, that everything it refuses
 // wraps ErrDecode, and that everything it accepts is a valid envelope that
-// re-encodes and decodes to an equal event.
+// re-encodes and decodes to an equal event; and that DecodeForFold's one
+// pass decodes exactly what Decode and Payload do (checkDecodeForFold).
 func FuzzDecode(f *testing.F) {
 	for _, msgs := range testdataStreams(f) {
 		for _, m := range msgs {
@@ -35,7 +38,12 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"v":1,"id":"i","type":"t","flow":"f","time":"2025-01-01T00:00:00.5+05:30","data":{ "a" : "<&>" }}`))
 	f.Add([]byte(`{"v":1,"id":"i","type":"t","flow":"f","data":null,"DATA":"x","Id":"j"}`))
 
+	f.Add([]byte(`{"v":1,"data" : {"worker":"w"} ,"id":"i","type":"attempt_claimed","flow":"f"}`))
+	f.Add([]byte(`{"v":1,"id":"i","type":"attempt_reported","flow":"f","data" :` + "\n" + ` {"success":true,"exit_code":"1"}}`))
+	f.Add([]byte(`{"v":1,"id":"i","type":"runtime_terminated","flow":"f","data":{},"data":{}}`))
+
 	f.Fuzz(func(t *testing.T, raw []byte) {
+		checkDecodeForFold(t, raw)
 		ev, err := Decode(raw)
 		if err != nil {
 			if !errors.Is(err, ErrDecode) {
@@ -78,6 +86,33 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("encoding is not stable:\n%s\n%s (%v)", enc, enc2, err)
 		}
 	})
+}
+
+// checkDecodeForFold fails t unless DecodeForFold(raw) is what Decode and
+// Payload make of it: the same verdict with the same reason, the same
+// envelope, Data and payload.
+func checkDecodeForFold(t *testing.T, raw []byte) {
+	t.Helper()
+	got, want := DecodeForFold(raw), decodeTwoPass(raw)
+	if (got.err == nil) != (want.err == nil) || (got.err != nil && got.err.Error() != want.err.Error()) {
+		t.Fatalf("DecodeForFold: error %v, two passes: %v", got.err, want.err)
+	}
+	if got.err != nil {
+		return
+	}
+	g, w := *got.ev, *want.ev
+	if (g.payloadErr == nil) != (w.payloadErr == nil) || (g.payloadErr != nil && g.payloadErr.Error() != w.payloadErr.Error()) {
+		t.Fatalf("payload error %v, two passes: %v", g.payloadErr, w.payloadErr)
+	}
+	gp, err1 := json.Marshal(g.payload)
+	wp, err2 := json.Marshal(w.payload)
+	if fmt.Sprintf("%T", g.payload) != fmt.Sprintf("%T", w.payload) || err1 != nil || err2 != nil || !bytes.Equal(gp, wp) {
+		t.Fatalf("payload %T %s, two passes: %T %s (%v, %v)", g.payload, gp, w.payload, wp, err1, err2)
+	}
+	g.payload, w.payload, g.payloadErr, w.payloadErr = nil, nil, nil, nil
+	if !reflect.DeepEqual(g, w) {
+		t.Fatalf("event %+v, two passes: %+v", g, w)
+	}
 }
 
 // FuzzApplyRaw folds arbitrary bytes: the whole input as one message at seq,

@@ -2,7 +2,10 @@ package eventlog
 
 import (
 	"errors"
+	"os"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestPayloadTypes: every type the fold reads is decoded ahead into the
@@ -18,7 +21,18 @@ func TestPayloadTypes(t *testing.T) {
 		AttemptAbandoned, AttemptLost, IntegrationScheduled, FlowIntegrated,
 	}
 	for _, typ := range types {
-		d := DecodeForFold([]byte(`{"v":1,"id":"e1","type":"` + string(typ) + `","flow":"f","task":"a","attempt":"f-a-1","epoch":1,"data":{}}`))
+		ev, err := New("e1", typ, time.Now(), "f", "a", "f-a-1", 1, struct{}{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := ev.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := decodeOnePass(raw); !ok {
+			t.Errorf("%s: an event as Drover writes it is not decoded in one pass", typ)
+		}
+		d := DecodeForFold(raw)
 		if d.err != nil {
 			t.Fatalf("%s: %v", typ, d.err)
 		}
@@ -26,7 +40,7 @@ func TestPayloadTypes(t *testing.T) {
 			t.Errorf("%s: not decoded ahead", typ)
 			continue
 		}
-		err := NewState().Apply(1, d.ev)
+		err = NewState().Apply(1, d.ev)
 		if errors.Is(err, errPayloadType) {
 			t.Errorf("%s: %v", typ, err)
 		}
@@ -46,5 +60,47 @@ func TestPayloadTypes(t *testing.T) {
 	other.applyDecoded(7, DecodeForFold(raw))
 	if got, want := other.Poisons[7].Reason, st.Poisons[7].Reason; got != want || got == "" {
 		t.Errorf("poison reason decoded ahead %q, decoded by the handler %q", got, want)
+	}
+}
+
+// BenchmarkDecodeForFold compares the fold's one-pass decoding with Decode
+// and Payload, on a report carrying a real Claude Code transcript as its
+// stdout tail (most of the fold's bytes) and on a claim (most of its events).
+func BenchmarkDecodeForFold(b *testing.B) {
+	transcript, err := os.ReadFile("../../testdata/transcripts/claude/success/stdout.txt")
+	if err != nil {
+		b.Fatal(err)
+	}
+	events := map[string]struct {
+		typ  Type
+		data any
+	}{
+		"report": {AttemptReported, Report{Success: true, Branch: "drover/f/a/1", Commit: strings.Repeat("a", 40),
+			StdoutTail: string(transcript), FilesCreated: []string{"pkg/new.go"}}},
+		"claim": {AttemptClaimed, AttemptClaimedData{Worker: "worker-1"}},
+	}
+	for name, e := range events {
+		ev, err := New("f-a-1-"+string(e.typ), e.typ, time.Now(), "f", "a", "f-a-1", 1, e.data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		raw, err := ev.Encode()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, way := range []struct {
+			name   string
+			decode func([]byte) Decoded
+		}{{"one-pass", DecodeForFold}, {"two-pass", decodeTwoPass}} {
+			b.Run(name+"/"+way.name, func(b *testing.B) {
+				b.SetBytes(int64(len(raw)))
+				b.ReportAllocs()
+				for b.Loop() {
+					if d := way.decode(raw); d.err != nil || d.ev.payload == nil {
+						b.Fatalf("not decoded: %v", d.err)
+					}
+				}
+			})
+		}
 	}
 }
