@@ -457,6 +457,74 @@ func (c *Cache) resolveCommit(ctx context.Context, gitDir, rev string) (string, 
 	return out, nil
 }
 
+// resolveCommits resolves each rev^{commit} in one git process: the full
+// sha, or "" where rev names no commit. Anything but those two answers is
+// an error, and the caller asks rev-parse instead.
+func (c *Cache) resolveCommits(ctx context.Context, gitDir string, revs ...string) ([]string, error) {
+	var in strings.Builder
+	for _, rev := range revs {
+		if strings.ContainsAny(rev, "\n\x00") {
+			return nil, fmt.Errorf("worktree: revision %q", rev)
+		}
+		in.WriteString(rev + "^{commit}\n")
+	}
+	res, err := c.run(ctx, gitRun{args: []string{"--git-dir=" + gitDir, "cat-file", "--batch-check=%(objectname) %(objecttype)"},
+		stdin: in.String()})
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(strings.TrimSuffix(string(res.stdout), "\n"), "\n")
+	if len(lines) != len(revs) {
+		return nil, fmt.Errorf("worktree: cat-file answered %d lines for %d revisions", len(lines), len(revs))
+	}
+	shas := make([]string, len(revs))
+	for i, line := range lines {
+		switch sha, typ, _ := strings.Cut(line, " "); {
+		case line == revs[i]+"^{commit} missing":
+		case typ == "commit" && isObjectID(sha):
+			shas[i] = sha
+		default:
+			return nil, fmt.Errorf("worktree: cat-file answered %q for %s", line, revs[i])
+		}
+	}
+	return shas, nil
+}
+
+// resolveBaseAndBranch is resolveBase, and resolveCommit of the attempt
+// branch (which must not exist yet), in one process when the base is a
+// branch of the remote, its first candidate; otherwise as those two do.
+// Caller holds r's lock.
+func (c *Cache) resolveBaseAndBranch(ctx context.Context, r *repo, base, branch string) (baseSHA, branchSHA string, err error) {
+	if ref := baseBranchRef(base); ref != "" {
+		shas, err := c.resolveCommits(ctx, r.dir, ref, "refs/heads/"+branch)
+		if err == nil && shas[0] != "" {
+			return shas[0], shas[1], nil
+		}
+		if ctx.Err() != nil {
+			return "", "", context.Cause(ctx)
+		}
+	}
+	if baseSHA, err = c.resolveBase(ctx, r, base); err != nil {
+		return "", "", err
+	}
+	branchSHA, err = c.resolveCommit(ctx, r.dir, "refs/heads/"+branch)
+	return baseSHA, branchSHA, err
+}
+
+// baseBranchRef is the remote-tracking ref resolveBase tries first for
+// base, "" when it would try none (a tag, or a revision it refuses).
+func baseBranchRef(base string) string {
+	switch {
+	case base == "" || base == "HEAD":
+		return "refs/remotes/origin/HEAD"
+	case checkRevision(base) != nil || strings.HasPrefix(base, "refs/tags/"):
+		return ""
+	case strings.HasPrefix(base, "refs/heads/"):
+		return "refs/remotes/origin/" + strings.TrimPrefix(base, "refs/heads/")
+	}
+	return "refs/remotes/origin/" + base
+}
+
 // resolveBase resolves a base revision: "HEAD" is the remote's default
 // branch; otherwise a remote branch, then a tag, then a raw commit sha.
 // Caller holds r's lock.

@@ -22,7 +22,7 @@ func TestAttemptGitCommands(t *testing.T) {
 	w := prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/count/a/1"})
 	wantVerbs(t, rec, "first Prepare",
 		"init", "remote", "fetch", "remote", // clone
-		"rev-parse", "rev-parse", "worktree add")
+		"cat-file", "worktree add") // the base and the new branch, in one process
 
 	writeFile(t, filepath.Join(w.Path, "out.txt"), "result\n", 0o644)
 	if _, err := w.Observe(ctx); err != nil {
@@ -63,7 +63,7 @@ func TestAttemptGitCommands(t *testing.T) {
 	wantVerbs(t, rec, "Remove", "worktree remove", "update-ref")
 
 	w2 := prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/count/b/1"})
-	wantVerbs(t, rec, "second Prepare", "fetch", "rev-parse", "rev-parse", "worktree add")
+	wantVerbs(t, rec, "second Prepare", "fetch", "cat-file", "worktree add")
 	if w2.Baseline != o.C2 {
 		t.Errorf("Baseline = %s, want %s", w2.Baseline, o.C2)
 	}
@@ -78,7 +78,7 @@ func TestAttemptGitCommands(t *testing.T) {
 	a, b := o.pushNew(t, "drover/count/ma/1", "ma.txt", "a\n"), o.pushNew(t, "drover/count/mb/1", "mb.txt", "b\n")
 	prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/count/m/1",
 		Merge: []Ref{{Branch: "drover/count/ma/1", Commit: a}, {Branch: "drover/count/mb/1", Commit: b}}})
-	wantVerbs(t, rec, "Prepare with merges", "fetch", "rev-parse", "rev-parse", "rev-parse", "rev-parse",
+	wantVerbs(t, rec, "Prepare with merges", "fetch", "cat-file", "rev-parse", "rev-parse",
 		"rev-parse", "rev-parse", "worktree add", "version", "merge-tree", "commit-tree", "merge-tree", "commit-tree", "reset")
 
 	// From three results on, three processes merge them all (batchMerges).
@@ -86,7 +86,7 @@ func TestAttemptGitCommands(t *testing.T) {
 	mc := o.pushNew(t, "drover/count/mc/1", "mc.txt", "c\n")
 	prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/count/n/1",
 		Merge: []Ref{{Branch: "drover/count/ma/1", Commit: a}, {Branch: "drover/count/mb/1", Commit: b}, {Branch: "drover/count/mc/1", Commit: mc}}})
-	wantVerbs(t, rec, "Prepare with three merges", "fetch", "rev-parse", "rev-parse", "rev-parse", "rev-parse",
+	wantVerbs(t, rec, "Prepare with three merges", "fetch", "cat-file", "rev-parse", "rev-parse",
 		"rev-parse", "rev-parse", "rev-parse", "rev-parse", "worktree add", "rev-list", "diff-tree", "fast-import", "reset")
 
 	// From listRefsFrom results on, their branches are read in one process.
@@ -97,7 +97,7 @@ func TestAttemptGitCommands(t *testing.T) {
 		many = append(many, Ref{Branch: branch, Commit: o.pushNew(t, branch, fmt.Sprintf("many-%d.txt", i), "x\n")})
 	}
 	w3 := prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/count/many/1", Merge: many})
-	wantVerbs(t, rec, "Prepare with many merges", "fetch", "rev-parse", "rev-parse", "for-each-ref",
+	wantVerbs(t, rec, "Prepare with many merges", "fetch", "cat-file", "for-each-ref",
 		"worktree add", "rev-list", "diff-tree", "fast-import", "reset")
 	for i := range listRefsFrom {
 		if got := readFile(t, filepath.Join(w3.Path, fmt.Sprintf("many-%d.txt", i))); got != "x\n" {

@@ -118,13 +118,11 @@ func (c *Cache) addWorktree(ctx context.Context, r *repo, opts PrepareOptions, w
 	if err := c.sync(ctx, r, asked, wantedRefspecs(opts.Base, opts.Merge)); err != nil {
 		return nil, nil, err
 	}
-	baseSHA, err := c.resolveBase(ctx, r, opts.Base)
+	baseSHA, sha, err := c.resolveBaseAndBranch(ctx, r, opts.Base, opts.Branch)
 	if err != nil {
 		return nil, nil, err
 	}
-	if sha, err := c.resolveCommit(ctx, r.dir, "refs/heads/"+opts.Branch); err != nil {
-		return nil, nil, err
-	} else if sha != "" {
+	if sha != "" {
 		return nil, nil, fmt.Errorf("%w: %s (at %s)", ErrBranchExists, opts.Branch, shortSHA(sha))
 	}
 	// A result at the base commit, or at one merged before it, changes

@@ -528,3 +528,43 @@ func TestRemove(t *testing.T) {
 		}
 	})
 }
+
+// resolveBaseAndBranch, one cat-file where it can, answers what resolveBase
+// and resolveCommit answer one rev-parse at a time.
+func TestResolveBaseAndBranchAgreesWithRevParse(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	o := newOrigin(t)
+	c := newTestCache(t)
+	prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/resolve/a/1"})
+	r, err := c.repoFor(o.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer r.unlock()
+	bases := []string{mainBranch, "refs/heads/" + mainBranch, "HEAD", "", "feature", "v1", "light",
+		"refs/tags/v1", o.C1, o.C1[:8], "nosuch", "refs/heads/nosuch", "-x", "a b"}
+	for _, base := range bases {
+		for _, branch := range []string{"drover/resolve/a/1", "drover/resolve/b/1"} {
+			gotBase, gotBranch, gotErr := c.resolveBaseAndBranch(ctx, r, base, branch)
+			wantBase, wantErr := c.resolveBase(ctx, r, base)
+			var wantBranch string
+			if wantErr == nil {
+				wantBranch, wantErr = c.resolveCommit(ctx, r.dir, "refs/heads/"+branch)
+			}
+			if gotBase != wantBase || gotBranch != wantBranch || (gotErr == nil) != (wantErr == nil) {
+				t.Errorf("base %q, branch %s: %q %q %v; rev-parse: %q %q %v", base, branch, gotBase, gotBranch, gotErr, wantBase, wantBranch, wantErr)
+			}
+		}
+	}
+	shas, err := c.resolveCommits(ctx, r.dir, "refs/tags/v1", o.C2+"^{tree}", "refs/heads/nosuch", "refs/remotes/origin/feature")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{o.C1, "", "", o.C3}; !slices.Equal(shas, want) {
+		t.Errorf("resolveCommits = %q, want %q (a tag peeled, a tree no commit)", shas, want)
+	}
+}

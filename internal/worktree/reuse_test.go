@@ -54,7 +54,7 @@ func TestReleasedCheckoutIsReused(t *testing.T) {
 
 	b := prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/reuse/b/1"})
 	wantVerbs(t, rec, "Prepare from a parked checkout",
-		"fetch", "rev-parse", "rev-parse", "worktree move", "checkout", "clean")
+		"fetch", "cat-file", "worktree move", "checkout", "clean")
 	if c.Idle() != 0 {
 		t.Errorf("Idle() = %d after reuse, want 0", c.Idle())
 	}
