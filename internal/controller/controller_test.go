@@ -89,6 +89,18 @@ func (h *harness) start(dir string) {
 	h.t.Cleanup(h.stop)
 }
 
+// submitOne submits a flow of one task, a, and returns the flow's id and
+// its first attempt's.
+func (h *harness) submitOne() (flowID, attempt string) {
+	h.t.Helper()
+	spec := &flow.Spec{Name: "one", Repo: "/srv/repo.git", Base: "main", Runtime: "demo", Tasks: []flow.Task{{ID: "a", Prompt: "p"}}}
+	id, err := (&Client{NC: h.nc}).Submit(context.Background(), spec)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return id, queue.AttemptID(id, "a", 1)
+}
+
 func (h *harness) stop() {
 	if h.cancel == nil {
 		return
@@ -276,12 +288,7 @@ func TestFoldReplacesFailedConsumer(t *testing.T) {
 		}
 	}
 	h.start(filepath.Join(t.TempDir(), "state"))
-	spec := &flow.Spec{Name: "one", Repo: "/srv/repo.git", Base: "main", Runtime: "demo", Tasks: []flow.Task{{ID: "a", Prompt: "p"}}}
-	id, err := (&Client{NC: h.nc}).Submit(context.Background(), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	att := queue.AttemptID(id, "a", 1)
+	id, att := h.submitOne()
 	h.waitFor("a's attempt to be scheduled", func(st *eventlog.State) bool { return st.Attempts[att] != nil })
 	h.publish("claim-a", eventlog.AttemptClaimed, id, "a", att, 1, eventlog.AttemptClaimedData{Worker: "w1"})
 	h.publish("report-a", eventlog.AttemptReported, id, "a", att, 1, eventlog.Report{Success: true, Branch: "drover/x/a/1", Commit: "abc"})

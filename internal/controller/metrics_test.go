@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/eventlog"
-	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/telemetry"
 )
@@ -37,12 +36,7 @@ func TestMetrics(t *testing.T) {
 
 	h := newHarness(t) // New after Start: instruments bind to the exporting provider
 	h.start(filepath.Join(t.TempDir(), "state"))
-	spec := &flow.Spec{Name: "one", Repo: "/srv/repo.git", Base: "main", Runtime: "demo", Tasks: []flow.Task{{ID: "a", Prompt: "p"}}}
-	id, err := (&Client{NC: h.nc}).Submit(context.Background(), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	att := queue.AttemptID(id, "a", 1)
+	id, att := h.submitOne()
 	// A worker's consumer, so that queue lag has a series.
 	if _, err := queue.EnsureAttemptConsumer(context.Background(), h.js, "default", "demo", queue.ConsumerOptions{}); err != nil {
 		t.Fatal(err)

@@ -151,14 +151,8 @@ func (s *Store) Stage(seq uint64, raw []byte) bool {
 // StageEvent is Stage that also returns the event's envelope, nil when the
 // message was poison, so the caller need not decode it again.
 func (s *Store) StageEvent(seq uint64, raw []byte) (ev *Event, staged bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if seq <= s.applied {
-		return nil, false
-	}
-	ev = s.st.applyRaw(seq, raw)
-	s.applied = seq
-	return ev, true
+	ev, err := Decode(raw)
+	return s.StageDecoded(seq, Decoded{ev: ev, err: err, size: len(raw)})
 }
 
 // StageDecoded is StageEvent for a message DecodeForFold decoded.

@@ -239,13 +239,7 @@ func TestSyncSharesFetchesStartedSinceAsked(t *testing.T) {
 	o := newOrigin(t)
 	c, rec := newRecordingCache(t)
 	prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/sync/1"})
-	r, err := c.repoFor(o.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.lock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	r := lockedRepo(t, c, o.URL)
 	defer r.unlock()
 	rec.verbs()
 
@@ -272,13 +266,7 @@ func TestConcurrentPreparesShareFetch(t *testing.T) {
 	c, rec := newRecordingCache(t)
 	prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/share/0"})
 	c4 := o.pushNew(t, mainBranch, "later.txt", "later\n")
-	r, err := c.repoFor(o.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.lock(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	r := lockedRepo(t, c, o.URL)
 	const n = 3
 	wts := make([]*Worktree, n)
 	var wg sync.WaitGroup

@@ -302,3 +302,16 @@ func newRecordingCacheWith(t testing.TB, opts CacheOptions) (*Cache, *gitRecorde
 	}
 	return c, rec
 }
+
+// lockedRepo is c's repository for url, locked as Prepare locks it.
+func lockedRepo(t testing.TB, c *Cache, url string) *repo {
+	t.Helper()
+	r, err := c.repoFor(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.lock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}

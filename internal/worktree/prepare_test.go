@@ -434,13 +434,7 @@ func TestPrepareWaitsForLockRespectingContext(t *testing.T) {
 	t.Parallel()
 	o := newOrigin(t)
 	c := newTestCache(t)
-	r, err := c.repoFor(o.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.lock(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	r := lockedRepo(t, c, o.URL)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -537,13 +531,7 @@ func TestResolveBaseAndBranchAgreesWithRevParse(t *testing.T) {
 	o := newOrigin(t)
 	c := newTestCache(t)
 	prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/resolve/a/1"})
-	r, err := c.repoFor(o.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.lock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	r := lockedRepo(t, c, o.URL)
 	defer r.unlock()
 	bases := []string{mainBranch, "refs/heads/" + mainBranch, "HEAD", "", "feature", "v1", "light",
 		"refs/tags/v1", o.C1, o.C1[:8], "nosuch", "refs/heads/nosuch", "-x", "a b"}
