@@ -24,4 +24,6 @@
 // worker during the measured flow of BenchmarkEndToEnd and BenchmarkScale
 // (DROVER_BENCH_PPROF_SECONDS, default 20), through the opt-in
 // /debug/pprof of http.listen (config http.pprof).
+// BenchmarkFold, in internal/controller, takes DROVER_BENCH_FOLD_EVENTS and
+// DROVER_BENCH_FOLD_PROFILE=FILE, a CPU profile of the fold alone.
 package bench
