@@ -114,12 +114,11 @@ func startIn(t *testing.T, prefix []string, name string, env []string, args ...s
 			t.Errorf("%s: the race detector found a data race (see its log)", name)
 		}
 		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
 			if d := os.Getenv("E2E_DUMP"); d != "" {
 				_ = os.MkdirAll(d, 0o755)
-				b, _ := os.ReadFile(logPath)
 				_ = os.WriteFile(filepath.Join(d, name+".log"), b, 0o644)
 			}
-			b, _ := os.ReadFile(logPath)
 			t.Logf("---- %s log ----\n%s", name, tail(string(b), 6000))
 		}
 	})

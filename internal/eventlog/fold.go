@@ -31,14 +31,15 @@ func poisonKey(seq uint64) string { return fmt.Sprintf("%s%020d", keyPoison, seq
 // recorded as poison at their sequence; they never stop the fold.
 func (s *State) ApplyRaw(seq uint64, raw []byte) { s.applyRaw(seq, raw) }
 
-// applyRaw is ApplyRaw returning the decoded envelope, nil for poison.
+// applyRaw is ApplyRaw returning the decoded envelope, nil for poison. It
+// decodes as Decode and Payload do, the reference DecodeForFold is fuzzed
+// against.
 func (s *State) applyRaw(seq uint64, raw []byte) *Event {
-	ev, err := Decode(raw)
-	return s.applyDecoded(seq, Decoded{ev: ev, err: err, size: len(raw)})
+	return s.applyDecoded(seq, decodeTwoPass(raw))
 }
 
-// applyDecoded folds a message decoded by DecodeForFold (or applyRaw) and
-// returns its envelope, nil for poison.
+// applyDecoded folds a decoded message and returns its envelope, nil for
+// poison.
 func (s *State) applyDecoded(seq uint64, d Decoded) *Event {
 	if d.err != nil {
 		s.poison(seq, d.err, d.size)

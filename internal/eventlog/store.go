@@ -144,18 +144,12 @@ func (st *State) loadRecord(k string, v []byte) error {
 // or below the last one folded is a redelivery and is skipped. It reports
 // whether the message was folded.
 func (s *Store) Stage(seq uint64, raw []byte) bool {
-	_, staged := s.StageEvent(seq, raw)
+	_, staged := s.StageDecoded(seq, DecodeForFold(raw))
 	return staged
 }
 
-// StageEvent is Stage that also returns the event's envelope, nil when the
-// message was poison, so the caller need not decode it again.
-func (s *Store) StageEvent(seq uint64, raw []byte) (ev *Event, staged bool) {
-	ev, err := Decode(raw)
-	return s.StageDecoded(seq, Decoded{ev: ev, err: err, size: len(raw)})
-}
-
-// StageDecoded is StageEvent for a message DecodeForFold decoded.
+// StageDecoded is Stage for a message DecodeForFold decoded; it also
+// returns the event's envelope, nil when the message was poison.
 func (s *Store) StageDecoded(seq uint64, d Decoded) (ev *Event, staged bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
