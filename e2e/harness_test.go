@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/controller"
+	"github.com/drover-dev/drover/internal/eventlog"
 )
 
 // bin holds the binaries built once for the whole package.
@@ -312,6 +313,18 @@ func (c *cluster) status(flowID string) *controller.StatusResponse {
 		c.t.Fatalf("status %s: %v\n%s", flowID, err, out)
 	}
 	return &st
+}
+
+// report returns an attempt's whole report, stdout tail included, as
+// `controller report -o json` prints it.
+func (c *cluster) report(target string) *eventlog.Report {
+	c.t.Helper()
+	out, errOut, code := c.cli("report", target, "-o", "json")
+	var resp controller.ReportResponse
+	if err := json.Unmarshal([]byte(out), &resp); code != 0 || err != nil || resp.Report == nil {
+		c.t.Fatalf("report %s: exit %d, %v\n%s\n%s", target, code, err, out, errOut)
+	}
+	return resp.Report
 }
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {

@@ -121,8 +121,9 @@ wire_api = "responses"
 		}
 		t.Logf("  %s: %s in %d ms, usage %+v, final text %q", id, task.State, a.Report.DurationMS, a.Report.Usage, a.Report.FinalText)
 		if task.State != eventlog.TaskSucceeded {
+			rep := c.report(a.ID)
 			t.Errorf("%s: state %s (error %+v)\nstdout:\n%s\nstderr:\n%s", id, task.State, task.Error,
-				a.Report.StdoutTail, a.Report.StderrTail)
+				rep.StdoutTail, rep.StderrTail)
 			continue
 		}
 		if got := show(t, repo, task.ResultBranch, "hello.txt"); got != "hi" {
@@ -150,8 +151,9 @@ wire_api = "responses"
 			t.Errorf("%s: state %s, want failed", id, task.State)
 		}
 		if e := a.Report.Error; e == nil || e.Class != "RATE_LIMITED" || e.Status != 429 {
+			rep := c.report(a.ID)
 			t.Errorf("%s: error %+v, want RATE_LIMITED with status 429\nstdout:\n%s\nstderr:\n%s", id, e,
-				a.Report.StdoutTail, a.Report.StderrTail)
+				rep.StdoutTail, rep.StderrTail)
 		}
 	}
 	t.Logf("mock requests:\n  %s", strings.Join(mock.requests(), "\n  "))

@@ -39,10 +39,13 @@ func TestSecretsRedacted(t *testing.T) {
 		t.Fatalf("submit: exit %d\n%s\n%s", code, out, errOut)
 	}
 	id := submittedID(t, out)
-	st := c.status(id)
-	rep := st.Detail.Attempts[0].Report
-	if rep == nil || !strings.Contains(rep.StdoutTail, "key=[REDACTED]") || !strings.Contains(rep.StderrTail, "stderr key [REDACTED]") {
+	// The report whole, stdout tail included, as an operator reads it.
+	rep := c.report(id + "/leak")
+	if !strings.Contains(rep.StdoutTail, "key=[REDACTED]") || !strings.Contains(rep.StderrTail, "stderr key [REDACTED]") {
 		t.Errorf("report tails not masked: %+v", rep)
+	}
+	if text, _, _ := c.cli("report", id+"/leak"); !strings.Contains(text, "--- stdout (tail) ---\nkey=[REDACTED]") {
+		t.Errorf("report's text has no masked stdout tail:\n%s", text)
 	}
 	if !strings.Contains(rep.StdoutTail, "unlisted=absent") {
 		t.Errorf("a variable outside the allowlist reached the CLI: %q", rep.StdoutTail)

@@ -120,7 +120,7 @@ tasks:
 		}
 	}
 	// The operator role reads what the operator commands read.
-	for _, args := range [][]string{{"events", id}, {"logs", id + "/a"}, {"diff", id + "/b"}, {"workers"}, {"dead-letters"}} {
+	for _, args := range [][]string{{"events", id}, {"logs", id + "/a"}, {"diff", id + "/b"}, {"report", id + "/a"}, {"workers"}, {"dead-letters"}} {
 		if out, errOut, code := c.cli(args...); code != 0 {
 			t.Errorf("%v with the operator role: exit %d\n%s\n%s", args, code, out, errOut)
 		}

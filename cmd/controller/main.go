@@ -68,6 +68,7 @@ Configuration comes from flags, then DROVER_* environment variables, then the
 		withCompletion(completeFlows, newStatus()), withCompletion(completeFlows, newEvents()), newRebuild(),
 		withCompletion(completeFlows, newWatch()),
 		withCompletion(completeTasks|completeAttempts, newLogs()), withCompletion(completeTasks|completeAttempts, newDiff()),
+		withCompletion(completeTasks|completeAttempts, newReport()),
 		newCancel(), newRetry(), newPause(), newResume(), newDeadLetters(),
 		newWorkers(), newRuntimeCmd())
 	if resolve, _, err := root.Find([]string{"runtime", "resolve"}); err == nil {

@@ -109,6 +109,7 @@ func (c *Controller) Serve(ctx context.Context, nc *nats.Conn, known func(string
 		{"pause", SubjectPause, c.handlePause(false)},
 		{"resume", SubjectResume, c.handlePause(true)},
 		{"resolve", SubjectResolve, c.handleResolve},
+		{"report", SubjectReport, c.handleReport},
 	}
 	for _, e := range endpoints {
 		if err := svc.AddEndpoint(e.name, micro.ContextHandler(ctx, e.fn), micro.WithEndpointSubject(e.subject)); err != nil {

@@ -322,7 +322,9 @@ func (s *State) attemptReported(ev *Event) error {
 	if a == nil {
 		return nil
 	}
-	a.Report, a.Phase, a.EndedAt = r, ev.Type, ev.Time
+	// The stdout tail stays in the event (see Attempt.ReportEvent).
+	r.StdoutTail = ""
+	a.Report, a.ReportEvent, a.Phase, a.EndedAt = r, ev.ID, ev.Type, ev.Time
 	a.State = AttemptFailed
 	if r.Success {
 		a.State = AttemptSucceeded

@@ -3,6 +3,7 @@ package eventlog
 import (
 	"errors"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -102,5 +103,55 @@ func BenchmarkDecodeForFold(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// TestReportDecodedWithoutStdoutTail: the fold's decoder skips a report's
+// stdout tail and decodes everything else as a whole report would; a tail
+// it cannot simply skip sends the event the two-pass way, with the same
+// verdict.
+func TestReportDecodedWithoutStdoutTail(t *testing.T) {
+	const head = `{"v":1,"id":"r1","type":"attempt_reported","time":"2026-01-01T00:00:00Z","flow":"f","task":"a","attempt":"f_a_1","epoch":1,"data":`
+	cases := []struct {
+		name, data string
+		onePass    bool // decoded in one pass
+		poison     bool
+	}{
+		{"tail with escapes", `{"success":true,"stdout_tail":"{\"type\":\"result\"}\n\u00e9\ud83d\ude00","stderr_tail":"warn","commit":"c1","files_modified":["a.go"]}`, true, false},
+		{"tail first", `{"stdout_tail":"x","success":true,"commit":"c1"}`, true, false},
+		{"only a tail", `{"stdout_tail":"x"}`, true, false},
+		{"empty report", `{}`, true, false},
+		{"null tail", `{"success":true,"stdout_tail":null,"commit":"c1"}`, false, false},
+		{"escaped name", `{"success":true,"stdout\u005ftail":"x","commit":"c1"}`, true, false},
+		{"number tail", `{"success":true,"stdout_tail":3}`, false, true},
+		{"tail twice", `{"stdout_tail":"x","stdout_tail":"y"}`, false, true},
+		{"invalid UTF-8 in the tail", "{\"stdout_tail\":\"\xff\"}", false, true},
+		{"bad member after the tail", `{"stdout_tail":"x","exit_code":"1"}`, false, true},
+		{"not an object", `["stdout_tail"]`, false, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			raw := []byte(head + c.data + "}")
+			checkDecodeForFold(t, raw)
+			if _, ok := decodeOnePass(raw); ok != c.onePass {
+				t.Errorf("decoded in one pass: %v, want %v", ok, c.onePass)
+			}
+			d := DecodeForFold(raw)
+			if poison := d.err != nil || d.ev.payloadErr != nil; poison != c.poison {
+				t.Fatalf("poison: %v (%v, %v), want %v", poison, d.err, d.ev.payloadErr, c.poison)
+			}
+			if c.poison {
+				return
+			}
+			r := d.ev.payload.(*Report)
+			var whole Report
+			if err := d.ev.Payload(&whole); err != nil {
+				t.Fatal(err)
+			}
+			whole.StdoutTail = ""
+			if !reflect.DeepEqual(*r, whole) {
+				t.Errorf("decoded %+v, want the whole report without its stdout tail: %+v", *r, whole)
+			}
+		})
 	}
 }

@@ -169,9 +169,17 @@ type Attempt struct {
 	ScheduledAt time.Time     `json:"scheduled_at"`
 	ClaimedAt   time.Time     `json:"claimed_at,omitzero"`
 	EndedAt     time.Time     `json:"ended_at,omitzero"`
-	Report      *Report       `json:"report,omitempty"`
-	Error       *ErrorInfo    `json:"error,omitempty"`  // set by runtime_error_classified
-	Fenced      int           `json:"fenced,omitempty"` // events ignored from superseded claims
+	// Report is what the attempt reported, without its stdout tail: up to
+	// 8 KiB per attempt that nothing the controller decides reads, and
+	// most of the projection's bytes and memory otherwise (72 of 92 MB
+	// folding the benchmark's flows). The tail stays in the report event,
+	// ReportEvent, which the EVENTS stream keeps: the controller's report
+	// API reads it whole. The stderr tail, which retry feedback quotes, is
+	// kept.
+	Report      *Report    `json:"report,omitempty"`
+	ReportEvent string     `json:"report_event,omitempty"`
+	Error       *ErrorInfo `json:"error,omitempty"`  // set by runtime_error_classified
+	Fenced      int        `json:"fenced,omitempty"` // events ignored from superseded claims
 	// Verification is what the checks after the run found.
 	Verification *Verification `json:"verification,omitempty"`
 }

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drover-dev/drover/internal/controller"
+)
+
+func newReport() *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "report ATTEMPT|FLOW/TASK",
+		Short: "Print an attempt's report, with the tails of its CLI's stdout and stderr",
+		Long: `report prints what an attempt's worker reported: outcome, exit, changes, result commit,
+error, usage, and the last lines of the CLI's stdout and stderr (masked). The target is an
+attempt id (FLOW_TASK_N) or FLOW/TASK, which means the task's current (latest) attempt.
+
+The report is read whole from its event on the EVENTS stream: status shows it without the
+stdout tail, which the controller does not keep in its state. -o json prints
+{"attempt", "event", "seq", "report"}.`,
+		Example: `  controller report hello-x1y2z3/greet
+  controller report hello-x1y2z3_greet_2 -o json | jq -r .report.stdout_tail`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "text" && output != "json" {
+				return &exitError{2, fmt.Errorf("-o must be text or json")}
+			}
+			t, err := parseAttemptTarget(args[0])
+			if err != nil {
+				return err
+			}
+			return withClient(cmd, func(cl *controller.Client) error {
+				return printReport(cmd.Context(), cl, t, output, cmd.OutOrStdout())
+			})
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+func printReport(ctx context.Context, cl *controller.Client, t controller.Target, output string, w io.Writer) error {
+	a, err := pick(ctx, cl, t, false)
+	if err != nil {
+		return err
+	}
+	if a == nil {
+		return &exitError{2, fmt.Errorf("task %s/%s has no attempt yet", t.Flow, t.Task)}
+	}
+	if a.ReportEvent == "" {
+		return &exitError{1, fmt.Errorf("attempt %s has not reported yet (state %s)", a.ID, a.State)}
+	}
+	resp, err := cl.Report(ctx, a.ID)
+	if err != nil {
+		return err
+	}
+	if output == "json" {
+		b, err := json.Marshal(resp)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%s\n", b)
+		return nil
+	}
+	r := resp.Report
+	outcome := "failed"
+	if r.Success {
+		outcome = "succeeded"
+	}
+	fmt.Fprintf(w, "attempt %s %s: exit %d", resp.Attempt, outcome, r.ExitCode)
+	if r.Signal != "" {
+		fmt.Fprintf(w, " (%s)", r.Signal)
+	}
+	fmt.Fprintf(w, " after %.1fs\n", float64(r.DurationMS)/1000)
+	if r.Error != nil {
+		fmt.Fprintf(w, "error: %s: %s\n", r.Error.Class, r.Error.Message)
+	}
+	if r.Commit != "" {
+		fmt.Fprintf(w, "result: %s@%s\n", r.Branch, r.Commit)
+	}
+	if r.DiffSummary != "" {
+		fmt.Fprintf(w, "changes: %s\n", strings.TrimSpace(r.DiffSummary))
+	}
+	if u := r.Usage; u != nil {
+		fmt.Fprintf(w, "usage: %d tokens in, %d out\n", u.InputTokens, u.OutputTokens)
+	}
+	for _, s := range []struct{ name, tail string }{{"stdout", r.StdoutTail}, {"stderr", r.StderrTail}} {
+		if s.tail == "" {
+			continue
+		}
+		fmt.Fprintf(w, "--- %s (tail) ---\n%s", s.name, s.tail)
+		if !strings.HasSuffix(s.tail, "\n") {
+			fmt.Fprintln(w)
+		}
+	}
+	return nil
+}
