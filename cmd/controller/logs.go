@@ -37,10 +37,7 @@ reports, then exits 0. With -f on a task with no attempt yet, it waits for the f
   controller logs hello-x1y2z3/greet -o json | jq -r .text`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "text" && output != "json" {
-				return &exitError{2, fmt.Errorf("-o must be text or json")}
-			}
-			t, err := parseAttemptTarget(args[0])
+			t, err := attemptCommand(output, args[0])
 			if err != nil {
 				return err
 			}
@@ -69,10 +66,7 @@ report's diff stat is printed instead, with a note on stderr.
   controller diff hello-x1y2z3/greet -o json | jq -r .stat`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "text" && output != "json" {
-				return &exitError{2, fmt.Errorf("-o must be text or json")}
-			}
-			t, err := parseAttemptTarget(args[0])
+			t, err := attemptCommand(output, args[0])
 			if err != nil {
 				return err
 			}
@@ -95,6 +89,15 @@ func parseAttemptTarget(s string) (controller.Target, error) {
 		return t, &exitError{2, fmt.Errorf("%q is a flow: give FLOW/TASK or an attempt id (FLOW_TASK_N)", s)}
 	}
 	return t, nil
+}
+
+// attemptCommand checks the arguments of a command about one attempt: its
+// -o and its ATTEMPT|FLOW/TASK.
+func attemptCommand(output, target string) (controller.Target, error) {
+	if output != "text" && output != "json" {
+		return controller.Target{}, &exitError{2, fmt.Errorf("-o must be text or json")}
+	}
+	return parseAttemptTarget(target)
 }
 
 // withJS is withClient with a JetStream context on the same connection.

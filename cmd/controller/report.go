@@ -28,10 +28,7 @@ stdout tail, which the controller does not keep in its state. -o json prints
   controller report hello-x1y2z3_greet_2 -o json | jq -r .report.stdout_tail`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "text" && output != "json" {
-				return &exitError{2, fmt.Errorf("-o must be text or json")}
-			}
-			t, err := parseAttemptTarget(args[0])
+			t, err := attemptCommand(output, args[0])
 			if err != nil {
 				return err
 			}
