@@ -322,8 +322,8 @@ func (s *State) attemptReported(ev *Event) error {
 	if a == nil {
 		return nil
 	}
-	// The stdout tail stays in the event (see Attempt.ReportEvent).
-	r.StdoutTail = ""
+	// r comes without its stdout tail, which stays in the event
+	// (see Attempt.Report).
 	a.Report, a.ReportEvent, a.Phase, a.EndedAt = r, ev.ID, ev.Type, ev.Time
 	a.State = AttemptFailed
 	if r.Success {

@@ -222,33 +222,37 @@ func newPayload(t Type) any {
 
 // predecode decodes ev's payload ahead of the fold, which takes it.
 func (ev *Event) predecode() {
-	if p := newPayload(ev.Type); p != nil {
-		if err := ev.Payload(p); err != nil {
-			ev.payloadErr = err
-			return
-		}
-		if r, ok := p.(*Report); ok {
-			r.StdoutTail = "" // as decodeReportForFold leaves it
-		}
-		ev.payload = p
-	}
+	ev.payload, ev.payloadErr = ev.decodePayload()
 }
 
-// takePayload returns ev's payload as newPayload types it: the one decoded
-// ahead, which it takes (an event applied again decodes again, so two
-// states never share it), or one decoded now.
+// decodePayload decodes ev's payload as the fold reads it: into the type
+// newPayload gives (nil for types the fold does not read), and a report
+// without its stdout tail, as decodeReportForFold leaves it (see
+// Attempt.Report).
+func (ev *Event) decodePayload() (any, error) {
+	p := newPayload(ev.Type)
+	if p == nil {
+		return nil, nil
+	}
+	if err := ev.Payload(p); err != nil {
+		return nil, err
+	}
+	if r, ok := p.(*Report); ok {
+		r.StdoutTail = ""
+	}
+	return p, nil
+}
+
+// takePayload returns ev's payload as decodePayload decodes it: the one
+// decoded ahead, which it takes (an event applied again decodes again, so
+// two states never share it), or one decoded now.
 func (ev *Event) takePayload() (any, error) {
 	p, err := ev.payload, ev.payloadErr
 	ev.payload, ev.payloadErr = nil, nil
 	if p != nil || err != nil {
 		return p, err
 	}
-	if p = newPayload(ev.Type); p != nil {
-		if err := ev.Payload(p); err != nil {
-			return nil, err
-		}
-	}
-	return p, nil
+	return ev.decodePayload()
 }
 
 // payloadOf is takePayload for a handler that knows its payload's type.
