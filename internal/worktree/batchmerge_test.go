@@ -178,42 +178,35 @@ func TestBatchedMergesHandOver(t *testing.T) {
 	write := func(p, content string) func() {
 		return func() { writeFile(t, filepath.Join(o.Seed, p), content, 0o644) }
 	}
+	move := func(from, to string) func() {
+		return func() { _ = os.Rename(filepath.Join(o.Seed, from), filepath.Join(o.Seed, to)) }
+	}
+	// onMain is two results on main, a's then b's change.
+	onMain := func(n string, a, b func()) []Ref {
+		return []Ref{
+			o.result(t, "drover/"+n+"/a/1", mainBranch, 1, a),
+			o.result(t, "drover/"+n+"/b/1", mainBranch, 1, b),
+		}
+	}
 	for _, tc := range []struct {
 		name  string
 		refs  func(name string) []Ref
 		byGit int // of the results after the first, merged by git
 	}{
 		{"the same file added by each", func(n string) []Ref {
-			return []Ref{
-				o.result(t, "drover/"+n+"/a/1", mainBranch, 1, write("same.txt", "same\n")),
-				o.result(t, "drover/"+n+"/b/1", mainBranch, 1, write("same.txt", "same\n")),
-			}
+			return onMain(n, write("same.txt", "same\n"), write("same.txt", "same\n"))
 		}, 0},
 		{"the same file added, once by a rename", func(n string) []Ref {
-			return []Ref{
-				o.result(t, "drover/"+n+"/a/1", mainBranch, 1, write("h.txt", "some notes\n")),
-				o.result(t, "drover/"+n+"/b/1", mainBranch, 1, func() {
-					_ = os.Rename(filepath.Join(o.Seed, "notes.txt"), filepath.Join(o.Seed, "h.txt"))
-				}),
-			}
+			return onMain(n, write("h.txt", "some notes\n"), move("notes.txt", "h.txt"))
 		}, 1},
 		{"a file added differently", func(n string) []Ref {
-			return []Ref{
-				o.result(t, "drover/"+n+"/a/1", mainBranch, 1, write("diff.txt", "one\n")),
-				o.result(t, "drover/"+n+"/b/1", mainBranch, 1, write("diff.txt", "two\n")),
-			}
+			return onMain(n, write("diff.txt", "one\n"), write("diff.txt", "two\n"))
 		}, 1},
 		{"a file where a directory was added", func(n string) []Ref {
-			return []Ref{
-				o.result(t, "drover/"+n+"/a/1", mainBranch, 1, write("n/x", "x\n")),
-				o.result(t, "drover/"+n+"/b/1", mainBranch, 1, write("n", "n\n")),
-			}
+			return onMain(n, write("n/x", "x\n"), write("n", "n\n"))
 		}, 1},
 		{"a directory where a file was added", func(n string) []Ref {
-			return []Ref{
-				o.result(t, "drover/"+n+"/a/1", mainBranch, 1, write("m", "m\n")),
-				o.result(t, "drover/"+n+"/b/1", mainBranch, 1, write("m/x", "x\n")),
-			}
+			return onMain(n, write("m", "m\n"), write("m/x", "x\n"))
 		}, 1},
 		{"a result on an older base", func(n string) []Ref {
 			return []Ref{
@@ -230,20 +223,10 @@ func TestBatchedMergesHandOver(t *testing.T) {
 			return []Ref{a, b}
 		}, 1},
 		{"a directory moved, a file added to it", func(n string) []Ref {
-			return []Ref{
-				o.result(t, "drover/"+n+"/a/1", mainBranch, 1, func() {
-					_ = os.Rename(filepath.Join(o.Seed, "d1"), filepath.Join(o.Seed, "d9"))
-				}),
-				o.result(t, "drover/"+n+"/b/1", mainBranch, 1, write("d1/new", "new\n")),
-			}
+			return onMain(n, move("d1", "d9"), write("d1/new", "new\n"))
 		}, 1},
 		{"a file added to a directory, the directory moved", func(n string) []Ref {
-			return []Ref{
-				o.result(t, "drover/"+n+"/a/1", mainBranch, 1, write("d2/new", "new\n")),
-				o.result(t, "drover/"+n+"/b/1", mainBranch, 1, func() {
-					_ = os.Rename(filepath.Join(o.Seed, "d2"), filepath.Join(o.Seed, "d8"))
-				}),
-			}
+			return onMain(n, write("d2/new", "new\n"), move("d2", "d8"))
 		}, 1},
 	} {
 		name := strings.ReplaceAll(tc.name, " ", "-")

@@ -342,8 +342,9 @@ func (w *Worktree) out(ctx context.Context, args ...string) (string, error) {
 // merge-tree --write-tree` then `git commit-tree`), and the worktree is
 // moved to the last one at the end, which writes only the files the merges
 // changed once, instead of a `git merge` per result refreshing the whole
-// index each time: the integration of a 200-task flow is 200 merges. Where git is older than
-// 2.38 (no --write-tree), the merges run in the worktree as before.
+// index each time: the integration of a 200-task flow is 200 merges.
+// Where git is older than 2.38 (no --write-tree), the merges run in the
+// worktree as before.
 func (w *Worktree) mergeAll(ctx context.Context, merges []Ref, shas []string) (string, error) {
 	var pending []pendingMerge
 	for i, m := range merges {
