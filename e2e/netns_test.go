@@ -12,8 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/internal/eventlog"
-	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/fleet"
+
+	"github.com/drover-dev/drover/internal/drovertype"
 )
 
 // hosts are network namespaces standing in for separate machines: the
@@ -116,7 +117,7 @@ func TestFlowAcrossHosts(t *testing.T) {
 	// Both workers registered over their links before the flow is queued.
 	waitFor(t, 30*time.Second, "both workers to register", func() bool {
 		out, _, code := c.cli("workers", "-o", "json")
-		var ws []queue.Registration
+		var ws []fleet.Registration
 		return code == 0 && json.Unmarshal([]byte(out), &ws) == nil && len(ws) == 2
 	})
 
@@ -147,11 +148,11 @@ tasks:
 		t.Fatalf("submit --watch: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 	st := c.status(submittedID(t, out))
-	if st.Detail.Flow.State != eventlog.FlowSucceeded {
+	if st.Detail.Flow.State != drovertype.FlowSucceeded {
 		t.Errorf("flow %s", st.Detail.Flow.State)
 	}
 	for _, task := range st.Detail.Tasks {
-		if task.State != eventlog.TaskSucceeded {
+		if task.State != drovertype.TaskSucceeded {
 			t.Errorf("task %s: %s (%+v)", task.ID, task.State, task.Error)
 		}
 		if task.ID == "c" {

@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/projection"
 )
 
 // The real CLIs this test installs from npm: the versions /work/shared
@@ -101,7 +102,7 @@ wire_api = "responses"
 				strings.Join(mock.requests(), "\n"))
 		}
 		st := c.status(submittedID(t, out))
-		r := &flowResult{tasks: map[string]*eventlog.Task{}, attempts: map[string]*eventlog.Attempt{}}
+		r := &flowResult{tasks: map[string]*projection.Task{}, attempts: map[string]*projection.Attempt{}}
 		for _, task := range st.Detail.Tasks {
 			r.tasks[task.ID] = task
 		}
@@ -120,7 +121,7 @@ wire_api = "responses"
 			t.Fatalf("%s: no task or attempt report: %+v %+v", id, task, a)
 		}
 		t.Logf("  %s: %s in %d ms, usage %+v, final text %q", id, task.State, a.Report.DurationMS, a.Report.Usage, a.Report.FinalText)
-		if task.State != eventlog.TaskSucceeded {
+		if task.State != drovertype.TaskSucceeded {
 			rep := c.report(a.ID)
 			t.Errorf("%s: state %s (error %+v)\nstdout:\n%s\nstderr:\n%s", id, task.State, task.Error,
 				rep.StdoutTail, rep.StderrTail)
@@ -147,7 +148,7 @@ wire_api = "responses"
 			t.Fatalf("%s: no task or attempt report: %+v %+v", id, task, a)
 		}
 		t.Logf("  %s: %s in %d ms, error %+v", id, task.State, a.Report.DurationMS, a.Report.Error)
-		if task.State != eventlog.TaskFailed {
+		if task.State != drovertype.TaskFailed {
 			t.Errorf("%s: state %s, want failed", id, task.State)
 		}
 		if e := a.Report.Error; e == nil || e.Class != "RATE_LIMITED" || e.Status != 429 {
@@ -161,8 +162,8 @@ wire_api = "responses"
 }
 
 type flowResult struct {
-	tasks    map[string]*eventlog.Task
-	attempts map[string]*eventlog.Attempt // the last attempt of each task
+	tasks    map[string]*projection.Task
+	attempts map[string]*projection.Attempt // the last attempt of each task
 }
 
 // realCLIs are the installed binaries.

@@ -9,6 +9,7 @@ import (
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/tracing"
 	"github.com/drover-dev/drover/internal/tracing/tracingtest"
@@ -53,8 +54,8 @@ tasks:
 		t.Fatalf("submit --watch: exit %d\n%s\n%s", code, out, errOut)
 	}
 	id := submittedID(t, out)
-	attOK, flaky1, flaky2 := queue.AttemptID(id, "ok", 1), queue.AttemptID(id, "flaky", 1), queue.AttemptID(id, "flaky", 2)
-	integration := queue.IntegrationID(id, 1)
+	attOK, flaky1, flaky2 := drovertype.AttemptID(id, "ok", 1), drovertype.AttemptID(id, "flaky", 1), drovertype.AttemptID(id, "flaky", 2)
+	integration := drovertype.IntegrationID(id, 1)
 
 	// Wait until every process has exported its last span of the flow: the
 	// flow span (the controller's last) and the report phase of each of the

@@ -7,12 +7,13 @@ import (
 	"io"
 	"time"
 
+	"github.com/drover-dev/drover/internal/event"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/controller"
-	"github.com/drover-dev/drover/internal/eventlog"
-	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/queue"
 )
 
@@ -29,7 +30,7 @@ func newEvents() *cobra.Command {
 			}
 			// The id becomes a subject filter: "*" or "a.>" would read
 			// other flows' events.
-			if err := flow.ValidID(args[0]); err != nil {
+			if err := drovertype.ValidID(args[0]); err != nil {
 				return &exitError{2, fmt.Errorf("flow id %q: %v", args[0], err)}
 			}
 			nc, err := connect(cmd)
@@ -74,14 +75,14 @@ func printEvents(ctx context.Context, js jetstream.JetStream, flowID, output str
 		if err != nil {
 			return err
 		}
-		ev, err := eventlog.Decode(msg.Data())
+		ev, err := event.Decode(msg.Data())
 		switch {
 		case err != nil:
 			fmt.Fprintf(w, "%6d  undecodable: %v\n", md.Sequence.Stream, err)
 		case output == "json":
 			line, _ := json.Marshal(struct {
 				Seq uint64 `json:"seq"`
-				*eventlog.Event
+				*event.Event
 			}{md.Sequence.Stream, ev})
 			fmt.Fprintf(w, "%s\n", line)
 		default:

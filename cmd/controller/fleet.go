@@ -10,14 +10,14 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/drover-dev/drover/internal/fleet"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
-
-	"github.com/drover-dev/drover/internal/queue"
 )
 
-// fleet reads the worker registrations from NATS.
-func fleet(cmd *cobra.Command) ([]*queue.Registration, error) {
+// registrations reads the worker registrations from NATS.
+func registrations(cmd *cobra.Command) ([]*fleet.Registration, error) {
 	nc, err := connect(cmd)
 	if err != nil {
 		return nil, err
@@ -27,7 +27,7 @@ func fleet(cmd *cobra.Command) ([]*queue.Registration, error) {
 	if err != nil {
 		return nil, err
 	}
-	return queue.Workers(cmd.Context(), js)
+	return fleet.Workers(cmd.Context(), js)
 }
 
 func newWorkers() *cobra.Command {
@@ -38,7 +38,7 @@ func newWorkers() *cobra.Command {
 		Example: "  controller workers\n  controller workers -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ws, err := fleet(cmd)
+			ws, err := registrations(cmd)
 			if err != nil {
 				return err
 			}
@@ -73,7 +73,7 @@ func newRuntimeCmd() *cobra.Command {
 		Example: "  controller runtime list",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ws, err := fleet(cmd)
+			ws, err := registrations(cmd)
 			if err != nil {
 				return err
 			}
@@ -123,7 +123,7 @@ func newRuntimeCmd() *cobra.Command {
 		Example: "  controller runtime health -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ws, err := fleet(cmd)
+			ws, err := registrations(cmd)
 			if err != nil {
 				return err
 			}
@@ -139,7 +139,7 @@ func newRuntimeCmd() *cobra.Command {
 	return cmd
 }
 
-func printHealth(out io.Writer, ws []*queue.Registration) {
+func printHealth(out io.Writer, ws []*fleet.Registration) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	defer tw.Flush()
 	fmt.Fprintln(tw, "WORKER\tRUNTIME\tHEALTHY\tVERSION\tCHECKED\tERROR")

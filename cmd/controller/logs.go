@@ -6,15 +6,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/drover-dev/drover/internal/objstore"
 	"io"
 	"time"
+
+	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/projection"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/controller"
-	"github.com/drover-dev/drover/internal/eventlog"
 	"github.com/drover-dev/drover/internal/queue"
 )
 
@@ -114,13 +118,13 @@ func withJS(cmd *cobra.Command, fn func(cl *controller.Client, js jetstream.JetS
 // pick chooses the attempt a target names. For FLOW/TASK: with result, the
 // task's latest succeeded attempt first; then its current attempt; then its
 // latest. It returns nil, nil when the task exists but has no attempt yet.
-func pick(ctx context.Context, cl *controller.Client, t controller.Target, result bool) (*eventlog.Attempt, error) {
+func pick(ctx context.Context, cl *controller.Client, t controller.Target, result bool) (*projection.Attempt, error) {
 	st, err := cl.Status(ctx, t.Flow)
 	if err != nil {
 		return nil, err
 	}
 	d := st.Detail
-	var task *eventlog.Task
+	var task *projection.Task
 	for _, x := range d.Tasks {
 		if x.ID == t.Task {
 			task = x
@@ -129,7 +133,7 @@ func pick(ctx context.Context, cl *controller.Client, t controller.Target, resul
 	if task == nil {
 		return nil, &exitError{2, fmt.Errorf("flow %s has no task %s", t.Flow, t.Task)}
 	}
-	var current, latest, succeeded *eventlog.Attempt
+	var current, latest, succeeded *projection.Attempt
 	for _, a := range d.Attempts {
 		if a.Task != t.Task {
 			continue
@@ -143,7 +147,7 @@ func pick(ctx context.Context, cl *controller.Client, t controller.Target, resul
 		if latest == nil || a.N > latest.N {
 			latest = a
 		}
-		if a.State == eventlog.AttemptSucceeded && (succeeded == nil || a.N > succeeded.N) {
+		if a.State == drovertype.AttemptSucceeded && (succeeded == nil || a.N > succeeded.N) {
 			succeeded = a
 		}
 	}
@@ -204,7 +208,7 @@ func printLogs(ctx context.Context, cl *controller.Client, js jetstream.JetStrea
 
 // printStoredLog prints the log object in chunks of whole lines.
 func printStoredLog(ctx context.Context, js jetstream.JetStream, attempt, name string, emit func(logChunk)) error {
-	rc, err := queue.NewArtifacts(js).Get(ctx, name)
+	rc, err := objstore.NewArtifacts(js).Get(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -242,7 +246,7 @@ func printStoredLog(ctx context.Context, js jetstream.JetStream, attempt, name s
 // streamOutput prints the attempt's chunks from the OUTPUT stream; with
 // follow it goes on until the attempt has reported (or ended without a
 // report), then drains what is left.
-func streamOutput(ctx context.Context, cl *controller.Client, js jetstream.JetStream, a *eventlog.Attempt, follow bool, emit func(logChunk)) error {
+func streamOutput(ctx context.Context, cl *controller.Client, js jetstream.JetStream, a *projection.Attempt, follow bool, emit func(logChunk)) error {
 	cons, err := js.OrderedConsumer(ctx, queue.OutputStream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{queue.OutputSubject(a.Flow, a.ID)},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
@@ -250,7 +254,7 @@ func streamOutput(ctx context.Context, cl *controller.Client, js jetstream.JetSt
 	if err != nil {
 		return err
 	}
-	ended := func(a *eventlog.Attempt) bool { return a.Report != nil || a.State.Terminal() }
+	ended := func(a *projection.Attempt) bool { return a.Report != nil || a.State.Terminal() }
 	done := !follow || ended(a)
 	if done {
 		info, err := cons.Info(ctx)
@@ -270,8 +274,8 @@ func streamOutput(ctx context.Context, cl *controller.Client, js jetstream.JetSt
 		msg, err := cons.Next(jetstream.FetchMaxWait(time.Second))
 		switch {
 		case err == nil:
-			if ev, derr := eventlog.Decode(msg.Data()); derr == nil {
-				var c eventlog.OutputChunkData
+			if ev, derr := event.Decode(msg.Data()); derr == nil {
+				var c event.OutputChunkData
 				if ev.Payload(&c) == nil {
 					emit(logChunk{Attempt: a.ID, Stream: c.Stream, Offset: c.Offset, Text: c.Text})
 				}
@@ -324,7 +328,7 @@ func printDiff(ctx context.Context, cl *controller.Client, js jetstream.JetStrea
 		res.Stat = a.DiffStat
 	}
 	if r.PatchObject != "" {
-		rc, err := queue.NewArtifacts(js).Get(ctx, r.PatchObject)
+		rc, err := objstore.NewArtifacts(js).Get(ctx, r.PatchObject)
 		if err == nil {
 			b, rerr := io.ReadAll(rc)
 			rc.Close()

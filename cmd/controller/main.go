@@ -14,6 +14,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/controller"
+	"github.com/drover-dev/drover/internal/natsconn"
 )
 
 // exitError carries a process exit code: 2 for bad input, 1 for a failed flow.
@@ -94,5 +95,12 @@ func connect(cmd *cobra.Command) (*nats.Conn, error) {
 
 func loadConfig(cmd *cobra.Command) (*config.Config, error) {
 	file, _ := cmd.Flags().GetString("config")
-	return config.Load(config.LoadOptions{File: file, Flags: cmd.Flags(), Bind: config.FlagBindings})
+	cfg, err := config.Load(config.LoadOptions{File: file, Flags: cmd.Flags(), Bind: config.FlagBindings})
+	if err != nil {
+		return nil, err
+	}
+	if err := natsconn.CheckConfig(cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }

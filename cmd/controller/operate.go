@@ -11,10 +11,12 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/drover-dev/drover/internal/projection"
+
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/controller"
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/policy"
 )
@@ -134,7 +136,7 @@ shows what the flow was accepted with; for a flow file, what it would run with n
 					return &exitError{2, err}
 				}
 				req.Spec = spec
-			} else if ferr := flow.ValidID(flowArg); ferr != nil {
+			} else if ferr := drovertype.ValidID(flowArg); ferr != nil {
 				return &exitError{2, fmt.Errorf("--flow %q is neither a readable file (%v) nor a flow id", flowArg, err)}
 			} else {
 				req.Flow = flowArg
@@ -189,7 +191,7 @@ func printResolution(w io.Writer, res *controller.Resolution) {
 			{"coefficient", fmt.Sprint(rt.Coefficient)},
 			{"max_backoff", rt.MaxBackoff.String()},
 			{"jitter", fmt.Sprint(rt.Jitter)},
-			{"retry_on", strings.Join(rt.RetryOn, " ")},
+			{"retry_on", strings.Trim(fmt.Sprint(rt.RetryOn), "[]")},
 			{"fallback", strings.Join(rt.Fallback, " ")},
 		} {
 			from := r.RetryFrom[f.name]
@@ -226,7 +228,7 @@ func orNone(n int) string {
 // printTask is `controller status FLOW --task TASK`: the task, its plan and
 // every attempt with the prompt it was given.
 func printTask(w io.Writer, d *controller.FlowDetail, id string) error {
-	var t *eventlog.Task
+	var t *projection.Task
 	for _, x := range d.Tasks {
 		if x.ID == id {
 			t = x

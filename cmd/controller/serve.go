@@ -9,12 +9,13 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/drover-dev/drover/internal/natsconn"
+
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/controller"
-	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/telemetry"
 	"github.com/drover-dev/drover/internal/tracing"
 	"github.com/drover-dev/drover/internal/worker"
@@ -144,9 +145,9 @@ func startLocalWorkers(ctx context.Context, cfg *config.Config, url string, n in
 		wc.Worker.WorkDir = filepath.Join(cfg.DataDir, fmt.Sprintf("worker-%d", i))
 		log := cfg.Log.Logger(os.Stderr)
 		// The controller's own credentials: these workers are part of it.
-		co := cfg.NATSClient("drover-"+wc.Worker.ID, queue.RoleWorker, wc.Worker.ID)
+		co := natsconn.ClientFor(cfg, "drover-"+wc.Worker.ID, natsconn.RoleWorker, wc.Worker.ID)
 		co.URL, co.Reconnect, co.Logger = url, true, log
-		nc, err := queue.Connect(co)
+		nc, err := natsconn.Connect(co)
 		if err != nil {
 			stop()
 			return nil, err

@@ -11,11 +11,14 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/projection"
+
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/drover-dev/drover/internal/controller"
-	"github.com/drover-dev/drover/internal/eventlog"
 )
 
 func newWatch() *cobra.Command {
@@ -56,15 +59,15 @@ func watchFlow(ctx context.Context, cl *controller.Client, id string, w io.Write
 
 // watchChange is one task change, as watch -o json prints it.
 type watchChange struct {
-	Time    time.Time           `json:"time"`
-	Flow    string              `json:"flow"`
-	Task    string              `json:"task,omitempty"`
-	State   string              `json:"state"`
-	Attempt string              `json:"attempt,omitempty"`
-	Worker  string              `json:"worker,omitempty"`
-	Phase   string              `json:"phase,omitempty"`
-	Detail  string              `json:"detail,omitempty"`
-	Error   *eventlog.ErrorInfo `json:"error,omitempty"`
+	Time    time.Time        `json:"time"`
+	Flow    string           `json:"flow"`
+	Task    string           `json:"task,omitempty"`
+	State   string           `json:"state"`
+	Attempt string           `json:"attempt,omitempty"`
+	Worker  string           `json:"worker,omitempty"`
+	Phase   string           `json:"phase,omitempty"`
+	Detail  string           `json:"detail,omitempty"`
+	Error   *event.ErrorInfo `json:"error,omitempty"`
 }
 
 func watchFlowAs(ctx context.Context, cl *controller.Client, id string, w io.Writer, output string) error {
@@ -84,7 +87,7 @@ func watchFlowAs(ctx context.Context, cl *controller.Client, id string, w io.Wri
 		if d == nil {
 			return fmt.Errorf("no detail for flow %s", id)
 		}
-		attempts := map[string]*eventlog.Attempt{}
+		attempts := map[string]*projection.Attempt{}
 		for _, a := range d.Attempts {
 			attempts[a.ID] = a
 		}
@@ -102,7 +105,7 @@ func watchFlowAs(ctx context.Context, cl *controller.Client, id string, w io.Wri
 					if a := attempts[task.Attempt]; a != nil {
 						c.Attempt, c.Worker, c.Phase = a.ID, a.Worker, string(a.Phase)
 					}
-					if task.State == eventlog.TaskBlocked {
+					if task.State == drovertype.TaskBlocked {
 						c.Detail = "blocked by " + task.BlockedBy
 					}
 					b, _ := json.Marshal(c)
@@ -120,7 +123,7 @@ func watchFlowAs(ctx context.Context, cl *controller.Client, id string, w io.Wri
 			} else {
 				fmt.Fprintf(w, "flow %s %s in %s\n", id, d.Flow.State, took)
 			}
-			if d.Flow.State != eventlog.FlowSucceeded {
+			if d.Flow.State != drovertype.FlowSucceeded {
 				return &exitError{1, fmt.Errorf("flow %s %s", id, d.Flow.State)}
 			}
 			return nil
@@ -134,7 +137,7 @@ func watchFlowAs(ctx context.Context, cl *controller.Client, id string, w io.Wri
 }
 
 // taskLine is a task's state in one line, for the plain output.
-func taskLine(task *eventlog.Task, a *eventlog.Attempt) string {
+func taskLine(task *projection.Task, a *projection.Attempt) string {
 	line := string(task.State)
 	if a != nil && !task.State.Terminal() {
 		line += fmt.Sprintf(" (attempt %d", a.N)
@@ -146,10 +149,10 @@ func taskLine(task *eventlog.Task, a *eventlog.Attempt) string {
 		}
 		line += ")"
 	}
-	if task.State == eventlog.TaskFailed && task.Error != nil {
+	if task.State == drovertype.TaskFailed && task.Error != nil {
 		line += ": " + task.Error.Message
 	}
-	if task.State == eventlog.TaskBlocked {
+	if task.State == drovertype.TaskBlocked {
 		line += " by " + task.BlockedBy
 	}
 	return line
@@ -163,7 +166,7 @@ type ttyView struct {
 	last  string // the frame drawn last time
 }
 
-func (v *ttyView) draw(d *controller.FlowDetail, attempts map[string]*eventlog.Attempt) {
+func (v *ttyView) draw(d *controller.FlowDetail, attempts map[string]*projection.Attempt) {
 	width, height, err := term.GetSize(v.fd)
 	if err != nil || width <= 0 {
 		width, height = 80, 24

@@ -10,10 +10,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/drover-dev/drover/internal/natsconn"
+
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/config"
-	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/telemetry"
 	"github.com/drover-dev/drover/internal/tracing"
 	"github.com/drover-dev/drover/internal/worker"
@@ -92,10 +93,10 @@ them back without waiting.`,
 			// the credentials) stops the worker with that cause.
 			ctx, stopRun := context.WithCancelCause(cmd.Context())
 			defer stopRun(nil)
-			co := cfg.NATSClient("drover-worker-"+cfg.Worker.ID, queue.RoleWorker, cfg.Worker.ID)
+			co := natsconn.ClientFor(cfg, "drover-worker-"+cfg.Worker.ID, natsconn.RoleWorker, cfg.Worker.ID)
 			co.Reconnect, co.Logger = true, log
 			co.Closed = func(err error) { stopRun(err) }
-			nc, err := queue.Connect(co)
+			nc, err := natsconn.Connect(co)
 			if err != nil {
 				return fmt.Errorf("worker: %w", err)
 			}
@@ -109,7 +110,7 @@ them back without waiting.`,
 			}
 			log.Info("worker running", "id", cfg.Worker.ID, "pool", cfg.Worker.Pool, "slots", cfg.Worker.Slots, "work_dir", cfg.Worker.WorkDir)
 			<-ctx.Done()
-			if cause := context.Cause(ctx); queue.IsAuthError(cause) {
+			if cause := context.Cause(ctx); natsconn.IsAuthError(cause) {
 				// Nothing can be reported any more: hand back at once.
 				log.Error("worker stopping: NATS closed the connection", "err", cause)
 				w.HandBack()

@@ -6,11 +6,13 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/drover-dev/drover/internal/fleet"
+	"github.com/drover-dev/drover/internal/natsconn"
+
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/adapter"
 	"github.com/drover-dev/drover/internal/config"
-	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/worker"
 )
 
@@ -63,7 +65,7 @@ func newRuntime() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var rows []*queue.RuntimeHealth
+			var rows []*fleet.RuntimeHealth
 			healthy := 0
 			for _, name := range cfg.Worker.Runtimes {
 				ad, err := adapter.New(name, cfg.Runtimes[name])
@@ -105,5 +107,12 @@ func newRuntime() *cobra.Command {
 
 func loadConfig(cmd *cobra.Command) (*config.Config, error) {
 	file, _ := cmd.Flags().GetString("config")
-	return config.Load(config.LoadOptions{File: file, Flags: cmd.Flags(), Bind: config.FlagBindings})
+	cfg, err := config.Load(config.LoadOptions{File: file, Flags: cmd.Flags(), Bind: config.FlagBindings})
+	if err != nil {
+		return nil, err
+	}
+	if err := natsconn.CheckConfig(cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/supervise"
 	"github.com/drover-dev/drover/internal/transcript"
 )
@@ -87,30 +88,10 @@ type Command struct {
 	Limits          supervise.Limits
 }
 
-// Error classes: seed 000 §9 plus the ones Drover's own phases produce.
-const (
-	ClassCrashed          = "RUNTIME_CRASHED"
-	ClassTimeout          = "RUNTIME_TIMEOUT"
-	ClassConnectionFailed = "RUNTIME_CONNECTION_FAILED"
-	ClassOutputMalformed  = "RUNTIME_OUTPUT_MALFORMED"
-	ClassRuntimeError     = "RUNTIME_ERROR" // exit 1-127
-	ClassRateLimited      = "RATE_LIMITED"
-	ClassAuthFailed       = "AUTH_FAILED"
-	ClassPrepareFailed    = "PREPARE_FAILED"
-	ClassMergeConflict    = "MERGE_CONFLICT"
-	ClassObserveFailed    = "OBSERVE_FAILED"
-	// Checks after the run, and the operator.
-	ClassVerificationFailed = "VERIFICATION_FAILED"
-	ClassScopeViolation     = "SCOPE_VIOLATION"
-	ClassCancelled          = "CANCELLED"
-	// A worker that held the attempt stopped heartbeating (issue 5 detects it).
-	ClassWorkerLost = "WORKER_LOST"
-)
-
 // Error is a failure normalised into a class.
 type Error struct {
-	Class       string
-	Category    string // runtime | infrastructure | input
+	Class       drovertype.ErrorClass
+	Category    drovertype.Category
 	Message     string
 	Recoverable bool
 	Status      int           // HTTP status the CLI reported, if any
@@ -118,7 +99,7 @@ type Error struct {
 	ResetAt     time.Time     // when the CLI says a quota resets, if it says
 }
 
-func (e *Error) Error() string { return e.Class + ": " + e.Message }
+func (e *Error) Error() string { return string(e.Class) + ": " + e.Message }
 
 // ErrUnknownAdapter is returned by New for an adapter name no one implements.
 var ErrUnknownAdapter = errors.New("adapter: unknown adapter")

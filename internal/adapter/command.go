@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/supervise"
 	"github.com/drover-dev/drover/internal/transcript"
 )
@@ -320,11 +321,7 @@ func (a *CommandAdapter) env(extra []string, tmp string) []string {
 
 // NewParser implements OutputReader with the runtime's output format.
 func (a *CommandAdapter) NewParser() transcript.Parser {
-	f, err := transcript.ParseFormat(a.rt.Output)
-	if err != nil {
-		f = transcript.Text // validated by config; text is the safe reading
-	}
-	return transcript.NewParser(f)
+	return transcript.NewParser(a.rt.Output) // config validated it; an unknown one reads as text
 }
 
 // Classify implements Adapter: how the process ended, corrected by what its
@@ -344,12 +341,12 @@ func Classify(res *supervise.Result, sum *transcript.Summary) *Error {
 	}
 	f := sum.Failure
 	out := &Error{
-		Class: f.Class, Category: "runtime", Message: f.Message, Recoverable: f.Retryable,
+		Class: f.Class, Category: drovertype.CategoryRuntime, Message: f.Message, Recoverable: f.Retryable,
 		Status: f.Status, RetryAfter: f.RetryAfter, ResetAt: f.ResetAt,
 	}
 	switch {
-	case f.Class == ClassRateLimited || f.Class == ClassAuthFailed:
-		if f.Class == ClassRateLimited {
+	case f.Class == drovertype.ClassRateLimited || f.Class == drovertype.ClassAuthFailed:
+		if f.Class == drovertype.ClassRateLimited {
 			out.Recoverable = true
 		}
 		return out
@@ -374,15 +371,15 @@ func ClassifyExit(res *supervise.Result) *Error {
 		if t := lastLine(res.Stderr.String()); t != "" {
 			msg += ": " + t
 		}
-		return &Error{Class: ClassRuntimeError, Category: "runtime", Message: msg}
+		return &Error{Class: drovertype.ClassRuntimeError, Category: drovertype.CategoryRuntime, Message: msg}
 	case supervise.TimedOut:
-		return &Error{Class: ClassTimeout, Category: "runtime", Message: "wall-clock timeout", Recoverable: true}
+		return &Error{Class: drovertype.ClassTimeout, Category: drovertype.CategoryRuntime, Message: "wall-clock timeout", Recoverable: true}
 	case supervise.Hung:
-		return &Error{Class: ClassTimeout, Category: "runtime", Message: "no output for too long (hang)", Recoverable: true}
+		return &Error{Class: drovertype.ClassTimeout, Category: drovertype.CategoryRuntime, Message: "no output for too long (hang)", Recoverable: true}
 	case supervise.Stopped:
-		return &Error{Class: ClassCrashed, Category: "runtime", Message: fmt.Sprintf("stopped: %v", res.StopCause), Recoverable: true}
+		return &Error{Class: drovertype.ClassCrashed, Category: drovertype.CategoryRuntime, Message: fmt.Sprintf("stopped: %v", res.StopCause), Recoverable: true}
 	default:
-		return &Error{Class: ClassCrashed, Category: "runtime", Message: "killed by signal " + res.Signal, Recoverable: true}
+		return &Error{Class: drovertype.ClassCrashed, Category: drovertype.CategoryRuntime, Message: "killed by signal " + res.Signal, Recoverable: true}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/supervise"
 	"github.com/drover-dev/drover/internal/transcript"
 )
@@ -37,8 +38,8 @@ type ConformanceCase struct {
 	// "create hello.txt containing hi\n@case fail-429". Empty skips the check.
 	FailPrompt string
 	// WantClassOnFail is the class Classify must give the FailPrompt run,
-	// e.g. ClassRateLimited.
-	WantClassOnFail string
+	// e.g. drovertype.ClassRateLimited.
+	WantClassOnFail drovertype.ErrorClass
 	// WantStatusOnFail is the HTTP status the failure must report (429 for
 	// a rate limit); 0 does not check it.
 	WantStatusOnFail int
@@ -137,7 +138,7 @@ func runConformance(t *testing.T, c ConformanceCase) {
 		if e.Category == "" || e.Message == "" {
 			t.Errorf("Classify = %+v: Category and Message must be set", e)
 		}
-		if e.Class == ClassRateLimited && !e.Recoverable {
+		if e.Class == drovertype.ClassRateLimited && !e.Recoverable {
 			t.Errorf("a rate limit must be Recoverable: %+v", e)
 		}
 	})
@@ -400,8 +401,8 @@ func conformTimeout(t *testing.T, c ConformanceCase) {
 			sums["empty output"] = or.NewParser().Summary(res.ExitCode)
 		}
 		for what, sum := range sums {
-			if e := a.Classify(&res, sum); e == nil || e.Class != ClassTimeout {
-				t.Errorf("Classify(%s, %s) = %v, want %s", res.Outcome, what, e, ClassTimeout)
+			if e := a.Classify(&res, sum); e == nil || e.Class != drovertype.ClassTimeout {
+				t.Errorf("Classify(%s, %s) = %v, want %s", res.Outcome, what, e, drovertype.ClassTimeout)
 			}
 		}
 	}

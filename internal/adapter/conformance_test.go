@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/drovertype"
 )
 
 // The fake CLIs, built once by TestMain: demo-agent, and a symlink per
@@ -98,12 +99,12 @@ func builtinCase(t *testing.T, name string, rt config.Runtime) (ConformanceCase,
 			`@stdout {"type":"system","subtype":"api_retry","attempt":1,"max_retries":1,"retry_delay_ms":1000,"error_status":429,"error":"rate_limit"}` + "\n" +
 			`@stdout {"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"API Error: Request rejected (429) · rate limited"}]},"error":"rate_limit"}` + "\n" +
 			"@stderr 429 Too Many Requests\n@exit 1"
-		c.WantClassOnFail = ClassRateLimited
+		c.WantClassOnFail = drovertype.ClassRateLimited
 	case slices.Contains(personas, bin):
 		rt.Binary = filepath.Join(fakeDir, bin)
 		c.Prompt = "create hello.txt containing hi\n@case success"
 		c.FailPrompt = "create hello.txt containing hi\n@case fail-429"
-		c.WantClassOnFail, c.WantStatusOnFail = ClassRateLimited, 429
+		c.WantClassOnFail, c.WantStatusOnFail = drovertype.ClassRateLimited, 429
 		// IS_SANDBOX=1: claude refuses to bypass permissions as root without it.
 		c.Env = []string{"DEMO_AGENT_TRANSCRIPTS=" + transcripts, "IS_SANDBOX=1"}
 	default:
@@ -183,7 +184,7 @@ func TestConformanceInputMethods(t *testing.T) {
 			New:             func(*testing.T) Adapter { return NewCommand(name, rt) },
 			Prompt:          "create hello.txt containing hi\n@write hello.txt hi",
 			FailPrompt:      "@stderr boom\n@exit 3",
-			WantClassOnFail: ClassRuntimeError,
+			WantClassOnFail: drovertype.ClassRuntimeError,
 		})
 	}
 }

@@ -13,8 +13,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drover-dev/drover/internal/event"
+
 	"github.com/drover-dev/drover/internal/adapter"
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/redact"
 	"github.com/drover-dev/drover/internal/scope"
@@ -31,7 +33,7 @@ type Job struct {
 	Repo, Base, Branch  string
 	Prompt              string
 	Timeout             time.Duration
-	Merge               []eventlog.DepResult
+	Merge               []event.DepResult
 	// Model and Args override the runtime's model and add to its arguments.
 	Model string
 	Args  []string
@@ -57,7 +59,7 @@ type Review struct {
 // Emitter records lifecycle events. Implementations stamp the attempt's ids
 // and epoch and make the event durable before returning.
 type Emitter interface {
-	Emit(ctx context.Context, typ eventlog.Type, key string, data any) error
+	Emit(ctx context.Context, typ event.Type, key string, data any) error
 }
 
 // OutputSink receives the CLI's output as it is produced. It must not block.
@@ -103,12 +105,12 @@ const (
 // phases complete; an emit failure or ctx cancellation (the claim was lost
 // or the worker is going away) returns the error and no report: the job
 // stays unacked and is redelivered.
-func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emitter, out OutputSink) (report *eventlog.Report, retErr error) {
+func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emitter, out OutputSink) (report *event.Report, retErr error) {
 	log := r.Logger.With("attempt", job.Attempt, "epoch", job.Epoch)
-	rep := &eventlog.Report{Branch: job.Branch}
-	fail := func(e *adapter.Error) (*eventlog.Report, error) {
+	rep := &event.Report{Branch: job.Branch}
+	fail := func(e *adapter.Error) (*event.Report, error) {
 		rep.Success = false
-		rep.Error = &eventlog.ErrorInfo{Class: e.Class, Category: e.Category, Message: e.Message, Recoverable: e.Recoverable,
+		rep.Error = &event.ErrorInfo{Class: e.Class, Category: e.Category, Message: e.Message, Recoverable: e.Recoverable,
 			Status: e.Status, RetryAfterMS: e.RetryAfter.Milliseconds(), ResetAt: e.ResetAt}
 		return rep, nil
 	}
@@ -119,9 +121,9 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
-		return fail(&adapter.Error{Class: adapter.ClassConnectionFailed, Category: "runtime", Message: err.Error()})
+		return fail(&adapter.Error{Class: drovertype.ClassConnectionFailed, Category: drovertype.CategoryRuntime, Message: err.Error()})
 	}
-	if err := emit.Emit(ctx, eventlog.AdapterInitialized, "", eventlog.AdapterInitializedData{
+	if err := emit.Emit(ctx, event.AdapterInitialized, "", event.AdapterInitializedData{
 		Adapter: info.Adapter, Binary: info.Binary, Version: info.Version,
 	}); err != nil {
 		return nil, err
@@ -144,7 +146,7 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 		merge[i] = worktree.Ref{Branch: m.Branch, Commit: m.Commit}
 	}
 	if err := r.checkRepo(job.Repo); err != nil {
-		return fail(&adapter.Error{Class: adapter.ClassPrepareFailed, Category: "input", Message: err.Error()})
+		return fail(&adapter.Error{Class: drovertype.ClassPrepareFailed, Category: drovertype.CategoryInput, Message: err.Error()})
 	}
 	wt, err := r.Cache.Prepare(ctx, worktree.PrepareOptions{
 		RepoURL: job.Repo, Base: job.Base, Branch: job.Branch, Path: wtPath, Merge: merge,
@@ -155,10 +157,10 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 		}
 		var mc *worktree.MergeConflictError
 		if errors.As(err, &mc) {
-			return fail(&adapter.Error{Class: adapter.ClassMergeConflict, Category: "input",
+			return fail(&adapter.Error{Class: drovertype.ClassMergeConflict, Category: drovertype.CategoryInput,
 				Message: fmt.Sprintf("merging %s conflicts in %s", mc.Branch, strings.Join(mc.Paths, ", "))})
 		}
-		return fail(&adapter.Error{Class: adapter.ClassPrepareFailed, Category: "infrastructure", Message: err.Error(), Recoverable: true})
+		return fail(&adapter.Error{Class: drovertype.ClassPrepareFailed, Category: drovertype.CategoryInfrastructure, Message: err.Error(), Recoverable: true})
 	}
 	defer func() {
 		if r.KeepWorktrees {
@@ -190,9 +192,9 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
-		return fail(&adapter.Error{Class: adapter.ClassPrepareFailed, Category: "infrastructure", Message: err.Error(), Recoverable: true})
+		return fail(&adapter.Error{Class: drovertype.ClassPrepareFailed, Category: drovertype.CategoryInfrastructure, Message: err.Error(), Recoverable: true})
 	}
-	if err := emit.Emit(ctx, eventlog.PrepareCompleted, "", eventlog.PrepareCompletedData{
+	if err := emit.Emit(ctx, event.PrepareCompleted, "", event.PrepareCompletedData{
 		Worktree: wt.Path, Branch: wt.Branch, BaseCommit: wt.BaseCommit, Baseline: wt.Baseline,
 	}); err != nil {
 		return nil, err
@@ -211,7 +213,7 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 		},
 	})
 	if err != nil {
-		return fail(&adapter.Error{Class: adapter.ClassConnectionFailed, Category: "runtime", Message: err.Error()})
+		return fail(&adapter.Error{Class: drovertype.ClassConnectionFailed, Category: drovertype.CategoryRuntime, Message: err.Error()})
 	}
 	reader := newOutputReader(ad)
 	// The full log goes to disk (bounded by the disk, not by memory), masked,
@@ -229,9 +231,9 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 		MaxCapture: cmd.MaxOutput, OnOutput: reader.tee(out), LogFile: logW, Limits: cmd.Limits,
 	})
 	if err != nil {
-		return fail(&adapter.Error{Class: adapter.ClassConnectionFailed, Category: "runtime", Message: err.Error()})
+		return fail(&adapter.Error{Class: drovertype.ClassConnectionFailed, Category: drovertype.CategoryRuntime, Message: err.Error()})
 	}
-	if err := emit.Emit(ctx, eventlog.RuntimeStarted, "", eventlog.RuntimeStartedData{
+	if err := emit.Emit(ctx, event.RuntimeStarted, "", event.RuntimeStartedData{
 		Pid: proc.Pid(), Argv: append([]string{cmd.Path}, cmd.Args...),
 	}); err != nil {
 		proc.Stop(err)
@@ -268,7 +270,7 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 	if sum != nil {
 		u := sum.Usage
 		if u != (transcript.Usage{}) {
-			rep.Usage = &eventlog.Usage{Model: u.Model, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+			rep.Usage = &event.Usage{Model: u.Model, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 				CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD}
 		}
 		rep.FinalText, rep.Unparsed = tailString(sum.FinalText, maxTailInReport), sum.Unparsed
@@ -281,7 +283,7 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 			}
 		}
 	}
-	if err := emit.Emit(ctx, eventlog.RuntimeExited, "", eventlog.RuntimeExitedData{
+	if err := emit.Emit(ctx, event.RuntimeExited, "", event.RuntimeExitedData{
 		Outcome: string(res.Outcome), ExitCode: res.ExitCode, Signal: res.Signal, DurationMS: rep.DurationMS,
 	}); err != nil {
 		return nil, err
@@ -293,7 +295,7 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
-		return fail(&adapter.Error{Class: adapter.ClassObserveFailed, Category: "infrastructure", Message: err.Error(), Recoverable: true})
+		return fail(&adapter.Error{Class: drovertype.ClassObserveFailed, Category: drovertype.CategoryInfrastructure, Message: err.Error(), Recoverable: true})
 	}
 	// Lists are bounded so an event stays well under the stream's message
 	// size limit; the diff stat and the pushed branch have the whole story.
@@ -324,7 +326,7 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 			if ctx.Err() != nil {
 				return nil, context.Cause(ctx)
 			}
-			return fail(&adapter.Error{Class: adapter.ClassObserveFailed, Category: "infrastructure", Message: err.Error(), Recoverable: true})
+			return fail(&adapter.Error{Class: drovertype.ClassObserveFailed, Category: drovertype.CategoryInfrastructure, Message: err.Error(), Recoverable: true})
 		}
 		if runErr == nil && hasChecks(job) {
 			cctx, stop := cancelOn(ctx, job.Cancel)
@@ -339,7 +341,7 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 				if ctx.Err() != nil {
 					return nil, context.Cause(ctx)
 				}
-				return fail(&adapter.Error{Class: adapter.ClassObserveFailed, Category: "infrastructure", Message: err.Error(), Recoverable: true})
+				return fail(&adapter.Error{Class: drovertype.ClassObserveFailed, Category: drovertype.CategoryInfrastructure, Message: err.Error(), Recoverable: true})
 			}
 			switch v := guard.Violations(); {
 			case closed(job.Cancel):
@@ -357,26 +359,26 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 				failure = verr
 			}
 			rep.Verification = ver
-			if err := emit.Emit(ctx, eventlog.VerificationCompleted, "", ver); err != nil {
+			if err := emit.Emit(ctx, event.VerificationCompleted, "", ver); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if failure == nil || failure.Class == adapter.ClassVerificationFailed {
+	if failure == nil || failure.Class == drovertype.ClassVerificationFailed {
 		sha, err := wt.Push(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, context.Cause(ctx)
 			}
-			return fail(&adapter.Error{Class: adapter.ClassObserveFailed, Category: "infrastructure", Message: err.Error(), Recoverable: true})
+			return fail(&adapter.Error{Class: drovertype.ClassObserveFailed, Category: drovertype.CategoryInfrastructure, Message: err.Error(), Recoverable: true})
 		}
 		rep.Commit = sha
-		commits := make([]eventlog.Commit, len(changes.Commits))
+		commits := make([]event.Commit, len(changes.Commits))
 		for i, c := range changes.Commits {
-			commits[i] = eventlog.Commit{SHA: c.SHA, Subject: c.Subject}
+			commits[i] = event.Commit{SHA: c.SHA, Subject: c.Subject}
 			rep.CommitsCreated = append(rep.CommitsCreated, c.SHA)
 		}
-		if err := emit.Emit(ctx, eventlog.CheckpointCommitCreated, "", eventlog.CheckpointCommitCreatedData{
+		if err := emit.Emit(ctx, event.CheckpointCommitCreated, "", event.CheckpointCommitCreatedData{
 			Commit: sha, RuntimeCommits: commits,
 		}); err != nil {
 			return nil, err
@@ -384,7 +386,7 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 	}
 
 	// Terminate: the process group is gone once Wait returned; say so.
-	if err := emit.Emit(ctx, eventlog.RuntimeTerminated, "", struct{}{}); err != nil {
+	if err := emit.Emit(ctx, event.RuntimeTerminated, "", struct{}{}); err != nil {
 		return nil, err
 	}
 
@@ -392,7 +394,7 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 
 	// Report: the operator and the scope first, then the runtime's own
 	// failure, then the checks.
-	if failure != nil && failure.Class != adapter.ClassVerificationFailed {
+	if failure != nil && failure.Class != drovertype.ClassVerificationFailed {
 		return fail(failure)
 	}
 	if runErr != nil {
@@ -407,10 +409,10 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 
 // reportViolations records scope violations in the report and emits them
 // as the verification's result.
-func (r *Runner) reportViolations(ctx context.Context, emit Emitter, rep *eventlog.Report, violations []string) error {
-	v := &eventlog.Verification{Passed: false, ScopeViolations: capStrings(violations, maxViolations)}
+func (r *Runner) reportViolations(ctx context.Context, emit Emitter, rep *event.Report, violations []string) error {
+	v := &event.Verification{Passed: false, ScopeViolations: capStrings(violations, maxViolations)}
 	rep.Verification, rep.ScopeViolations = v, v.ScopeViolations
-	return emit.Emit(ctx, eventlog.VerificationCompleted, "", v)
+	return emit.Emit(ctx, event.VerificationCompleted, "", v)
 }
 
 func (r *Runner) emitChanges(ctx context.Context, emit Emitter, c *worktree.Changes) error {
@@ -423,19 +425,19 @@ func (r *Runner) emitChanges(ctx context.Context, emit Emitter, c *worktree.Chan
 			if n++; n > maxFileEvents {
 				break
 			}
-			if err := emit.Emit(ctx, eventlog.FileModified, p, eventlog.FileModifiedData{Path: p, Change: set.kind}); err != nil {
+			if err := emit.Emit(ctx, event.FileModified, p, event.FileModifiedData{Path: p, Change: set.kind}); err != nil {
 				return err
 			}
 		}
 	}
-	d := eventlog.DiffComputedData{
+	d := event.DiffComputedData{
 		Created: capList(c.Created), Modified: capList(c.Modified), Deleted: capList(c.Deleted), Stat: tailString(c.DiffStat, maxDiffInEvent),
 		Diff: c.Diff, DiffBytes: len(c.Diff),
 	}
 	if len(d.Diff) > maxDiffInEvent {
 		d.Diff, d.DiffTruncated = d.Diff[:maxDiffInEvent], true
 	}
-	return emit.Emit(ctx, eventlog.DiffComputed, "", d)
+	return emit.Emit(ctx, event.DiffComputed, "", d)
 }
 
 func tailString(s string, n int) string {
@@ -455,7 +457,7 @@ func capList(paths []string) []string {
 
 // storeArtifacts uploads the full log and the patch. They are best effort:
 // the report says what was stored, and a failure to store loses no state.
-func (r *Runner) storeArtifacts(ctx context.Context, job *Job, rep *eventlog.Report, logPath, diff string, sum *transcript.Summary) {
+func (r *Runner) storeArtifacts(ctx context.Context, job *Job, rep *event.Report, logPath, diff string, sum *transcript.Summary) {
 	if r.Artifacts == nil {
 		return
 	}

@@ -2,10 +2,6 @@ package config
 
 import "strings"
 
-// outputFormats are the formats the transcript parsers read.
-var outputFormats = []string{"text", "claude-stream-json", "codex-json", "opencode-json",
-	"gemini-stream-json", "pi-json", "copilot-json"}
-
 // builtinRuntimes are the runtimes Drover knows without configuration: the
 // seed CLIs with the headless argv, environment and output format recorded
 // from real runs (docs/runtimes.md), and the bundled demo agent. They are
@@ -99,7 +95,9 @@ func overlay(base, over Runtime) Runtime {
 	set(&base.PromptFlag, over.PromptFlag)
 	set(&base.Model, over.Model)
 	set(&base.ModelFlag, over.ModelFlag)
-	set(&base.Output, over.Output)
+	if over.Output != "" {
+		base.Output = over.Output
+	}
 	set(&base.Home, over.Home)
 	set(&base.MinVersion, over.MinVersion)
 	if over.HomeFiles != nil {

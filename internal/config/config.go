@@ -17,8 +17,8 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/flow"
-	"github.com/drover-dev/drover/internal/policy"
 	"github.com/drover-dev/drover/internal/tracing"
 )
 
@@ -106,9 +106,9 @@ type Retry struct {
 	Coefficient    float64       `mapstructure:"coefficient"`
 	MaxBackoff     time.Duration `mapstructure:"max_backoff"`
 	// Jitter is a pointer because 0 (no jitter) is a value.
-	Jitter   *float64 `mapstructure:"jitter"`
-	RetryOn  []string `mapstructure:"retry_on"`
-	Fallback []string `mapstructure:"fallback"`
+	Jitter   *float64                `mapstructure:"jitter"`
+	RetryOn  []drovertype.ErrorClass `mapstructure:"retry_on"`
+	Fallback []string                `mapstructure:"fallback"`
 }
 
 // Spec returns r as a flow-level retry spec, with unset fields nil.
@@ -291,7 +291,7 @@ type Runtime struct {
 	// Output is the format of the CLI's stdout, which picks the parser that
 	// reads usage and errors from it: text, claude-stream-json, codex-json,
 	// opencode-json, gemini-stream-json, pi-json or copilot-json. Defaults to text.
-	Output string `mapstructure:"output"`
+	Output drovertype.OutputFormat `mapstructure:"output"`
 }
 
 // Limits are resource limits for a CLI; 0 leaves one unset.
@@ -488,11 +488,13 @@ func (c *Config) WithDefaults() {
 		if rt.VersionArgs == nil {
 			rt.VersionArgs = []string{"--version"}
 		}
-		if rt.Output == "" {
-			rt.Output = "text"
-		}
 		if rt.Home == "" {
 			rt.Home = "worker"
+		}
+		// A CLI's name is accepted for its format; an unknown one stays
+		// as written for Validate to name.
+		if f, err := drovertype.ParseOutputFormat(string(rt.Output)); err == nil {
+			rt.Output = f
 		}
 		c.Runtimes[name] = rt
 	}
@@ -530,7 +532,6 @@ func (c *Config) Validate() error {
 			bad("http.listen", "port must be 0..65535 (got %q)", port)
 		}
 	}
-	c.NATS.validate(c.DataDir, bad)
 	if c.NATS.URL == "" {
 		if _, port, err := net.SplitHostPort(c.NATS.Listen); err != nil {
 			bad("nats.listen", "must be host:port (got %q)", c.NATS.Listen)
@@ -569,13 +570,13 @@ func (c *Config) Validate() error {
 	if c.Worker.Slots < 1 || c.Worker.Slots > 1024 {
 		bad("worker.slots", "must be 1..1024 (got %d)", c.Worker.Slots)
 	}
-	if err := flow.ValidID(c.Worker.Pool); err != nil {
+	if err := drovertype.ValidID(c.Worker.Pool); err != nil {
 		bad("worker.pool", "%v", err)
 	}
-	if err := flow.ValidID(c.Defaults.Pool); err != nil {
+	if err := drovertype.ValidID(c.Defaults.Pool); err != nil {
 		bad("defaults.pool", "%v", err)
 	}
-	if err := flow.ValidID(c.Worker.ID); err != nil {
+	if err := drovertype.ValidID(c.Worker.ID); err != nil {
 		bad("worker.id", "%v", err)
 	}
 	if c.Defaults.Timeout <= 0 {
@@ -604,7 +605,7 @@ func (c *Config) Validate() error {
 	validateTracing(c.Tracing, &errs)
 	for _, name := range c.ProjectNames() {
 		p, key := c.Projects[name], "projects."+name
-		if err := flow.ValidID(name); err != nil {
+		if err := drovertype.ValidID(name); err != nil {
 			bad(key, "project name: %v", err)
 		}
 		for k, rt := range map[string]string{"runtime": p.Runtime, "validator": p.Validator} {
@@ -627,7 +628,7 @@ func (c *Config) Validate() error {
 	}
 	for _, name := range c.RuntimeNames() {
 		rt, key := c.Runtimes[name], "runtimes."+name
-		if err := flow.ValidID(name); err != nil {
+		if err := drovertype.ValidID(name); err != nil {
 			bad(key, "runtime name: %v", err)
 		}
 		if rt.Adapter != "command" {
@@ -656,8 +657,8 @@ func (c *Config) Validate() error {
 				bad(key+".home_files", "%q must be a path relative to HOME, inside it", f)
 			}
 		}
-		if !slices.Contains(outputFormats, rt.Output) {
-			bad(key+".output", "unknown output format %q (known: %s)", rt.Output, strings.Join(outputFormats, ", "))
+		if !slices.Contains(drovertype.OutputFormats, rt.Output) {
+			bad(key+".output", "unknown output format %q (known: %v, or a CLI's name)", rt.Output, drovertype.OutputFormats)
 		}
 		if rt.Model != "" && rt.ModelFlag == "" {
 			bad(key+".model_flag", "is required to pass model %q", rt.Model)
@@ -706,10 +707,10 @@ func (c *Config) validateRetry(key string, r Retry, bad func(string, string, ...
 	}
 	for i, cl := range r.RetryOn {
 		switch {
-		case !classRE.MatchString(cl):
+		case !classRE.MatchString(string(cl)):
 			bad(key+".retry_on", "%q is not an error class like RATE_LIMITED", cl)
-		case !slices.Contains(policy.Classes, cl):
-			bad(key+".retry_on", "unknown error class %q (known: %s)", cl, strings.Join(policy.Classes, ", "))
+		case !cl.Known():
+			bad(key+".retry_on", "unknown error class %q (known: %s)", cl, drovertype.Classes())
 		case slices.Contains(r.RetryOn[:i], cl):
 			bad(key+".retry_on", "%s is listed twice", cl)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/spf13/pflag"
 )
 
@@ -314,7 +315,7 @@ projects:
 	}
 	r := d.Retry
 	if r.MaxAttempts != 5 || r.InitialBackoff != 2*time.Second || r.Coefficient != 3 || r.MaxBackoff != time.Minute ||
-		r.Jitter == nil || *r.Jitter != 0.1 || strings.Join(r.RetryOn, ",") != "RATE_LIMITED,VERIFICATION_FAILED" ||
+		r.Jitter == nil || *r.Jitter != 0.1 || fmt.Sprint(r.RetryOn) != "[RATE_LIMITED VERIFICATION_FAILED]" ||
 		strings.Join(r.Fallback, ",") != "codex" {
 		t.Errorf("defaults.retry: %+v", r)
 	}
@@ -379,15 +380,15 @@ func TestRetrySpec(t *testing.T) {
 		want string // the set fields, in declaration order
 	}{
 		{"nothing set", Retry{}, true, ""},
-		{"empty lists", Retry{RetryOn: []string{}, Fallback: []string{}}, true, ""},
+		{"empty lists", Retry{RetryOn: []drovertype.ErrorClass{}, Fallback: []string{}}, true, ""},
 		{"max_attempts", Retry{MaxAttempts: 1}, false, "max_attempts=1"},
 		{"backoffs", Retry{InitialBackoff: time.Second, MaxBackoff: time.Minute}, false, "initial_backoff=1s max_backoff=1m0s"},
 		{"coefficient", Retry{Coefficient: 1.5}, false, "coefficient=1.5"},
 		{"jitter 0 is set", Retry{Jitter: &zero}, false, "jitter=0"},
 		{"jitter", Retry{Jitter: &half}, false, "jitter=0.5"},
-		{"lists", Retry{RetryOn: []string{"RATE_LIMITED"}, Fallback: []string{"codex"}}, false, "retry_on=[RATE_LIMITED] fallback=[codex]"},
+		{"lists", Retry{RetryOn: []drovertype.ErrorClass{"RATE_LIMITED"}, Fallback: []string{"codex"}}, false, "retry_on=[RATE_LIMITED] fallback=[codex]"},
 		{"everything", Retry{MaxAttempts: 3, InitialBackoff: 10 * time.Second, Coefficient: 2, MaxBackoff: 5 * time.Minute,
-			Jitter: &half, RetryOn: []string{"RUNTIME_TIMEOUT"}, Fallback: []string{"gemini"}}, false,
+			Jitter: &half, RetryOn: []drovertype.ErrorClass{"RUNTIME_TIMEOUT"}, Fallback: []string{"gemini"}}, false,
 			"max_attempts=3 initial_backoff=10s coefficient=2 max_backoff=5m0s jitter=0.5 retry_on=[RUNTIME_TIMEOUT] fallback=[gemini]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -514,7 +515,7 @@ func TestPolicyEnv(t *testing.T) {
 	if r.MaxAttempts != 5 || r.InitialBackoff != 2*time.Second || r.Coefficient != 1.5 || r.MaxBackoff != 90*time.Second {
 		t.Errorf("defaults.retry from the environment: %+v", r)
 	}
-	if strings.Join(r.RetryOn, ",") != "RATE_LIMITED" {
+	if fmt.Sprint(r.RetryOn) != "[RATE_LIMITED]" {
 		t.Errorf("defaults.retry.retry_on from the file lost: %v", r.RetryOn)
 	}
 	if c.Defaults.Validator != "demo-review" || c.Defaults.MaxParallel != 3 || c.Controller.MaxParallel != 8 {

@@ -8,10 +8,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/store"
+
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/drover-dev/drover/internal/config"
-	"github.com/drover-dev/drover/internal/eventlog"
 	"github.com/drover-dev/drover/internal/queue"
 )
 
@@ -19,7 +21,7 @@ import (
 type Controller struct {
 	cfg   *config.Config
 	js    jetstream.JetStream
-	store *eventlog.Store
+	store *store.Store
 	log   *slog.Logger
 	now   func() time.Time
 	// claims revokes attempts of cancelled tasks (set by Run).
@@ -42,7 +44,7 @@ type Controller struct {
 }
 
 // New returns a controller over an open store.
-func New(cfg *config.Config, js jetstream.JetStream, store *eventlog.Store, log *slog.Logger) *Controller {
+func New(cfg *config.Config, js jetstream.JetStream, store *store.Store, log *slog.Logger) *Controller {
 	c := &Controller{
 		cfg: cfg, js: js, store: store, log: log, now: time.Now,
 		kick: make(chan struct{}, 1), published: publishedJobs{jobs: map[string]uint64{}},
@@ -248,7 +250,7 @@ type foldMsg struct {
 	msg   jetstream.Msg
 	md    *jetstream.MsgMetadata
 	mdErr error
-	ev    eventlog.Decoded
+	ev    projection.Decoded
 	err   error
 }
 
@@ -267,13 +269,13 @@ func decodeEvents(it jetstream.MessagesContext, out chan<- foldMsg) {
 			out <- foldMsg{msg: msg, mdErr: err}
 			continue
 		}
-		out <- foldMsg{msg: msg, md: md, ev: eventlog.DecodeForFold(msg.Data())}
+		out <- foldMsg{msg: msg, md: md, ev: projection.DecodeForFold(msg.Data())}
 	}
 }
 
 // park copies a poison event to the dead-letter stream, where `controller
 // dead-letters` lists it. The projection keeps its own record either way.
-func (c *Controller) park(ctx context.Context, p *eventlog.Poison, raw []byte) {
+func (c *Controller) park(ctx context.Context, p *projection.Poison, raw []byte) {
 	c.log.Warn("poison event", "seq", p.Seq, "reason", p.Reason, "size", p.Size)
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()

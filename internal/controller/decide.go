@@ -7,7 +7,10 @@ import (
 	"sort"
 	"time"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/projection"
+
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/policy"
 	"github.com/drover-dev/drover/internal/policy/feedback"
 	"github.com/drover-dev/drover/internal/queue"
@@ -16,9 +19,9 @@ import (
 // action is one decision to carry out: an event to record, a job to queue,
 // or an attempt to stop.
 type action struct {
-	event *eventlog.Event
+	event *event.Event
 	job   *queue.Job
-	stop  *eventlog.Attempt
+	stop  *projection.Attempt
 }
 
 // decide computes every action the folded state calls for and carries them
@@ -29,7 +32,7 @@ func (c *Controller) decide(ctx context.Context) (time.Duration, error) {
 	var actions []action
 	var err error
 	began := time.Now()
-	c.store.Read(func(st *eventlog.State) {
+	c.store.Read(func(st *projection.State) {
 		actions, err = c.plan(st)
 	})
 	walk := time.Since(began)
@@ -61,12 +64,12 @@ func (c *Controller) decide(ctx context.Context) (time.Duration, error) {
 // so none ever will, and recorded as abandoned; the holder of one that runs
 // is told to stop its CLI and reports CANCELLED. Both repeat every tick
 // until the attempt has ended, so a lost signal only delays the stop.
-func (c *Controller) stop(ctx context.Context, a *eventlog.Attempt) error {
+func (c *Controller) stop(ctx context.Context, a *projection.Attempt) error {
 	err := c.claims.Revoke(ctx, a.ID)
 	switch {
 	case err == nil:
-		ev, err := eventlog.New("attempt_abandoned:"+a.ID, eventlog.AttemptAbandoned, c.now(), a.Flow, a.Task, a.ID, 0,
-			eventlog.AttemptAbandonedData{Reason: "cancelled before a worker ran it"})
+		ev, err := event.New("attempt_abandoned:"+a.ID, event.AttemptAbandoned, c.now(), a.Flow, a.Task, a.ID, 0,
+			event.AttemptAbandonedData{Reason: "cancelled before a worker ran it"})
 		if err != nil {
 			return err
 		}
@@ -82,7 +85,7 @@ func (c *Controller) stop(ctx context.Context, a *eventlog.Attempt) error {
 // planner holds one run of the decision function.
 type planner struct {
 	c    *Controller
-	st   *eventlog.State
+	st   *projection.State
 	now  time.Time
 	out  []action
 	live int // attempts scheduled or running, across flows
@@ -90,7 +93,7 @@ type planner struct {
 
 // plan is the decision function: folded state in, actions out. It reads the
 // clock to stamp the events it creates and to see which retries are due.
-func (c *Controller) plan(st *eventlog.State) ([]action, error) {
+func (c *Controller) plan(st *projection.State) ([]action, error) {
 	p := &planner{c: c, st: st, now: c.now()}
 	c.published.begin()
 	var flows []runningFlow
@@ -159,13 +162,13 @@ func (j *publishedJobs) forgetUnseen() {
 // runningFlow is a flow that has not ended, with its tasks in order and
 // how many of their attempts are live, read once per plan.
 type runningFlow struct {
-	f     *eventlog.Flow
-	tasks []*eventlog.Task
+	f     *projection.Flow
+	tasks []*projection.Task
 	live  int
 }
 
-func (p *planner) add(id string, typ eventlog.Type, flowID, task, attempt string, data any) error {
-	ev, err := eventlog.New(id, typ, p.now, flowID, task, attempt, 0, data)
+func (p *planner) add(id string, typ event.Type, flowID, task, attempt string, data any) error {
+	ev, err := event.New(id, typ, p.now, flowID, task, attempt, 0, data)
 	if err != nil {
 		return err
 	}
@@ -174,14 +177,14 @@ func (p *planner) add(id string, typ eventlog.Type, flowID, task, attempt string
 }
 
 // liveAttempt returns the task's current attempt if it has not ended.
-func (p *planner) liveAttempt(t *eventlog.Task) *eventlog.Attempt {
+func (p *planner) liveAttempt(t *projection.Task) *projection.Attempt {
 	if a := p.st.Attempts[t.Attempt]; a != nil && !a.State.Terminal() {
 		return a
 	}
 	return nil
 }
 
-func (p *planner) liveAttempts(tasks []*eventlog.Task) int {
+func (p *planner) liveAttempts(tasks []*projection.Task) int {
 	n := 0
 	for _, t := range tasks {
 		if p.liveAttempt(t) != nil {
@@ -193,7 +196,7 @@ func (p *planner) liveAttempts(tasks []*eventlog.Task) int {
 
 // mayStart reports whether one more attempt fits the flow's and the global
 // concurrency limits, counting it if so.
-func (p *planner) mayStart(f *eventlog.Flow, flowLive *int) bool {
+func (p *planner) mayStart(f *projection.Flow, flowLive *int) bool {
 	if f.Paused || f.Cancel != nil {
 		return false
 	}
@@ -218,7 +221,7 @@ func (p *planner) flow(r runningFlow) error {
 	return p.finish(r.f, r.tasks)
 }
 
-func (p *planner) task(f *eventlog.Flow, t *eventlog.Task, flowLive *int) error {
+func (p *planner) task(f *projection.Flow, t *projection.Task, flowLive *int) error {
 	a := p.liveAttempt(t)
 	// Cancellation first: the task ends now, its attempt as soon as the
 	// worker holding it has stopped the CLI.
@@ -228,18 +231,18 @@ func (p *planner) task(f *eventlog.Flow, t *eventlog.Task, flowLive *int) error 
 			reason += ": " + f.Cancel.Reason
 		}
 		id := fmt.Sprintf("task_cancelled:%s/%s:%d", f.ID, t.ID, t.Round)
-		return p.add(id, eventlog.TaskCancelledEvent, f.ID, t.ID, t.Attempt, eventlog.TaskCancelledData{Reason: reason})
+		return p.add(id, event.TaskCancelled, f.ID, t.ID, t.Attempt, event.TaskCancelledData{Reason: reason})
 	}
-	if t.State == eventlog.TaskCancelled && a != nil {
+	if t.State == drovertype.TaskCancelled && a != nil {
 		p.out = append(p.out, action{stop: a})
 		return nil
 	}
 	switch t.State {
-	case eventlog.TaskPending:
+	case drovertype.TaskPending:
 		if merge, ready := readyMerge(p.st, f, t); ready && p.mayStart(f, flowLive) {
 			return p.schedule(f, t, merge, "", "", nil, "")
 		}
-	case eventlog.TaskRetrying:
+	case drovertype.TaskRetrying:
 		r := t.Retry
 		if r == nil || p.now.Before(r.DueAt) {
 			return nil
@@ -253,24 +256,24 @@ func (p *planner) task(f *eventlog.Flow, t *eventlog.Task, flowLive *int) error 
 			args = plan.Worker.Args
 		}
 		return p.schedule(f, t, merge, r.Runtime, r.Model, args, p.retryPrompt(f, t))
-	case eventlog.TaskScheduled, eventlog.TaskRunning:
+	case drovertype.TaskScheduled, drovertype.TaskRunning:
 		at := p.st.Attempts[t.Attempt]
 		if at == nil {
 			return nil
 		}
 		switch {
-		case at.State == eventlog.AttemptQueued:
+		case at.State == drovertype.AttemptScheduled:
 			if !p.published(at.ID) {
 				p.out = append(p.out, action{job: p.c.job(f, t, at)})
 			}
-		case at.State == eventlog.AttemptFailed && at.Error == nil:
-			info := eventlog.ErrorInfo{Class: "UNKNOWN", Message: "attempt failed without an error"}
+		case at.State == drovertype.AttemptFailed && at.Error == nil:
+			info := event.ErrorInfo{Class: "UNKNOWN", Message: "attempt failed without an error"}
 			if at.Report != nil && at.Report.Error != nil {
 				info = *at.Report.Error
 			}
-			return p.add("runtime_error_classified:"+at.ID, eventlog.RuntimeErrorClassified, f.ID, t.ID, at.ID,
-				eventlog.RuntimeErrorClassifiedData{ErrorInfo: info})
-		case at.State == eventlog.AttemptFailed:
+			return p.add("runtime_error_classified:"+at.ID, event.RuntimeErrorClassified, f.ID, t.ID, at.ID,
+				event.RuntimeErrorClassifiedData{ErrorInfo: info})
+		case at.State == drovertype.AttemptFailed:
 			return p.recover(f, t, at)
 		}
 	}
@@ -279,7 +282,7 @@ func (p *planner) task(f *eventlog.Flow, t *eventlog.Task, flowLive *int) error 
 
 // recover applies the retry policy to the task's failed attempt: a retry
 // scheduled for later (runtime_recovery_scheduled), or the task fails.
-func (p *planner) recover(f *eventlog.Flow, t *eventlog.Task, a *eventlog.Attempt) error {
+func (p *planner) recover(f *projection.Flow, t *projection.Task, a *projection.Attempt) error {
 	plan := t.Plan
 	if plan == nil {
 		plan = &policy.Resolved{Worker: policy.Choice{Name: t.Runtime}, Retry: policy.DefaultRetry()}
@@ -297,18 +300,18 @@ func (p *planner) recover(f *eventlog.Flow, t *eventlog.Task, a *eventlog.Attemp
 	}, at, a.ID)
 	if !d.Retry {
 		reason := fmt.Sprintf("attempt %d failed: %s: %s (%s)", a.N, e.Class, e.Message, d.Reason)
-		return p.add("task_failed:"+a.ID, eventlog.TaskFailedEvent, f.ID, t.ID, a.ID,
-			eventlog.TaskFailedData{Reason: reason, Class: e.Class})
+		return p.add("task_failed:"+a.ID, event.TaskFailed, f.ID, t.ID, a.ID,
+			event.TaskFailedData{Reason: reason, Class: e.Class})
 	}
-	return p.add("runtime_recovery_scheduled:"+a.ID, eventlog.RuntimeRecoveryScheduled, f.ID, t.ID, a.ID,
-		eventlog.RuntimeRecoveryScheduledData{
+	return p.add("runtime_recovery_scheduled:"+a.ID, event.RuntimeRecoveryScheduled, f.ID, t.ID, a.ID,
+		event.RuntimeRecoveryScheduledData{
 			Strategy: d.Strategy, N: t.Attempts + 1, Runtime: d.Runtime, Model: d.Model,
 			DelayMS: d.Delay.Milliseconds(), DueAt: at.Add(d.Delay), Reason: d.Reason,
 		})
 }
 
 // retryPrompt is the task's prompt with the feedback of its last attempt.
-func (p *planner) retryPrompt(f *eventlog.Flow, t *eventlog.Task) string {
+func (p *planner) retryPrompt(f *projection.Flow, t *projection.Task) string {
 	spec, _ := f.Spec.Task(t.ID)
 	if spec == nil {
 		return ""
@@ -327,21 +330,21 @@ func (p *planner) retryPrompt(f *eventlog.Flow, t *eventlog.Task) string {
 // finish completes a flow whose tasks have all ended and whose attempts have
 // all stopped, after building its integration branch from the tasks that
 // succeeded.
-func (p *planner) finish(f *eventlog.Flow, tasks []*eventlog.Task) error {
+func (p *planner) finish(f *projection.Flow, tasks []*projection.Task) error {
 	for _, t := range tasks {
 		if !t.State.Terminal() || p.liveAttempt(t) != nil {
 			return nil
 		}
 	}
 	allOK := true
-	var merge []eventlog.DepResult
+	var merge []event.DepResult
 	runtime := ""
 	for _, t := range tasks {
-		if t.State != eventlog.TaskSucceeded {
+		if t.State != drovertype.TaskSucceeded {
 			allOK = false
 			continue
 		}
-		merge = append(merge, eventlog.DepResult{Task: t.ID, Branch: t.ResultBranch, Commit: t.ResultCommit})
+		merge = append(merge, event.DepResult{Task: t.ID, Branch: t.ResultBranch, Commit: t.ResultCommit})
 		runtime = t.Runtime
 		if a := p.st.Attempts[t.Attempt]; a != nil {
 			runtime = a.Runtime
@@ -351,57 +354,57 @@ func (p *planner) finish(f *eventlog.Flow, tasks []*eventlog.Task) error {
 	if f.Round > 0 {
 		id = fmt.Sprintf("%s:r%d", id, f.Round)
 	}
-	complete := func(state eventlog.FlowState) error {
-		return p.add(id, eventlog.FlowCompleted, f.ID, "", "", eventlog.FlowCompletedData{State: state, Round: f.Round})
+	complete := func(state drovertype.FlowState) error {
+		return p.add(id, event.FlowCompleted, f.ID, "", "", event.FlowCompletedData{State: state, Round: f.Round})
 	}
 	if f.Cancel != nil {
-		return complete(eventlog.FlowCancelled)
+		return complete(drovertype.FlowCancelled)
 	}
 	if len(merge) == 0 {
-		return complete(eventlog.FlowFailed)
+		return complete(drovertype.FlowFailed)
 	}
 	n := f.Round + 1
 	in := f.Integration
 	switch {
 	case in == nil || in.N < n:
-		return p.add(fmt.Sprintf("integration_scheduled:%s:%d", f.ID, n), eventlog.IntegrationScheduled, f.ID, "", "",
-			eventlog.IntegrationScheduledData{N: n, Branch: queue.IntegrationBranch(f.ID, n), Runtime: runtime,
+		return p.add(fmt.Sprintf("integration_scheduled:%s:%d", f.ID, n), event.IntegrationScheduled, f.ID, "", "",
+			event.IntegrationScheduledData{N: n, Branch: drovertype.IntegrationBranch(f.ID, n), Runtime: runtime,
 				Pool: p.c.cfg.Defaults.Pool})
-	case in.State == eventlog.IntegrationScheduledSt:
-		jobID := queue.IntegrationID(f.ID, in.N)
+	case in.State == drovertype.IntegrationScheduled:
+		jobID := drovertype.IntegrationID(f.ID, in.N)
 		if !p.published(jobID) {
 			p.out = append(p.out, action{job: &queue.Job{
-				Kind: queue.KindIntegrate, Attempt: jobID, Flow: f.ID, N: in.N, Pool: in.Pool, Runtime: in.Runtime,
+				Kind: drovertype.JobIntegrate, Attempt: jobID, Flow: f.ID, N: in.N, Pool: in.Pool, Runtime: in.Runtime,
 				Repo: f.Spec.Repo, Base: f.Spec.Base, Branch: in.Branch, Merge: in.Merge,
 			}})
 		}
 		return nil
-	case in.State == eventlog.IntegrationSucceeded && allOK:
-		return complete(eventlog.FlowSucceeded)
+	case in.State == drovertype.IntegrationSucceeded && allOK:
+		return complete(drovertype.FlowSucceeded)
 	default:
-		return complete(eventlog.FlowFailed)
+		return complete(drovertype.FlowFailed)
 	}
 }
 
 // readyMerge reports whether every dependency of t succeeded, and their
 // results in the order t lists them.
-func readyMerge(st *eventlog.State, f *eventlog.Flow, t *eventlog.Task) ([]eventlog.DepResult, bool) {
-	merge := make([]eventlog.DepResult, 0, len(t.DependsOn))
+func readyMerge(st *projection.State, f *projection.Flow, t *projection.Task) ([]event.DepResult, bool) {
+	merge := make([]event.DepResult, 0, len(t.DependsOn))
 	for _, dep := range t.DependsOn {
 		d := st.Task(f.ID, dep)
-		if d == nil || d.State != eventlog.TaskSucceeded {
+		if d == nil || d.State != drovertype.TaskSucceeded {
 			return nil, false
 		}
-		merge = append(merge, eventlog.DepResult{Task: dep, Branch: d.ResultBranch, Commit: d.ResultCommit})
+		merge = append(merge, event.DepResult{Task: dep, Branch: d.ResultBranch, Commit: d.ResultCommit})
 	}
 	return merge, true
 }
 
 // schedule records the task's next attempt. runtime "" means the task's
 // resolved runtime, with its model and arguments.
-func (p *planner) schedule(f *eventlog.Flow, t *eventlog.Task, merge []eventlog.DepResult, runtime, model string, args []string, prompt string) error {
+func (p *planner) schedule(f *projection.Flow, t *projection.Task, merge []event.DepResult, runtime, model string, args []string, prompt string) error {
 	n := t.Attempts + 1
-	id := queue.AttemptID(f.ID, t.ID, n)
+	id := drovertype.AttemptID(f.ID, t.ID, n)
 	if runtime == "" {
 		runtime = t.Runtime
 		if t.Plan != nil {
@@ -415,13 +418,13 @@ func (p *planner) schedule(f *eventlog.Flow, t *eventlog.Task, merge []eventlog.
 	if t.Plan != nil && t.Plan.Timeout > 0 {
 		timeout = t.Plan.Timeout
 	}
-	return p.add("attempt_scheduled:"+id, eventlog.AttemptScheduled, f.ID, t.ID, id, eventlog.AttemptScheduledData{
+	return p.add("attempt_scheduled:"+id, event.AttemptScheduled, f.ID, t.ID, id, event.AttemptScheduledData{
 		N: n, Runtime: runtime, Model: model, Args: args, Pool: p.c.cfg.Defaults.Pool,
-		Branch: queue.AttemptBranch(f.ID, t.ID, n), Timeout: timeout, Merge: merge, Prompt: prompt,
+		Branch: drovertype.AttemptBranch(f.ID, t.ID, n), Timeout: timeout, Merge: merge, Prompt: prompt,
 	})
 }
 
-func (c *Controller) job(f *eventlog.Flow, t *eventlog.Task, a *eventlog.Attempt) *queue.Job {
+func (c *Controller) job(f *projection.Flow, t *projection.Task, a *projection.Attempt) *queue.Job {
 	spec, _ := f.Spec.Task(t.ID)
 	j := &queue.Job{
 		Attempt: a.ID, Flow: f.ID, Task: t.ID, N: a.N, Pool: a.Pool, Runtime: a.Runtime, Model: a.Model, Args: a.Args,

@@ -7,17 +7,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/projection"
+
 	"github.com/drover-dev/drover/internal/config"
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/flow"
-	"github.com/drover-dev/drover/internal/queue"
 )
 
 // planWorld is a folded state and a controller whose decision function runs
 // over it without NATS: the test folds the decisions it wants to keep.
 type planWorld struct {
 	t   testing.TB
-	st  *eventlog.State
+	st  *projection.State
 	c   *Controller
 	seq uint64
 	now time.Time
@@ -31,7 +33,7 @@ func newPlanWorld(t testing.TB, mutate func(*config.Config)) *planWorld {
 	if mutate != nil {
 		mutate(cfg)
 	}
-	w := &planWorld{t: t, st: eventlog.NewState(), now: t0}
+	w := &planWorld{t: t, st: projection.NewState(), now: t0}
 	w.c = New(cfg, nil, nil, slog.New(slog.DiscardHandler))
 	w.c.now = func() time.Time { return w.now }
 	return w
@@ -44,10 +46,10 @@ func (w *planWorld) submit(id string, spec *flow.Spec) {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	w.apply(eventlog.New("flow_submitted:"+id, eventlog.FlowSubmitted, w.now, id, "", "", 0, data))
+	w.apply(event.New("flow_submitted:"+id, event.FlowSubmitted, w.now, id, "", "", 0, data))
 }
 
-func (w *planWorld) apply(ev *eventlog.Event, err error) {
+func (w *planWorld) apply(ev *event.Event, err error) {
 	w.t.Helper()
 	if err != nil {
 		w.t.Fatal(err)
@@ -76,11 +78,11 @@ func (w *planWorld) plan(fold bool) []action {
 }
 
 // worker plays a worker: claim and report an attempt.
-func (w *planWorld) report(attempt string, rep eventlog.Report) {
+func (w *planWorld) report(attempt string, rep event.Report) {
 	w.t.Helper()
 	a := w.st.Attempts[attempt]
-	w.apply(eventlog.New("claimed:"+attempt, eventlog.AttemptClaimed, w.now, a.Flow, a.Task, attempt, 1, eventlog.AttemptClaimedData{Worker: "w"}))
-	w.apply(eventlog.New("reported:"+attempt, eventlog.AttemptReported, w.now, a.Flow, a.Task, attempt, 1, rep))
+	w.apply(event.New("claimed:"+attempt, event.AttemptClaimed, w.now, a.Flow, a.Task, attempt, 1, event.AttemptClaimedData{Worker: "w"}))
+	w.apply(event.New("reported:"+attempt, event.AttemptReported, w.now, a.Flow, a.Task, attempt, 1, rep))
 }
 
 func summary(acts []action) string {
@@ -98,7 +100,7 @@ func summary(acts []action) string {
 	return strings.Join(out, ", ")
 }
 
-func count(acts []action, typ eventlog.Type) int {
+func count(acts []action, typ event.Type) int {
 	n := 0
 	for _, a := range acts {
 		if a.event != nil && a.event.Type == typ {
@@ -122,14 +124,14 @@ func TestPlanConcurrencyLimits(t *testing.T) {
 		s := independent(5)
 		s.MaxParallel = 2
 		w.submit("f1", s)
-		if n := count(w.plan(true), eventlog.AttemptScheduled); n != 2 {
+		if n := count(w.plan(true), event.AttemptScheduled); n != 2 {
 			t.Fatalf("scheduled %d, want 2", n)
 		}
-		if n := count(w.plan(true), eventlog.AttemptScheduled); n != 0 {
+		if n := count(w.plan(true), event.AttemptScheduled); n != 0 {
 			t.Fatalf("scheduled %d more while 2 run, want 0", n)
 		}
-		w.report(queue.AttemptID("f1", "t0", 1), eventlog.Report{Success: true})
-		if n := count(w.plan(true), eventlog.AttemptScheduled); n != 1 {
+		w.report(drovertype.AttemptID("f1", "t0", 1), event.Report{Success: true})
+		if n := count(w.plan(true), event.AttemptScheduled); n != 1 {
 			t.Fatalf("scheduled %d after one ended, want 1", n)
 		}
 	})
@@ -154,22 +156,22 @@ func TestPlanConcurrencyLimits(t *testing.T) {
 		s := independent(3)
 		s.Project, s.Repo = "web", ""
 		w.submit("f1", s)
-		if n := count(w.plan(true), eventlog.AttemptScheduled); n != 1 {
+		if n := count(w.plan(true), event.AttemptScheduled); n != 1 {
 			t.Fatalf("scheduled %d, want the project's 1", n)
 		}
-		if a := w.st.Attempts[queue.AttemptID("f1", "t0", 1)]; a == nil || w.st.Flows["f1"].Spec.Repo != "/web" {
+		if a := w.st.Attempts[drovertype.AttemptID("f1", "t0", 1)]; a == nil || w.st.Flows["f1"].Spec.Repo != "/web" {
 			t.Errorf("the project's repo is not used: %q", w.st.Flows["f1"].Spec.Repo)
 		}
 	})
 	t.Run("paused", func(t *testing.T) {
 		w := newPlanWorld(t, nil)
 		w.submit("f1", independent(2))
-		w.apply(eventlog.New("p", eventlog.FlowPaused, w.now, "f1", "", "", 0, eventlog.OperatorData{}))
+		w.apply(event.New("p", event.FlowPaused, w.now, "f1", "", "", 0, event.OperatorData{}))
 		if acts := w.plan(true); len(acts) != 0 {
 			t.Fatalf("paused flow: %s", summary(acts))
 		}
-		w.apply(eventlog.New("r", eventlog.FlowResumed, w.now, "f1", "", "", 0, eventlog.OperatorData{}))
-		if n := count(w.plan(true), eventlog.AttemptScheduled); n != 2 {
+		w.apply(event.New("r", event.FlowResumed, w.now, "f1", "", "", 0, event.OperatorData{}))
+		if n := count(w.plan(true), event.AttemptScheduled); n != 2 {
 			t.Fatalf("resumed: scheduled %d, want 2", n)
 		}
 	})
@@ -178,26 +180,26 @@ func TestPlanConcurrencyLimits(t *testing.T) {
 // TestPlanFailures: class × attempt number × policy → decision, through the
 // controller's events.
 func TestPlanFailures(t *testing.T) {
-	fail := func(class string) eventlog.Report {
-		return eventlog.Report{StderrTail: "it broke", Error: &eventlog.ErrorInfo{Class: class, Message: class + " happened"}}
+	fail := func(class drovertype.ErrorClass) event.Report {
+		return event.Report{StderrTail: "it broke", Error: &event.ErrorInfo{Class: class, Message: string(class) + " happened"}}
 	}
 	cases := []struct {
 		name  string
 		retry *flow.RetrySpec
-		fails []string // classes of consecutive failures
-		want  string   // the last decision: strategy@runtime, or failed
+		fails []drovertype.ErrorClass // classes of consecutive failures
+		want  string                  // the last decision: strategy@runtime, or failed
 	}{
-		{"timeout retries on the same runtime", nil, []string{"RUNTIME_TIMEOUT"}, "same_runtime_retry@demo"},
-		{"timeout twice, then the budget of 3 is spent", nil, []string{"RUNTIME_TIMEOUT", "RUNTIME_TIMEOUT", "RUNTIME_TIMEOUT"}, "failed"},
-		{"runtime error is not retryable", nil, []string{"RUNTIME_ERROR"}, "failed"},
-		{"runtime error made retryable", &flow.RetrySpec{RetryOn: []string{"RUNTIME_ERROR"}}, []string{"RUNTIME_ERROR"}, "same_runtime_retry@demo"},
-		{"rate limit falls back", &flow.RetrySpec{Fallback: []string{"codex"}}, []string{"RATE_LIMITED"}, "fallback_runtime@codex"},
-		{"rate limit on the last runtime retries it", &flow.RetrySpec{Fallback: []string{"codex"}}, []string{"RATE_LIMITED", "RATE_LIMITED"}, "same_runtime_retry@codex"},
-		{"auth failure falls back", &flow.RetrySpec{Fallback: []string{"codex"}}, []string{"AUTH_FAILED"}, "fallback_runtime@codex"},
-		{"auth failure without fallback fails", nil, []string{"AUTH_FAILED"}, "failed"},
-		{"scope violation fails at once", nil, []string{"SCOPE_VIOLATION"}, "failed"},
-		{"verification failure retries", nil, []string{"VERIFICATION_FAILED"}, "same_runtime_retry@demo"},
-		{"max_attempts 1", &flow.RetrySpec{MaxAttempts: ptr(1)}, []string{"RUNTIME_TIMEOUT"}, "failed"},
+		{"timeout retries on the same runtime", nil, []drovertype.ErrorClass{"RUNTIME_TIMEOUT"}, "same_runtime_retry@demo"},
+		{"timeout twice, then the budget of 3 is spent", nil, []drovertype.ErrorClass{"RUNTIME_TIMEOUT", "RUNTIME_TIMEOUT", "RUNTIME_TIMEOUT"}, "failed"},
+		{"runtime error is not retryable", nil, []drovertype.ErrorClass{"RUNTIME_ERROR"}, "failed"},
+		{"runtime error made retryable", &flow.RetrySpec{RetryOn: []drovertype.ErrorClass{"RUNTIME_ERROR"}}, []drovertype.ErrorClass{"RUNTIME_ERROR"}, "same_runtime_retry@demo"},
+		{"rate limit falls back", &flow.RetrySpec{Fallback: []string{"codex"}}, []drovertype.ErrorClass{"RATE_LIMITED"}, "fallback_runtime@codex"},
+		{"rate limit on the last runtime retries it", &flow.RetrySpec{Fallback: []string{"codex"}}, []drovertype.ErrorClass{"RATE_LIMITED", "RATE_LIMITED"}, "same_runtime_retry@codex"},
+		{"auth failure falls back", &flow.RetrySpec{Fallback: []string{"codex"}}, []drovertype.ErrorClass{"AUTH_FAILED"}, "fallback_runtime@codex"},
+		{"auth failure without fallback fails", nil, []drovertype.ErrorClass{"AUTH_FAILED"}, "failed"},
+		{"scope violation fails at once", nil, []drovertype.ErrorClass{"SCOPE_VIOLATION"}, "failed"},
+		{"verification failure retries", nil, []drovertype.ErrorClass{"VERIFICATION_FAILED"}, "same_runtime_retry@demo"},
+		{"max_attempts 1", &flow.RetrySpec{MaxAttempts: ptr(1)}, []drovertype.ErrorClass{"RUNTIME_TIMEOUT"}, "failed"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -208,7 +210,7 @@ func TestPlanFailures(t *testing.T) {
 			var last string
 			for i, class := range tc.fails {
 				w.plan(true) // schedules attempt i+1 (due at once: the test moves the clock)
-				id := queue.AttemptID("f", "t0", i+1)
+				id := drovertype.AttemptID("f", "t0", i+1)
 				if w.st.Attempts[id] == nil {
 					t.Fatalf("attempt %d not scheduled; task %+v", i+1, w.st.Task("f", "t0"))
 				}
@@ -219,12 +221,12 @@ func TestPlanFailures(t *testing.T) {
 				for _, a := range acts {
 					switch {
 					case a.event == nil:
-					case a.event.Type == eventlog.TaskFailedEvent:
+					case a.event.Type == event.TaskFailed:
 						last = "failed"
-					case a.event.Type == eventlog.RuntimeRecoveryScheduled:
-						var d eventlog.RuntimeRecoveryScheduledData
+					case a.event.Type == event.RuntimeRecoveryScheduled:
+						var d event.RuntimeRecoveryScheduledData
 						_ = a.event.Payload(&d)
-						last = d.Strategy + "@" + d.Runtime
+						last = string(d.Strategy) + "@" + d.Runtime
 					}
 				}
 				w.now = w.now.Add(10 * time.Minute)
@@ -248,15 +250,15 @@ func TestPlanRetryWaitsForItsTime(t *testing.T) {
 	s.Tasks[0].Verify = []string{"make check"}
 	w.submit("f", s)
 	w.plan(true)
-	id := queue.AttemptID("f", "t0", 1)
-	w.report(id, eventlog.Report{Error: &eventlog.ErrorInfo{Class: "VERIFICATION_FAILED", Message: "`make check` exited 2"},
-		Verification: &eventlog.Verification{Commands: []eventlog.CommandResult{{Command: "make check", ExitCode: 2, Output: "CHECK-OUTPUT-42"}}}})
+	id := drovertype.AttemptID("f", "t0", 1)
+	w.report(id, event.Report{Error: &event.ErrorInfo{Class: "VERIFICATION_FAILED", Message: "`make check` exited 2"},
+		Verification: &event.Verification{Commands: []event.CommandResult{{Command: "make check", ExitCode: 2, Output: "CHECK-OUTPUT-42"}}}})
 	ended := w.st.Attempts[id].EndedAt
 	w.plan(true)
 	w.now = w.now.Add(5 * time.Second) // the decision is made later than the failure
 	w.plan(true)
 	task := w.st.Task("f", "t0")
-	if task.State != eventlog.TaskRetrying || !task.Retry.DueAt.Equal(ended.Add(30*time.Second)) {
+	if task.State != drovertype.TaskRetrying || !task.Retry.DueAt.Equal(ended.Add(30*time.Second)) {
 		t.Fatalf("task %s, retry %+v; want retrying, due %s", task.State, task.Retry, ended.Add(30*time.Second))
 	}
 	w.now = ended.Add(29 * time.Second)
@@ -264,10 +266,10 @@ func TestPlanRetryWaitsForItsTime(t *testing.T) {
 		t.Fatalf("before due: %s", summary(acts))
 	}
 	w.now = ended.Add(30 * time.Second)
-	if n := count(w.plan(true), eventlog.AttemptScheduled); n != 1 {
+	if n := count(w.plan(true), event.AttemptScheduled); n != 1 {
 		t.Fatal("the due retry was not scheduled")
 	}
-	a2 := w.st.Attempts[queue.AttemptID("f", "t0", 2)]
+	a2 := w.st.Attempts[drovertype.AttemptID("f", "t0", 2)]
 	if !strings.Contains(a2.Prompt, "CHECK-OUTPUT-42") || !strings.HasPrefix(a2.Prompt, "p") {
 		t.Errorf("retry prompt lacks the check output:\n%s", a2.Prompt)
 	}
@@ -284,18 +286,18 @@ func TestPlanCancelAndIntegrate(t *testing.T) {
 	s.Tasks = append(s.Tasks, flow.Task{ID: "after", Prompt: "p", DependsOn: []string{"t1"}})
 	w.submit("f", s)
 	w.plan(true)
-	w.report(queue.AttemptID("f", "t0", 1), eventlog.Report{Success: true, Branch: "drover/f/t0/1", Commit: "c0"})
-	w.apply(eventlog.New("cancel", eventlog.CancelRequested, w.now, "f", "t1", "", 0, eventlog.CancelRequestedData{Scope: eventlog.CancelTask}))
+	w.report(drovertype.AttemptID("f", "t0", 1), event.Report{Success: true, Branch: "drover/f/t0/1", Commit: "c0"})
+	w.apply(event.New("cancel", event.CancelRequested, w.now, "f", "t1", "", 0, event.CancelRequestedData{Scope: event.CancelTask}))
 	if got := summary(w.plan(true)); got != "task_cancelled t1" {
 		t.Fatalf("after the cancel request: %s", got)
 	}
 	if got := summary(w.plan(true)); got != "stop f_t1_1" {
 		t.Fatalf("with the attempt still queued: %s", got)
 	}
-	if b := w.st.Task("f", "after"); b.State != eventlog.TaskBlocked || b.BlockedBy != "t1" {
+	if b := w.st.Task("f", "after"); b.State != drovertype.TaskBlocked || b.BlockedBy != "t1" {
 		t.Errorf("after: %s by %q", b.State, b.BlockedBy)
 	}
-	w.apply(eventlog.New("abandon", eventlog.AttemptAbandoned, w.now, "f", "t1", "f_t1_1", 0, eventlog.AttemptAbandonedData{Reason: "x"}))
+	w.apply(event.New("abandon", event.AttemptAbandoned, w.now, "f", "t1", "f_t1_1", 0, event.AttemptAbandonedData{Reason: "x"}))
 	acts := w.plan(true)
 	if got := summary(acts); got != "integration_scheduled " {
 		t.Fatalf("all ended: %s", got)
@@ -304,13 +306,13 @@ func TestPlanCancelAndIntegrate(t *testing.T) {
 	if in == nil || len(in.Merge) != 1 || in.Merge[0].Task != "t0" {
 		t.Fatalf("integration %+v", in)
 	}
-	if got := summary(w.plan(true)); got != "job "+queue.IntegrationID("f", 1) {
+	if got := summary(w.plan(true)); got != "job "+drovertype.IntegrationID("f", 1) {
 		t.Fatalf("integration job: %s", got)
 	}
-	w.apply(eventlog.New("integrated", eventlog.FlowIntegrated, w.now, "f", "", queue.IntegrationID("f", 1), 1,
-		eventlog.FlowIntegratedData{N: 1, Branch: in.Branch, Commit: "i1"}))
+	w.apply(event.New("integrated", event.FlowIntegrated, w.now, "f", "", drovertype.IntegrationID("f", 1), 1,
+		event.FlowIntegratedData{N: 1, Branch: in.Branch, Commit: "i1"}))
 	w.plan(true)
-	if st := w.st.Flows["f"].State; st != eventlog.FlowFailed {
+	if st := w.st.Flows["f"].State; st != drovertype.FlowFailed {
 		t.Errorf("flow %s, want failed (a task was cancelled)", st)
 	}
 }
@@ -323,33 +325,33 @@ func TestPlanRetryDuringIntegration(t *testing.T) {
 	w := newPlanWorld(t, nil)
 	w.submit("f", independent(2))
 	w.plan(true)
-	w.report(queue.AttemptID("f", "t0", 1), eventlog.Report{Success: true, Branch: "b0", Commit: "c0"})
-	w.report(queue.AttemptID("f", "t1", 1), eventlog.Report{Error: &eventlog.ErrorInfo{Class: "RUNTIME_ERROR", Message: "x"}})
+	w.report(drovertype.AttemptID("f", "t0", 1), event.Report{Success: true, Branch: "b0", Commit: "c0"})
+	w.report(drovertype.AttemptID("f", "t1", 1), event.Report{Error: &event.ErrorInfo{Class: "RUNTIME_ERROR", Message: "x"}})
 	w.plan(true) // classify
 	w.plan(true) // fail t1
 	if got := summary(w.plan(true)); got != "integration_scheduled " {
 		t.Fatalf("actions: %s", got)
 	}
 	stale := w.plan(false) // the job, then (had it been built) a completion of round 0
-	w.apply(eventlog.New("retry", eventlog.TaskRetryRequested, w.now, "f", "t1", "", 0, eventlog.OperatorData{}))
-	w.apply(eventlog.New("integrated", eventlog.FlowIntegrated, w.now, "f", "", queue.IntegrationID("f", 1), 1,
-		eventlog.FlowIntegratedData{N: 1, Branch: "i", Commit: "i1"}))
-	w.apply(eventlog.New("flow_completed:f", eventlog.FlowCompleted, w.now, "f", "", "", 0,
-		eventlog.FlowCompletedData{State: eventlog.FlowFailed}))
-	if f := w.st.Flows["f"]; f.State != eventlog.FlowRunning || f.Round != 1 {
+	w.apply(event.New("retry", event.TaskRetryRequested, w.now, "f", "t1", "", 0, event.OperatorData{}))
+	w.apply(event.New("integrated", event.FlowIntegrated, w.now, "f", "", drovertype.IntegrationID("f", 1), 1,
+		event.FlowIntegratedData{N: 1, Branch: "i", Commit: "i1"}))
+	w.apply(event.New("flow_completed:f", event.FlowCompleted, w.now, "f", "", "", 0,
+		event.FlowCompletedData{State: drovertype.FlowFailed}))
+	if f := w.st.Flows["f"]; f.State != drovertype.FlowRunning || f.Round != 1 {
 		t.Fatalf("after the retry: flow %s round %d (stale actions %s)", f.State, f.Round, summary(stale))
 	}
 	w.plan(true)
-	w.report(queue.AttemptID("f", "t1", 2), eventlog.Report{Success: true, Branch: "b1", Commit: "c1"})
+	w.report(drovertype.AttemptID("f", "t1", 2), event.Report{Success: true, Branch: "b1", Commit: "c1"})
 	w.plan(true)
 	in := w.st.Flows["f"].Integration
-	if in.N != 2 || len(in.Merge) != 2 || in.Branch != queue.IntegrationBranch("f", 2) {
+	if in.N != 2 || len(in.Merge) != 2 || in.Branch != drovertype.IntegrationBranch("f", 2) {
 		t.Fatalf("round 1 integration %+v", in)
 	}
-	w.apply(eventlog.New("integrated-2", eventlog.FlowIntegrated, w.now, "f", "", queue.IntegrationID("f", 2), 1,
-		eventlog.FlowIntegratedData{N: 2, Branch: in.Branch, Commit: "i2"}))
+	w.apply(event.New("integrated-2", event.FlowIntegrated, w.now, "f", "", drovertype.IntegrationID("f", 2), 1,
+		event.FlowIntegratedData{N: 2, Branch: in.Branch, Commit: "i2"}))
 	w.plan(true)
-	if st := w.st.Flows["f"].State; st != eventlog.FlowSucceeded {
+	if st := w.st.Flows["f"].State; st != drovertype.FlowSucceeded {
 		t.Errorf("flow %s, want succeeded", st)
 	}
 }
@@ -363,10 +365,10 @@ func BenchmarkPlan(b *testing.B) {
 	w.submit("f", independent(10_000))
 	w.plan(true)
 	for i := range 10_000 {
-		id := queue.AttemptID("f", fmt.Sprintf("t%d", i), 1)
+		id := drovertype.AttemptID("f", fmt.Sprintf("t%d", i), 1)
 		w.c.published.add(id)
 		if i%10 == 0 {
-			w.report(id, eventlog.Report{Success: true, Branch: "b", Commit: strings.Repeat("c", 40)})
+			w.report(id, event.Report{Success: true, Branch: "b", Commit: strings.Repeat("c", 40)})
 		}
 	}
 	for b.Loop() {
@@ -387,13 +389,13 @@ func TestPlanForgetsPublishedJobs(t *testing.T) {
 		t.Fatalf("jobs: %s", got)
 	}
 	for i := range 3 {
-		w.c.published.add(queue.AttemptID("f", fmt.Sprintf("t%d", i), 1))
+		w.c.published.add(drovertype.AttemptID("f", fmt.Sprintf("t%d", i), 1))
 	}
-	w.report(queue.AttemptID("f", "t1", 1), eventlog.Report{Success: true, Branch: "b", Commit: strings.Repeat("c", 40)})
+	w.report(drovertype.AttemptID("f", "t1", 1), event.Report{Success: true, Branch: "b", Commit: strings.Repeat("c", 40)})
 	if got := summary(w.plan(false)); got != "" {
 		t.Fatalf("published jobs queued again: %s", got)
 	}
-	if len(w.c.published.jobs) != 2 || w.c.published.has(queue.AttemptID("f", "t1", 1)) {
+	if len(w.c.published.jobs) != 2 || w.c.published.has(drovertype.AttemptID("f", "t1", 1)) {
 		t.Errorf("published = %v, want the two still queued", w.c.published.jobs)
 	}
 }

@@ -11,12 +11,15 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/drover-dev/drover/internal/natsconn"
+
+	"github.com/drover-dev/drover/internal/store"
+
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/drover-dev/drover/internal/config"
-	"github.com/drover-dev/drover/internal/eventlog"
 	"github.com/drover-dev/drover/internal/queue"
 )
 
@@ -55,10 +58,10 @@ func Serve(ctx context.Context, cfg *config.Config, log *slog.Logger, o ServeOpt
 		log.Info("embedded nats-server ready", "url", url, "store", filepath.Join(cfg.DataDir, "nats"),
 			"server_config", cfg.NATS.ServerConfig)
 	}
-	co := cfg.NATSClient("drover-controller", queue.RoleController, "")
+	co := natsconn.ClientFor(cfg, "drover-controller", natsconn.RoleController, "")
 	co.URL, co.Reconnect, co.Logger = url, true, log
 	co.Closed = func(err error) { stopServe(err) }
-	nc, err := queue.Connect(co)
+	nc, err := natsconn.Connect(co)
 	if err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
@@ -80,7 +83,7 @@ func Serve(ctx context.Context, cfg *config.Config, log *slog.Logger, o ServeOpt
 		}
 		defer os.Remove(cfg.NATSURLFile())
 	}
-	store, err := eventlog.OpenStore(filepath.Join(cfg.DataDir, "state"), eventlog.StoreOptions{})
+	store, err := store.Open(filepath.Join(cfg.DataDir, "state"), store.Options{})
 	if err != nil {
 		return err
 	}
@@ -100,7 +103,7 @@ func Serve(ctx context.Context, cfg *config.Config, log *slog.Logger, o ServeOpt
 	}
 	log.Info("controller serving", "data_dir", cfg.DataDir, "applied_seq", store.Applied())
 	err = ctrl.Run(ctx)
-	if cause := context.Cause(ctx); queue.IsAuthError(cause) {
+	if cause := context.Cause(ctx); natsconn.IsAuthError(cause) {
 		return fmt.Errorf("controller: %w", cause)
 	}
 	return err
@@ -115,7 +118,7 @@ func startEmbedded(cfg *config.Config) (*server.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller: nats.listen: %w", err)
 	}
-	o := queue.EmbeddedOptions{StoreDir: filepath.Join(cfg.DataDir, "nats"), Host: host, Port: port, ConfigFile: cfg.NATS.ServerConfig}
+	o := natsconn.EmbeddedOptions{StoreDir: filepath.Join(cfg.DataDir, "nats"), Host: host, Port: port, ConfigFile: cfg.NATS.ServerConfig}
 	switch s := cfg.NATS.SyncInterval; s {
 	case "default", "":
 	case "always":
@@ -123,7 +126,7 @@ func startEmbedded(cfg *config.Config) (*server.Server, error) {
 	default:
 		o.SyncInterval, _ = time.ParseDuration(s) // validated by config
 	}
-	return queue.StartEmbedded(o)
+	return natsconn.StartEmbedded(o)
 }
 
 func writeFileAtomic(path string, data []byte) error {
@@ -140,11 +143,11 @@ func writeFileAtomic(path string, data []byte) error {
 // Connect dials the NATS server a CLI command should talk to, as the
 // operator role, with the configured credentials and TLS.
 func Connect(cfg *config.Config) (*nats.Conn, error) {
-	co := cfg.NATSClient("drover-cli", queue.RoleOperator, "")
+	co := natsconn.ClientFor(cfg, "drover-cli", natsconn.RoleOperator, "")
 	co.Timeout = 5 * time.Second
-	nc, err := queue.Connect(co)
+	nc, err := natsconn.Connect(co)
 	if err != nil {
-		if ce := (*queue.ConnectError)(nil); errors.As(err, &ce) && ce.Hint == "" {
+		if ce := (*natsconn.ConnectError)(nil); errors.As(err, &ce) && ce.Hint == "" {
 			ce.Hint = "is `controller serve` running? set nats.url or --data-dir"
 		}
 		return nil, fmt.Errorf("controller: %w", err)

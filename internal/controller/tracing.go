@@ -6,12 +6,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/projection"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/tracing"
 )
@@ -47,7 +50,7 @@ func (c *Controller) traceFold(ctx context.Context, msg jetstream.Msg, seq uint6
 	before := c.openWork(flowID)
 	return func() {
 		var ended []endedSpan
-		c.store.Read(func(st *eventlog.State) {
+		c.store.Read(func(st *projection.State) {
 			if p := st.Poisons[seq]; p != nil {
 				span.SetStatus(codes.Error, "poison: "+p.Reason)
 			} else if id != "" && st.Seen[id] != seq {
@@ -76,7 +79,7 @@ type openWork struct {
 
 func (c *Controller) openWork(flowID string) *openWork {
 	w := &openWork{flowID: flowID, tasks: map[string]bool{}, attempts: map[string]bool{}}
-	c.store.Read(func(st *eventlog.State) {
+	c.store.Read(func(st *projection.State) {
 		f := st.Flows[flowID]
 		if f == nil {
 			return
@@ -99,7 +102,7 @@ type endedSpan func(ctx context.Context, tr trace.Tracer, links []trace.Link)
 
 // ended lists the spans of what was open before and has ended now. The
 // emitters copy what they need from st: they run after the read lock.
-func (w *openWork) ended(st *eventlog.State) []endedSpan {
+func (w *openWork) ended(st *projection.State) []endedSpan {
 	f := st.Flows[w.flowID]
 	if f == nil {
 		return nil
@@ -113,7 +116,7 @@ func (w *openWork) ended(st *eventlog.State) []endedSpan {
 	for _, t := range st.FlowTasks(f) {
 		if w.tasks[t.ID] && t.State.Terminal() {
 			start := f.SubmittedAt // a task that never ran waited from the submission
-			if a1 := st.Attempts[queue.AttemptID(f.ID, t.ID, 1)]; a1 != nil {
+			if a1 := st.Attempts[drovertype.AttemptID(f.ID, t.ID, 1)]; a1 != nil {
 				start = a1.ScheduledAt
 			}
 			out = append(out, taskSpan(*t, start))
@@ -122,7 +125,7 @@ func (w *openWork) ended(st *eventlog.State) []endedSpan {
 	if w.flow && f.State.Terminal() {
 		var failed []string
 		for _, t := range st.FlowTasks(f) {
-			if t.State != eventlog.TaskSucceeded {
+			if t.State != drovertype.TaskSucceeded {
 				failed = append(failed, t.ID+" "+string(t.State))
 			}
 		}
@@ -131,7 +134,7 @@ func (w *openWork) ended(st *eventlog.State) []endedSpan {
 	return out
 }
 
-func attemptSpan(a eventlog.Attempt) endedSpan {
+func attemptSpan(a projection.Attempt) endedSpan {
 	return func(ctx context.Context, tr trace.Tracer, links []trace.Link) {
 		attrs := []attribute.KeyValue{
 			tracing.KeyFlow.String(a.Flow), tracing.KeyTask.String(a.Task), tracing.KeyAttempt.String(a.ID),
@@ -157,20 +160,20 @@ func attemptSpan(a eventlog.Attempt) endedSpan {
 		_, span := tracing.StartAttempt(ctx, tr, a.Flow, a.Task, a.ID, trace.WithTimestamp(a.ScheduledAt),
 			trace.WithLinks(links...), trace.WithAttributes(attrs...))
 		span.SetName(fmt.Sprintf("attempt %d", a.N))
-		if a.State == eventlog.AttemptFailed {
+		if a.State == drovertype.AttemptFailed {
 			if e == nil {
-				e = &eventlog.ErrorInfo{Class: "UNKNOWN", Message: "the attempt failed without an error"}
+				e = &event.ErrorInfo{Class: "UNKNOWN", Message: "the attempt failed without an error"}
 			}
 			if e.Category != "" {
-				span.SetAttributes(tracing.KeyErrorCategory.String(e.Category))
+				span.SetAttributes(tracing.KeyErrorCategory.String(string(e.Category)))
 			}
-			tracing.Fail(span, e.Class, e.Message)
+			tracing.Fail(span, string(e.Class), e.Message)
 		}
 		span.End(trace.WithTimestamp(endAt(a.EndedAt, a.ScheduledAt)))
 	}
 }
 
-func taskSpan(t eventlog.Task, start time.Time) endedSpan {
+func taskSpan(t projection.Task, start time.Time) endedSpan {
 	return func(ctx context.Context, tr trace.Tracer, links []trace.Link) {
 		attrs := []attribute.KeyValue{
 			tracing.KeyFlow.String(t.Flow), tracing.KeyTask.String(t.ID), tracing.KeyState.String(string(t.State)),
@@ -186,10 +189,10 @@ func taskSpan(t eventlog.Task, start time.Time) endedSpan {
 			trace.WithLinks(links...), trace.WithAttributes(attrs...))
 		span.SetName("task " + t.ID)
 		switch {
-		case t.State == eventlog.TaskSucceeded:
+		case t.State == drovertype.TaskSucceeded:
 		case t.Error != nil:
-			tracing.Fail(span, t.Error.Class, t.Error.Message)
-		case t.State == eventlog.TaskBlocked:
+			tracing.Fail(span, string(t.Error.Class), t.Error.Message)
+		case t.State == drovertype.TaskBlocked:
 			tracing.Fail(span, "BLOCKED", "blocked by "+t.BlockedBy)
 		default:
 			tracing.Fail(span, strings.ToUpper(string(t.State)), "")
@@ -198,7 +201,7 @@ func taskSpan(t eventlog.Task, start time.Time) endedSpan {
 	}
 }
 
-func flowSpan(f eventlog.Flow, tasks int, failed []string) endedSpan {
+func flowSpan(f projection.Flow, tasks int, failed []string) endedSpan {
 	return func(ctx context.Context, tr trace.Tracer, links []trace.Link) {
 		attrs := []attribute.KeyValue{
 			tracing.KeyFlow.String(f.ID), tracing.KeyFlowName.String(f.Spec.Name), tracing.KeyState.String(string(f.State)),
@@ -211,9 +214,9 @@ func flowSpan(f eventlog.Flow, tasks int, failed []string) endedSpan {
 			trace.WithLinks(links...), trace.WithAttributes(attrs...))
 		span.SetName("flow " + f.Spec.Name)
 		switch {
-		case f.State == eventlog.FlowCancelled && f.Cancel != nil:
+		case f.State == drovertype.FlowCancelled && f.Cancel != nil:
 			span.SetStatus(codes.Error, "cancelled: "+f.Cancel.Reason)
-		case f.State != eventlog.FlowSucceeded:
+		case f.State != drovertype.FlowSucceeded:
 			msg := "flow " + string(f.State)
 			if len(failed) > 0 {
 				msg += ": " + strings.Join(failed, ", ")

@@ -6,14 +6,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/projection"
+
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/flow"
-	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/tracing"
 	"github.com/drover-dev/drover/internal/tracing/tracingtest"
 )
@@ -41,25 +43,25 @@ func TestTraceOfAFlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	attA, attB := queue.AttemptID(id, "a", 1), queue.AttemptID(id, "b", 1)
-	h.waitFor("both attempts to be scheduled", func(st *eventlog.State) bool {
+	attA, attB := drovertype.AttemptID(id, "a", 1), drovertype.AttemptID(id, "b", 1)
+	h.waitFor("both attempts to be scheduled", func(st *projection.State) bool {
 		return st.Attempts[attA] != nil && st.Attempts[attB] != nil
 	})
-	h.publish("claim-a", eventlog.AttemptClaimed, id, "a", attA, 1, eventlog.AttemptClaimedData{Worker: "w1"})
-	h.publish("report-a", eventlog.AttemptReported, id, "a", attA, 1, eventlog.Report{Success: true, Branch: "drover/x/a/1", Commit: "abc"})
-	h.publish("claim-b", eventlog.AttemptClaimed, id, "b", attB, 1, eventlog.AttemptClaimedData{Worker: "w2"})
-	h.publish("report-b", eventlog.AttemptReported, id, "b", attB, 1, eventlog.Report{
-		ExitCode: 3, Error: &eventlog.ErrorInfo{Class: "RUNTIME_ERROR", Category: "runtime", Message: "exit code 3"}})
-	h.waitFor("the integration to be scheduled", func(st *eventlog.State) bool { return st.Flows[id].Integration != nil })
-	h.publish("integrated", eventlog.FlowIntegrated, id, "", queue.IntegrationID(id, 1), 1,
-		eventlog.FlowIntegratedData{N: 1, Branch: queue.IntegrationBranch(id, 1), Commit: "def"})
-	h.waitFor("the flow to fail", func(st *eventlog.State) bool { return st.Flows[id].State == eventlog.FlowFailed })
+	h.publish("claim-a", event.AttemptClaimed, id, "a", attA, 1, event.AttemptClaimedData{Worker: "w1"})
+	h.publish("report-a", event.AttemptReported, id, "a", attA, 1, event.Report{Success: true, Branch: "drover/x/a/1", Commit: "abc"})
+	h.publish("claim-b", event.AttemptClaimed, id, "b", attB, 1, event.AttemptClaimedData{Worker: "w2"})
+	h.publish("report-b", event.AttemptReported, id, "b", attB, 1, event.Report{
+		ExitCode: 3, Error: &event.ErrorInfo{Class: "RUNTIME_ERROR", Category: drovertype.CategoryRuntime, Message: "exit code 3"}})
+	h.waitFor("the integration to be scheduled", func(st *projection.State) bool { return st.Flows[id].Integration != nil })
+	h.publish("integrated", event.FlowIntegrated, id, "", drovertype.IntegrationID(id, 1), 1,
+		event.FlowIntegratedData{N: 1, Branch: drovertype.IntegrationBranch(id, 1), Commit: "def"})
+	h.waitFor("the flow to fail", func(st *projection.State) bool { return st.Flows[id].State == drovertype.FlowFailed })
 	var st struct {
-		flow  eventlog.Flow
-		a, b  eventlog.Attempt
-		taskB eventlog.Task
+		flow  projection.Flow
+		a, b  projection.Attempt
+		taskB projection.Task
 	}
-	h.store.Read(func(s *eventlog.State) {
+	h.store.Read(func(s *projection.State) {
 		st.flow, st.a, st.b, st.taskB = *s.Flows[id], *s.Attempts[attA], *s.Attempts[attB], *s.Task(id, "b")
 	})
 
@@ -75,7 +77,7 @@ func TestTraceOfAFlow(t *testing.T) {
 	checkSpan(t, first["task b"][0], tid, tracing.TaskSpanID(id, "b"), tracing.FlowSpanID(id), st.b.ScheduledAt, st.taskB.UpdatedAt)
 	checkSpan(t, first["task c"][0], tid, tracing.TaskSpanID(id, "c"), tracing.FlowSpanID(id), st.flow.SubmittedAt, time.Time{})
 	for _, s := range first["attempt 1"] {
-		var a eventlog.Attempt
+		var a projection.Attempt
 		switch s.SpanContext().SpanID() {
 		case tracing.AttemptSpanID(attA):
 			a = st.a

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/natsconn"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -38,7 +39,7 @@ func startServer(t testing.TB) *server.Server {
 
 func startServerAt(t testing.TB, dir string, port int) *server.Server {
 	t.Helper()
-	ns, err := StartEmbedded(EmbeddedOptions{StoreDir: dir, Port: port})
+	ns, err := natsconn.StartEmbedded(natsconn.EmbeddedOptions{StoreDir: dir, Port: port})
 	if err != nil {
 		t.Fatalf("start embedded server: %v", err)
 	}

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/drover-dev/drover/internal/fleet"
+	"github.com/drover-dev/drover/internal/objstore"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -16,13 +18,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/drover-dev/drover/internal/event"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/drover-dev/drover/internal/adapter"
 	"github.com/drover-dev/drover/internal/attempt"
 	"github.com/drover-dev/drover/internal/config"
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/redact"
 	"github.com/drover-dev/drover/internal/worktree"
@@ -45,7 +49,7 @@ type Worker struct {
 
 	mu          sync.Mutex
 	running     map[string]*held // attempts held by this process
-	health      map[string]*queue.RuntimeHealth
+	health      map[string]*fleet.RuntimeHealth
 	started     time.Time
 	notClaiming string // why the worker claims nothing now ("" while it claims)
 
@@ -85,12 +89,12 @@ func New(cfg *config.Config, nc *nats.Conn, log *slog.Logger) (*Worker, error) {
 	w := &Worker{
 		cfg: cfg, js: js, log: log.With("worker", cfg.Worker.ID), red: red,
 		runner: &attempt.Runner{Cache: cache, WorkDir: cfg.Worker.WorkDir, KeepWorktrees: cfg.Worker.KeepWorktrees,
-			KeepFailed: cfg.Worker.KeepFailedWorktrees, Artifacts: queue.NewArtifacts(js), Redact: red, Logger: log},
+			KeepFailed: cfg.Worker.KeepFailedWorktrees, Artifacts: objstore.NewArtifacts(js), Redact: red, Logger: log},
 		adapters: map[string]adapter.Adapter{},
 		slots:    make(chan struct{}, cfg.Worker.Slots),
 		now:      time.Now,
 		running:  map[string]*held{},
-		health:   map[string]*queue.RuntimeHealth{},
+		health:   map[string]*fleet.RuntimeHealth{},
 		m:        newWorkerMetrics(),
 	}
 	w.disk = &diskGate{dir: cfg.Worker.WorkDir, min: cfg.Worker.MinFreeDisk, free: freeBytes, sweep: w.runner.Sweep, now: w.now}
@@ -156,7 +160,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		<-runCtx.Done()
 		_ = sub.Unsubscribe()
 	}()
-	if err := queue.Register(ctx, w.js, w.registration()); err != nil {
+	if err := fleet.Register(ctx, w.js, w.registration()); err != nil {
 		w.log.Warn("register worker", "err", err)
 	}
 	w.wg.Add(1)
@@ -196,8 +200,8 @@ func (w *Worker) checkHealth(ctx context.Context) int {
 
 // Fingerprint checks one runtime afresh: binary found, executable, version,
 // capabilities. The worker registers it; `worker runtime health` prints it.
-func Fingerprint(ctx context.Context, name, adapterName string, ad adapter.Adapter, now time.Time) *queue.RuntimeHealth {
-	h := &queue.RuntimeHealth{Name: name, Adapter: adapterName, Checked: now.UTC()}
+func Fingerprint(ctx context.Context, name, adapterName string, ad adapter.Adapter, now time.Time) *fleet.RuntimeHealth {
+	h := &fleet.RuntimeHealth{Name: name, Adapter: adapterName, Checked: now.UTC()}
 	var info *adapter.Info
 	var err error
 	if hc, ok := ad.(adapter.HealthChecker); ok {
@@ -223,11 +227,11 @@ func (w *Worker) healthy(runtime string) bool {
 	return h != nil && h.Healthy
 }
 
-func (w *Worker) registration() *queue.Registration {
+func (w *Worker) registration() *fleet.Registration {
 	host, _ := os.Hostname()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	r := &queue.Registration{
+	r := &fleet.Registration{
 		ID: w.cfg.Worker.ID, Host: host, Pool: w.cfg.Worker.Pool, Slots: w.cfg.Worker.Slots,
 		Busy: len(w.running), Started: w.started.UTC(), Seen: w.now().UTC(), NotClaiming: w.notClaiming,
 	}
@@ -247,7 +251,7 @@ func (w *Worker) healthLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			if err := queue.Deregister(dctx, w.js, w.cfg.Worker.ID); err != nil {
+			if err := fleet.Deregister(dctx, w.js, w.cfg.Worker.ID); err != nil {
 				w.log.Warn("deregister worker", "err", err)
 			}
 			cancel()
@@ -255,7 +259,7 @@ func (w *Worker) healthLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		w.checkHealth(ctx)
-		if err := queue.Register(ctx, w.js, w.registration()); err != nil && ctx.Err() == nil {
+		if err := fleet.Register(ctx, w.js, w.registration()); err != nil && ctx.Err() == nil {
 			w.log.Warn("renew worker registration", "err", err)
 		}
 		if err := w.runner.Sweep(ctx, nil); err != nil && ctx.Err() == nil {
@@ -340,7 +344,7 @@ func (w *Worker) setNotClaiming(why string) {
 	// Tell the fleet now rather than at the next health check.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := queue.Register(ctx, w.js, w.registration()); err != nil {
+	if err := fleet.Register(ctx, w.js, w.registration()); err != nil {
 		w.log.Warn("update worker registration", "err", err)
 	}
 }
@@ -455,7 +459,7 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 	defer w.unhold(job.Attempt)
 
 	acquire := w.claims.Acquire
-	if job.Kind == queue.KindIntegrate {
+	if job.Kind == drovertype.JobIntegrate {
 		acquire = w.claims.AcquireOrTakeOver
 	}
 	lease, err := acquire(bg, job.Attempt, w.cfg.Worker.ID)
@@ -491,20 +495,20 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 	stopHeartbeat := sync.OnceFunc(func() { stop(nil); <-hbDone })
 	defer stopHeartbeat()
 
-	if err := em.Emit(runCtx, eventlog.AttemptClaimed, "", eventlog.AttemptClaimedData{Worker: w.cfg.Worker.ID, Host: hostname()}); err != nil {
+	if err := em.Emit(runCtx, event.AttemptClaimed, "", event.AttemptClaimedData{Worker: w.cfg.Worker.ID, Host: hostname()}); err != nil {
 		w.handBack(bg, msg, lease, log, err)
 		return
 	}
 	aj := w.attemptJob(job, lease.Epoch(), h.cancel)
 	var result any
-	var typ eventlog.Type
-	if job.Kind == queue.KindIntegrate {
+	var typ event.Type
+	if job.Kind == drovertype.JobIntegrate {
 		res, err := w.runner.Integrate(runCtx, aj)
 		if err != nil {
 			w.handBack(bg, msg, lease, log, err)
 			return
 		}
-		result, typ = res, eventlog.FlowIntegrated
+		result, typ = res, event.FlowIntegrated
 		log.Info("integration built", "branch", res.Branch, "commit", res.Commit, "error", res.Error)
 	} else {
 		out := newOutput(w.js, job, w.red)
@@ -514,7 +518,7 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 			w.handBack(bg, msg, lease, log, err)
 			return
 		}
-		result, typ = rep, eventlog.AttemptReported
+		result, typ = rep, event.AttemptReported
 		log.Info("attempt ran", "success", rep.Success, "exit", rep.ExitCode)
 	}
 	// The report must be stored before the job is acked.
@@ -650,13 +654,13 @@ type emitter struct {
 	last time.Time // when the previous phase event was emitted
 }
 
-func (e *emitter) Emit(ctx context.Context, typ eventlog.Type, key string, data any) error {
+func (e *emitter) Emit(ctx context.Context, typ event.Type, key string, data any) error {
 	id := fmt.Sprintf("%s:%s:%d", typ, e.job.Attempt, e.epoch)
 	if key != "" {
 		sum := sha256.Sum256([]byte(key))
 		id += ":" + hex.EncodeToString(sum[:8])
 	}
-	ev, err := eventlog.New(id, typ, e.now(), e.job.Flow, e.job.Task, e.job.Attempt, e.epoch, data)
+	ev, err := event.New(id, typ, e.now(), e.job.Flow, e.job.Task, e.job.Attempt, e.epoch, data)
 	if err != nil {
 		return err
 	}
@@ -669,7 +673,7 @@ func (e *emitter) Emit(ctx context.Context, typ eventlog.Type, key string, data 
 
 // publishRetry publishes until the server acknowledges or ctx ends; the
 // event id makes the retries idempotent.
-func publishRetry(ctx context.Context, js jetstream.JetStream, ev *eventlog.Event) error {
+func publishRetry(ctx context.Context, js jetstream.JetStream, ev *event.Event) error {
 	backoff := 100 * time.Millisecond
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)

@@ -21,7 +21,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/event"
+
+	"github.com/drover-dev/drover/internal/drovertype"
 )
 
 // MaxSection bounds what ComposePrompt appends to the prompt, in bytes.
@@ -43,11 +45,12 @@ type Feedback struct {
 	N       int
 	Runtime string
 	// Class and Message are its classified error.
-	Class, Message string
+	Class   drovertype.ErrorClass
+	Message string
 	// StderrTail is the end of the CLI's stderr.
 	StderrTail string
 	// Verification is what the checks after the run found, if any ran.
-	Verification *eventlog.Verification
+	Verification *event.Verification
 	// ScopeViolations are changed paths outside the task's scope.
 	ScopeViolations []string
 }
@@ -55,7 +58,7 @@ type Feedback struct {
 // FeedbackFrom builds Feedback from a failed attempt's number, runtime, its
 // classified error (may be nil: the report's error is used) and report (may
 // be nil). The Verification is shared with the report, not copied.
-func FeedbackFrom(n int, runtime string, e *eventlog.ErrorInfo, r *eventlog.Report) Feedback {
+func FeedbackFrom(n int, runtime string, e *event.ErrorInfo, r *event.Report) Feedback {
 	fb := Feedback{N: n, Runtime: runtime}
 	if e == nil && r != nil {
 		e = r.Error
@@ -124,7 +127,7 @@ func ComposePrompt(prompt string, fb *Feedback) string {
 
 	failed := "The previous attempt failed"
 	if fb.Class != "" {
-		failed += ": " + oneLine(fb.Class, maxName)
+		failed += ": " + oneLine(string(fb.Class), maxName)
 	}
 	msg := trimNewlines(clean(fb.Message))
 	switch {
@@ -139,7 +142,7 @@ func ComposePrompt(prompt string, fb *Feedback) string {
 
 	v := fb.Verification
 	if v == nil {
-		v = &eventlog.Verification{}
+		v = &event.Verification{}
 	}
 	var shown, more int
 	for _, c := range v.Commands {
