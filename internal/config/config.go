@@ -59,11 +59,6 @@ type HTTP struct {
 	Pprof bool `mapstructure:"pprof"`
 }
 
-func init() {
-	// --http-listen on controller serve, controller dev and worker run.
-	FlagBindings["http.listen"] = "http-listen"
-}
-
 // Controller tunes the controller's scheduling.
 type Controller struct {
 	// MaxParallel bounds the attempts scheduled or running at once across
@@ -305,6 +300,23 @@ type Limits struct {
 	OpenFiles uint64 `mapstructure:"open_files"`
 	// FileSize in bytes, the largest file the CLI may write (RLIMIT_FSIZE).
 	FileSize uint64 `mapstructure:"file_size"`
+}
+
+// FlagBindings maps config keys to the flag names every Drover command uses
+// for them, so that one spelling holds everywhere.
+var FlagBindings = map[string]string{
+	"data_dir":             "data-dir",
+	"nats.url":             "nats-url",
+	"nats.listen":          "nats-listen",
+	"log.level":            "log-level",
+	"log.format":           "log-format",
+	"worker.id":            "id",
+	"worker.pool":          "pool",
+	"worker.slots":         "slots",
+	"worker.work_dir":      "work-dir",
+	"worker.runtimes":      "runtimes",
+	"worker.drain_timeout": "drain-timeout",
+	"http.listen":          "http-listen", // controller serve, controller dev and worker run
 }
 
 // LoadOptions says where configuration comes from.

@@ -91,8 +91,9 @@ const (
 	CodeInternal   = "500"
 )
 
-// Serve registers the operator API on nc. Stop the returned service to stop.
-func (c *Controller) Serve(ctx context.Context, nc *nats.Conn, known func(string) bool) (micro.Service, error) {
+// ServeAPI registers the operator API on nc. Stop the returned service to
+// stop.
+func (c *Controller) ServeAPI(ctx context.Context, nc *nats.Conn, known func(string) bool) (micro.Service, error) {
 	svc, err := micro.AddService(nc, micro.Config{
 		Name: "drover-controller", Version: "0.1.0", Description: "Drover operator API",
 	})

@@ -31,7 +31,7 @@ type Controller struct {
 
 	m *metrics // telemetry; no-op instruments unless a meter provider is installed
 
-	// published is the decide loop's own: plan runs under the store's
+	// published is the decide loop's own: decisions runs under the store's
 	// read lock, and a lock taken there would order against waitApplied's
 	// (c.mu, then the store's), which deadlocked with a commit waiting.
 	published publishedJobs // jobs queued by this process
@@ -324,7 +324,7 @@ const decideRest = 4
 // a flow's size. So after each walk the loop rests decideRest times as long
 // as the walk took: decisions then take at most a fifth of a core whatever
 // the flows' size, for a delay of the same order as the walk (microseconds
-// for a hundred tasks, about 1.5 ms for 10,000: BenchmarkPlan). Folds that
+// for a hundred tasks, about 1.5 ms for 10,000: BenchmarkDecisions). Folds that
 // arrive meanwhile are decided on together.
 func (c *Controller) decideLoop(ctx context.Context) {
 	t := time.NewTicker(time.Second)

@@ -81,7 +81,7 @@ func (h *harness) start(dir string) {
 		h.setup(h.ctrl)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := h.ctrl.Serve(ctx, h.nc, func(n string) bool { return n == "demo" })
+	svc, err := h.ctrl.ServeAPI(ctx, h.nc, func(n string) bool { return n == "demo" })
 	if err != nil {
 		h.t.Fatal(err)
 	}

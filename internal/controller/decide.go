@@ -33,7 +33,7 @@ func (c *Controller) decide(ctx context.Context) (time.Duration, error) {
 	var err error
 	began := time.Now()
 	c.store.Read(func(st *projection.State) {
-		actions, err = c.plan(st)
+		actions, err = c.decisions(st)
 	})
 	walk := time.Since(began)
 	if err != nil {
@@ -82,8 +82,8 @@ func (c *Controller) stop(ctx context.Context, a *projection.Attempt) error {
 	}
 }
 
-// planner holds one run of the decision function.
-type planner struct {
+// decider holds one run of the decision function.
+type decider struct {
 	c    *Controller
 	st   *projection.State
 	now  time.Time
@@ -91,17 +91,17 @@ type planner struct {
 	live int // attempts scheduled or running, across flows
 }
 
-// plan is the decision function: folded state in, actions out. It reads the
+// decisions is the decision function: folded state in, actions out. It reads the
 // clock to stamp the events it creates and to see which retries are due.
-func (c *Controller) plan(st *projection.State) ([]action, error) {
-	p := &planner{c: c, st: st, now: c.now()}
+func (c *Controller) decisions(st *projection.State) ([]action, error) {
+	dc := &decider{c: c, st: st, now: c.now()}
 	c.published.begin()
 	var flows []runningFlow
 	for _, f := range st.Flows {
 		if !f.State.Terminal() {
 			r := runningFlow{f: f, tasks: st.FlowTasks(f)}
-			r.live = p.liveAttempts(r.tasks)
-			p.live += r.live
+			r.live = dc.liveAttempts(r.tasks)
+			dc.live += r.live
 			flows = append(flows, r)
 		}
 	}
@@ -111,33 +111,33 @@ func (c *Controller) plan(st *projection.State) ([]action, error) {
 		return a.SubmittedAt.Before(b.SubmittedAt) || a.SubmittedAt.Equal(b.SubmittedAt) && a.ID < b.ID
 	})
 	for _, r := range flows {
-		if err := p.flow(r); err != nil {
+		if err := dc.flow(r); err != nil {
 			return nil, err
 		}
 	}
 	c.published.forgetUnseen()
-	return p.out, nil
+	return dc.out, nil
 }
 
 // published reports whether this process has queued the job of a queued
-// attempt (or integration), and keeps that knowledge for the next plan.
-func (p *planner) published(id string) bool {
-	return p.c.published.seen(id)
+// attempt (or integration), and keeps that knowledge for the next round.
+func (dc *decider) published(id string) bool {
+	return dc.c.published.seen(id)
 }
 
 // publishedJobs is what jobs this process queued, kept while their
 // attempts stay queued, so that the set is the size of the queue rather
-// than of the controller's history. A plan marks the jobs it finds still
+// than of the controller's history. A round marks the jobs it finds still
 // queued and then forgets the others: marking in place, rather than
-// building the set anew, allocates nothing per plan (a new set of 10,000
-// jobs per plan was half of what a large flow's controller allocated).
+// building the set anew, allocates nothing per round (a new set of 10,000
+// jobs per round was half of what a large flow's controller allocated).
 type publishedJobs struct {
-	plan uint64
-	jobs map[string]uint64 // job id -> the last plan that found it queued
+	round uint64
+	jobs  map[string]uint64 // job id -> the last round that found it queued
 }
 
-func (j *publishedJobs) begin()        { j.plan++ }
-func (j *publishedJobs) add(id string) { j.jobs[id] = j.plan }
+func (j *publishedJobs) begin()        { j.round++ }
+func (j *publishedJobs) add(id string) { j.jobs[id] = j.round }
 func (j *publishedJobs) has(id string) bool {
 	_, ok := j.jobs[id]
 	return ok
@@ -147,47 +147,47 @@ func (j *publishedJobs) seen(id string) bool {
 	if !j.has(id) {
 		return false
 	}
-	j.jobs[id] = j.plan
+	j.jobs[id] = j.round
 	return true
 }
 
 func (j *publishedJobs) forgetUnseen() {
-	for id, plan := range j.jobs {
-		if plan != j.plan {
+	for id, round := range j.jobs {
+		if round != j.round {
 			delete(j.jobs, id)
 		}
 	}
 }
 
 // runningFlow is a flow that has not ended, with its tasks in order and
-// how many of their attempts are live, read once per plan.
+// how many of their attempts are live, read once per round.
 type runningFlow struct {
 	f     *projection.Flow
 	tasks []*projection.Task
 	live  int
 }
 
-func (p *planner) add(id string, typ event.Type, flowID, task, attempt string, data any) error {
-	ev, err := event.New(id, typ, p.now, flowID, task, attempt, 0, data)
+func (dc *decider) add(id string, typ event.Type, flowID, task, attempt string, data any) error {
+	ev, err := event.New(id, typ, dc.now, flowID, task, attempt, 0, data)
 	if err != nil {
 		return err
 	}
-	p.out = append(p.out, action{event: ev})
+	dc.out = append(dc.out, action{event: ev})
 	return nil
 }
 
 // liveAttempt returns the task's current attempt if it has not ended.
-func (p *planner) liveAttempt(t *projection.Task) *projection.Attempt {
-	if a := p.st.Attempts[t.Attempt]; a != nil && !a.State.Terminal() {
+func (dc *decider) liveAttempt(t *projection.Task) *projection.Attempt {
+	if a := dc.st.Attempts[t.Attempt]; a != nil && !a.State.Terminal() {
 		return a
 	}
 	return nil
 }
 
-func (p *planner) liveAttempts(tasks []*projection.Task) int {
+func (dc *decider) liveAttempts(tasks []*projection.Task) int {
 	n := 0
 	for _, t := range tasks {
-		if p.liveAttempt(t) != nil {
+		if dc.liveAttempt(t) != nil {
 			n++
 		}
 	}
@@ -196,33 +196,33 @@ func (p *planner) liveAttempts(tasks []*projection.Task) int {
 
 // mayStart reports whether one more attempt fits the flow's and the global
 // concurrency limits, counting it if so.
-func (p *planner) mayStart(f *projection.Flow, flowLive *int) bool {
+func (dc *decider) mayStart(f *projection.Flow, flowLive *int) bool {
 	if f.Paused || f.Cancel != nil {
 		return false
 	}
 	if f.MaxParallel > 0 && *flowLive >= f.MaxParallel {
 		return false
 	}
-	if g := p.c.cfg.Controller.MaxParallel; g > 0 && p.live >= g {
+	if g := dc.c.cfg.Controller.MaxParallel; g > 0 && dc.live >= g {
 		return false
 	}
 	*flowLive++
-	p.live++
+	dc.live++
 	return true
 }
 
-func (p *planner) flow(r runningFlow) error {
+func (dc *decider) flow(r runningFlow) error {
 	flowLive := r.live
 	for _, t := range r.tasks {
-		if err := p.task(r.f, t, &flowLive); err != nil {
+		if err := dc.task(r.f, t, &flowLive); err != nil {
 			return err
 		}
 	}
-	return p.finish(r.f, r.tasks)
+	return dc.finish(r.f, r.tasks)
 }
 
-func (p *planner) task(f *projection.Flow, t *projection.Task, flowLive *int) error {
-	a := p.liveAttempt(t)
+func (dc *decider) task(f *projection.Flow, t *projection.Task, flowLive *int) error {
+	a := dc.liveAttempt(t)
 	// Cancellation first: the task ends now, its attempt as soon as the
 	// worker holding it has stopped the CLI.
 	if !t.State.Terminal() && (f.Cancel != nil || t.CancelRequested) {
@@ -231,50 +231,50 @@ func (p *planner) task(f *projection.Flow, t *projection.Task, flowLive *int) er
 			reason += ": " + f.Cancel.Reason
 		}
 		id := fmt.Sprintf("task_cancelled:%s/%s:%d", f.ID, t.ID, t.Round)
-		return p.add(id, event.TaskCancelled, f.ID, t.ID, t.Attempt, event.TaskCancelledData{Reason: reason})
+		return dc.add(id, event.TaskCancelled, f.ID, t.ID, t.Attempt, event.TaskCancelledData{Reason: reason})
 	}
 	if t.State == drovertype.TaskCancelled && a != nil {
-		p.out = append(p.out, action{stop: a})
+		dc.out = append(dc.out, action{stop: a})
 		return nil
 	}
 	switch t.State {
 	case drovertype.TaskPending:
-		if merge, ready := readyMerge(p.st, f, t); ready && p.mayStart(f, flowLive) {
-			return p.schedule(f, t, merge, "", "", nil, "")
+		if merge, ready := readyMerge(dc.st, f, t); ready && dc.mayStart(f, flowLive) {
+			return dc.schedule(f, t, merge, "", "", nil, "")
 		}
 	case drovertype.TaskRetrying:
 		r := t.Retry
-		if r == nil || p.now.Before(r.DueAt) {
+		if r == nil || dc.now.Before(r.DueAt) {
 			return nil
 		}
-		merge, ready := readyMerge(p.st, f, t)
-		if !ready || !p.mayStart(f, flowLive) {
+		merge, ready := readyMerge(dc.st, f, t)
+		if !ready || !dc.mayStart(f, flowLive) {
 			return nil
 		}
 		var args []string
 		if plan := t.Plan; plan != nil && plan.Worker.Name == r.Runtime {
 			args = plan.Worker.Args
 		}
-		return p.schedule(f, t, merge, r.Runtime, r.Model, args, p.retryPrompt(f, t))
+		return dc.schedule(f, t, merge, r.Runtime, r.Model, args, dc.retryPrompt(f, t))
 	case drovertype.TaskScheduled, drovertype.TaskRunning:
-		at := p.st.Attempts[t.Attempt]
+		at := dc.st.Attempts[t.Attempt]
 		if at == nil {
 			return nil
 		}
 		switch {
 		case at.State == drovertype.AttemptScheduled:
-			if !p.published(at.ID) {
-				p.out = append(p.out, action{job: p.c.job(f, t, at)})
+			if !dc.published(at.ID) {
+				dc.out = append(dc.out, action{job: dc.c.job(f, t, at)})
 			}
 		case at.State == drovertype.AttemptFailed && at.Error == nil:
 			info := event.ErrorInfo{Class: "UNKNOWN", Message: "attempt failed without an error"}
 			if at.Report != nil && at.Report.Error != nil {
 				info = *at.Report.Error
 			}
-			return p.add("runtime_error_classified:"+at.ID, event.RuntimeErrorClassified, f.ID, t.ID, at.ID,
+			return dc.add("runtime_error_classified:"+at.ID, event.RuntimeErrorClassified, f.ID, t.ID, at.ID,
 				event.RuntimeErrorClassifiedData{ErrorInfo: info})
 		case at.State == drovertype.AttemptFailed:
-			return p.recover(f, t, at)
+			return dc.recover(f, t, at)
 		}
 	}
 	return nil
@@ -282,7 +282,7 @@ func (p *planner) task(f *projection.Flow, t *projection.Task, flowLive *int) er
 
 // recover applies the retry policy to the task's failed attempt: a retry
 // scheduled for later (runtime_recovery_scheduled), or the task fails.
-func (p *planner) recover(f *projection.Flow, t *projection.Task, a *projection.Attempt) error {
+func (dc *decider) recover(f *projection.Flow, t *projection.Task, a *projection.Attempt) error {
 	plan := t.Plan
 	if plan == nil {
 		plan = &policy.Resolved{Worker: policy.Choice{Name: t.Runtime}, Retry: policy.DefaultRetry()}
@@ -300,10 +300,10 @@ func (p *planner) recover(f *projection.Flow, t *projection.Task, a *projection.
 	}, at, a.ID)
 	if !d.Retry {
 		reason := fmt.Sprintf("attempt %d failed: %s: %s (%s)", a.N, e.Class, e.Message, d.Reason)
-		return p.add("task_failed:"+a.ID, event.TaskFailed, f.ID, t.ID, a.ID,
+		return dc.add("task_failed:"+a.ID, event.TaskFailed, f.ID, t.ID, a.ID,
 			event.TaskFailedData{Reason: reason, Class: e.Class})
 	}
-	return p.add("runtime_recovery_scheduled:"+a.ID, event.RuntimeRecoveryScheduled, f.ID, t.ID, a.ID,
+	return dc.add("runtime_recovery_scheduled:"+a.ID, event.RuntimeRecoveryScheduled, f.ID, t.ID, a.ID,
 		event.RuntimeRecoveryScheduledData{
 			Strategy: d.Strategy, N: t.Attempts + 1, Runtime: d.Runtime, Model: d.Model,
 			DelayMS: d.Delay.Milliseconds(), DueAt: at.Add(d.Delay), Reason: d.Reason,
@@ -311,12 +311,12 @@ func (p *planner) recover(f *projection.Flow, t *projection.Task, a *projection.
 }
 
 // retryPrompt is the task's prompt with the feedback of its last attempt.
-func (p *planner) retryPrompt(f *projection.Flow, t *projection.Task) string {
+func (dc *decider) retryPrompt(f *projection.Flow, t *projection.Task) string {
 	spec, _ := f.Spec.Task(t.ID)
 	if spec == nil {
 		return ""
 	}
-	prev := p.st.Attempts[t.Attempt]
+	prev := dc.st.Attempts[t.Attempt]
 	if prev == nil {
 		return spec.Prompt
 	}
@@ -330,9 +330,9 @@ func (p *planner) retryPrompt(f *projection.Flow, t *projection.Task) string {
 // finish completes a flow whose tasks have all ended and whose attempts have
 // all stopped, after building its integration branch from the tasks that
 // succeeded.
-func (p *planner) finish(f *projection.Flow, tasks []*projection.Task) error {
+func (dc *decider) finish(f *projection.Flow, tasks []*projection.Task) error {
 	for _, t := range tasks {
-		if !t.State.Terminal() || p.liveAttempt(t) != nil {
+		if !t.State.Terminal() || dc.liveAttempt(t) != nil {
 			return nil
 		}
 	}
@@ -346,7 +346,7 @@ func (p *planner) finish(f *projection.Flow, tasks []*projection.Task) error {
 		}
 		merge = append(merge, event.DepResult{Task: t.ID, Branch: t.ResultBranch, Commit: t.ResultCommit})
 		runtime = t.Runtime
-		if a := p.st.Attempts[t.Attempt]; a != nil {
+		if a := dc.st.Attempts[t.Attempt]; a != nil {
 			runtime = a.Runtime
 		}
 	}
@@ -355,7 +355,7 @@ func (p *planner) finish(f *projection.Flow, tasks []*projection.Task) error {
 		id = fmt.Sprintf("%s:r%d", id, f.Round)
 	}
 	complete := func(state drovertype.FlowState) error {
-		return p.add(id, event.FlowCompleted, f.ID, "", "", event.FlowCompletedData{State: state, Round: f.Round})
+		return dc.add(id, event.FlowCompleted, f.ID, "", "", event.FlowCompletedData{State: state, Round: f.Round})
 	}
 	if f.Cancel != nil {
 		return complete(drovertype.FlowCancelled)
@@ -367,13 +367,13 @@ func (p *planner) finish(f *projection.Flow, tasks []*projection.Task) error {
 	in := f.Integration
 	switch {
 	case in == nil || in.N < n:
-		return p.add(fmt.Sprintf("integration_scheduled:%s:%d", f.ID, n), event.IntegrationScheduled, f.ID, "", "",
+		return dc.add(fmt.Sprintf("integration_scheduled:%s:%d", f.ID, n), event.IntegrationScheduled, f.ID, "", "",
 			event.IntegrationScheduledData{N: n, Branch: drovertype.IntegrationBranch(f.ID, n), Runtime: runtime,
-				Pool: p.c.cfg.Defaults.Pool})
+				Pool: dc.c.cfg.Defaults.Pool})
 	case in.State == drovertype.IntegrationScheduled:
 		jobID := drovertype.IntegrationID(f.ID, in.N)
-		if !p.published(jobID) {
-			p.out = append(p.out, action{job: &queue.Job{
+		if !dc.published(jobID) {
+			dc.out = append(dc.out, action{job: &queue.Job{
 				Kind: drovertype.JobIntegrate, Attempt: jobID, Flow: f.ID, N: in.N, Pool: in.Pool, Runtime: in.Runtime,
 				Repo: f.Spec.Repo, Base: f.Spec.Base, Branch: in.Branch, Merge: in.Merge,
 			}})
@@ -402,7 +402,7 @@ func readyMerge(st *projection.State, f *projection.Flow, t *projection.Task) ([
 
 // schedule records the task's next attempt. runtime "" means the task's
 // resolved runtime, with its model and arguments.
-func (p *planner) schedule(f *projection.Flow, t *projection.Task, merge []event.DepResult, runtime, model string, args []string, prompt string) error {
+func (dc *decider) schedule(f *projection.Flow, t *projection.Task, merge []event.DepResult, runtime, model string, args []string, prompt string) error {
 	n := t.Attempts + 1
 	id := drovertype.AttemptID(f.ID, t.ID, n)
 	if runtime == "" {
@@ -418,8 +418,8 @@ func (p *planner) schedule(f *projection.Flow, t *projection.Task, merge []event
 	if t.Plan != nil && t.Plan.Timeout > 0 {
 		timeout = t.Plan.Timeout
 	}
-	return p.add("attempt_scheduled:"+id, event.AttemptScheduled, f.ID, t.ID, id, event.AttemptScheduledData{
-		N: n, Runtime: runtime, Model: model, Args: args, Pool: p.c.cfg.Defaults.Pool,
+	return dc.add("attempt_scheduled:"+id, event.AttemptScheduled, f.ID, t.ID, id, event.AttemptScheduledData{
+		N: n, Runtime: runtime, Model: model, Args: args, Pool: dc.c.cfg.Defaults.Pool,
 		Branch: drovertype.AttemptBranch(f.ID, t.ID, n), Timeout: timeout, Merge: merge, Prompt: prompt,
 	})
 }

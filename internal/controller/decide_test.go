@@ -63,7 +63,7 @@ func (w *planWorld) apply(ev *event.Event, err error) {
 // plan runs the decision function; with fold, its events are folded.
 func (w *planWorld) plan(fold bool) []action {
 	w.t.Helper()
-	acts, err := w.c.plan(w.st)
+	acts, err := w.c.decisions(w.st)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -356,11 +356,11 @@ func TestPlanRetryDuringIntegration(t *testing.T) {
 	}
 }
 
-// BenchmarkPlan is one run of the decision function over a running flow of
+// BenchmarkDecisions is one run of the decision function over a running flow of
 // 10,000 tasks: every attempt queued and published, a tenth of them
 // reported. What it costs bounds how often the controller decides (see
 // decideLoop).
-func BenchmarkPlan(b *testing.B) {
+func BenchmarkDecisions(b *testing.B) {
 	w := newPlanWorld(b, nil)
 	w.submit("f", independent(10_000))
 	w.plan(true)
@@ -372,7 +372,7 @@ func BenchmarkPlan(b *testing.B) {
 		}
 	}
 	for b.Loop() {
-		if _, err := w.c.plan(w.st); err != nil {
+		if _, err := w.c.decisions(w.st); err != nil {
 			b.Fatal(err)
 		}
 	}

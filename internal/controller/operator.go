@@ -11,6 +11,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/event"
 	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/queue"
 
 	"github.com/nats-io/nats.go/micro"
 
@@ -19,11 +20,11 @@ import (
 
 // Operator API subjects.
 const (
-	SubjectCancel  = "drover.api.cancel"
-	SubjectRetry   = "drover.api.retry"
-	SubjectPause   = "drover.api.pause"
-	SubjectResume  = "drover.api.resume"
-	SubjectResolve = "drover.api.resolve"
+	SubjectCancel  = queue.APIPrefix + ".cancel"
+	SubjectRetry   = queue.APIPrefix + ".retry"
+	SubjectPause   = queue.APIPrefix + ".pause"
+	SubjectResume  = queue.APIPrefix + ".resume"
+	SubjectResolve = queue.APIPrefix + ".resolve"
 )
 
 // OperatorRequest names what an operator acts on: a flow id, FLOW/TASK, or

@@ -89,7 +89,7 @@ func Serve(ctx context.Context, cfg *config.Config, log *slog.Logger, o ServeOpt
 	}
 	defer func() { err = errors.Join(err, store.Close()) }()
 	ctrl := New(cfg, js, store, log)
-	svc, err := ctrl.Serve(ctx, nc, func(name string) bool { _, ok := cfg.Runtimes[name]; return ok })
+	svc, err := ctrl.ServeAPI(ctx, nc, func(name string) bool { _, ok := cfg.Runtimes[name]; return ok })
 	if err != nil {
 		return err
 	}
