@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/drover-dev/drover/internal/natsconn"
 	"log/slog"
 	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/drover-dev/drover/internal/natsconn"
 
 	"github.com/drover-dev/drover/internal/event"
 	"github.com/drover-dev/drover/internal/projection"

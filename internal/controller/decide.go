@@ -68,7 +68,7 @@ func (c *Controller) stop(ctx context.Context, a *projection.Attempt) error {
 	err := c.claims.Revoke(ctx, a.ID)
 	switch {
 	case err == nil:
-		ev, err := event.New("attempt_abandoned:"+a.ID, event.AttemptAbandoned, c.now(), a.Flow, a.Task, a.ID, 0,
+		ev, err := event.New(drovertype.EventID(event.AttemptAbandoned, a.ID), event.AttemptAbandoned, c.now(), a.Flow, a.Task, a.ID, 0,
 			event.AttemptAbandonedData{Reason: "cancelled before a worker ran it"})
 		if err != nil {
 			return err
@@ -167,8 +167,10 @@ type runningFlow struct {
 	live  int
 }
 
-func (dc *decider) add(id string, typ event.Type, flowID, task, attempt string, data any) error {
-	ev, err := event.New(id, typ, dc.now, flowID, task, attempt, 0, data)
+// add records a decision of type typ about key (what makes it unique among
+// its type's: an attempt, a flow's round), with a deterministic event id.
+func (dc *decider) add(key string, typ event.Type, flowID, task, attempt string, data any) error {
+	ev, err := event.New(drovertype.EventID(typ, key), typ, dc.now, flowID, task, attempt, 0, data)
 	if err != nil {
 		return err
 	}
@@ -230,7 +232,7 @@ func (dc *decider) task(f *projection.Flow, t *projection.Task, flowLive *int) e
 		if f.Cancel != nil && f.Cancel.Reason != "" {
 			reason += ": " + f.Cancel.Reason
 		}
-		id := fmt.Sprintf("task_cancelled:%s/%s:%d", f.ID, t.ID, t.Round)
+		id := fmt.Sprintf("%s/%s:%d", f.ID, t.ID, t.Round)
 		return dc.add(id, event.TaskCancelled, f.ID, t.ID, t.Attempt, event.TaskCancelledData{Reason: reason})
 	}
 	if t.State == drovertype.TaskCancelled && a != nil {
@@ -271,7 +273,7 @@ func (dc *decider) task(f *projection.Flow, t *projection.Task, flowLive *int) e
 			if at.Report != nil && at.Report.Error != nil {
 				info = *at.Report.Error
 			}
-			return dc.add("runtime_error_classified:"+at.ID, event.RuntimeErrorClassified, f.ID, t.ID, at.ID,
+			return dc.add(at.ID, event.RuntimeErrorClassified, f.ID, t.ID, at.ID,
 				event.RuntimeErrorClassifiedData{ErrorInfo: info})
 		case at.State == drovertype.AttemptFailed:
 			return dc.recover(f, t, at)
@@ -300,10 +302,10 @@ func (dc *decider) recover(f *projection.Flow, t *projection.Task, a *projection
 	}, at, a.ID)
 	if !d.Retry {
 		reason := fmt.Sprintf("attempt %d failed: %s: %s (%s)", a.N, e.Class, e.Message, d.Reason)
-		return dc.add("task_failed:"+a.ID, event.TaskFailed, f.ID, t.ID, a.ID,
+		return dc.add(a.ID, event.TaskFailed, f.ID, t.ID, a.ID,
 			event.TaskFailedData{Reason: reason, Class: e.Class})
 	}
-	return dc.add("runtime_recovery_scheduled:"+a.ID, event.RuntimeRecoveryScheduled, f.ID, t.ID, a.ID,
+	return dc.add(a.ID, event.RuntimeRecoveryScheduled, f.ID, t.ID, a.ID,
 		event.RuntimeRecoveryScheduledData{
 			Strategy: d.Strategy, N: t.Attempts + 1, Runtime: d.Runtime, Model: d.Model,
 			DelayMS: d.Delay.Milliseconds(), DueAt: at.Add(d.Delay), Reason: d.Reason,
@@ -350,7 +352,7 @@ func (dc *decider) finish(f *projection.Flow, tasks []*projection.Task) error {
 			runtime = a.Runtime
 		}
 	}
-	id := "flow_completed:" + f.ID
+	id := f.ID
 	if f.Round > 0 {
 		id = fmt.Sprintf("%s:r%d", id, f.Round)
 	}
@@ -367,7 +369,7 @@ func (dc *decider) finish(f *projection.Flow, tasks []*projection.Task) error {
 	in := f.Integration
 	switch {
 	case in == nil || in.N < n:
-		return dc.add(fmt.Sprintf("integration_scheduled:%s:%d", f.ID, n), event.IntegrationScheduled, f.ID, "", "",
+		return dc.add(fmt.Sprintf("%s:%d", f.ID, n), event.IntegrationScheduled, f.ID, "", "",
 			event.IntegrationScheduledData{N: n, Branch: drovertype.IntegrationBranch(f.ID, n), Runtime: runtime,
 				Pool: dc.c.cfg.Defaults.Pool})
 	case in.State == drovertype.IntegrationScheduled:
@@ -418,7 +420,7 @@ func (dc *decider) schedule(f *projection.Flow, t *projection.Task, merge []even
 	if t.Plan != nil && t.Plan.Timeout > 0 {
 		timeout = t.Plan.Timeout
 	}
-	return dc.add("attempt_scheduled:"+id, event.AttemptScheduled, f.ID, t.ID, id, event.AttemptScheduledData{
+	return dc.add(id, event.AttemptScheduled, f.ID, t.ID, id, event.AttemptScheduledData{
 		N: n, Runtime: runtime, Model: model, Args: args, Pool: dc.c.cfg.Defaults.Pool,
 		Branch: drovertype.AttemptBranch(f.ID, t.ID, n), Timeout: timeout, Merge: merge, Prompt: prompt,
 	})

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"github.com/drover-dev/drover/internal/natsconn"
 	"log/slog"
 	"os"
 	"runtime/pprof"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/drover-dev/drover/internal/natsconn"
 
 	"github.com/drover-dev/drover/internal/event"
 	"github.com/drover-dev/drover/internal/projection"

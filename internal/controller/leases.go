@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/event"
 	"github.com/drover-dev/drover/internal/projection"
 
@@ -157,7 +158,7 @@ func (m *leaseMonitor) lost(ctx context.Context, a *projection.Attempt, s *seenC
 		m.c.log.Warn("worker lost: its claim lapsed", "attempt", a.ID, "worker", info.Worker, "epoch", info.Epoch, "lease", m.lease)
 	}
 	s.info = *info
-	ev, err := event.New(fmt.Sprintf("attempt_lost:%s:%d", a.ID, info.Epoch), event.AttemptLost, m.c.now(),
+	ev, err := event.New(drovertype.ClaimEventID(event.AttemptLost, a.ID, info.Epoch), event.AttemptLost, m.c.now(),
 		a.Flow, a.Task, a.ID, info.Epoch, event.AttemptLostData{
 			Worker: info.Worker, LeaseMS: m.lease.Milliseconds(),
 			Reason: fmt.Sprintf("no renewal of the claim for %s", m.lease),

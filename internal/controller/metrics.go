@@ -3,10 +3,11 @@ package controller
 import (
 	"context"
 	"errors"
-	"github.com/drover-dev/drover/internal/fleet"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/drover-dev/drover/internal/fleet"
 
 	"github.com/drover-dev/drover/internal/event"
 	"github.com/drover-dev/drover/internal/projection"

@@ -174,7 +174,7 @@ func (c *Controller) handleCancel(ctx context.Context, r micro.Request) {
 			}
 			d.Scope, msg = event.CancelTask, fmt.Sprintf("cancelling task %s", t.Task)
 		}
-		ev, err := event.New("cancel_requested:"+randomSuffix(), event.CancelRequested, c.now(), f.ID, t.Task, t.Attempt, 0, d)
+		ev, err := event.New(drovertype.EventID(event.CancelRequested, randomSuffix()), event.CancelRequested, c.now(), f.ID, t.Task, t.Attempt, 0, d)
 		return ev, msg, err
 	})
 }
@@ -207,7 +207,7 @@ func (c *Controller) handleRetry(ctx context.Context, r micro.Request) {
 		if a := st.Attempts[task.Attempt]; a != nil && !a.State.Terminal() {
 			return nil, "", fmt.Errorf("task %s: attempt %s is still stopping; try again in a few seconds", task.ID, a.ID)
 		}
-		ev, err := event.New("task_retry_requested:"+randomSuffix(), event.TaskRetryRequested, c.now(), f.ID, task.ID, "", 0,
+		ev, err := event.New(drovertype.EventID(event.TaskRetryRequested, randomSuffix()), event.TaskRetryRequested, c.now(), f.ID, task.ID, "", 0,
 			event.OperatorData{Reason: reason})
 		return ev, msg, err
 	})
@@ -230,7 +230,7 @@ func (c *Controller) handlePause(resume bool) func(context.Context, micro.Reques
 			if resume {
 				typ, msg = event.FlowResumed, fmt.Sprintf("flow %s resumed", f.ID)
 			}
-			ev, err := event.New(string(typ)+":"+randomSuffix(), typ, c.now(), f.ID, "", "", 0, event.OperatorData{Reason: reason})
+			ev, err := event.New(drovertype.EventID(typ, randomSuffix()), typ, c.now(), f.ID, "", "", 0, event.OperatorData{Reason: reason})
 			return ev, msg, err
 		})
 	}

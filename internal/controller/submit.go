@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/event"
 
 	"github.com/drover-dev/drover/internal/policy"
 )
 
 // partSize bounds the encoded tasks of one flow_tasks_submitted event: well
-// inside an event's limit (eventlog.MaxEventSize, the stream's message
+// inside an event's limit (event.MaxEventSize, the stream's message
 // size), so a flow of any number of tasks is recorded in events that fit.
 const partSize = 256 << 10
 
@@ -20,7 +21,7 @@ const partSize = 256 << 10
 // parts first and then a flow_submitted that names how many parts there are.
 // The fold assembles them; the flow exists only once all are folded.
 func flowEvents(id string, at time.Time, data event.FlowSubmittedData) ([]*event.Event, error) {
-	whole, err := event.New("flow_submitted:"+id, event.FlowSubmitted, at, id, "", "", 0, data)
+	whole, err := event.New(drovertype.EventID(event.FlowSubmitted, id), event.FlowSubmitted, at, id, "", "", 0, data)
 	if err != nil {
 		return nil, err
 	}
@@ -34,7 +35,7 @@ func flowEvents(id string, at time.Time, data event.FlowSubmittedData) ([]*event
 	)
 	flush := func() error {
 		part.Part = len(evs) + 1
-		ev, err := event.New(fmt.Sprintf("flow_tasks_submitted:%s:%d", id, part.Part), event.FlowTasksSubmitted,
+		ev, err := event.New(drovertype.EventID(event.FlowTasksSubmitted, fmt.Sprintf("%s:%d", id, part.Part)), event.FlowTasksSubmitted,
 			at, id, "", "", 0, part)
 		if err != nil {
 			return err
@@ -76,7 +77,7 @@ func flowEvents(id string, at time.Time, data event.FlowSubmittedData) ([]*event
 	}
 	head := data
 	head.Spec.Tasks, head.Plan, head.Parts = nil, nil, len(evs)
-	ev, err := event.New("flow_submitted:"+id, event.FlowSubmitted, at, id, "", "", 0, head)
+	ev, err := event.New(drovertype.EventID(event.FlowSubmitted, id), event.FlowSubmitted, at, id, "", "", 0, head)
 	if err != nil {
 		return nil, err
 	}

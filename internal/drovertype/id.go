@@ -108,11 +108,13 @@ func ParseAttemptID(id string) (flowID, task string, n int, err error) {
 	if !ok {
 		return bad("no task")
 	}
-	if task == integrateTag {
-		task = ""
-	}
-	if ValidID(flowID) != nil || (task != "" && ValidID(task) != nil) {
-		return bad("the flow or task is not a valid id")
+	switch {
+	case ValidID(flowID) != nil:
+		return bad("the flow is not a valid id")
+	case task == integrateTag:
+		task = "" // an integration build
+	case ValidID(task) != nil:
+		return bad("the task is not a valid id")
 	}
 	return flowID, task, n, nil
 }
@@ -174,13 +176,13 @@ func cutLast(s, sep string) (before, after string, ok bool) {
 const MaxEventIDLen = 512
 
 // EventID is the id of the event of type typ about key.
-func EventID(typ, key string) string { return typ + ":" + key }
+func EventID[T ~string](typ T, key string) string { return string(typ) + ":" + key }
 
 // ClaimEventID is the id of an event of type typ that the holder of an
 // attempt's claim at epoch reports; extra (a number or a digest) tells
 // apart several events of one type in one claim.
-func ClaimEventID(typ, attempt string, epoch uint64, extra ...string) string {
-	id := typ + ":" + attempt + ":" + strconv.FormatUint(epoch, 10)
+func ClaimEventID[T ~string](typ T, attempt string, epoch uint64, extra ...string) string {
+	id := string(typ) + ":" + attempt + ":" + strconv.FormatUint(epoch, 10)
 	for _, x := range extra {
 		id += ":" + x
 	}

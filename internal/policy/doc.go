@@ -44,6 +44,6 @@
 // failure gives the same delay, while different attempts spread out.
 //
 // Package policy/feedback composes the prompt of a retry from the failed
-// attempt's report. It is a separate package because it reads eventlog
-// types and eventlog imports policy.
+// attempt's report. It is a separate package because it reads reports
+// (package event), whose schema carries policy.Resolved.
 package policy

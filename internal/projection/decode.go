@@ -146,7 +146,7 @@ func decodeReportForFold(dec *jsontext.Decoder) (*event.Report, error) {
 }
 
 // errNotOnePass sends an event the two-pass way.
-var errNotOnePass = errors.New("eventlog: not decoded in one pass")
+var errNotOnePass = errors.New("projection: not decoded in one pass")
 
 // decodeOnePass decodes raw into an event whose payload is decoded too, or
 // reports that it could not: the message is not one Drover writes, or

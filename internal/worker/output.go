@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/event"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -103,7 +104,7 @@ func (o *output) publishLocked(s supervise.Stream, p []byte) {
 	}
 	o.seq++
 	ev := event.Event{
-		V: event.Version, ID: fmt.Sprintf("%s:%s:%d", event.RuntimeOutputChunk, o.job.Attempt, o.seq),
+		V: event.Version, ID: drovertype.EventID(event.RuntimeOutputChunk, fmt.Sprintf("%s:%d", o.job.Attempt, o.seq)),
 		Type: event.RuntimeOutputChunk, Time: time.Now().UTC(), Flow: o.job.Flow, Task: o.job.Task, Attempt: o.job.Attempt,
 	}
 	ev.Data, _ = json.Marshal(event.OutputChunkData{Stream: s.String(), Offset: off, Text: string(p)})

@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/drover-dev/drover/internal/fleet"
-	"github.com/drover-dev/drover/internal/objstore"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -17,6 +15,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/drover-dev/drover/internal/fleet"
+	"github.com/drover-dev/drover/internal/objstore"
 
 	"github.com/drover-dev/drover/internal/event"
 
@@ -655,10 +656,10 @@ type emitter struct {
 }
 
 func (e *emitter) Emit(ctx context.Context, typ event.Type, key string, data any) error {
-	id := fmt.Sprintf("%s:%s:%d", typ, e.job.Attempt, e.epoch)
+	id := drovertype.ClaimEventID(typ, e.job.Attempt, e.epoch)
 	if key != "" {
 		sum := sha256.Sum256([]byte(key))
-		id += ":" + hex.EncodeToString(sum[:8])
+		id = drovertype.ClaimEventID(typ, e.job.Attempt, e.epoch, hex.EncodeToString(sum[:8]))
 	}
 	ev, err := event.New(id, typ, e.now(), e.job.Flow, e.job.Task, e.job.Attempt, e.epoch, data)
 	if err != nil {

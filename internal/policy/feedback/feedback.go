@@ -3,8 +3,8 @@
 // review, scope violations and stderr, and ComposePrompt appends them to the
 // task's prompt.
 //
-// It is a sub-package of policy because it reads eventlog types, and
-// eventlog imports policy (for policy.Resolved).
+// It is a sub-package of policy because it reads reports (package event),
+// whose schema carries policy's resolved plans.
 //
 // Everything the failed attempt produced is untrusted text. ComposePrompt
 // quotes every line of it with "> ", so no line of quoted material can start

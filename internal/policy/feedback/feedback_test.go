@@ -5,14 +5,12 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/drover-dev/drover/internal/event"
 
 	"github.com/drover-dev/drover/internal/drovertype"
-	"github.com/drover-dev/drover/internal/policy"
 )
 
 // checkSafe fails unless out is prompt followed by a section in which no
@@ -277,20 +275,6 @@ func TestFeedbackFrom(t *testing.T) {
 	got = FeedbackFrom(1, "claude", &event.ErrorInfo{Class: "VERIFICATION_FAILED", Message: "classified"}, r)
 	if got.Class != "VERIFICATION_FAILED" || got.Message != "classified" {
 		t.Errorf("FeedbackFrom with error = %+v", got)
-	}
-}
-
-// TestStrategies keeps policy's strategy strings equal to eventlog's (policy
-// cannot import eventlog, which imports it).
-func TestStrategies(t *testing.T) {
-	r := policy.DefaultRetry()
-	r.Fallback = []string{"codex"}
-	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	if d := policy.Decide(r, "claude", "", policy.Failure{Class: "RUNTIME_TIMEOUT", Attempts: 1, Runtime: "claude"}, now, "s"); d.Strategy != drovertype.StrategySameRuntime {
-		t.Errorf("same-runtime strategy %q, eventlog says %q", d.Strategy, drovertype.StrategySameRuntime)
-	}
-	if d := policy.Decide(r, "claude", "", policy.Failure{Class: "RATE_LIMITED", Attempts: 1, Runtime: "claude"}, now, "s"); d.Strategy != drovertype.StrategyFallback {
-		t.Errorf("fallback strategy %q, eventlog says %q", d.Strategy, drovertype.StrategyFallback)
 	}
 }
 

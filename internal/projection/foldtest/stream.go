@@ -15,6 +15,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/event"
 	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/policy"
@@ -43,24 +44,29 @@ func EncodeEvent(tb testing.TB, id string, typ event.Type, at time.Time, flowID,
 	return raw
 }
 
-// DefaultID mirrors the ids the controller and the workers use: decisions are
-// "type:attempt" (or "type:flow"), worker events "type:attempt:epoch", and a
-// keyed worker event (file_modified) appends its key.
+// DefaultID is the id the controller or a worker gives an event: a
+// decision's is about its attempt (or its flow), a worker's about its
+// attempt's claim at epoch, and a keyed worker event (file_modified) adds
+// its key.
 func DefaultID(typ event.Type, flowID, attempt string, epoch uint64, key string) string {
-	id := string(typ) + ":" + flowID
+	about := flowID
 	if attempt != "" {
-		id = string(typ) + ":" + attempt
+		about = attempt
+	}
+	var extra []string
+	if key != "" {
+		extra = append(extra, key)
 	}
 	if epoch > 0 {
-		id += ":" + strconv.FormatUint(epoch, 10)
+		return drovertype.ClaimEventID(typ, about, epoch, extra...)
 	}
 	if key != "" {
-		id += ":" + key
+		about += ":" + key
 	}
-	return id
+	return drovertype.EventID(typ, about)
 }
 
-// Message is one Message of a test stream, built from a datadriven directive.
+// Message is one message of a test stream, built from a datadriven directive.
 type Message struct {
 	Seq    uint64 // 0: the next sequence
 	Raw    []byte
