@@ -88,6 +88,7 @@ func (c *Controller) sendEnded() {
 	for _, send := range c.ended {
 		send()
 	}
+	clear(c.ended) // the closures hold copies of state
 	c.ended = c.ended[:0]
 }
 
