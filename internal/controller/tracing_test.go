@@ -24,8 +24,9 @@ import (
 // events published by the test, and checks the spans the controller emits
 // when the fold ends attempts, tasks and the flow: derived ids, parents,
 // real times from the log, errors with their class. Then it refolds the
-// whole log into an empty store, as after a crash, and checks that the
-// ending spans come out again with the same ids and times.
+// whole log into an empty store, as a controller whose data dir was lost
+// does, and checks that the ending spans come out again with the same ids
+// and times: they are derived from the log alone.
 func TestTraceOfAFlow(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := tracing.NewProvider(1, sdktrace.WithSpanProcessor(rec))
@@ -120,8 +121,9 @@ func TestTraceOfAFlow(t *testing.T) {
 		t.Errorf("%d process spans, %d publish spans", process, publish)
 	}
 
-	// A refold (a crashed controller's store is behind, or lost) emits the
-	// ending spans again: same ids, same times.
+	// A refold into a lost store emits the ending spans again: same ids,
+	// same times. (One that crashed before committing folds only what it
+	// had not committed, whose spans it had not sent: TestTraceOfARetriedFlow.)
 	h.stop()
 	h.start(filepath.Join(t.TempDir(), "fresh"))
 	again := waitSpans(t, rec, names, 12)
