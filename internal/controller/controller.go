@@ -39,6 +39,10 @@ type Controller struct {
 	mu     sync.Mutex
 	folded *sync.Cond // broadcast after each commit, with mu
 
+	// ended sends the spans of what the fold ended, once it is committed
+	// (tracing.go); the fold's goroutine's own.
+	ended []func()
+
 	// openEvents, in tests, replaces the events consumer (see events).
 	openEvents func(ctx context.Context, seq uint64) (jetstream.MessagesContext, error)
 }
@@ -197,12 +201,14 @@ func (c *Controller) fold(ctx context.Context, it jetstream.MessagesContext, sta
 		}
 	}()
 	c.log.Info("folding events", "from_seq", start)
+	c.ended = c.ended[:0] // of a fold not committed: refolded from start
 	staged := 0
 	for m := range decoded {
 		if m.err != nil {
 			if cerr := c.store.Commit(); cerr != nil {
 				return progressed, cerr
 			}
+			c.sendEnded()
 			if ctx.Err() != nil {
 				return progressed, nil
 			}
@@ -231,6 +237,7 @@ func (c *Controller) fold(ctx context.Context, it jetstream.MessagesContext, sta
 			if err := c.store.Commit(); err != nil {
 				return progressed, err
 			}
+			c.sendEnded()
 			staged = 0
 			c.mu.Lock()
 			c.folded.Broadcast()

@@ -75,6 +75,7 @@ type jobTrace struct {
 	ctx    context.Context // carries proc
 	job    *queue.Job
 	red    *redact.Redactor
+	ids    []attribute.KeyValue // on every phase: the flow, task, attempt and worker
 
 	mu       sync.Mutex
 	phase    trace.Span // the open phase; nil once the report is out
@@ -109,9 +110,20 @@ func (w *Worker) traceJob(ctx context.Context, msg jetstream.Msg, job *queue.Job
 	// A job queued by a controller that did not trace continues the
 	// attempt's derived span all the same.
 	ctx, span := tracing.StartProcess(ctx, msg.Headers(), m, queue.JobOwner(job), attrs...)
-	jt := &jobTrace{tracer: tracing.Tracer(), proc: span, ctx: ctx, job: job, red: w.red}
+	jt := &jobTrace{tracer: tracing.Tracer(), proc: span, ctx: ctx, job: job, red: w.red, ids: phaseIDs(job, w.cfg.Worker.ID)}
 	jt.open(phaseClaim)
 	return context.WithValue(ctx, jobTraceKey{}, jt), jt
+}
+
+// phaseIDs name a phase's flow, task, attempt and worker: a backend finds
+// a flow's spans by drover.flow.id, and several workers in one process
+// (controller dev) share its service.instance.id.
+func phaseIDs(job *queue.Job, worker string) []attribute.KeyValue {
+	ids := []attribute.KeyValue{tracing.KeyFlow.String(job.Flow), tracing.KeyAttempt.String(job.Attempt), tracing.KeyWorker.String(worker)}
+	if job.Task != "" {
+		ids = append(ids, tracing.KeyTask.String(job.Task))
+	}
+	return ids
 }
 
 func jobTraceFrom(ctx context.Context) *jobTrace {
@@ -177,7 +189,7 @@ func (jt *jobTrace) end() {
 }
 
 func (jt *jobTrace) open(name string) {
-	_, jt.phase = jt.tracer.Start(jt.ctx, name, trace.WithAttributes(tracing.KeyAttempt.String(jt.job.Attempt)))
+	_, jt.phase = jt.tracer.Start(jt.ctx, name, trace.WithAttributes(jt.ids...))
 	jt.name, jt.events = name, 0
 }
 

@@ -49,7 +49,8 @@ func newPhaseRun(t *testing.T, kind drovertype.JobKind) *phaseRun {
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	job := &queue.Job{Flow: "f", Task: "t", Attempt: "f_t_1", N: 1, Kind: kind}
 	ctx, proc := tp.Tracer("test").Start(context.Background(), "process drover.attempts.{pool}.{runtime}")
-	jt := &jobTrace{tracer: tp.Tracer("test"), proc: proc, ctx: ctx, job: job, red: redact.FromEnv(nil, []string{"API_KEY=sekrit"})}
+	jt := &jobTrace{tracer: tp.Tracer("test"), proc: proc, ctx: ctx, job: job, red: redact.FromEnv(nil, []string{"API_KEY=sekrit"}),
+		ids: phaseIDs(job, "w1")}
 	jt.open(phaseClaim)
 	inner := &spanOfEvent{spans: map[event.Type]trace.SpanID{}}
 	return &phaseRun{t: t, rec: rec, jt: jt, ctx: context.WithValue(ctx, jobTraceKey{}, jt), inner: inner,
@@ -76,6 +77,10 @@ func (r *phaseRun) spans() ([]string, map[string]sdktrace.ReadOnlySpan) {
 		names = append(names, s.Name())
 		if s.Parent().SpanID() != r.jt.proc.SpanContext().SpanID() {
 			r.t.Errorf("%s is not a child of the process span", s.Name())
+		}
+		// The claim phase's worker is the one its event names.
+		if attr(s, "drover.flow.id") != "f" || attr(s, "drover.attempt.id") != "f_t_1" || (s.Name() != "claim" && attr(s, "drover.worker.id") != "w1") {
+			r.t.Errorf("%s does not name its flow, attempt and worker: %v", s.Name(), s.Attributes())
 		}
 	}
 	return names, byName
