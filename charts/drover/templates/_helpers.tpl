@@ -154,21 +154,25 @@ Service and monitoring port KEDA reads. As JSON; only with nats.enabled.
 {{- $_ := set $n "monitoringEndpoint" (printf "%s.%s.svc.%s:%d" $n.headless $n.namespace .Values.clusterDomain $n.monitorPort) }}
 {{- /* The CA Drover's pods verify the server with: the subchart's tlsCA, mounted
 as that chart mounts it (a ConfigMap before a Secret). */}}
+{{- $_ := set $n "caKey" "" }}{{ $_ := set $n "caConfigMap" "" }}{{ $_ := set $n "caSecret" "" }}
 {{- if and (eq (toString $v.caOn) "true") (or $v.caConfigMap $v.caSecret) }}
 {{- $_ := set $n "caKey" (toString ($v.caKey | default "ca.crt")) }}
 {{- if $v.caConfigMap }}{{ $_ := set $n "caConfigMap" (toString $v.caConfigMap) }}{{ else }}{{ $_ := set $n "caSecret" (toString $v.caSecret) }}{{ end }}
 {{- end }}
-{{- /* Server TLS settings Drover's client cannot meet. */}}
-{{- $clientCert := list }}
+{{- /* Server TLS settings Drover's client cannot meet: client certificates
+(verify*), which the chart gives the pods only for externalNats, and TLS before
+the server's INFO (handshake_first), which Drover's client does not do. */}}
+{{- $unmet := list }}
 {{- $tlsMerge := kindIs "map" $v.tlsMerge | ternary $v.tlsMerge dict }}
-{{- range $k := list "verify" "verify_and_map" "verify_cert_and_check_known_urls" "handshake_first" }}
-{{- if and (hasKey $tlsMerge $k) (ne (toString (get $tlsMerge $k)) "false") }}{{ $clientCert = append $clientCert (printf "merge.%s" $k) }}{{ end }}
+{{- $keys := list "verify" "verify_and_map" "verify_cert_and_check_known_urls" "handshake_first" }}
+{{- range $k := $keys }}
+{{- if and (hasKey $tlsMerge $k) (ne (toString (get $tlsMerge $k)) "false") }}{{ $unmet = append $unmet (printf "merge.%s" $k) }}{{ end }}
 {{- end }}
 {{- range $op := kindIs "slice" $v.tlsPatch | ternary $v.tlsPatch list }}
 {{- $p := trimPrefix "/" (toString (get ($op | default dict) "path")) }}
-{{- if and (has $p (list "verify" "verify_and_map" "verify_cert_and_check_known_urls" "handshake_first")) (ne (toString (get $op "value")) "false") }}{{ $clientCert = append $clientCert (printf "patch %s" $p) }}{{ end }}
+{{- if and (has $p $keys) (ne (toString (get $op "op")) "remove") (ne (toString (get $op "value")) "false") }}{{ $unmet = append $unmet (printf "patch %s" $p) }}{{ end }}
 {{- end }}
-{{- $_ := set $n "unsupportedTLS" $clientCert }}
+{{- $_ := set $n "unmetTLS" $unmet }}
 {{- $_ := set $n "tlsInMerge" (hasKey (dig "config" "merge" dict .Values.nats) "tls") }}
 {{- toJson $n }}
 {{- end }}
@@ -416,8 +420,11 @@ first error, which should be the one naming the value. */}}
 {{- if and $n.tls (not (or $n.caSecret $n.caConfigMap)) }}
 {{- fail "nats.config.nats.tls.enabled: Drover's pods must verify the NATS server's certificate: set nats.tlsCA (enabled: true, secretName or configMapName, key) to the CA that signed it; the NATS chart and Drover's pods both mount it (with cert-manager, the certificate's Secret holds it as ca.crt)" }}
 {{- end }}
-{{- with $n.unsupportedTLS }}
-{{- fail (printf "nats.config.nats.tls.%s: the NATS server would ask for TLS first or for client certificates, which Drover's pods on the NATS subchart do not have; leave it out, or use externalNats (externalNats.tls.certKey/keyKey give the pods a client certificate)" (join ", " .)) }}
+{{- range $n.unmetTLS }}
+{{- if hasSuffix "handshake_first" . }}
+{{- fail (printf "nats.config.nats.tls.%s: the NATS server would expect TLS before it sends its INFO, which Drover's NATS client does not do; leave it out" .) }}
+{{- end }}
+{{- fail (printf "nats.config.nats.tls.%s: the NATS server would ask for client certificates, which the chart gives Drover's pods only with externalNats (externalNats.tls.certKey/keyKey); leave it out, or use externalNats" .) }}
 {{- end }}
 {{- if and $v.keda.enabled $n.monitorOff }}
 {{- fail "nats.config.monitor.enabled: KEDA reads the attempt consumers' lag from the NATS monitoring endpoint; keep it on with keda.enabled" }}
