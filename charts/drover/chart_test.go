@@ -17,6 +17,7 @@ package drover_test
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -68,8 +69,8 @@ type manifest struct {
 
 // renderOpts say how to render.
 type renderOpts struct {
-	noSubchart bool         // render as if `helm dependency build` had not run
-	nats       *chart.Chart // the NATS chart; nil for the stand-in
+	noSubchart bool   // render as if `helm dependency build` had not run
+	natsChart  string // the NATS chart (a directory or .tgz); "" for the stand-in
 }
 
 // render renders the chart with values (YAML) over its defaults.
@@ -99,37 +100,28 @@ func releaseOptions() chartutil.ReleaseOptions {
 // standIn loads the stand-in for the NATS chart.
 func standIn(t *testing.T) *chart.Chart {
 	t.Helper()
-	c, err := loader.Load(standInDir)
-	if err != nil {
-		t.Fatalf("load the NATS stand-in: %v", err)
-	}
-	return c
+	return loadNATSChart(t, standInDir)
 }
 
-// realNATSChart loads the chart DROVER_NATS_CHART names, or returns nil.
-func realNATSChart(t *testing.T) *chart.Chart {
+func loadNATSChart(t *testing.T, path string) *chart.Chart {
 	t.Helper()
-	path := os.Getenv("DROVER_NATS_CHART")
-	if path == "" {
-		return nil
-	}
 	c, err := loader.Load(path)
 	if err != nil {
-		t.Fatalf("DROVER_NATS_CHART=%s: %v", path, err)
+		t.Fatalf("load the NATS chart %s: %v", path, err)
 	}
 	if c.Name() != "nats" {
-		t.Fatalf("DROVER_NATS_CHART=%s is chart %s, not nats", path, c.Name())
+		t.Fatalf("%s is chart %s, not nats", path, c.Name())
 	}
 	return c
 }
 
-// natsCharts are the NATS charts a test runs against: the stand-in, and the
-// real chart when DROVER_NATS_CHART names it.
-func natsCharts(t *testing.T) map[string]*chart.Chart {
+// natsCharts are the NATS charts a test runs against, by name: the stand-in,
+// and the real chart when DROVER_NATS_CHART names it.
+func natsCharts(t *testing.T) map[string]string {
 	t.Helper()
-	cs := map[string]*chart.Chart{"standin": standIn(t)}
-	if c := realNATSChart(t); c != nil {
-		cs["real-"+c.Metadata.Version] = c
+	cs := map[string]string{"standin": ""}
+	if p := os.Getenv("DROVER_NATS_CHART"); p != "" {
+		cs["real-"+loadNATSChart(t, p).Metadata.Version] = p
 	} else {
 		t.Log("DROVER_NATS_CHART is not set: checked against the stand-in only")
 	}
@@ -144,11 +136,7 @@ func tryRender(t *testing.T, values string, o renderOpts) (*manifest, error) {
 	}
 	chrt.SetDependencies() // a charts/ directory from `helm dependency build` is not what is tested
 	if !o.noSubchart {
-		nc := o.nats
-		if nc == nil {
-			nc = standIn(t)
-		}
-		chrt.AddDependency(nc)
+		chrt.AddDependency(loadNATSChart(t, cmp.Or(o.natsChart, standInDir)))
 	}
 	vals, err := chartutil.ReadValues([]byte(values))
 	if err != nil {
@@ -161,7 +149,9 @@ func tryRender(t *testing.T, values string, o renderOpts) (*manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := engine.Engine{Strict: o.nats == nil}.Render(chrt, rv)
+	// Strict (a missing key is an error) but for the real NATS chart, which
+	// relies on Helm's default of rendering it empty.
+	out, err := engine.Engine{Strict: o.natsChart == ""}.Render(chrt, rv)
 	if err != nil {
 		return nil, err
 	}

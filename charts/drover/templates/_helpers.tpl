@@ -107,15 +107,24 @@ into it, as JSON {"v": node}. Input: dict root, node. */}}
 {{- toJson (dict "v" $n) }}
 {{- end }}
 
+{{/* "true" when a node has a program for drover.natsResolve to run. */}}
+{{- define "drover.natsHasTpl" -}}
+{{- if kindIs "map" . }}
+{{- if and (eq (len .) 1) (hasKey . "$tplYaml") }}true{{ end }}
+{{- range $k, $v := . }}{{ if and (kindIs "map" $v) (eq (len $v) 1) (hasKey $v "$tplYamlSpread") }}true{{ end }}{{ end }}
+{{- end }}
+{{- end }}
+
 {{/* The value at path (a list of keys) under nats, as JSON {"v": value}; "" where
 there is none. Input: dict root, path. */}}
 {{- define "drover.natsValue" -}}
 {{- $n := .root.Values.nats }}
 {{- range $key := .path }}
-{{- $n = (include "drover.natsResolve" (dict "root" $.root "node" $n) | fromJson).v }}
+{{- if include "drover.natsHasTpl" $n }}{{ $n = (include "drover.natsResolve" (dict "root" $.root "node" $n) | fromJson).v }}{{ end }}
 {{- if kindIs "map" $n }}{{ $n = get $n $key }}{{ else }}{{ $n = "" }}{{ end }}
 {{- end }}
-{{- include "drover.natsResolve" (dict "root" .root "node" $n) }}
+{{- if include "drover.natsHasTpl" $n }}{{ $n = (include "drover.natsResolve" (dict "root" .root "node" $n) | fromJson).v }}{{ end }}
+{{- toJson (dict "v" $n) }}
 {{- end }}
 
 {{/*
@@ -124,8 +133,17 @@ Where and how the NATS subchart serves clients, computed as that chart does
 full name) in its namespace (namespaceOverride), the client port
 (config.nats.port), TLS (config.nats.tls) with the CA of tlsCA, the headless
 Service and monitoring port KEDA reads. As JSON; only with nats.enabled.
+Computed once a render: the templates share their root context, where it is
+kept (values do not change while Helm renders).
 */}}
 {{- define "drover.nats" -}}
+{{- if not (hasKey . "droverNATS") }}
+{{- $_ := set . "droverNATS" (include "drover.natsCompute" .) }}
+{{- end }}
+{{- get . "droverNATS" }}
+{{- end }}
+
+{{- define "drover.natsCompute" -}}
 {{- $v := dict }}
 {{- range $k, $path := dict
     "service" (list "service" "name") "serviceOn" (list "service" "enabled") "portOn" (list "service" "ports" "nats" "enabled")

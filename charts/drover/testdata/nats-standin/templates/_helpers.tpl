@@ -30,6 +30,14 @@ each program run with the chart's context (the NATS chart's README, "tplYaml").
 Every program in the values runs, under any key, known or not. As JSON.
 */}}
 {{- define "standin.values" -}}
+{{- /* Once a render, as the NATS chart does: the templates share this context. */}}
+{{- if not (hasKey . "standinValues") }}
+{{- $_ := set . "standinValues" (include "standin.evalValues" .) }}
+{{- end }}
+{{- get . "standinValues" }}
+{{- end }}
+
+{{- define "standin.evalValues" -}}
 {{- $vals := deepCopy .Values }}
 {{- $name := include "nats.fullname" . }}
 {{- $_ := set $vals.service "name" (get $vals.service "name" | default $name) }}
@@ -44,7 +52,9 @@ Every program in the values runs, under any key, known or not. As JSON.
 {{/* One node evaluated, as JSON {"v": node}. Input: dict ctx, node. */}}
 {{- define "standin.eval" -}}
 {{- $n := .node }}
-{{- if and (kindIs "map" $n) (eq (len $n) 1) (hasKey $n "$tplYaml") }}
+{{- if not (contains "$tplYaml" (toJson $n)) }}
+{{- /* Nothing to evaluate below. */}}
+{{- else if and (kindIs "map" $n) (eq (len $n) 1) (hasKey $n "$tplYaml") }}
 {{- $n = (include "standin.tpl" (dict "ctx" .ctx "program" (get $n "$tplYaml")) | fromJson).v }}
 {{- else if kindIs "map" $n }}
 {{- $out := dict }}
