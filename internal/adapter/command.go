@@ -130,7 +130,7 @@ func compareVersions(a, b string) int {
 	return 0
 }
 
-// Capabilities implements Adapter (seed 003).
+// Capabilities implements Adapter.
 func (a *CommandAdapter) Capabilities() Capabilities {
 	return Capabilities{
 		SupportsModel:               a.rt.ModelFlag != "",
