@@ -1,7 +1,9 @@
-// Package attempt drives one attempt through the seed lifecycle:
-// Initialize → Prepare → Execute → Observe → Terminate → Report. It joins an
-// adapter (what to run), the worktree cache (where), and supervision (how),
-// and tells what happened through an Emitter.
+// Package attempt drives one attempt through its lifecycle:
+// Initialize → Prepare → Execute → Observe → Terminate → Report
+// (docs/design.md#one-attempt). It joins an adapter (what to run), the
+// worktree cache (where), and supervision (how), and tells what happened
+// through an Emitter, as package event's payloads. It also builds a flow's
+// integration branch (Integrate) and sweeps the worker's work dir (Sweep).
 //
 // After Observe come the checks, in this order:
 //
