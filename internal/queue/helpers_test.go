@@ -110,8 +110,8 @@ func streamMsgs(t testing.TB, js jetstream.JetStream, name string) uint64 {
 
 // fakeClock is the claims clock. It reads real time until pinned: claim
 // staleness compares the clock with the server's timestamp of the claim's
-// last write, so tests pin the clock relative to that timestamp (see
-// claimCreated) rather than sleeping past a lease.
+// last write, so tests pin the clock relative to that timestamp (the KV
+// entry's Created) rather than sleeping past a lease.
 type fakeClock struct {
 	mu sync.Mutex
 	at time.Time
