@@ -1,6 +1,8 @@
-// Package natstest makes the credentials tests of a secured NATS need: an
-// ad-hoc certificate authority with server and client certificates, and NKey
-// users. It is for tests only and knows nothing of Drover.
+// Package natstest is what tests of code that talks to NATS share: a real
+// nats-server with JetStream on disk, and the credentials tests of a
+// secured NATS need (an ad-hoc certificate authority with server and client
+// certificates, and NKey users). It is for tests only and knows nothing of
+// Drover.
 package natstest
 
 import (
