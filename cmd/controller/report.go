@@ -49,7 +49,7 @@ func printReport(ctx context.Context, cl *controller.Client, t controller.Target
 	if a == nil {
 		return &exitError{2, fmt.Errorf("task %s/%s has no attempt yet", t.Flow, t.Task)}
 	}
-	if a.ReportEvent == "" {
+	if a.ReportEventID == "" {
 		return &exitError{1, fmt.Errorf("attempt %s has not reported yet (state %s)", a.ID, a.State)}
 	}
 	resp, err := cl.Report(ctx, a.ID)

@@ -269,7 +269,7 @@ func (dc *decider) task(f *projection.Flow, t *projection.Task, flowLive *int) e
 				dc.out = append(dc.out, action{job: dc.c.job(f, t, at)})
 			}
 		case at.State == drovertype.AttemptFailed && at.Error == nil:
-			info := event.ErrorInfo{Class: "UNKNOWN", Message: "attempt failed without an error"}
+			info := event.ErrorInfo{Class: drovertype.ClassUnknown, Message: "attempt failed without an error"}
 			if at.Report != nil && at.Report.Error != nil {
 				info = *at.Report.Error
 			}

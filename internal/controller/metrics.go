@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/fleet"
 
 	"github.com/drover-dev/drover/internal/event"
@@ -100,7 +101,7 @@ func (m *metrics) recordFolded(ctx context.Context, seq uint64, ev *event.Event)
 		m.ended.Add(ctx, 1, metric.WithAttributes(rt, attribute.String("outcome", "abandoned"), attribute.String("class", "")))
 		return
 	case event.AttemptLost:
-		m.ended.Add(ctx, 1, metric.WithAttributes(rt, attribute.String("outcome", "lost"), attribute.String("class", "WORKER_LOST")))
+		m.ended.Add(ctx, 1, metric.WithAttributes(rt, attribute.String("outcome", "lost"), attribute.String("class", string(drovertype.ClassWorkerLost))))
 		return
 	}
 	outcome, class := "succeeded", ""

@@ -48,7 +48,7 @@ func (c *Controller) handleReport(ctx context.Context, r micro.Request) {
 	var seq uint64
 	c.store.Read(func(st *projection.State) {
 		if a := st.Attempts[req.Attempt]; a != nil {
-			found, id = true, a.ReportEvent
+			found, id = true, a.ReportEventID
 			seq = st.Seen[id]
 		}
 	})

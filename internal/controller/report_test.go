@@ -46,8 +46,8 @@ func TestReportReadsTheWholeReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	kept := st.Detail.Attempts[0]
-	if kept.Report.StdoutTail != "" || kept.Report.StderrTail != sent.StderrTail || kept.ReportEvent != "report-a" {
-		t.Errorf("status: report %+v, event %q; want no stdout tail, the stderr tail, event report-a", kept.Report, kept.ReportEvent)
+	if kept.Report.StdoutTail != "" || kept.Report.StderrTail != sent.StderrTail || kept.ReportEventID != "report-a" {
+		t.Errorf("status: report %+v, event %q; want no stdout tail, the stderr tail, event report-a", kept.Report, kept.ReportEventID)
 	}
 	resp, err := cl.Report(ctx, att)
 	if err != nil {

@@ -203,7 +203,7 @@ func attemptSpan(a projection.Attempt, taskRound int) endedSpan {
 		span.SetName(fmt.Sprintf("attempt %d", a.N))
 		if a.State == drovertype.AttemptFailed {
 			if e == nil {
-				e = &event.ErrorInfo{Class: "UNKNOWN", Message: "the attempt failed without an error"}
+				e = &event.ErrorInfo{Class: drovertype.ClassUnknown, Message: "the attempt failed without an error"}
 			}
 			if e.Category != "" {
 				span.SetAttributes(tracing.KeyErrorCategory.String(string(e.Category)))

@@ -28,6 +28,8 @@ const (
 	ClassCancelled          ErrorClass = "CANCELLED"
 	// The worker holding the attempt stopped renewing its claim.
 	ClassWorkerLost ErrorClass = "WORKER_LOST"
+	// An attempt that failed without saying why (a report with no error).
+	ClassUnknown ErrorClass = "UNKNOWN"
 )
 
 // classes lists every class, in the order above.
@@ -35,7 +37,7 @@ var classes = []ErrorClass{
 	ClassCrashed, ClassTimeout, ClassConnectionFailed, ClassOutputMalformed,
 	ClassRuntimeError, ClassRateLimited, ClassAuthFailed, ClassPrepareFailed,
 	ClassMergeConflict, ClassObserveFailed, ClassVerificationFailed,
-	ClassScopeViolation, ClassCancelled, ClassWorkerLost,
+	ClassScopeViolation, ClassCancelled, ClassWorkerLost, ClassUnknown,
 }
 
 // Classes returns every error class, in declaration order.

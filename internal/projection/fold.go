@@ -248,7 +248,7 @@ func (s *State) attemptReported(ev *event.Event, r *event.Report) error {
 	}
 	// r comes without its stdout tail, which stays in the event
 	// (see Attempt.Report).
-	a.Report, a.ReportEvent, a.Phase, a.EndedAt = r, ev.ID, ev.Type, ev.Time
+	a.Report, a.ReportEventID, a.Phase, a.EndedAt = r, ev.ID, ev.Type, ev.Time
 	a.State = drovertype.AttemptFailed
 	if r.Success {
 		a.State = drovertype.AttemptSucceeded
@@ -340,7 +340,7 @@ func (s *State) taskCancelled(ev *event.Event, d *event.TaskCancelledData) error
 		return nil
 	}
 	t.State, t.Retry = drovertype.TaskCancelled, nil
-	t.Error = &event.ErrorInfo{Class: "CANCELLED", Message: d.Reason}
+	t.Error = &event.ErrorInfo{Class: drovertype.ClassCancelled, Message: d.Reason}
 	s.touchTask(t, ev)
 	s.blockDependents(ev, t)
 	return nil
@@ -352,7 +352,7 @@ func (s *State) attemptAbandoned(ev *event.Event, d *event.AttemptAbandonedData)
 		return nil
 	}
 	a.State, a.EndedAt, a.Phase = drovertype.AttemptFailed, ev.Time, ev.Type
-	a.Error = &event.ErrorInfo{Class: "CANCELLED", Message: d.Reason}
+	a.Error = &event.ErrorInfo{Class: drovertype.ClassCancelled, Message: d.Reason}
 	s.touchAttempt(a)
 	return nil
 }
@@ -372,7 +372,7 @@ func (s *State) attemptLost(ev *event.Event, d *event.AttemptLostData) error {
 		return nil
 	}
 	a.State, a.EndedAt, a.Phase, a.Epoch, a.Worker = drovertype.AttemptFailed, ev.Time, ev.Type, ev.Epoch, d.Worker
-	a.Error = &event.ErrorInfo{Class: "WORKER_LOST", Category: drovertype.CategoryInfrastructure, Recoverable: true,
+	a.Error = &event.ErrorInfo{Class: drovertype.ClassWorkerLost, Category: drovertype.CategoryInfrastructure, Recoverable: true,
 		Message: fmt.Sprintf("worker %s stopped renewing its claim (epoch %d): %s", d.Worker, ev.Epoch, d.Reason)}
 	s.touchAttempt(a)
 	// The attempt awaits the controller's decision, like a reported failure;

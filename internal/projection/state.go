@@ -116,11 +116,11 @@ type Attempt struct {
 	// 8 KiB per attempt that nothing the controller decides reads, and
 	// most of the projection's bytes and memory otherwise (72 of 92 MB
 	// folding the benchmark's flows). The tail stays in the report event,
-	// ReportEvent, which the EVENTS stream keeps: the controller's report
+	// ReportEventID, which the EVENTS stream keeps: the controller's report
 	// API reads it whole. The stderr tail, which retry feedback quotes, is
 	// kept.
 	Report      *event.Report    `json:"report,omitempty"`
-	ReportEvent string           `json:"report_event,omitempty"`
+	ReportEventID string           `json:"report_event,omitempty"`
 	Error       *event.ErrorInfo `json:"error,omitempty"`  // set by runtime_error_classified
 	Fenced      int              `json:"fenced,omitempty"` // events ignored from superseded claims
 	// Verification is what the checks after the run found.

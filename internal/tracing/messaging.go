@@ -3,6 +3,7 @@ package tracing
 import (
 	"context"
 
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -138,7 +139,7 @@ func End(span trace.Span, err error) {
 // drover.error.class set to the class, so a backend can search by it.
 func Fail(span trace.Span, class, message string) {
 	if class == "" {
-		class = "UNKNOWN"
+		class = string(drovertype.ClassUnknown)
 	}
 	span.SetAttributes(semconv.ErrorTypeKey.String(class), KeyErrorClass.String(class))
 	if message != "" {

@@ -298,7 +298,7 @@ func outcome(data any) (class, msg string, failed bool) {
 		return "", "", false
 	}
 	if e == nil {
-		return "UNKNOWN", "the attempt failed without an error", true
+		return string(drovertype.ClassUnknown), "the attempt failed without an error", true
 	}
 	return string(e.Class), e.Message, true
 }
@@ -351,7 +351,7 @@ func (jt *jobTrace) annotate(typ event.Type, data any) {
 // review.
 func (jt *jobTrace) failVerification(s trace.Span, v *event.Verification) {
 	if n := len(v.ScopeViolations); n > 0 {
-		jt.fail(s, "SCOPE_VIOLATION", fmt.Sprintf("%d change(s) out of scope, first: %s", n, v.ScopeViolations[0]))
+		jt.fail(s, string(drovertype.ClassScopeViolation), fmt.Sprintf("%d change(s) out of scope, first: %s", n, v.ScopeViolations[0]))
 		return
 	}
 	for _, c := range v.Commands {
@@ -360,7 +360,7 @@ func (jt *jobTrace) failVerification(s trace.Span, v *event.Verification) {
 			if c.TimedOut {
 				what = "timed out"
 			}
-			jt.fail(s, "VERIFICATION_FAILED", fmt.Sprintf("`%s` %s", c.Command, what))
+			jt.fail(s, string(drovertype.ClassVerificationFailed), fmt.Sprintf("`%s` %s", c.Command, what))
 			return
 		}
 	}
@@ -371,8 +371,8 @@ func (jt *jobTrace) failVerification(s trace.Span, v *event.Verification) {
 		} else if len(r.Reasons) > 0 {
 			msg += ": " + strings.Join(r.Reasons, "; ")
 		}
-		jt.fail(s, "VERIFICATION_FAILED", msg)
+		jt.fail(s, string(drovertype.ClassVerificationFailed), msg)
 		return
 	}
-	jt.fail(s, "VERIFICATION_FAILED", "the checks did not pass")
+	jt.fail(s, string(drovertype.ClassVerificationFailed), "the checks did not pass")
 }
