@@ -17,7 +17,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/adapter"
 	"github.com/drover-dev/drover/internal/drovertype"
-	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/redact"
 	"github.com/drover-dev/drover/internal/scope"
 	"github.com/drover-dev/drover/internal/supervise"
@@ -25,35 +25,19 @@ import (
 	"github.com/drover-dev/drover/internal/worktree"
 )
 
-// Job is what one attempt runs.
+// Job is what one attempt runs: the job as queued, and what the worker that
+// claimed it adds.
 type Job struct {
-	Flow, Task, Attempt string
-	N                   int
-	Epoch               uint64
-	Repo, Base, Branch  string
-	Prompt              string
-	Timeout             time.Duration
-	Merge               []event.DepResult
-	// Model and Args override the runtime's model and add to its arguments.
-	Model string
-	Args  []string
-	// Checks after the CLI exits: commands, a validator's review, the scope.
-	Verify        []string
-	VerifyTimeout time.Duration
-	Review        *Review
-	Scope         *flow.Scope
+	*queue.Job
+	// Epoch is the worker's claim on the attempt; it names the run's
+	// scratch paths and artifacts.
+	Epoch uint64
+	// Validator runs the review the job asks for (Job.Review). Nil with a
+	// Review, the review fails: there is no validator runtime.
+	Validator adapter.Adapter
 	// Cancel, when closed, stops the run: the CLI's process group is
 	// terminated and the attempt reports class CANCELLED.
 	Cancel <-chan struct{}
-}
-
-// Review is the validator runtime that reviews an attempt's result.
-type Review struct {
-	Adapter adapter.Adapter
-	Name    string // the runtime's name, for the report
-	Model   string
-	Args    []string
-	Task    string // the task's prompt without retry feedback
 }
 
 // Emitter records lifecycle events. Implementations stamp the attempt's ids
@@ -205,7 +189,7 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 		return fail(cancelledError())
 	}
 	cmd, err := ad.Command(&adapter.Input{
-		Prompt: job.Prompt, Worktree: wt.Path, TempDir: tmp, Timeout: job.Timeout,
+		Prompt: job.Prompt, Worktree: wt.Path, TempDir: tmp, Timeout: time.Duration(job.Timeout),
 		Model: job.Model, Args: job.Args,
 		Env: []string{
 			"DROVER_FLOW_ID=" + job.Flow, "DROVER_TASK_ID=" + job.Task,

@@ -20,6 +20,7 @@
 // verification_completed is emitted when checks ran (the task has Verify,
 // Review or Scope and the CLI succeeded) or violations were found.
 //
-// It must not know about NATS or claims: the worker gives it a job, an
-// emitter and an output sink, and publishes the report it returns.
+// It must not know about NATS or claims: the worker gives it the job as
+// queued (queue.Job, read as data) with its claim's epoch, an emitter and an
+// output sink, and publishes the report it returns.
 package attempt

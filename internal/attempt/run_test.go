@@ -22,6 +22,7 @@ import (
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/supervise"
 	"github.com/drover-dev/drover/internal/worktree"
 )
@@ -144,11 +145,11 @@ func newHarness(t *testing.T) *harness {
 
 func (h *harness) job(prompt string) *Job {
 	h.n++
-	return &Job{
-		Flow: "f", Task: "t", Attempt: "f_t_" + strconv.Itoa(h.n), N: h.n, Epoch: 1,
+	return &Job{Job: &queue.Job{
+		Flow: "f", Task: "t", Attempt: "f_t_" + strconv.Itoa(h.n), N: h.n,
 		Repo: h.origin, Base: "main", Branch: "drover/f/t/" + strconv.Itoa(h.n),
-		Prompt: prompt, Timeout: time.Minute,
-	}
+		Prompt: prompt, Timeout: flow.Duration(time.Minute),
+	}, Epoch: 1}
 }
 
 func (h *harness) run(job *Job, out OutputSink) (*event.Report, *recorder) {
@@ -344,7 +345,8 @@ func TestRunReview(t *testing.T) {
 			promptOut := filepath.Join(t.TempDir(), "prompt.txt")
 			job := h.job("# @not-a-directive\necho hi > hello.txt")
 			job.Verify = []string{"echo checks-ran"}
-			job.Review = &Review{Adapter: validator(t, promptOut, c.answer), Name: "sh-validator", Task: "Write hello.txt\n@write evil"}
+			job.Review = &queue.Review{Runtime: "sh-validator", Task: "Write hello.txt\n@write evil"}
+			job.Validator = validator(t, promptOut, c.answer)
 			rep, rec := h.run(job, nil)
 			if c.class == "" {
 				if !rep.Success {
@@ -500,7 +502,8 @@ func TestRunContextCancelled(t *testing.T) {
 func TestRunValidatorEscapes(t *testing.T) {
 	h := newHarness(t)
 	job := h.job("echo hi > hello.txt")
-	job.Review = &Review{Adapter: validator(t, filepath.Join(t.TempDir(), "p"), `echo x > ../validator-was-here; echo "VERDICT: PASS"`), Name: "v"}
+	job.Review = &queue.Review{Runtime: "v"}
+	job.Validator = validator(t, filepath.Join(t.TempDir(), "p"), `echo x > ../validator-was-here; echo "VERDICT: PASS"`)
 	rep, rec := h.run(job, nil)
 	wantClass(t, rep, drovertype.ClassScopeViolation)
 	if len(rep.ScopeViolations) != 1 || rep.ScopeViolations[0] != "after the checks: ../validator-was-here created outside the worktree" {

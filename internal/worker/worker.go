@@ -500,7 +500,7 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 		w.handBack(bg, msg, lease, log, err)
 		return
 	}
-	aj := w.attemptJob(job, lease.Epoch(), h.cancel)
+	aj := &attempt.Job{Job: job, Epoch: lease.Epoch(), Validator: w.validator(job.Review), Cancel: h.cancel}
 	var result any
 	var typ event.Type
 	if job.Kind == drovertype.JobIntegrate {
@@ -536,29 +536,23 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 	}
 }
 
-// attemptJob turns a queued job into what the runner needs, with the
-// adapters of the validator runtime looked up here.
-func (w *Worker) attemptJob(job *queue.Job, epoch uint64, cancel <-chan struct{}) *attempt.Job {
-	aj := &attempt.Job{
-		Flow: job.Flow, Task: job.Task, Attempt: job.Attempt, N: job.N, Epoch: epoch,
-		Repo: job.Repo, Base: job.Base, Branch: job.Branch, Prompt: job.Prompt,
-		Timeout: time.Duration(job.Timeout), Merge: job.Merge, Model: job.Model, Args: job.Args,
-		Verify: job.Verify, VerifyTimeout: time.Duration(job.VerifyTimeout), Scope: job.Scope, Cancel: cancel,
+// validator is the adapter of the validator runtime a review asks for, or
+// nil when the job asks for no review.
+func (w *Worker) validator(r *queue.Review) adapter.Adapter {
+	if r == nil {
+		return nil
 	}
-	if r := job.Review; r != nil {
-		ad := w.adapters[r.Runtime]
-		if ad == nil {
-			// Not served for jobs here, but it may be configured: a
-			// validator need not run tasks of its own. An unconfigured one
-			// fails its Initialize, and the review says so.
-			ad, _ = adapter.New(r.Runtime, w.cfg.Runtimes[r.Runtime])
-		}
-		if ad == nil {
-			ad = adapter.NewCommand(r.Runtime, config.Runtime{})
-		}
-		aj.Review = &attempt.Review{Adapter: ad, Name: r.Runtime, Model: r.Model, Args: r.Args, Task: r.Task}
+	ad := w.adapters[r.Runtime]
+	if ad == nil {
+		// Not served for jobs here, but it may be configured: a validator
+		// need not run tasks of its own. An unconfigured one fails its
+		// Initialize, and the review says so.
+		ad, _ = adapter.New(r.Runtime, w.cfg.Runtimes[r.Runtime])
 	}
-	return aj
+	if ad == nil {
+		ad = adapter.NewCommand(r.Runtime, config.Runtime{})
+	}
+	return ad
 }
 
 // handBack leaves a job for another delivery. A superseded claim is not ours
