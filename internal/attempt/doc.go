@@ -1,7 +1,9 @@
 // Package attempt drives one attempt through the seed lifecycle:
 // Initialize → Prepare → Execute → Observe → Terminate → Report. It joins an
 // adapter (what to run), the worktree cache (where), and supervision (how),
-// and tells what happened through an Emitter.
+// and tells what happened through an Emitter. Runner.Run calls one method
+// per phase in order (attempt.go); each returns its error, and the report
+// is assembled from what they found (report.go).
 //
 // After Observe come the checks, in this order:
 //

@@ -538,3 +538,30 @@ func TestRunCancelDuringVerification(t *testing.T) {
 		t.Error("pushed")
 	}
 }
+
+// An attempt that fails mid-way reports what the phases before the failure
+// found, and nothing of the phases after it.
+func TestRunFailureReportsPhasesSoFar(t *testing.T) {
+	h := newHarness(t)
+	h.agent = adapter.NewCommand("plain", config.Runtime{Binary: writeScript(t, agentScript), Output: "text"})
+	job := h.job("echo hi > hello.txt")
+	job.Model = "big-model" // the runtime cannot select one: no command
+	rep, rec := h.run(job, nil)
+	wantClass(t, rep, drovertype.ClassConnectionFailed)
+	if rep.Worktree == "" || rep.Branch != job.Branch {
+		t.Errorf("prepared worktree %q, branch %q, want both", rep.Worktree, rep.Branch)
+	}
+	if rep.DurationMS != 0 || rep.StdoutTail != "" || rep.FilesCreated != nil || rep.Commit != "" || rep.Verification != nil {
+		t.Errorf("report has results of phases that never ran: %+v", rep)
+	}
+	var types []string
+	for _, e := range rec.events {
+		types = append(types, string(e.typ))
+	}
+	if got := strings.Join(types, ","); got != "adapter_initialized,prepare_completed" {
+		t.Errorf("events %s", got)
+	}
+	if _, err := os.Stat(rep.Worktree); !os.IsNotExist(err) {
+		t.Errorf("the failed attempt's worktree is still there: %v", err)
+	}
+}
