@@ -6,4 +6,5 @@
 //
 // The lifecycle itself (worktree, supervision, observation, events) is driven
 // by package attempt; an adapter must not know about NATS, git or events.
+// Package adaptertest holds the conformance suite every adapter must pass.
 package adapter
