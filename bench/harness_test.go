@@ -218,7 +218,7 @@ func (p *proc) stop() {
 	}
 }
 
-// exited fails the benchmark if the process has ended.
+// checkAlive fails the benchmark if the process has ended.
 func (p *proc) checkAlive() {
 	p.tb.Helper()
 	select {

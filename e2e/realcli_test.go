@@ -15,8 +15,8 @@ import (
 	"github.com/drover-dev/drover/internal/projection"
 )
 
-// The real CLIs this test installs from npm: the versions /work/shared
-// RUNTIMES.md and testdata/transcripts were recorded with.
+// The real CLIs this test installs from npm: the versions docs/runtimes.md
+// and testdata/transcripts were recorded with.
 const (
 	realClaudeVersion = "2.1.197"
 	realCodexVersion  = "0.169.0"
@@ -48,9 +48,9 @@ func TestRealCLIs(t *testing.T) {
 
 	mock := newMockModel(t)
 	codexHome := t.TempDir()
-	// RUNTIMES.md §2: a custom provider speaking the Responses API (the
-	// built-in one would try a WebSocket first), analytics off (else exit
-	// waits ~5 s on an upload that cannot resolve).
+	// docs/runtimes.md#codex: a custom provider speaking the Responses API
+	// (the built-in one would try a WebSocket first), analytics off (else
+	// exit waits ~5 s on an upload that cannot resolve).
 	config := fmt.Sprintf(`model = "mock-model"
 model_provider = "mock"
 

@@ -83,7 +83,6 @@ Configuration comes from flags, then DROVER_* environment variables, then the
 	return root
 }
 
-// loadConfig reads the configuration for cmd with its flags bound.
 // connect loads the configuration and connects to the controller's NATS.
 func connect(cmd *cobra.Command) (*nats.Conn, error) {
 	cfg, err := loadConfig(cmd)
@@ -93,6 +92,7 @@ func connect(cmd *cobra.Command) (*nats.Conn, error) {
 	return controller.Connect(cfg)
 }
 
+// loadConfig reads the configuration for cmd with its flags bound.
 func loadConfig(cmd *cobra.Command) (*config.Config, error) {
 	file, _ := cmd.Flags().GetString("config")
 	cfg, err := config.Load(config.LoadOptions{File: file, Flags: cmd.Flags(), Bind: config.FlagBindings})

@@ -118,7 +118,7 @@ func newResolve() *cobra.Command {
 arguments, the timeout, the retry policy and the scope, and the level each was taken from:
 task > flow > project > global (the controller's defaults) > builtin. For a submitted flow it
 shows what the flow was accepted with; for a flow file, what it would run with now.`,
-		Example: `  controller runtime resolve --flow examples/retry.yaml --task flaky
+		Example: `  controller runtime resolve --flow examples/checked.yaml --task greeting
   controller runtime resolve --flow hello-x1y2z3 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -23,7 +23,7 @@ type Adapter interface {
 	Initialize(ctx context.Context) (*Info, error)
 	// Command builds the process for one attempt.
 	Command(in *Input) (*Command, error)
-	// Capabilities says what the runtime supports (seed 003).
+	// Capabilities says what the runtime supports.
 	Capabilities() Capabilities
 	// Classify turns how the process ended, and what its output said (sum,
 	// nil when the adapter reads no output), into an error, or nil on
@@ -44,7 +44,8 @@ type HealthChecker interface {
 	Check(ctx context.Context) (*Info, error)
 }
 
-// Capabilities are what a runtime can do, as seed 003 names them.
+// Capabilities are what a runtime can do. Workers publish them in their
+// registrations (package fleet), shown by `controller runtime list`.
 type Capabilities struct {
 	SupportsModel               bool     `json:"supports_model"`
 	SupportsNonInteractive      bool     `json:"supports_non_interactive"`

@@ -29,9 +29,9 @@ var ErrBinaryNotFound = errors.New("adapter: binary not found")
 // reach it only through a runtime's env_passthrough.
 var baseEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "SHELL"}
 
-// Command runs any binary with arguments, the prompt by stdin, argument or
-// file, as configured. It is the generic adapter every config-defined
-// runtime uses.
+// CommandAdapter runs any binary with arguments, the prompt by stdin,
+// argument or file, as configured. It is the generic adapter every
+// config-defined runtime uses.
 type CommandAdapter struct {
 	name string
 	rt   config.Runtime
@@ -141,7 +141,7 @@ func compareVersions(a, b string) int {
 	return 0
 }
 
-// Capabilities implements Adapter (seed 003).
+// Capabilities implements Adapter.
 func (a *CommandAdapter) Capabilities() Capabilities {
 	return Capabilities{
 		SupportsModel:               a.rt.ModelFlag != "",

@@ -1,9 +1,12 @@
-// Package attempt drives one attempt through the seed lifecycle:
-// Initialize → Prepare → Execute → Observe → Terminate → Report. It joins an
-// adapter (what to run), the worktree cache (where), and supervision (how),
-// and tells what happened through an Emitter. Runner.Run calls one method
-// per phase in order (attempt.go); each returns its error, and the report
-// is assembled from what they found (report.go).
+// Package attempt drives one attempt through its lifecycle:
+// Initialize → Prepare → Execute → Observe → Terminate → Report
+// (docs/design.md#one-attempt). It joins an adapter (what to run), the
+// worktree cache (where), and supervision (how), and tells what happened
+// through an Emitter, as package event's payloads. Runner.Run calls one
+// method per phase in order (attempt.go); each returns its error, and the
+// report is assembled from what they found (report.go). It also builds a
+// flow's integration branch (Integrate) and sweeps the worker's work dir
+// (Sweep).
 //
 // After Observe come the checks, in this order:
 //

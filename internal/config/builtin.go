@@ -3,8 +3,9 @@ package config
 import "strings"
 
 // builtinRuntimes are the runtimes Drover knows without configuration: the
-// seed CLIs with the headless argv, environment and output format recorded
-// from real runs (docs/runtimes.md), and the bundled demo agent. They are
+// seven coding-agent CLIs with the headless argv, environment and output
+// format recorded from real runs (docs/runtimes.md), and the bundled demo
+// agent. They are
 // plain Runtime values: configuring a runtime of the same name overrides any
 // field.
 func builtinRuntimes() map[string]Runtime {

@@ -39,7 +39,7 @@ import (
 //
 // An operator retry reopens a task that ended, and its flow, and they end
 // again later: each end is its own span, with an id of its own (package
-// tracing, ids.go). A task's run in round r (eventlog Task.Round) is
+// tracing, ids.go). A task's run in round r (projection.Task.Round) is
 // TaskRoundSpanID(r), and its attempts are children of it; a task that
 // ended blocked (it never ran) is BlockedTaskSpanID in the flow's round.
 // The flow's root span, FlowSpanID, is sent when the flow's first round

@@ -14,9 +14,9 @@ import (
 
 // An API body larger than one NATS message allows (a flow of thousands of
 // tasks, the status of one) travels through the transfers object store:
-// the message carries its name in queue.TransferHeader and no body. Both
-// directions work this way, so no request or reply has a size limit but
-// queue.MaxTransferSize.
+// the message carries its name in objstore.TransferHeader and no body.
+// Both directions work this way, so no request or reply has a size limit
+// but objstore.MaxTransferSize.
 
 // transferMargin leaves room in a message for the headers.
 const transferMargin = 16 << 10

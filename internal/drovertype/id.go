@@ -71,10 +71,11 @@ func describeByte(c byte) string {
 	}
 }
 
-// Attempt ids. A task's n-th attempt is "<flow>_<task>_<n>"; the n-th build
-// of a flow's integration branch is "<flow>__integrate_<n>". Flow and task
-// ids have no underscore, so an attempt id splits back unambiguously, and
-// task ids are never empty, so "__" is never a task's.
+// integrateTag marks the attempt ids of integration builds. A task's n-th
+// attempt is "<flow>_<task>_<n>"; the n-th build of a flow's integration
+// branch is "<flow>__integrate_<n>". Flow and task ids have no underscore,
+// so an attempt id splits back unambiguously, and task ids are never empty,
+// so "__" is never a task's.
 const integrateTag = "_integrate"
 
 // maxN bounds an attempt number: nine digits.

@@ -3,6 +3,9 @@
 // and the workers write them. It decodes and checks an envelope off the
 // wire and encodes one for it.
 //
+// Payloads carry a flow's Spec (package flow) and its resolved plans
+// (policy.Resolved), so their JSON forms are part of the wire format too.
+//
 // It must not know what events do to the state (package projection) nor
 // how they travel (package queue).
 package event

@@ -20,7 +20,8 @@ const Version = 1
 // MaxEventSize bounds one encoded event; larger messages are poison.
 const MaxEventSize = 1 << 20
 
-// Type names an event. The names follow seed 000 §12.1 in snake_case.
+// Type names an event, in snake_case; docs/design.md#one-attempt says which
+// phase or decision records each.
 type Type string
 
 // Event types. The controller writes the flow and decision events; workers
@@ -304,7 +305,8 @@ type CheckpointCommitCreatedData struct {
 	RuntimeCommits []Commit `json:"runtime_commits,omitempty"`
 }
 
-// ErrorInfo is a failure normalised into a class (seed 000 §9).
+// ErrorInfo is a failure normalised into an error class
+// (docs/runtimes.md#error-classes says which part of Drover gives which).
 type ErrorInfo struct {
 	Class        drovertype.ErrorClass `json:"class"`
 	Category     drovertype.Category   `json:"category,omitempty"`
@@ -325,7 +327,8 @@ type Usage struct {
 	CostUSD          float64 `json:"cost_usd,omitempty"`
 }
 
-// Report is the ExecutionReport of seed 000 §8.2.
+// Report is an attempt's ExecutionReport: how the CLI ended, what it
+// printed and changed, its usage, its checks and its error.
 type Report struct {
 	Success        bool       `json:"success"`
 	ExitCode       int        `json:"exit_code"`

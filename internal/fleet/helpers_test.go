@@ -5,11 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
-	"github.com/drover-dev/drover/internal/natsconn"
+	"github.com/drover-dev/drover/internal/natstest"
 	"github.com/drover-dev/drover/internal/queue"
 )
 
@@ -24,23 +23,10 @@ func testCtx(t testing.TB) context.Context {
 	return ctx
 }
 
-// setup is an embedded server with every Drover stream and bucket ensured.
+// setup is a nats-server with every Drover stream and bucket ensured.
 func setup(t testing.TB) jetstream.JetStream {
 	t.Helper()
-	ns, err := natsconn.StartEmbedded(natsconn.EmbeddedOptions{StoreDir: t.TempDir(), Port: -1})
-	if err != nil {
-		t.Fatalf("start embedded server: %v", err)
-	}
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := natstest.Connect(t, natstest.RunServer(t, t.TempDir(), -1))
 	if err := queue.Ensure(testCtx(t), js, queue.StreamOptions{}); err != nil {
 		t.Fatalf("Ensure: %v", err)
 	}

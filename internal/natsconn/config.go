@@ -11,7 +11,7 @@ import (
 	"github.com/drover-dev/drover/internal/config"
 )
 
-// validate checks the authentication, TLS and server config settings.
+// checkNATS checks the authentication, TLS and server config settings.
 // dataDir locates the embedded server's store, which the server config must
 // leave alone.
 func checkNATS(n config.NATS, dataDir string, bad func(key, format string, args ...any)) {

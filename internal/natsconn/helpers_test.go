@@ -2,10 +2,10 @@ package natsconn
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/natstest"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -40,31 +40,11 @@ func startServerAt(t testing.TB, dir string, port int) *server.Server {
 	return ns
 }
 
-// stopServer is idempotent, so tests may stop a server early.
-func stopServer(ns *server.Server) {
-	ns.Shutdown()
-	ns.WaitForShutdown()
-}
+func stopServer(ns *server.Server) { natstest.StopServer(ns) }
 
-func serverPort(t testing.TB, ns *server.Server) int {
-	t.Helper()
-	addr, ok := ns.Addr().(*net.TCPAddr)
-	if !ok {
-		t.Fatalf("server address %v is not TCP", ns.Addr())
-	}
-	return addr.Port
-}
+func serverPort(t testing.TB, ns *server.Server) int { return natstest.Port(t, ns) }
 
 func connect(t testing.TB, ns *server.Server) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatalf("jetstream: %v", err)
-	}
-	return nc, js
+	return natstest.Connect(t, ns)
 }

@@ -1,7 +1,9 @@
 // Package policy decides what runs a task and what happens when an attempt
 // of it fails. It is pure: no I/O, no clock and no randomness of its own, so
 // the controller can re-derive any decision after a restart and get the
-// same answer.
+// same answer. It must not know events, the projection or NATS: the
+// controller hands it plain values (Layer, Failure) and records what it
+// returns.
 //
 // # Resolution
 //

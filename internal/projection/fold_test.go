@@ -35,7 +35,7 @@ import (
 // A message gets the sequence after the highest one delivered unless seq=
 // says otherwise, and happens at 2025-01-01T00:00:00Z plus that many seconds
 // unless time= says otherwise. Event ids default to the ones the controller
-// and workers write (see defaultID). A delivered message prints the records
+// and workers write (see foldtest.DefaultID). A delivered message prints the records
 // its commit added (+), changed (~) or removed (-), and its poison if any.
 //
 // After every commit the store must hold exactly what the in-memory state

@@ -217,7 +217,8 @@ func TestEnsureAttemptConsumerConfig(t *testing.T) {
 	}
 }
 
-// AckWait 1s is the shortest queue.ack_wait the configuration accepts.
+// shortAckWait, 1s, is the shortest queue.ack_wait the configuration
+// accepts.
 const shortAckWait = time.Second
 
 func TestJobRedeliveredAfterAckWait(t *testing.T) {

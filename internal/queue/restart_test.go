@@ -8,6 +8,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/event"
 	"github.com/drover-dev/drover/internal/natsconn"
+	"github.com/drover-dev/drover/internal/natstest"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -48,8 +49,8 @@ func waitLog(t *testing.T, msgs <-chan string, want string) {
 func TestServerRestartKeepsEverythingAndClientReconnects(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	ns := startServerAt(t, dir, -1)
-	port := serverPort(t, ns)
+	ns := natstest.RunServer(t, dir, -1)
+	port := natstest.Port(t, ns)
 
 	msgs := make(chan string, 64)
 	nc, err := natsconn.Connect(natsconn.ClientOptions{URL: ns.ClientURL(), Name: "restart-test", Reconnect: true, Logger: slog.New(signalHandler{msgs})})
@@ -81,9 +82,9 @@ func TestServerRestartKeepsEverythingAndClientReconnects(t *testing.T) {
 	claims := claimsFor(t, js, nil)
 	lease := acquire(t, claims, jobs[0].Attempt, "w1", 1)
 
-	stopServer(ns)
+	natstest.StopServer(ns)
 
-	ns2 := startServerAt(t, dir, port)
+	ns2 := natstest.RunServer(t, dir, port)
 	waitLog(t, msgs, "nats reconnected")
 	if got := nc.ConnectedUrl(); got != ns2.ClientURL() {
 		t.Errorf("reconnected to %s, want %s", got, ns2.ClientURL())

@@ -9,6 +9,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/event"
 	"github.com/drover-dev/drover/internal/natsconn"
+	"github.com/drover-dev/drover/internal/natstest"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -33,7 +34,7 @@ func BenchmarkPublishEventSync(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				defer stopServer(ns)
+				defer natstest.StopServer(ns)
 				nc, err := nats.Connect(ns.ClientURL())
 				if err != nil {
 					b.Fatal(err)

@@ -4,6 +4,6 @@
 // EVENTS stream and the controller refolds from the next sequence. It also
 // compares two stores record by record, for `controller rebuild`.
 //
-// It must not know what the records mean, nor anything of NATS: the
-// controller hands it messages with their sequence.
+// It must not know what the records mean (the fold it calls does), nor
+// anything of NATS: the controller hands it messages with their sequence.
 package store

@@ -1,9 +1,3 @@
-// Package telemetry serves Prometheus metrics and health endpoints.
-//
-// Metrics are recorded through the OpenTelemetry API (Meter). Until Start
-// installs the SDK meter provider with a Prometheus exporter, the global
-// provider is a no-op, so instruments cost nothing when the HTTP listener is
-// off (http.listen "").
 package telemetry
 
 import (

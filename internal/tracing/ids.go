@@ -43,7 +43,7 @@ func AttemptSpanID(attempt string) trace.SpanID { return spanID("attempt\x00" + 
 // ever needs a round.
 
 // TaskRoundSpanID is the span of a task's run in one of its rounds
-// (eventlog Task.Round: the operator retries of the task), a child of its
+// (projection.Task.Round: the operator retries of the task), a child of its
 // flow's span: TaskSpanID for round 0.
 func TaskRoundSpanID(flowID, task string, round int) trace.SpanID {
 	if round == 0 {
@@ -53,7 +53,7 @@ func TaskRoundSpanID(flowID, task string, round int) trace.SpanID {
 }
 
 // BlockedTaskSpanID is the span of a task that ended blocked, in the
-// flow's round (eventlog Flow.Round). A blocked task never ran; a retry
+// flow's round (projection.Flow.Round). A blocked task never ran; a retry
 // upstream unblocks it and it runs in its own round 0, so that span cannot
 // be TaskSpanID. Only a retry unblocks a task, and a retry starts a flow
 // round: a task ends blocked at most once per flow round.
@@ -62,7 +62,7 @@ func BlockedTaskSpanID(flowID, task string, flowRound int) trace.SpanID {
 }
 
 // FlowRoundSpanID is the span of a flow that ended in a round after its
-// first (eventlog Flow.Round > 0), a child of the flow's root span:
+// first (projection.Flow.Round > 0), a child of the flow's root span:
 // FlowSpanID for round 0.
 func FlowRoundSpanID(flowID string, round int) trace.SpanID {
 	if round == 0 {

@@ -135,7 +135,7 @@ var statusPatterns = []*regexp.Regexp{
 	re(`\(HTTP (\d{3})\)`),
 	// copilot/fail-429: session.error "... Last error: 429 Rate limit reached ..."
 	re(`\bLast error: (\d{3}) `),
-	// claude/fail-429: "API Error: Request rejected (429) · ..."; RUNTIMES.md §3: "API Error: 500 ..."/"529 ..."
+	// claude/fail-429: "API Error: Request rejected (429) · ..."; docs/runtimes.md#claude: "API Error: 500 ..."/"529 ..."
 	re(`\bRequest rejected \((\d{3})\)`),
 	re(`\bAPI Error: (\d{3})\b`),
 	// gemini/fail-429/stderr.txt: "Attempt 1 failed with status 429. Retrying with backoff..."

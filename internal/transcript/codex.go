@@ -7,7 +7,7 @@ import (
 )
 
 // codexRules classifies codex exec --json. Paths are under
-// testdata/transcripts/codex/ unless they name RUNTIMES.md. The status
+// testdata/transcripts/codex/; the rest is in docs/runtimes.md#codex. The status
 // comes from the message text (statusPatterns): codex has no status field.
 var codexRules = []rule{
 	// fail-401/stdout.txt: turn.failed "unexpected status 401 Unauthorized: Incorrect API key provided: ..."
@@ -20,7 +20,7 @@ var codexRules = []rule{
 	{in: fromJSON, text: re(`\bToo Many Requests\b`), implies: 429, class: drovertype.ClassRateLimited, retry: true},
 	// Not recorded: fail-401/stdout.txt's "unexpected status N" with a 5xx status (server trouble, retryable)
 	{in: fromJSON, status: statusServer, class: drovertype.ClassRuntimeError, retry: true},
-	// RUNTIMES.md §2: `Error loading config.toml: wire_api = "chat" is no longer supported.` (exit 1)
+	// docs/runtimes.md: `Error loading config.toml: wire_api = "chat" is no longer supported.` (exit 1)
 	{in: fromText, text: re(`^Error loading config\.toml`), class: drovertype.ClassRuntimeError},
 	// Any other turn.failed, or a failed exit.
 	{in: fromJSON | fromExit, class: drovertype.ClassRuntimeError},
@@ -34,7 +34,8 @@ var codexSpec = &spec{
 	final: `"type":"turn.completed" or "turn.failed"`,
 }
 
-// codexLine is every codex exec --json line type at once (RUNTIMES.md §4).
+// codexLine is every codex exec --json line type at once
+// (docs/runtimes.md#codex).
 type codexLine struct {
 	Type    string     `json:"type"`
 	Message string     `json:"message"` // error

@@ -8,7 +8,8 @@ import (
 )
 
 // copilotRules classifies copilot -p ... --output-format json. Paths are
-// under testdata/transcripts/copilot/ unless they name RUNTIMES.md.
+// under testdata/transcripts/copilot/; the rest is in
+// docs/runtimes.md#copilot.
 var copilotRules = []rule{
 	// fail-401/stdout.txt: session.error "errorType":"authentication","statusCode":401
 	{in: fromJSON, code: "authentication", class: drovertype.ClassAuthFailed},
@@ -20,7 +21,7 @@ var copilotRules = []rule{
 	{in: fromJSON, status: 429, class: drovertype.ClassRateLimited, retry: true},
 	// Not recorded: the same shapes with a 5xx status (server trouble, retryable)
 	{in: fromJSON, status: statusServer, class: drovertype.ClassRuntimeError, retry: true},
-	// RUNTIMES.md §3 copilot, no creds: exit 1, stderr "Error: No authentication information found."
+	// docs/runtimes.md, no credentials: exit 1, stderr "Error: No authentication information found."
 	{in: fromText, text: re(`No authentication information found`), class: drovertype.ClassAuthFailed},
 	// Any other session.error, a result with a non-zero exitCode, or a failed exit.
 	{in: fromJSON | fromExit, class: drovertype.ClassRuntimeError},
@@ -34,7 +35,8 @@ var copilotSpec = &spec{
 	final: `"type":"result"`,
 }
 
-// copilotLine is every copilot json line type this package reads (RUNTIMES.md §4).
+// copilotLine is every copilot json line type this package reads
+// (docs/runtimes.md#copilot).
 type copilotLine struct {
 	Type string `json:"type"`
 	Data *struct {

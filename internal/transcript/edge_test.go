@@ -212,7 +212,7 @@ func TestEmptyOutput(t *testing.T) {
 	}
 }
 
-// RUNTIMES.md §3: gemini exits 0 on SIGTERM, with no result line.
+// gemini exits 0 on SIGTERM, with no result line (docs/runtimes.md#gemini).
 func TestGeminiSIGTERM(t *testing.T) {
 	out := stdoutOf(t, "gemini", "success")
 	s := feed(drovertype.FormatGeminiStreamJSON, withoutLast(out, 1), stderrOf(t, "gemini", "success"), 0)
@@ -236,9 +236,9 @@ func TestStderrOnlyFailures(t *testing.T) {
 		status         int
 		retry          bool
 	}{
-		// RUNTIMES.md §2
+		// docs/runtimes.md#claude, permissions
 		{"claude root", drovertype.FormatClaudeStreamJSON, "", "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons\n", 1, drovertype.ClassRuntimeError, 0, false},
-		// RUNTIMES.md §3 no creds
+		// docs/runtimes.md: failures told only on stderr or by the exit code
 		{"gemini no auth", drovertype.FormatGeminiStreamJSON, "", "Please set an Auth method in your /h/.gemini/settings.json or specify one of the following environment variables before running: GEMINI_API_KEY, GOOGLE_GENAI_USE_VERTEXAI, GOOGLE_GENAI_USE_GCA\n", 41, drovertype.ClassAuthFailed, 0, false},
 		{"gemini exit 41", drovertype.FormatGeminiStreamJSON, "", "", 41, drovertype.ClassAuthFailed, 0, false},
 		{"gemini exit 145", drovertype.FormatGeminiStreamJSON, "", "", 145, drovertype.ClassAuthFailed, 401, false},
@@ -267,7 +267,8 @@ func TestKiloStderrANSI(t *testing.T) {
 	}
 }
 
-// RUNTIMES.md §2: with no permission flag the Write is denied, exit 0, is_error false.
+// With no permission flag the Write is denied, exit 0, is_error false
+// (docs/runtimes.md#claude).
 func TestClaudePermissionDenied(t *testing.T) {
 	out := stdoutOf(t, "claude", "success")
 	res := edit(t, lastLine(out), func(m map[string]any) {
@@ -280,7 +281,8 @@ func TestClaudePermissionDenied(t *testing.T) {
 	}
 }
 
-// RUNTIMES.md §3: claude 500/529 with MAX_RETRIES=0: "API Error: 500 ...", "error":"server_error".
+// claude 500/529 with CLAUDE_CODE_MAX_RETRIES=0: "API Error: 500 ...",
+// "error":"server_error" (docs/runtimes.md#claude).
 func TestClaudeServerError(t *testing.T) {
 	out := stdoutOf(t, "claude", "fail-429")
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
@@ -293,7 +295,8 @@ func TestClaudeServerError(t *testing.T) {
 	wantFailure(t, s, drovertype.ClassRuntimeError, 529, true)
 }
 
-// RUNTIMES.md §3: "Not logged in · Please run /login", result is_error with no status.
+// Without credentials: "Not logged in · Please run /login", result is_error
+// with no status (docs/runtimes.md#claude).
 func TestClaudeNotLoggedIn(t *testing.T) {
 	res := edit(t, lastLine(stdoutOf(t, "claude", "fail-401")), func(m map[string]any) {
 		m["api_error_status"] = nil
@@ -360,7 +363,7 @@ func TestTypeDrift(t *testing.T) {
 
 func TestText(t *testing.T) {
 	// Exit 0 is success whatever the text says: gemini prints "Attempt 1 failed with
-	// status 429" and then succeeds (RUNTIMES.md §2).
+	// status 429" and then succeeds (docs/runtimes.md#what-holds-for-all-seven).
 	s := feed(drovertype.FormatText, "Done.\n", "ERROR: exceeded retry limit, last status: 429 Too Many Requests\n", 0)
 	if s.Failure != nil || s.FinalText != "Done." {
 		t.Errorf("exit 0: Failure = %+v, FinalText = %q", s.Failure, s.FinalText)
@@ -447,8 +450,9 @@ type recorder struct{ lines *[]string }
 func (r *recorder) Line(_ transcript.Stream, b []byte) { *r.lines = append(*r.lines, string(b)) }
 func (r *recorder) Summary(int) *transcript.Summary    { return nil }
 
-// RUNTIMES.md §2: with only the first request failing with 429, every CLI
-// retried on its own and succeeded. The retry notice must not decide.
+// With only the first request failing with 429, every CLI retried on its
+// own and succeeded (docs/runtimes.md#what-holds-for-all-seven). The retry
+// notice must not decide.
 func TestRetriedThenSucceeded(t *testing.T) {
 	ok := strings.SplitAfter(stdoutOf(t, "claude", "success"), "\n")
 	retry := strings.SplitAfter(stdoutOf(t, "claude", "fail-429"), "\n")[1] // system/api_retry 429

@@ -8,8 +8,9 @@ import (
 )
 
 // openCodeRules classifies opencode run --format json and kilo run --format
-// json (the same shape). Paths are under testdata/transcripts/ unless they
-// name RUNTIMES.md. isRetryable, when present, overrides a row's retry.
+// json (the same shape). Paths are under testdata/transcripts/; the rest is
+// in docs/runtimes.md#opencode and #kilo. isRetryable, when present,
+// overrides a row's retry.
 var openCodeRules = []rule{
 	// opencode/fail-401, kilo/fail-401 stdout.txt: error.data "statusCode":401,"isRetryable":false
 	{in: fromJSON, status: 401, class: drovertype.ClassAuthFailed},
@@ -25,7 +26,7 @@ var openCodeRules = []rule{
 	{in: fromText, text: re(`^Error: .*\b(?:Incorrect|Invalid) API key\b`), class: drovertype.ClassAuthFailed, hint: true},
 	// kilo/fail-429/stderr.txt: "Error: Rate limit reached for requests (mockllm). Please try again in 1s."
 	{in: fromText, text: re(`^Error: .*\bRate limit reached\b`), implies: 429, class: drovertype.ClassRateLimited, retry: true, hint: true},
-	// RUNTIMES.md §3 kilo: "stderr `Error: <message>` (ANSI colored)" for its fatal errors
+	// docs/runtimes.md: kilo prints its fatal errors on stderr as `Error: <message>` (ANSI colored)
 	{in: fromText, text: re(`^Error: `), class: drovertype.ClassRuntimeError, hint: true},
 	// Any other error line, or a failed exit.
 	{in: fromJSON | fromExit, class: drovertype.ClassRuntimeError},
@@ -40,7 +41,8 @@ var openCodeSpec = &spec{
 	final: "",
 }
 
-// openCodeLine is every opencode/kilo json line type at once (RUNTIMES.md §4).
+// openCodeLine is every opencode/kilo json line type at once
+// (docs/runtimes.md#opencode).
 type openCodeLine struct {
 	Type string `json:"type"`
 	Part *struct {

@@ -280,8 +280,8 @@ func (p *parser) addTurn(s, sep string) {
 }
 
 // addTail appends a plain stdout line to the turn, keeping its end: in text
-// mode the answer comes last (RUNTIMES.md §4: "Text mode prints only the
-// final text on stdout").
+// mode the answer comes last (docs/runtimes.md: claude's text mode prints
+// only the final text on stdout, codex's only the final message).
 func (p *parser) addTail(s string) {
 	if len(p.turn) > 0 {
 		p.turn = append(p.turn, '\n')

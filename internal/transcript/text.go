@@ -5,7 +5,7 @@ import "github.com/drover-dev/drover/internal/drovertype"
 // textRules reads plain output: any CLI without a structured format, or
 // one run in its text mode. A run that exits 0 has no Failure (plain text
 // cannot tell a fatal error from a retry the CLI got past: gemini prints
-// "Attempt 1 failed with status 429" and then succeeds, RUNTIMES.md §2), so
+// "Attempt 1 failed with status 429" and then succeeds, docs/runtimes.md), so
 // every row is a hint: it names the class of a run that exited non-zero.
 // Patterns are the wordings the recorded CLIs use; conservative on purpose.
 var textRules = []rule{

@@ -179,7 +179,7 @@ func TestRecordings(t *testing.T) {
 				if r.meta.File == "created" && c != "success" || r.meta.File != "created" && c == "success" {
 					t.Errorf("recording says file=%s", r.meta.File)
 				}
-				// The exit code alone is not enough (RUNTIMES.md §3): the output decides
+				// The exit code alone is not enough (docs/runtimes.md): the output decides
 				// a failure whatever the exit code, and a failed exit fails a clean run.
 				p := run(t, formatOf[cli], recording{meta: meta{Exit: 0}, stdout: r.stdout, stderr: r.stderr})
 				if w.class != "" && (p.Failure == nil || p.Failure.Class != w.class || p.Failure.Status != w.status) {

@@ -1,10 +1,3 @@
-// Package verify runs a task's verification commands in an attempt's
-// worktree once the CLI has exited: each command is `sh -c CMD` under
-// internal/supervise (a process group of its own, SIGTERM → grace → SIGKILL
-// on timeout), in order, stopping at the first failure.
-//
-// It knows nothing of events or adapters: the attempt decides what a failed
-// check means.
 package verify
 
 import (

@@ -33,7 +33,7 @@ const cloneTempPrefix = ".clone-"
 // DefaultMaxDiffBytes bounds Changes.Diff unless CacheOptions says otherwise.
 const DefaultMaxDiffBytes = 8 << 20
 
-// Refspecs used for every fetch. Remote branches go to refs/remotes/origin/*
+// fetchRefspecs are the refspecs of every fetch. Remote branches go to refs/remotes/origin/*
 // so a fetch never writes a refs/heads/* branch that some live worktree has
 // checked out (git refuses that, and it would clobber attempt branches).
 var fetchRefspecs = []string{

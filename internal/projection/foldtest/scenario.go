@@ -27,7 +27,7 @@ type Node struct {
 	Deps []int
 }
 
-// add appends an event that depends on deps and returns its index.
+// Add appends an event that depends on deps and returns its index.
 func (sc *Scenario) Add(tb testing.TB, deps []int, id string, typ event.Type, at time.Time, flowID, task, attempt string, epoch uint64, data any) int {
 	tb.Helper()
 	ev, err := event.New(id, typ, at, flowID, task, attempt, epoch, data)
@@ -55,7 +55,7 @@ type DiamondOpts struct {
 	BadPhase  bool // a's worker writes a runtime_started with a broken payload
 }
 
-// addDiamond adds a diamond flow (a, b; c after both; d after c), every
+// AddDiamond adds a diamond flow (a, b; c after both; d after c), every
 // event stamped with a fixed time so that any order folds to the same
 // records.
 func (sc *Scenario) AddDiamond(tb testing.TB, fid string, o DiamondOpts) {
@@ -157,7 +157,7 @@ func (sc *Scenario) AddStandard(tb testing.TB, suffix string, poison bool, promp
 	}
 }
 
-// order returns the nodes in their order of addition: a valid topological
+// Order returns the nodes in their order of addition: a valid topological
 // order, since every node is added after its dependencies.
 func (sc *Scenario) Order() []int {
 	out := make([]int, len(sc.Nodes))
@@ -167,7 +167,7 @@ func (sc *Scenario) Order() []int {
 	return out
 }
 
-// randomOrder returns a random topological order of the nodes.
+// RandomOrder returns a random topological order of the nodes.
 func (sc *Scenario) RandomOrder(rng *rand.Rand) []int {
 	waiting := make([]int, len(sc.Nodes)) // unmet dependencies
 	dependents := make([][]int, len(sc.Nodes))
@@ -208,7 +208,7 @@ type Delivery struct {
 	Commit bool
 }
 
-// noisyStream publishes the nodes in a random valid order, republishing some
+// NoisyStream publishes the nodes in a random valid order, republishing some
 // events later on (same id; sometimes the bytes differ, as when the
 // controller re-decides with a fresh clock), and has the consumer redeliver
 // some sequences already folded. It returns the stream (sequence -> Message)
@@ -250,7 +250,7 @@ func (sc *Scenario) NoisyStream(rng *rand.Rand) (map[uint64][]byte, []Delivery) 
 	return stream, out
 }
 
-// cleanStream publishes the nodes once each, in order of addition.
+// CleanStream publishes the nodes once each, in order of addition.
 func (sc *Scenario) CleanStream() map[uint64][]byte {
 	stream := map[uint64][]byte{}
 	for k, i := range sc.Order() {
@@ -358,7 +358,7 @@ func (b *FlowBuilder) complete(deps []int, round int, state drovertype.FlowState
 	return b.add(deps, id, event.FlowCompleted, "", "", 0, event.FlowCompletedData{State: state, Round: round})
 }
 
-// addPolicyFlows adds flows that go through the policy and operator
+// AddPolicyFlows adds flows that go through the policy and operator
 // events: a retry on a fallback runtime, a flow cancel, and operator
 // retries of a finished flow with a pause between.
 func (sc *Scenario) AddPolicyFlows(tb testing.TB, suffix string) {
