@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,6 +53,16 @@ func NewCommand(name string, rt config.Runtime) *CommandAdapter {
 
 // Name implements Adapter.
 func (a *CommandAdapter) Name() string { return a.name }
+
+// Runtime returns the runtime's configuration the adapter was made with.
+func (a *CommandAdapter) Runtime() config.Runtime { return a.rt }
+
+// PassedEnv is the names of the worker's environment variables a runtime's
+// CLI sees, when they are set: the base allowlist, then the runtime's
+// env_passthrough.
+func PassedEnv(rt config.Runtime) []string {
+	return append(slices.Clone(baseEnv), rt.EnvPassthrough...)
+}
 
 // Initialize implements Adapter: binary found, executable, version printed.
 // A success is cached; a failure is retried on the next call.
@@ -304,7 +315,7 @@ func (a *CommandAdapter) env(extra []string, tmp string) []string {
 		index[name] = len(env)
 		env = append(env, kv)
 	}
-	for _, name := range append(append([]string(nil), baseEnv...), a.rt.EnvPassthrough...) {
+	for _, name := range PassedEnv(a.rt) {
 		if v, ok := os.LookupEnv(name); ok {
 			set(name + "=" + v)
 		}

@@ -9,9 +9,10 @@
 //
 // CommandAdapter is the one implementation today: every runtime, built in
 // or configured (config.Runtime), is a command whose environment comes from
-// an allowlist and whose HOME may be private to the attempt. RunConformance
-// is the suite every adapter must pass, run by this package's tests against
-// the demo agent's persona of each CLI.
+// an allowlist and whose HOME may be private to the attempt. Package
+// adaptertest holds the conformance suite every adapter must pass
+// (RunConformance), run by this package's tests against the demo agent's
+// persona of each CLI.
 //
 // The lifecycle itself (worktree, supervision, observation, events) is driven
 // by package attempt; an adapter must not know about NATS, git, flows or

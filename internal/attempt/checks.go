@@ -99,7 +99,7 @@ func scopeError(violations []string, runErr *adapter.Error) *adapter.Error {
 // returns what they found and, for a failed check, the attempt's error.
 // A cancelled ctx is the caller's to detect.
 func (r *Runner) runChecks(ctx context.Context, job *Job, wt *worktree.Worktree, tmp string, env []string, diff string) (*event.Verification, *adapter.Error) {
-	timeout := job.VerifyTimeout
+	timeout := time.Duration(job.VerifyTimeout)
 	if timeout <= 0 {
 		timeout = verify.DefaultTimeout
 	}
@@ -140,16 +140,16 @@ func (r *Runner) runChecks(ctx context.Context, job *Job, wt *worktree.Worktree,
 // review runs the validator runtime on the attempt's result, in the same
 // worktree, and reads its verdict.
 func (r *Runner) review(ctx context.Context, job *Job, wt *worktree.Worktree, tmp, diff string, checks []event.CommandResult, timeout time.Duration) *event.ReviewResult {
-	rv := job.Review
-	res := &event.ReviewResult{Runtime: rv.Name}
-	if res.Runtime == "" && rv.Adapter != nil {
-		res.Runtime = rv.Adapter.Name()
+	rv, validator := job.Review, job.Validator
+	res := &event.ReviewResult{Runtime: rv.Runtime}
+	if res.Runtime == "" && validator != nil {
+		res.Runtime = validator.Name()
 	}
-	if rv.Adapter == nil {
+	if validator == nil {
 		res.Error = "no validator runtime"
 		return res
 	}
-	if _, err := rv.Adapter.Initialize(ctx); err != nil {
+	if _, err := validator.Initialize(ctx); err != nil {
 		res.Error = "the validator cannot run: " + err.Error()
 		return res
 	}
@@ -162,7 +162,7 @@ func (r *Runner) review(ctx context.Context, job *Job, wt *worktree.Worktree, tm
 	if task == "" {
 		task = job.Prompt
 	}
-	cmd, err := rv.Adapter.Command(&adapter.Input{
+	cmd, err := validator.Command(&adapter.Input{
 		Prompt: ReviewPrompt(task, diff, checks), Worktree: wt.Path, TempDir: tmp,
 		Model: rv.Model, Args: rv.Args, Timeout: timeout,
 		Env: []string{
@@ -174,7 +174,7 @@ func (r *Runner) review(ctx context.Context, job *Job, wt *worktree.Worktree, tm
 		res.Error = "the validator cannot run: " + err.Error()
 		return res
 	}
-	reader := newOutputReader(rv.Adapter)
+	reader := newOutputReader(validator)
 	proc, err := supervise.Start(ctx, supervise.Spec{
 		Path: cmd.Path, Args: cmd.Args, Dir: wt.Path, Env: cmd.Env, Stdin: cmd.Stdin,
 		Timeout: cmd.Timeout, NoOutputTimeout: cmd.NoOutputTimeout, Grace: cmd.Grace,
@@ -193,7 +193,7 @@ func (r *Runner) review(ctx context.Context, job *Job, wt *worktree.Worktree, tm
 	if strings.TrimSpace(text) == "" {
 		text = pr.Stdout.String()
 	}
-	if e := rv.Adapter.Classify(pr, sum); e != nil {
+	if e := validator.Classify(pr, sum); e != nil {
 		res.Error = "the validator failed: " + e.Error()
 		return res
 	}

@@ -34,17 +34,15 @@ func (r *Runner) Integrate(ctx context.Context, job *Job) (*event.FlowIntegrated
 		return nil, fmt.Errorf("attempt: %w", err)
 	}
 	_ = os.RemoveAll(wtPath)
-	merge := make([]worktree.Ref, len(job.Merge))
 	tasks := map[string]string{} // branch -> task, for messages
-	for i, m := range job.Merge {
-		merge[i] = worktree.Ref{Branch: m.Branch, Commit: m.Commit}
+	for _, m := range job.Merge {
 		tasks[m.Branch] = m.Task
 	}
 	if err := r.checkRepo(job.Repo); err != nil {
 		return fail(drovertype.ClassPrepareFailed, err.Error())
 	}
 	wt, err := r.Cache.Prepare(ctx, worktree.PrepareOptions{
-		RepoURL: job.Repo, Base: job.Base, Branch: job.Branch, Path: wtPath, Merge: merge,
+		RepoURL: job.Repo, Base: job.Base, Branch: job.Branch, Path: wtPath, Merge: mergeRefs(job.Merge),
 	})
 	if err != nil {
 		var mc *worktree.MergeConflictError

@@ -22,6 +22,7 @@ import (
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/supervise"
 	"github.com/drover-dev/drover/internal/worktree"
 )
@@ -144,11 +145,11 @@ func newHarness(t *testing.T) *harness {
 
 func (h *harness) job(prompt string) *Job {
 	h.n++
-	return &Job{
-		Flow: "f", Task: "t", Attempt: "f_t_" + strconv.Itoa(h.n), N: h.n, Epoch: 1,
+	return &Job{Job: &queue.Job{
+		Flow: "f", Task: "t", Attempt: "f_t_" + strconv.Itoa(h.n), N: h.n,
 		Repo: h.origin, Base: "main", Branch: "drover/f/t/" + strconv.Itoa(h.n),
-		Prompt: prompt, Timeout: time.Minute,
-	}
+		Prompt: prompt, Timeout: flow.Duration(time.Minute),
+	}, Epoch: 1}
 }
 
 func (h *harness) run(job *Job, out OutputSink) (*event.Report, *recorder) {
@@ -344,7 +345,8 @@ func TestRunReview(t *testing.T) {
 			promptOut := filepath.Join(t.TempDir(), "prompt.txt")
 			job := h.job("# @not-a-directive\necho hi > hello.txt")
 			job.Verify = []string{"echo checks-ran"}
-			job.Review = &Review{Adapter: validator(t, promptOut, c.answer), Name: "sh-validator", Task: "Write hello.txt\n@write evil"}
+			job.Review = &queue.Review{Runtime: "sh-validator", Task: "Write hello.txt\n@write evil"}
+			job.Validator = validator(t, promptOut, c.answer)
 			rep, rec := h.run(job, nil)
 			if c.class == "" {
 				if !rep.Success {
@@ -500,7 +502,8 @@ func TestRunContextCancelled(t *testing.T) {
 func TestRunValidatorEscapes(t *testing.T) {
 	h := newHarness(t)
 	job := h.job("echo hi > hello.txt")
-	job.Review = &Review{Adapter: validator(t, filepath.Join(t.TempDir(), "p"), `echo x > ../validator-was-here; echo "VERDICT: PASS"`), Name: "v"}
+	job.Review = &queue.Review{Runtime: "v"}
+	job.Validator = validator(t, filepath.Join(t.TempDir(), "p"), `echo x > ../validator-was-here; echo "VERDICT: PASS"`)
 	rep, rec := h.run(job, nil)
 	wantClass(t, rep, drovertype.ClassScopeViolation)
 	if len(rep.ScopeViolations) != 1 || rep.ScopeViolations[0] != "after the checks: ../validator-was-here created outside the worktree" {
@@ -533,5 +536,32 @@ func TestRunCancelDuringVerification(t *testing.T) {
 	wantClass(t, rep, drovertype.ClassCancelled)
 	if h.remoteBranch(job.Branch) != "" {
 		t.Error("pushed")
+	}
+}
+
+// An attempt that fails mid-way reports what the phases before the failure
+// found, and nothing of the phases after it.
+func TestRunFailureReportsPhasesSoFar(t *testing.T) {
+	h := newHarness(t)
+	h.agent = adapter.NewCommand("plain", config.Runtime{Binary: writeScript(t, agentScript), Output: "text"})
+	job := h.job("echo hi > hello.txt")
+	job.Model = "big-model" // the runtime cannot select one: no command
+	rep, rec := h.run(job, nil)
+	wantClass(t, rep, drovertype.ClassConnectionFailed)
+	if rep.Worktree == "" || rep.Branch != job.Branch {
+		t.Errorf("prepared worktree %q, branch %q, want both", rep.Worktree, rep.Branch)
+	}
+	if rep.DurationMS != 0 || rep.StdoutTail != "" || rep.FilesCreated != nil || rep.Commit != "" || rep.Verification != nil {
+		t.Errorf("report has results of phases that never ran: %+v", rep)
+	}
+	var types []string
+	for _, e := range rec.events {
+		types = append(types, string(e.typ))
+	}
+	if got := strings.Join(types, ","); got != "adapter_initialized,prepare_completed" {
+		t.Errorf("events %s", got)
+	}
+	if _, err := os.Stat(rep.Worktree); !os.IsNotExist(err) {
+		t.Errorf("the failed attempt's worktree is still there: %v", err)
 	}
 }

@@ -527,166 +527,215 @@ func (c *Config) RuntimeNames() []string {
 
 // Validate checks every field and names the bad one by its key.
 func (c *Config) Validate() error {
-	var errs []error
-	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: %s: %s", ErrInvalid, key, fmt.Sprintf(format, args...)))
-	}
+	var p problems
+	c.validateLog(&p)
+	c.validateHTTP(&p)
+	c.validateNATS(&p)
+	c.validateQueue(&p)
+	c.validateWorker(&p)
+	c.validateIDs(&p)
+	c.validateDefaults(&p)
+	c.validateController(&p)
+	c.validateRetry("defaults.retry", c.Defaults.Retry, &p)
+	validateTracing(c.Tracing, &p)
+	c.validateProjects(&p)
+	c.validateRuntimes(&p)
+	return errors.Join(p...)
+}
+
+// problems collects what Validate finds, each naming its key.
+type problems []error
+
+func (p *problems) add(key, format string, args ...any) {
+	*p = append(*p, fmt.Errorf("%w: %s: %s", ErrInvalid, key, fmt.Sprintf(format, args...)))
+}
+
+func (c *Config) validateLog(p *problems) {
 	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level) {
-		bad("log.level", "must be debug, info, warn or error (got %q)", c.Log.Level)
+		p.add("log.level", "must be debug, info, warn or error (got %q)", c.Log.Level)
 	}
 	if c.Log.Format != "text" && c.Log.Format != "json" {
-		bad("log.format", "must be text or json (got %q)", c.Log.Format)
+		p.add("log.format", "must be text or json (got %q)", c.Log.Format)
 	}
-	if c.HTTP.Listen != "" {
-		if _, port, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
-			bad("http.listen", "must be host:port (got %q)", c.HTTP.Listen)
-		} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-			bad("http.listen", "port must be 0..65535 (got %q)", port)
-		}
+}
+
+func (c *Config) validateHTTP(p *problems) {
+	if c.HTTP.Listen == "" {
+		return
 	}
+	if _, port, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
+		p.add("http.listen", "must be host:port (got %q)", c.HTTP.Listen)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		p.add("http.listen", "port must be 0..65535 (got %q)", port)
+	}
+}
+
+func (c *Config) validateNATS(p *problems) {
 	if c.NATS.URL == "" {
 		if _, port, err := net.SplitHostPort(c.NATS.Listen); err != nil {
-			bad("nats.listen", "must be host:port (got %q)", c.NATS.Listen)
-		} else if p, err := strconv.Atoi(port); err != nil || p < -1 || p > 65535 {
-			bad("nats.listen", "port must be -1..65535 (got %q)", port)
+			p.add("nats.listen", "must be host:port (got %q)", c.NATS.Listen)
+		} else if n, err := strconv.Atoi(port); err != nil || n < -1 || n > 65535 {
+			p.add("nats.listen", "port must be -1..65535 (got %q)", port)
 		}
 	} else if !strings.Contains(c.NATS.URL, "://") {
-		bad("nats.url", "must be a URL like nats://host:4222 (got %q)", c.NATS.URL)
+		p.add("nats.url", "must be a URL like nats://host:4222 (got %q)", c.NATS.URL)
 	}
 	if c.NATS.Replicas < 1 || c.NATS.Replicas > 5 {
-		bad("nats.replicas", "must be 1..5 (got %d)", c.NATS.Replicas)
+		p.add("nats.replicas", "must be 1..5 (got %d)", c.NATS.Replicas)
 	}
 	if s := c.NATS.SyncInterval; s != "always" && s != "default" {
 		if d, err := time.ParseDuration(s); err != nil || d <= 0 {
-			bad("nats.sync_interval", "must be always, default or a positive duration (got %q)", s)
+			p.add("nats.sync_interval", "must be always, default or a positive duration (got %q)", s)
 		}
 	}
+}
+
+func (c *Config) validateQueue(p *problems) {
 	if c.Queue.AckWait < time.Second {
-		bad("queue.ack_wait", "must be at least 1s (got %s)", c.Queue.AckWait)
+		p.add("queue.ack_wait", "must be at least 1s (got %s)", c.Queue.AckWait)
 	}
 	if c.Queue.Heartbeat <= 0 || c.Queue.Heartbeat >= c.Queue.AckWait {
-		bad("queue.heartbeat", "must be positive and below queue.ack_wait (got %s)", c.Queue.Heartbeat)
+		p.add("queue.heartbeat", "must be positive and below queue.ack_wait (got %s)", c.Queue.Heartbeat)
 	}
-	if c.Worker.HealthInterval < time.Second || c.Worker.HealthInterval > time.Minute {
-		bad("worker.health_interval", "must be 1s..1m, inside the registration TTL (got %s)", c.Worker.HealthInterval)
+}
+
+func (c *Config) validateWorker(p *problems) {
+	w := &c.Worker
+	if w.HealthInterval < time.Second || w.HealthInterval > time.Minute {
+		p.add("worker.health_interval", "must be 1s..1m, inside the registration TTL (got %s)", w.HealthInterval)
 	}
-	if c.Worker.KeepFailedWorktrees < 0 {
-		bad("worker.keep_failed_worktrees", "must not be negative (got %s)", c.Worker.KeepFailedWorktrees)
+	if w.KeepFailedWorktrees < 0 {
+		p.add("worker.keep_failed_worktrees", "must not be negative (got %s)", w.KeepFailedWorktrees)
 	}
-	if c.Worker.MinFreeDisk < 0 {
-		bad("worker.min_free_disk", "must not be negative (got %d)", c.Worker.MinFreeDisk)
+	if w.MinFreeDisk < 0 {
+		p.add("worker.min_free_disk", "must not be negative (got %d)", w.MinFreeDisk)
 	}
-	if c.Worker.DrainTimeout < 0 {
-		bad("worker.drain_timeout", "must not be negative (got %s)", c.Worker.DrainTimeout)
+	if w.DrainTimeout < 0 {
+		p.add("worker.drain_timeout", "must not be negative (got %s)", w.DrainTimeout)
 	}
-	if c.Worker.Slots < 1 || c.Worker.Slots > 1024 {
-		bad("worker.slots", "must be 1..1024 (got %d)", c.Worker.Slots)
+	if w.Slots < 1 || w.Slots > 1024 {
+		p.add("worker.slots", "must be 1..1024 (got %d)", w.Slots)
 	}
-	if err := drovertype.ValidID(c.Worker.Pool); err != nil {
-		bad("worker.pool", "%v", err)
-	}
-	if err := drovertype.ValidID(c.Defaults.Pool); err != nil {
-		bad("defaults.pool", "%v", err)
-	}
-	if err := drovertype.ValidID(c.Worker.ID); err != nil {
-		bad("worker.id", "%v", err)
-	}
-	if c.Defaults.Timeout <= 0 {
-		bad("defaults.timeout", "must be positive (got %s)", c.Defaults.Timeout)
-	}
-	if c.Defaults.Runtime != "" {
-		if _, ok := c.Runtimes[c.Defaults.Runtime]; !ok {
-			bad("defaults.runtime", "unknown runtime %q (configured: %s)", c.Defaults.Runtime, strings.Join(c.RuntimeNames(), ", "))
+}
+
+// validateIDs checks the names that go into subjects and registry keys.
+func (c *Config) validateIDs(p *problems) {
+	for _, id := range []struct{ key, v string }{
+		{"worker.pool", c.Worker.Pool}, {"defaults.pool", c.Defaults.Pool}, {"worker.id", c.Worker.ID},
+	} {
+		if err := drovertype.ValidID(id.v); err != nil {
+			p.add(id.key, "%v", err)
 		}
 	}
-	if c.Defaults.Validator != "" {
-		if _, ok := c.Runtimes[c.Defaults.Validator]; !ok {
-			bad("defaults.validator", "unknown runtime %q (configured: %s)", c.Defaults.Validator, strings.Join(c.RuntimeNames(), ", "))
-		}
+}
+
+func (c *Config) validateDefaults(p *problems) {
+	d := &c.Defaults
+	if d.Timeout <= 0 {
+		p.add("defaults.timeout", "must be positive (got %s)", d.Timeout)
 	}
-	if c.Defaults.MaxParallel < 0 || c.Defaults.MaxParallel > 10000 {
-		bad("defaults.max_parallel", "must be 0..10000 (got %d)", c.Defaults.MaxParallel)
+	c.checkRuntime(p, "defaults.runtime", d.Runtime)
+	c.checkRuntime(p, "defaults.validator", d.Validator)
+	if d.MaxParallel < 0 || d.MaxParallel > 10000 {
+		p.add("defaults.max_parallel", "must be 0..10000 (got %d)", d.MaxParallel)
 	}
+}
+
+// checkRuntime checks that name, when set, is a configured runtime.
+func (c *Config) checkRuntime(p *problems, key, name string) {
+	if _, ok := c.Runtimes[name]; name != "" && !ok {
+		p.add(key, "unknown runtime %q (configured: %s)", name, strings.Join(c.RuntimeNames(), ", "))
+	}
+}
+
+func (c *Config) validateController(p *problems) {
 	if c.Controller.MaxParallel < 0 {
-		bad("controller.max_parallel", "must not be negative (got %d)", c.Controller.MaxParallel)
+		p.add("controller.max_parallel", "must not be negative (got %d)", c.Controller.MaxParallel)
 	}
 	if c.Controller.GCPercent < 10 || c.Controller.GCPercent > 1000 {
-		bad("controller.gc_percent", "must be 10..1000 (got %d)", c.Controller.GCPercent)
+		p.add("controller.gc_percent", "must be 10..1000 (got %d)", c.Controller.GCPercent)
 	}
-	c.validateRetry("defaults.retry", c.Defaults.Retry, bad)
-	validateTracing(c.Tracing, &errs)
+}
+
+func (c *Config) validateProjects(p *problems) {
 	for _, name := range c.ProjectNames() {
-		p, key := c.Projects[name], "projects."+name
+		pr, key := c.Projects[name], "projects."+name
 		if err := drovertype.ValidID(name); err != nil {
-			bad(key, "project name: %v", err)
+			p.add(key, "project name: %v", err)
 		}
-		for k, rt := range map[string]string{"runtime": p.Runtime, "validator": p.Validator} {
-			if _, ok := c.Runtimes[rt]; rt != "" && !ok {
-				bad(key+"."+k, "unknown runtime %q (configured: %s)", rt, strings.Join(c.RuntimeNames(), ", "))
-			}
+		for k, rt := range map[string]string{"runtime": pr.Runtime, "validator": pr.Validator} {
+			c.checkRuntime(p, key+"."+k, rt)
 		}
-		if p.Timeout < 0 {
-			bad(key+".timeout", "must not be negative (got %s)", p.Timeout)
+		if pr.Timeout < 0 {
+			p.add(key+".timeout", "must not be negative (got %s)", pr.Timeout)
 		}
-		if p.MaxParallel < 0 || p.MaxParallel > 10000 {
-			bad(key+".max_parallel", "must be 0..10000 (got %d)", p.MaxParallel)
+		if pr.MaxParallel < 0 || pr.MaxParallel > 10000 {
+			p.add(key+".max_parallel", "must be 0..10000 (got %d)", pr.MaxParallel)
 		}
-		c.validateRetry(key+".retry", p.Retry, bad)
+		c.validateRetry(key+".retry", pr.Retry, p)
 	}
+}
+
+// validateRuntimes checks the runtimes the worker serves, then each
+// configured runtime.
+func (c *Config) validateRuntimes(p *problems) {
 	for _, name := range c.Worker.Runtimes {
 		if _, ok := c.Runtimes[name]; !ok {
-			bad("worker.runtimes", "unknown runtime %q (configured: %s)", name, strings.Join(c.RuntimeNames(), ", "))
+			p.add("worker.runtimes", "unknown runtime %q (configured: %s)", name, strings.Join(c.RuntimeNames(), ", "))
 		}
 	}
 	for _, name := range c.RuntimeNames() {
-		rt, key := c.Runtimes[name], "runtimes."+name
-		if err := drovertype.ValidID(name); err != nil {
-			bad(key, "runtime name: %v", err)
-		}
-		if rt.Adapter != "command" {
-			bad(key+".adapter", "unknown adapter %q (known: command)", rt.Adapter)
-		}
-		if rt.Binary == "" {
-			bad(key+".binary", "is required")
-		}
-		if !slices.Contains([]string{"stdin", "arg", "file"}, rt.Input) {
-			bad(key+".input", "must be stdin, arg or file (got %q)", rt.Input)
-		}
-		if rt.Timeout < 0 || rt.Grace < 0 || rt.NoOutputTimeout < 0 {
-			bad(key, "timeouts must not be negative")
-		}
-		if rt.MaxOutputSize < 1024 {
-			bad(key+".max_output_size", "must be at least 1024 (got %d)", rt.MaxOutputSize)
-		}
-		if rt.MinVersion != "" && !versionRE.MatchString(rt.MinVersion) {
-			bad(key+".min_version", "must be dotted numbers like 1.2.3 (got %q)", rt.MinVersion)
-		}
-		if rt.Home != "worker" && rt.Home != "isolated" {
-			bad(key+".home", "must be worker or isolated (got %q)", rt.Home)
-		}
-		for _, f := range rt.HomeFiles {
-			if f == "" || filepath.IsAbs(f) || strings.HasPrefix(filepath.Clean(f), "..") {
-				bad(key+".home_files", "%q must be a path relative to HOME, inside it", f)
-			}
-		}
-		if !slices.Contains(drovertype.OutputFormats, rt.Output) {
-			bad(key+".output", "unknown output format %q (known: %v, or a CLI's name)", rt.Output, drovertype.OutputFormats)
-		}
-		if rt.Model != "" && rt.ModelFlag == "" {
-			bad(key+".model_flag", "is required to pass model %q", rt.Model)
-		}
-		for _, e := range rt.Env {
-			if name, _, ok := strings.Cut(e, "="); !ok || name == "" || strings.ContainsAny(name, " \t\n") {
-				bad(key+".env", "entry %q is not NAME=value", e)
-			}
-		}
-		for _, e := range rt.EnvPassthrough {
-			if e == "" || strings.ContainsAny(e, "= \t\n") {
-				bad(key+".env_passthrough", "bad variable name %q", e)
-			}
+		validateRuntime(p, name, c.Runtimes[name])
+	}
+}
+
+func validateRuntime(p *problems, name string, rt Runtime) {
+	key := "runtimes." + name
+	if err := drovertype.ValidID(name); err != nil {
+		p.add(key, "runtime name: %v", err)
+	}
+	if rt.Adapter != "command" {
+		p.add(key+".adapter", "unknown adapter %q (known: command)", rt.Adapter)
+	}
+	if rt.Binary == "" {
+		p.add(key+".binary", "is required")
+	}
+	if !slices.Contains([]string{"stdin", "arg", "file"}, rt.Input) {
+		p.add(key+".input", "must be stdin, arg or file (got %q)", rt.Input)
+	}
+	if rt.Timeout < 0 || rt.Grace < 0 || rt.NoOutputTimeout < 0 {
+		p.add(key, "timeouts must not be negative")
+	}
+	if rt.MaxOutputSize < 1024 {
+		p.add(key+".max_output_size", "must be at least 1024 (got %d)", rt.MaxOutputSize)
+	}
+	if rt.MinVersion != "" && !versionRE.MatchString(rt.MinVersion) {
+		p.add(key+".min_version", "must be dotted numbers like 1.2.3 (got %q)", rt.MinVersion)
+	}
+	if rt.Home != "worker" && rt.Home != "isolated" {
+		p.add(key+".home", "must be worker or isolated (got %q)", rt.Home)
+	}
+	for _, f := range rt.HomeFiles {
+		if f == "" || filepath.IsAbs(f) || strings.HasPrefix(filepath.Clean(f), "..") {
+			p.add(key+".home_files", "%q must be a path relative to HOME, inside it", f)
 		}
 	}
-	return errors.Join(errs...)
+	if !slices.Contains(drovertype.OutputFormats, rt.Output) {
+		p.add(key+".output", "unknown output format %q (known: %v, or a CLI's name)", rt.Output, drovertype.OutputFormats)
+	}
+	if rt.Model != "" && rt.ModelFlag == "" {
+		p.add(key+".model_flag", "is required to pass model %q", rt.Model)
+	}
+	for _, e := range rt.Env {
+		if n, _, ok := strings.Cut(e, "="); !ok || n == "" || strings.ContainsAny(n, " \t\n") {
+			p.add(key+".env", "entry %q is not NAME=value", e)
+		}
+	}
+	for _, e := range rt.EnvPassthrough {
+		if e == "" || strings.ContainsAny(e, "= \t\n") {
+			p.add(key+".env_passthrough", "bad variable name %q", e)
+		}
+	}
 }
 
 // ProjectNames returns the configured project names, sorted.
@@ -701,35 +750,35 @@ func (c *Config) ProjectNames() []string {
 
 var classRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
 
-func (c *Config) validateRetry(key string, r Retry, bad func(string, string, ...any)) {
+func (c *Config) validateRetry(key string, r Retry, p *problems) {
 	if r.MaxAttempts < 0 || r.MaxAttempts > 100 {
-		bad(key+".max_attempts", "must be 1..100 (got %d)", r.MaxAttempts)
+		p.add(key+".max_attempts", "must be 1..100 (got %d)", r.MaxAttempts)
 	}
 	if r.InitialBackoff < 0 || r.MaxBackoff < 0 {
-		bad(key, "backoffs must not be negative")
+		p.add(key, "backoffs must not be negative")
 	}
 	if r.InitialBackoff > 0 && r.MaxBackoff > 0 && r.InitialBackoff > r.MaxBackoff {
-		bad(key+".initial_backoff", "%s is above max_backoff %s", r.InitialBackoff, r.MaxBackoff)
+		p.add(key+".initial_backoff", "%s is above max_backoff %s", r.InitialBackoff, r.MaxBackoff)
 	}
 	if r.Coefficient != 0 && (r.Coefficient < 1 || r.Coefficient > 100) {
-		bad(key+".coefficient", "must be 1..100 (got %g)", r.Coefficient)
+		p.add(key+".coefficient", "must be 1..100 (got %g)", r.Coefficient)
 	}
 	if r.Jitter != nil && (*r.Jitter < 0 || *r.Jitter > 1) {
-		bad(key+".jitter", "must be 0..1 (got %g)", *r.Jitter)
+		p.add(key+".jitter", "must be 0..1 (got %g)", *r.Jitter)
 	}
 	for i, cl := range r.RetryOn {
 		switch {
 		case !classRE.MatchString(string(cl)):
-			bad(key+".retry_on", "%q is not an error class like RATE_LIMITED", cl)
+			p.add(key+".retry_on", "%q is not an error class like RATE_LIMITED", cl)
 		case !cl.Known():
-			bad(key+".retry_on", "unknown error class %q (known: %s)", cl, drovertype.Classes())
+			p.add(key+".retry_on", "unknown error class %q (known: %s)", cl, drovertype.Classes())
 		case slices.Contains(r.RetryOn[:i], cl):
-			bad(key+".retry_on", "%s is listed twice", cl)
+			p.add(key+".retry_on", "%s is listed twice", cl)
 		}
 	}
 	for _, rt := range r.Fallback {
 		if _, ok := c.Runtimes[rt]; !ok {
-			bad(key+".fallback", "unknown runtime %q (configured: %s)", rt, strings.Join(c.RuntimeNames(), ", "))
+			p.add(key+".fallback", "unknown runtime %q (configured: %s)", rt, strings.Join(c.RuntimeNames(), ", "))
 		}
 	}
 }

@@ -432,23 +432,15 @@ func (w *Worker) claimLoop(ctx context.Context, runtime string, ad adapter.Adapt
 
 // handle runs one delivered job to its end, or hands it back.
 func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.Msg) {
-	// Acks and reports must get through even while the worker stops.
-	bg := context.WithoutCancel(ctx)
-	job, err := queue.DecodeJob(msg.Data())
-	if err != nil {
-		w.log.Error("poison job terminated", "subject", msg.Subject(), "err", err)
-		if perr := queue.PublishDeadLetter(bg, w.js, "attempts", err.Error(), msg.Data()); perr != nil {
-			w.log.Error("park poison job", "err", perr)
-		}
-		_ = msg.Term()
+	job := w.decode(ctx, msg)
+	if job == nil {
 		return
 	}
 	ctx, jt := w.traceJob(ctx, msg, job)
 	defer jt.end()
-	bg = context.WithoutCancel(ctx) // hand-backs are recorded on the job's span
-	log := w.log.With("attempt", job.Attempt)
+	d := &delivery{msg: msg, job: job, trace: jt, log: w.log.With("attempt", job.Attempt)}
 	if md, err := msg.Metadata(); err == nil && md.NumDelivered > 1 {
-		log.Info("job redelivered", "delivery", md.NumDelivered)
+		d.log.Info("job redelivered", "delivery", md.NumDelivered)
 	}
 	h := w.hold(job.Attempt)
 	if h == nil {
@@ -458,123 +450,166 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 		return
 	}
 	defer w.unhold(job.Attempt)
+	d.cancel = h.cancel
+	if w.claim(ctx, d) {
+		w.run(ctx, ad, d)
+	}
+}
 
+// delivery is one delivered job on its way through handle.
+type delivery struct {
+	msg    jetstream.Msg
+	job    *queue.Job
+	trace  *jobTrace
+	log    *slog.Logger
+	lease  *queue.Lease    // once claimed
+	cancel <-chan struct{} // closed by the controller's cancel signal
+}
+
+// decode reads a delivered job. A job that cannot be read is poison: it is
+// parked as a dead letter and terminated, and decode returns nil.
+func (w *Worker) decode(ctx context.Context, msg jetstream.Msg) *queue.Job {
+	job, err := queue.DecodeJob(msg.Data())
+	if err == nil {
+		return job
+	}
+	w.log.Error("poison job terminated", "subject", msg.Subject(), "err", err)
+	// Parking must get through even while the worker stops.
+	if perr := queue.PublishDeadLetter(context.WithoutCancel(ctx), w.js, "attempts", err.Error(), msg.Data()); perr != nil {
+		w.log.Error("park poison job", "err", perr)
+	}
+	_ = msg.Term()
+	return nil
+}
+
+// claim takes the attempt's claim for this worker, and reports whether it
+// did. A job whose attempt is finished is a duplicate and is acked; one
+// held by another worker, or a claim that failed, goes back for later.
+func (w *Worker) claim(ctx context.Context, d *delivery) bool {
 	acquire := w.claims.Acquire
-	if job.Kind == drovertype.JobIntegrate {
+	if d.job.Kind == drovertype.JobIntegrate {
 		acquire = w.claims.AcquireOrTakeOver
 	}
-	lease, err := acquire(bg, job.Attempt, w.cfg.Worker.ID)
+	lease, err := acquire(context.WithoutCancel(ctx), d.job.Attempt, w.cfg.Worker.ID)
 	switch {
 	case errors.Is(err, queue.ErrFinished):
 		w.m.claim(ctx, "finished")
-		log.Info("attempt already finished; acking duplicate job")
-		_ = msg.Ack()
-		return
+		d.log.Info("attempt already finished; acking duplicate job")
+		_ = d.msg.Ack()
+		return false
 	case errors.Is(err, queue.ErrHeld):
 		w.m.claim(ctx, "held")
 		// Held by a live worker, or by a silent one the controller has
 		// not declared lost yet: either way not ours to run.
-		log.Info("attempt held by another worker; not running it again")
-		_ = msg.NakWithDelay(w.cfg.Queue.AckWait)
-		return
+		d.log.Info("attempt held by another worker; not running it again")
+		_ = d.msg.NakWithDelay(w.cfg.Queue.AckWait)
+		return false
 	case err != nil:
 		w.m.claim(ctx, "error")
-		log.Warn("claim", "err", err)
-		_ = msg.NakWithDelay(time.Second)
-		return
+		d.log.Warn("claim", "err", err)
+		_ = d.msg.NakWithDelay(time.Second)
+		return false
 	}
 	w.m.claim(ctx, "claimed")
-	log = log.With("epoch", lease.Epoch())
-	em := jt.wrap(&emitter{js: w.js, job: job, epoch: lease.Epoch(), now: w.now, red: w.red, m: w.m})
+	d.lease, d.log = lease, d.log.With("epoch", lease.Epoch())
+	return true
+}
+
+// run runs a claimed job while heartbeats hold it, stores its result and
+// acks it. Whatever stops it short hands the job back.
+func (w *Worker) run(ctx context.Context, ad adapter.Adapter, d *delivery) {
+	// Acks and reports must get through even while the worker stops;
+	// hand-backs are recorded on the job's span.
+	bg := context.WithoutCancel(ctx)
+	em := d.trace.wrap(&emitter{js: w.js, job: d.job, epoch: d.lease.Epoch(), now: w.now, red: w.red, m: w.m})
 	runCtx, stop := context.WithCancelCause(ctx)
 	hbDone := make(chan struct{})
 	go func() {
 		defer close(hbDone)
-		w.heartbeat(runCtx, stop, msg, lease, log)
+		w.heartbeat(runCtx, stop, d.msg, d.lease, d.log)
 	}()
 	// Heartbeats end before the claim is finished or released.
 	stopHeartbeat := sync.OnceFunc(func() { stop(nil); <-hbDone })
 	defer stopHeartbeat()
 
 	if err := em.Emit(runCtx, event.AttemptClaimed, "", event.AttemptClaimedData{Worker: w.cfg.Worker.ID, Host: hostname()}); err != nil {
-		w.handBack(bg, msg, lease, log, err)
+		w.handBack(bg, d, err)
 		return
 	}
-	aj := w.attemptJob(job, lease.Epoch(), h.cancel)
-	var result any
-	var typ event.Type
-	if job.Kind == drovertype.JobIntegrate {
-		res, err := w.runner.Integrate(runCtx, aj)
-		if err != nil {
-			w.handBack(bg, msg, lease, log, err)
-			return
-		}
-		result, typ = res, event.FlowIntegrated
-		log.Info("integration built", "branch", res.Branch, "commit", res.Commit, "error", res.Error)
-	} else {
-		out := newOutput(w.js, job, w.red)
-		rep, err := w.runner.Run(runCtx, aj, ad, em, w.m.countOutput(job.Runtime, out.write))
-		out.close()
-		if err != nil {
-			w.handBack(bg, msg, lease, log, err)
-			return
-		}
-		result, typ = rep, event.AttemptReported
-		log.Info("attempt ran", "success", rep.Success, "exit", rep.ExitCode)
+	typ, result, err := w.execute(runCtx, ad, d, em)
+	if err != nil {
+		w.handBack(bg, d, err)
+		return
 	}
 	// The report must be stored before the job is acked.
 	if err := em.Emit(context.WithoutCancel(runCtx), typ, "", result); err != nil {
-		w.handBack(bg, msg, lease, log, err)
+		w.handBack(bg, d, err)
 		return
 	}
 	stopHeartbeat()
-	if err := lease.Finish(bg); err != nil {
-		log.Warn("mark claim finished", "err", err)
+	if err := d.lease.Finish(bg); err != nil {
+		d.log.Warn("mark claim finished", "err", err)
 	}
-	if err := msg.DoubleAck(bg); err != nil {
-		log.Warn("ack job", "err", err)
+	if err := d.msg.DoubleAck(bg); err != nil {
+		d.log.Warn("ack job", "err", err)
 	}
 }
 
-// attemptJob turns a queued job into what the runner needs, with the
-// adapters of the validator runtime looked up here.
-func (w *Worker) attemptJob(job *queue.Job, epoch uint64, cancel <-chan struct{}) *attempt.Job {
-	aj := &attempt.Job{
-		Flow: job.Flow, Task: job.Task, Attempt: job.Attempt, N: job.N, Epoch: epoch,
-		Repo: job.Repo, Base: job.Base, Branch: job.Branch, Prompt: job.Prompt,
-		Timeout: time.Duration(job.Timeout), Merge: job.Merge, Model: job.Model, Args: job.Args,
-		Verify: job.Verify, VerifyTimeout: time.Duration(job.VerifyTimeout), Scope: job.Scope, Cancel: cancel,
-	}
-	if r := job.Review; r != nil {
-		ad := w.adapters[r.Runtime]
-		if ad == nil {
-			// Not served for jobs here, but it may be configured: a
-			// validator need not run tasks of its own. An unconfigured one
-			// fails its Initialize, and the review says so.
-			ad, _ = adapter.New(r.Runtime, w.cfg.Runtimes[r.Runtime])
+// execute does what the job asks, building a flow's integration branch or
+// running an attempt, and returns the event that reports it.
+func (w *Worker) execute(ctx context.Context, ad adapter.Adapter, d *delivery, em attempt.Emitter) (event.Type, any, error) {
+	job := &attempt.Job{Job: d.job, Epoch: d.lease.Epoch(), Validator: w.validator(d.job.Review), Cancel: d.cancel}
+	if job.Kind == drovertype.JobIntegrate {
+		res, err := w.runner.Integrate(ctx, job)
+		if err != nil {
+			return "", nil, err
 		}
-		if ad == nil {
-			ad = adapter.NewCommand(r.Runtime, config.Runtime{})
-		}
-		aj.Review = &attempt.Review{Adapter: ad, Name: r.Runtime, Model: r.Model, Args: r.Args, Task: r.Task}
+		d.log.Info("integration built", "branch", res.Branch, "commit", res.Commit, "error", res.Error)
+		return event.FlowIntegrated, res, nil
 	}
-	return aj
+	out := newOutput(w.js, d.job, w.red)
+	rep, err := w.runner.Run(ctx, job, ad, em, w.m.countOutput(job.Runtime, out.write))
+	out.close()
+	if err != nil {
+		return "", nil, err
+	}
+	d.log.Info("attempt ran", "success", rep.Success, "exit", rep.ExitCode)
+	return event.AttemptReported, rep, nil
+}
+
+// validator is the adapter of the validator runtime a review asks for, or
+// nil when the job asks for no review.
+func (w *Worker) validator(r *queue.Review) adapter.Adapter {
+	if r == nil {
+		return nil
+	}
+	ad := w.adapters[r.Runtime]
+	if ad == nil {
+		// Not served for jobs here, but it may be configured: a validator
+		// need not run tasks of its own. An unconfigured one fails its
+		// Initialize, and the review says so.
+		ad, _ = adapter.New(r.Runtime, w.cfg.Runtimes[r.Runtime])
+	}
+	if ad == nil {
+		ad = adapter.NewCommand(r.Runtime, config.Runtime{})
+	}
+	return ad
 }
 
 // handBack leaves a job for another delivery. A superseded claim is not ours
 // to touch; otherwise the claim is released so the next holder need not wait
 // out the lease.
-func (w *Worker) handBack(ctx context.Context, msg jetstream.Msg, lease *queue.Lease, log *slog.Logger, cause error) {
+func (w *Worker) handBack(ctx context.Context, d *delivery, cause error) {
 	handedBack(ctx, cause)
 	if errors.Is(cause, queue.ErrSuperseded) {
-		log.Warn("claim superseded; abandoning run", "err", cause)
+		d.log.Warn("claim superseded; abandoning run", "err", cause)
 		return
 	}
-	log.Warn("handing attempt back", "cause", cause)
-	if err := lease.Release(ctx); err != nil {
-		log.Warn("release claim", "err", err)
+	d.log.Warn("handing attempt back", "cause", cause)
+	if err := d.lease.Release(ctx); err != nil {
+		d.log.Warn("release claim", "err", err)
 	}
-	_ = msg.Nak()
+	_ = d.msg.Nak()
 }
 
 // heartbeat keeps the job and the claim alive while the attempt runs.

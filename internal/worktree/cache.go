@@ -62,6 +62,12 @@ type CacheOptions struct {
 	// IdleWorktrees is how many released checkouts the cache keeps for
 	// later Prepares to reuse (see Release); 0 keeps none.
 	IdleWorktrees int
+
+	// BatchMerges is the fewest results a Prepare must merge for it to try
+	// merging them in one batch (batchmerge.go) before git merges the rest
+	// one by one; negative never batches. Defaults to 3: the batch costs
+	// three git processes, a merge on its own two.
+	BatchMerges int
 }
 
 // Cache keeps one bare clone per repository URL and prepares worktrees from
@@ -78,11 +84,9 @@ type Cache struct {
 	maxDiff     int64
 	maxIdle     int
 
+	batchFrom     int // Prepare tries batchMerges from this many results
 	mergeTreeOnce sync.Once
-	mergeTree     bool  // git has `merge-tree --write-tree` (2.38)
-	noMergeTree   bool  // tests: merge as an older git must
-	batchFrom     int   // tests: batch merges from this many (0: minBatchMerges, <0: never)
-	statRoom      int64 // tests: overrides statRoom
+	mergeTree     bool // git has `merge-tree --write-tree` (2.38)
 
 	mu    sync.Mutex
 	repos map[string]*repo // by cache directory
@@ -155,6 +159,7 @@ func NewCache(opts CacheOptions) (*Cache, error) {
 		extraEnv:    append([]string(nil), opts.Env...),
 		maxDiff:     opts.MaxDiffBytes,
 		maxIdle:     max(opts.IdleWorktrees, 0),
+		batchFrom:   opts.BatchMerges,
 		repos:       make(map[string]*repo),
 	}
 	if c.authorName == "" {
@@ -165,6 +170,12 @@ func NewCache(opts CacheOptions) (*Cache, error) {
 	}
 	if c.maxDiff <= 0 {
 		c.maxDiff = DefaultMaxDiffBytes
+	}
+	switch {
+	case c.batchFrom == 0:
+		c.batchFrom = minBatchMerges
+	case c.batchFrom < 0:
+		c.batchFrom = math.MaxInt
 	}
 	c.removeStaleClones()
 	return c, nil
@@ -679,27 +690,12 @@ func plainBranch(branch string) bool {
 // (`git merge-tree --write-tree`, git 2.38), asking git once.
 func (c *Cache) mergeTreeWorks(ctx context.Context) bool {
 	c.mergeTreeOnce.Do(func() {
-		if c.noMergeTree {
-			return
-		}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		v, err := c.out(cctx, gitRun{args: []string{"version"}})
 		c.mergeTree = err == nil && gitAtLeast(v, 2, 38)
 	})
 	return c.mergeTree
-}
-
-// batchMergesFrom is how many results a Prepare must merge for it to try
-// batchMerges.
-func (c *Cache) batchMergesFrom() int {
-	switch {
-	case c.batchFrom < 0:
-		return math.MaxInt
-	case c.batchFrom > 0:
-		return c.batchFrom
-	}
-	return minBatchMerges
 }
 
 // gitAtLeast reports whether `git version` output v is major.minor or

@@ -1,4 +1,4 @@
-package adapter
+package adaptertest
 
 import (
 	"cmp"
@@ -14,22 +14,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/adapter"
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/supervise"
 	"github.com/drover-dev/drover/internal/transcript"
 )
 
-// ConformanceCase tells RunConformance how to make the adapter under test
+// Case tells RunConformance how to make the adapter under test
 // and what its fake CLI does.
-type ConformanceCase struct {
+type Case struct {
 	// Name names the case's subtest; empty runs the checks directly under t.
 	Name string
 	// New returns the adapter configured to run a fake CLI for the runtime.
-	New func(t *testing.T) Adapter
+	New func(t *testing.T) adapter.Adapter
 	// NewMissing returns the same adapter with its binary replaced by one
-	// that does not exist. Optional: for a *CommandAdapter the suite derives
+	// that does not exist. Optional: for a *adapter.CommandAdapter the suite derives
 	// it; otherwise, when nil, that check is skipped.
-	NewMissing func(t *testing.T) Adapter
+	NewMissing func(t *testing.T) adapter.Adapter
 	// Prompt makes the CLI succeed and write hello.txt in its working
 	// directory. For the demo-agent personas:
 	// "create hello.txt containing hi\n@case success".
@@ -61,7 +62,7 @@ const (
 	droverCanaryName = "DROVER_WORKER_CANARY" // a DROVER_* of the worker, not of the attempt
 )
 
-// RunConformance checks, each in a subtest, what the Adapter contract
+// RunConformance checks, each in a subtest, what the adapter.Adapter contract
 // promises: a name; Initialize (an absolute executable, idempotent, agreeing
 // with a HealthChecker's Check, ErrBinaryNotFound for a missing binary);
 // capabilities; the command (absolute path, Drover's variables, a private
@@ -71,7 +72,7 @@ const (
 // RUNTIME_TIMEOUT; and safety for concurrent use.
 //
 // It calls t.Setenv, so neither t nor its parents may be parallel tests.
-func RunConformance(t *testing.T, c ConformanceCase) {
+func RunConformance(t *testing.T, c Case) {
 	t.Helper()
 	if c.New == nil || c.Prompt == "" {
 		t.Fatalf("conformance case %q: New and Prompt are required", c.Name)
@@ -86,7 +87,7 @@ func RunConformance(t *testing.T, c ConformanceCase) {
 	t.Run(c.Name, func(t *testing.T) { runConformance(t, c) })
 }
 
-func runConformance(t *testing.T, c ConformanceCase) {
+func runConformance(t *testing.T, c Case) {
 	t.Run("Name", func(t *testing.T) {
 		a := c.New(t)
 		if a.Name() == "" {
@@ -145,7 +146,7 @@ func runConformance(t *testing.T, c ConformanceCase) {
 	t.Run("ClassifyTimeout", func(t *testing.T) { conformTimeout(t, c) })
 }
 
-func conformInitialize(t *testing.T, c ConformanceCase) {
+func conformInitialize(t *testing.T, c Case) {
 	a := c.New(t)
 	ctx := t.Context()
 	info, err := a.Initialize(ctx)
@@ -173,7 +174,7 @@ func conformInitialize(t *testing.T, c ConformanceCase) {
 	if *again != *info {
 		t.Errorf("Initialize is not idempotent: %+v, then %+v", info, again)
 	}
-	if hc, ok := a.(HealthChecker); ok {
+	if hc, ok := a.(adapter.HealthChecker); ok {
 		checked, err := hc.Check(ctx)
 		if err != nil {
 			t.Fatalf("Initialize succeeded but Check fails: %v", err)
@@ -190,36 +191,36 @@ func conformInitialize(t *testing.T, c ConformanceCase) {
 
 // missingAdapter is the case's adapter with its binary replaced by one that
 // does not exist, or nil with the reason why the case cannot express it.
-func missingAdapter(t *testing.T, c ConformanceCase) (Adapter, string) {
+func missingAdapter(t *testing.T, c Case) (adapter.Adapter, string) {
 	if c.NewMissing != nil {
 		return c.NewMissing(t), ""
 	}
-	if ca, ok := c.New(t).(*CommandAdapter); ok {
-		rt := ca.rt
+	if ca, ok := c.New(t).(*adapter.CommandAdapter); ok {
+		rt := ca.Runtime()
 		rt.Binary = "/nonexistent/" + filepath.Base(cmp.Or(rt.Binary, "agent"))
-		return NewCommand(ca.name, rt), ""
+		return adapter.NewCommand(ca.Name(), rt), ""
 	}
 	return nil, "the case has no NewMissing and its adapter is not a *CommandAdapter"
 }
 
-func conformMissing(t *testing.T, c ConformanceCase) {
+func conformMissing(t *testing.T, c Case) {
 	a, why := missingAdapter(t, c)
 	if a == nil {
 		t.Skip(why)
 	}
 	ctx := t.Context()
-	if info, err := a.Initialize(ctx); !errors.Is(err, ErrBinaryNotFound) {
+	if info, err := a.Initialize(ctx); !errors.Is(err, adapter.ErrBinaryNotFound) {
 		t.Errorf("Initialize with a missing binary = %+v, %v; want ErrBinaryNotFound", info, err)
 	}
-	if _, err := a.Initialize(ctx); !errors.Is(err, ErrBinaryNotFound) {
+	if _, err := a.Initialize(ctx); !errors.Is(err, adapter.ErrBinaryNotFound) {
 		t.Errorf("second Initialize with a missing binary: %v; want ErrBinaryNotFound (failures are not cached as success)", err)
 	}
-	if hc, ok := a.(HealthChecker); ok {
-		if _, err := hc.Check(ctx); !errors.Is(err, ErrBinaryNotFound) {
+	if hc, ok := a.(adapter.HealthChecker); ok {
+		if _, err := hc.Check(ctx); !errors.Is(err, adapter.ErrBinaryNotFound) {
 			t.Errorf("Check with a missing binary: %v; want ErrBinaryNotFound", err)
 		}
 	}
-	cmd, err := a.Command(&Input{Prompt: "p", Worktree: t.TempDir(), TempDir: t.TempDir()})
+	cmd, err := a.Command(&adapter.Input{Prompt: "p", Worktree: t.TempDir(), TempDir: t.TempDir()})
 	if err == nil {
 		t.Errorf("Command with a missing binary = %+v, want an error", cmd)
 	}
@@ -227,10 +228,10 @@ func conformMissing(t *testing.T, c ConformanceCase) {
 
 // conformRemoval: a HealthChecker notices a binary removed after a
 // successful Initialize, and Initialize does not keep vouching for it.
-// Only a *CommandAdapter can be pointed at a copy of its binary.
-func conformRemoval(t *testing.T, c ConformanceCase) {
+// Only a *adapter.CommandAdapter can be pointed at a copy of its binary.
+func conformRemoval(t *testing.T, c Case) {
 	a := c.New(t)
-	ca, ok := a.(*CommandAdapter)
+	ca, ok := a.(*adapter.CommandAdapter)
 	if !ok {
 		t.Skip("only a *CommandAdapter can be pointed at a removable copy of its binary")
 	}
@@ -243,24 +244,24 @@ func conformRemoval(t *testing.T, c ConformanceCase) {
 	if err := copyExecutable(info.Binary, cp); err != nil {
 		t.Fatal(err)
 	}
-	rt := ca.rt
+	rt := ca.Runtime()
 	rt.Binary = cp
-	b := NewCommand(ca.name, rt)
+	b := adapter.NewCommand(ca.Name(), rt)
 	if _, err := b.Initialize(t.Context()); err != nil {
 		t.Fatalf("Initialize of a copy of the binary: %v", err)
 	}
 	if err := os.Remove(cp); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Check(t.Context()); !errors.Is(err, ErrBinaryNotFound) {
+	if _, err := b.Check(t.Context()); !errors.Is(err, adapter.ErrBinaryNotFound) {
 		t.Errorf("Check after the binary was removed: %v; want ErrBinaryNotFound", err)
 	}
-	if _, err := b.Initialize(t.Context()); !errors.Is(err, ErrBinaryNotFound) {
+	if _, err := b.Initialize(t.Context()); !errors.Is(err, adapter.ErrBinaryNotFound) {
 		t.Errorf("Initialize after a failed Check: %v; want ErrBinaryNotFound", err)
 	}
 }
 
-func conformCommand(t *testing.T, c ConformanceCase) {
+func conformCommand(t *testing.T, c Case) {
 	// The worker's environment: a secret, a DROVER_* variable of its own and
 	// a TMPDIR of its own. None of them may reach the CLI.
 	t.Setenv(canaryName, canaryValue)
@@ -269,7 +270,7 @@ func conformCommand(t *testing.T, c ConformanceCase) {
 
 	a := c.New(t)
 	wt, tmp := t.TempDir(), t.TempDir()
-	in := &Input{Prompt: c.Prompt, Worktree: wt, TempDir: tmp, Env: conformanceDroverEnv}
+	in := &adapter.Input{Prompt: c.Prompt, Worktree: wt, TempDir: tmp, Env: conformanceDroverEnv}
 	cmd, err := a.Command(in)
 	if err != nil {
 		t.Fatalf("Command: %v", err)
@@ -298,9 +299,9 @@ func conformCommand(t *testing.T, c ConformanceCase) {
 	if s := strings.Join(cmd.Env, "\n") + strings.Join(cmd.Args, "\n"); strings.Contains(s, canaryValue) {
 		t.Errorf("the worker's secret reached the command:\nenv %q\nargs %q", cmd.Env, cmd.Args)
 	}
-	if ca, ok := a.(*CommandAdapter); ok {
+	if ca, ok := a.(*adapter.CommandAdapter); ok {
 		allowed := map[string]bool{"TMPDIR": true}
-		for _, list := range [][]string{baseEnv, ca.rt.EnvPassthrough, envNames(ca.rt.Env), envNames(in.Env)} {
+		for _, list := range [][]string{adapter.PassedEnv(ca.Runtime()), envNames(ca.Runtime().Env), envNames(in.Env)} {
 			for _, n := range list {
 				allowed[n] = true
 			}
@@ -356,9 +357,9 @@ func envNames(env []string) []string {
 
 // conformConcurrent: a worker runs several attempts of one runtime at once;
 // under -race this finds unsynchronised state.
-func conformConcurrent(t *testing.T, c ConformanceCase) {
+func conformConcurrent(t *testing.T, c Case) {
 	a := c.New(t)
-	hc, _ := a.(HealthChecker)
+	hc, _ := a.(adapter.HealthChecker)
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
 	for i := range 8 {
@@ -373,7 +374,7 @@ func conformConcurrent(t *testing.T, c ConformanceCase) {
 				errs <- fmt.Errorf("Initialize: %w", err)
 				return
 			}
-			if _, err := a.Command(&Input{Prompt: c.Prompt, TempDir: tmp, Env: conformanceDroverEnv}); err != nil {
+			if _, err := a.Command(&adapter.Input{Prompt: c.Prompt, TempDir: tmp, Env: conformanceDroverEnv}); err != nil {
 				errs <- fmt.Errorf("Command: %w", err)
 			}
 			_ = a.Capabilities()
@@ -387,9 +388,9 @@ func conformConcurrent(t *testing.T, c ConformanceCase) {
 	}
 }
 
-func conformTimeout(t *testing.T, c ConformanceCase) {
+func conformTimeout(t *testing.T, c Case) {
 	a := c.New(t)
-	or, _ := a.(OutputReader)
+	or, _ := a.(adapter.OutputReader)
 	for _, res := range []supervise.Result{
 		{Outcome: supervise.TimedOut, ExitCode: -1, Signal: "terminated", StopCause: supervise.ErrTimeout},
 		{Outcome: supervise.TimedOut, ExitCode: -1, Signal: "killed", Killed: true, StopCause: supervise.ErrTimeout},
@@ -411,7 +412,7 @@ func conformTimeout(t *testing.T, c ConformanceCase) {
 // conformResult is one real run of the CLI.
 type conformResult struct {
 	dir string // the worktree it ran in
-	cmd *Command
+	cmd *adapter.Command
 	res *supervise.Result
 	sum *transcript.Summary // nil when the adapter reads no output
 }
@@ -422,10 +423,10 @@ func (r *conformResult) dump() string {
 
 // conformRun runs the adapter's command for prompt under supervision in a
 // fresh worktree, feeding its output to the adapter's parser.
-func conformRun(t *testing.T, c ConformanceCase, a Adapter, prompt string) *conformResult {
+func conformRun(t *testing.T, c Case, a adapter.Adapter, prompt string) *conformResult {
 	t.Helper()
 	r := &conformResult{dir: t.TempDir()}
-	cmd, err := a.Command(&Input{Prompt: prompt, Worktree: r.dir, TempDir: t.TempDir(), Env: conformanceDroverEnv})
+	cmd, err := a.Command(&adapter.Input{Prompt: prompt, Worktree: r.dir, TempDir: t.TempDir(), Env: conformanceDroverEnv})
 	if err != nil {
 		t.Fatalf("Command: %v", err)
 	}
@@ -441,7 +442,7 @@ func conformRun(t *testing.T, c ConformanceCase, a Adapter, prompt string) *conf
 	}
 	var parser transcript.Parser
 	var outW, errW io.WriteCloser
-	if or, ok := a.(OutputReader); ok {
+	if or, ok := a.(adapter.OutputReader); ok {
 		parser = or.NewParser()
 		outW, errW = transcript.NewLineWriter(parser, transcript.Stdout), transcript.NewLineWriter(parser, transcript.Stderr)
 		spec.OnOutput = func(s supervise.Stream, p []byte) {
