@@ -370,6 +370,7 @@ func defaults() map[string]any {
 		"tracing.endpoint":               "",
 		"tracing.sample_ratio":           1.0,
 		"tracing.service_name":           "",
+		"tracing.shutdown_timeout":       time.Duration(0),
 	}
 }
 

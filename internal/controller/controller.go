@@ -43,8 +43,10 @@ type Controller struct {
 	// (tracing.go); the fold's goroutine's own.
 	ended []func()
 
-	// openEvents, in tests, replaces the events consumer (see events).
-	openEvents func(ctx context.Context, seq uint64) (jetstream.MessagesContext, error)
+	// events opens the EVENTS stream from a sequence for the fold: the
+	// ordered consumer (orderedEvents), injected like the clock so that a
+	// consumer failing mid-stream can be reproduced.
+	events func(ctx context.Context, seq uint64) (jetstream.MessagesContext, error)
 }
 
 // New returns a controller over an open store.
@@ -53,6 +55,7 @@ func New(cfg *config.Config, js jetstream.JetStream, store *store.Store, log *sl
 		cfg: cfg, js: js, store: store, log: log, now: time.Now,
 		kick: make(chan struct{}, 1), published: publishedJobs{jobs: map[string]uint64{}},
 	}
+	c.events = c.orderedEvents
 	c.folded = sync.NewCond(&c.mu)
 	c.m = newMetrics(c)
 	return c
@@ -152,15 +155,7 @@ func (c *Controller) foldLoop(ctx context.Context) error {
 // new consumer itself.
 const resetAttempts = 3
 
-// events opens the EVENTS stream from seq; c.openEvents replaces it in
-// tests.
-func (c *Controller) events(ctx context.Context, seq uint64) (jetstream.MessagesContext, error) {
-	if c.openEvents != nil {
-		return c.openEvents(ctx, seq)
-	}
-	return c.orderedEvents(ctx, seq)
-}
-
+// orderedEvents opens an ordered consumer on the EVENTS stream from seq.
 func (c *Controller) orderedEvents(ctx context.Context, seq uint64) (jetstream.MessagesContext, error) {
 	cons, err := c.js.OrderedConsumer(ctx, queue.EventsStream, jetstream.OrderedConsumerConfig{
 		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: seq,

@@ -281,7 +281,7 @@ func TestFoldReplacesFailedConsumer(t *testing.T) {
 	var mu sync.Mutex
 	var opened []uint64
 	h.setup = func(c *Controller) {
-		c.openEvents = func(ctx context.Context, seq uint64) (jetstream.MessagesContext, error) {
+		c.events = func(ctx context.Context, seq uint64) (jetstream.MessagesContext, error) {
 			mu.Lock()
 			opened = append(opened, seq)
 			first := len(opened) == 1

@@ -373,8 +373,8 @@ func TestShutdownBoundedWhenCollectorHangs(t *testing.T) {
 					_ = c.Close()
 				}
 			})
-			p, logs := startFor(t, Config{Exporter: "otlp", Protocol: protocol, Endpoint: "http://" + ln.Addr().String()}, nil)
-			p.wait = 200 * time.Millisecond
+			p, logs := startFor(t, Config{Exporter: "otlp", Protocol: protocol, Endpoint: "http://" + ln.Addr().String(),
+				ShutdownTimeout: 200 * time.Millisecond}, nil)
 			_, span := Tracer().Start(context.Background(), "probe")
 			span.End()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -61,12 +61,20 @@ type Config struct {
 	// ServiceName is the service.name of the process's spans; empty follows
 	// OTEL_SERVICE_NAME. Defaults to drover-controller or drover-worker.
 	ServiceName string `mapstructure:"service_name"`
+	// ShutdownTimeout bounds how long a process that is exiting waits for
+	// the collector to take its last spans. Defaults to 2s: enough for a
+	// collector that is there, short enough not to hold up a restart when
+	// it is not.
+	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`
 }
 
 // WithDefaults fills the fields whose zero value means a default.
 func (c Config) WithDefaults() Config {
 	if c.SampleRatio == 0 {
 		c.SampleRatio = 1
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = shutdownWait
 	}
 	return c
 }
@@ -92,6 +100,9 @@ func (c Config) Validate() error {
 	if c.SampleRatio <= 0 || c.SampleRatio > 1 {
 		errs = append(errs, fmt.Errorf("tracing.sample_ratio: must be above 0 and at most 1 (got %g); to trace nothing set tracing.exporter: none", c.SampleRatio))
 	}
+	if c.ShutdownTimeout < 0 || c.ShutdownTimeout > time.Minute {
+		errs = append(errs, fmt.Errorf("tracing.shutdown_timeout: must be 0s to 1m (got %s)", c.ShutdownTimeout))
+	}
 	return errors.Join(errs...)
 }
 
@@ -104,6 +115,7 @@ type settings struct {
 	// exporter, the target of a grpc one; from says which key or variable
 	// named it, or "default".
 	endpoint, from string
+	wait           time.Duration // Config.ShutdownTimeout
 	// setEndpoint: Drover passes endpoint to the exporter. It does when its
 	// own key or the default names it, and leaves an OTEL_* variable to the
 	// exporter, which reads it with its companions (OTEL_EXPORTER_OTLP_INSECURE).
@@ -125,7 +137,7 @@ const (
 // OTEL_* variable, then the default.
 func (c Config) resolve(getenv func(string) string) (settings, error) {
 	c = c.WithDefaults()
-	s := settings{ratio: c.SampleRatio, service: c.ServiceName}
+	s := settings{ratio: c.SampleRatio, service: c.ServiceName, wait: c.ShutdownTimeout}
 	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
 		s.why = "OTEL_SDK_DISABLED=true"
 		return s, nil
@@ -237,7 +249,7 @@ type Provider struct {
 	exp      *exporter
 	log      *slog.Logger
 	endpoint string
-	wait     time.Duration // shutdownWait; tests shorten it
+	wait     time.Duration // Config.ShutdownTimeout
 	once     sync.Once
 	err      error
 }
@@ -288,7 +300,7 @@ func start(ctx context.Context, s settings, p Process, log *slog.Logger, dial di
 	instance, _ := res.Set().Value(semconv.ServiceInstanceIDKey)
 	log.Info("tracing on", "protocol", s.protocol, "endpoint", s.endpoint, "endpoint_from", s.from,
 		"sample_ratio", s.ratio, "service", serviceName(res), "instance", instance.AsString())
-	return &Provider{tp: tp, exp: exp, log: log, endpoint: s.endpoint, wait: shutdownWait}, nil
+	return &Provider{tp: tp, exp: exp, log: log, endpoint: s.endpoint, wait: s.wait}, nil
 }
 
 // NewProvider builds Drover's tracer provider: span ids from IDGenerator,

@@ -86,7 +86,7 @@ func TestResolve(t *testing.T) {
 				}
 				return
 			}
-			tc.want.on = true
+			tc.want.on, tc.want.wait = true, shutdownWait
 			if s != tc.want {
 				t.Errorf("settings %+v, want %+v", s, tc.want)
 			}
