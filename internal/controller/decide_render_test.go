@@ -164,8 +164,9 @@ func renderAction(st *projection.State, a action) string {
 	return "empty action"
 }
 
-// renderJob prints what a job carries beyond its attempt: its prompt only
-// when it is not the task's prompt as written.
+// renderJob prints what a job carries. Its prompt should be the attempt's
+// composed one (prompt=composed), or the task's as written on a first
+// attempt (not printed); any other is printed whole.
 func renderJob(st *projection.State, j *queue.Job) string {
 	var f fields
 	if j.Kind != drovertype.JobAttempt {
@@ -191,16 +192,20 @@ func renderJob(st *projection.State, j *queue.Job) string {
 	if r := j.Review; r != nil {
 		f.add("review", r.Runtime)
 	}
-	if j.Kind != drovertype.JobIntegrate {
-		var written string
-		if fl := st.Flows[j.Flow]; fl != nil {
-			if spec, _ := fl.Spec.Task(j.Task); spec != nil {
-				written = spec.Prompt
-			}
+	if j.Kind == drovertype.JobIntegrate {
+		return f.String()
+	}
+	want := ""
+	if a := st.Attempts[j.Attempt]; a != nil && a.Prompt != "" {
+		want = a.Prompt
+		f.add("prompt", "composed")
+	} else if fl := st.Flows[j.Flow]; fl != nil {
+		if spec, _ := fl.Spec.Task(j.Task); spec != nil {
+			want = spec.Prompt
 		}
-		if j.Prompt != written {
-			return f.String() + prompt(j.Prompt)
-		}
+	}
+	if j.Prompt != want {
+		return f.String() + prompt(j.Prompt)
 	}
 	return f.String()
 }

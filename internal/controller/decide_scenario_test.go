@@ -51,7 +51,8 @@ import (
 //	    As in testdata/fold (foldtest.BuildMessage): one message folded.
 //	claim attempt=ID [worker=w1] [epoch=N]
 //	    A worker's attempt_claimed, at the attempt's next epoch unless
-//	    epoch= says otherwise.
+//	    epoch= says otherwise. The attempt's job must have been queued (by
+//	    a decide fold).
 //	report attempt=ID ok [commit=C]
 //	report attempt=ID fail=CLASS [message=(M)] [retry_after=D] [reset_at=D] [stderr=(S)]
 //	    The claim holder's attempt_reported: success with the attempt's
@@ -137,10 +138,13 @@ type decideHarness struct {
 	seq   uint64 // the last sequence folded
 	now   time.Time
 	saved map[string][]*event.Event // decide as=NAME
+	// queued is every job a decide fold queued, in any process: a worker
+	// claims only what was queued.
+	queued map[string]bool
 }
 
 func newDecideHarness(t *testing.T) *decideHarness {
-	h := &decideHarness{dir: t.TempDir(), st: projection.NewState(), now: foldtest.BaseTime, saved: map[string][]*event.Event{}}
+	h := &decideHarness{dir: t.TempDir(), st: projection.NewState(), now: foldtest.BaseTime, saved: map[string][]*event.Event{}, queued: map[string]bool{}}
 	h.cfg = h.loadConfig(t, "")
 	h.restart()
 	return h
@@ -253,6 +257,9 @@ func (h *decideHarness) attempt(t *testing.T, d *datadriven.TestData) *projectio
 
 func (h *decideHarness) claim(t *testing.T, d *datadriven.TestData) string {
 	a := h.attempt(t, d)
+	if !h.queued[a.ID] {
+		t.Fatalf("%s: claim of %s, whose job no decide fold has queued", d.Pos, a.ID)
+	}
 	worker, epoch := "w1", a.Epoch+1
 	d.MaybeScanArgs(t, "worker", &worker)
 	d.MaybeScanArgs(t, "epoch", &epoch)
@@ -446,6 +453,7 @@ func (h *decideHarness) decide(t *testing.T, d *datadriven.TestData) string {
 			}
 		case a.job != nil && carry:
 			h.c.published.add(a.job.Attempt)
+			h.queued[a.job.Attempt] = true
 		case a.stop != nil && carry:
 			writeIndented(&b, h.stop(t, a.stop))
 		}
