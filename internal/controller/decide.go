@@ -68,8 +68,7 @@ func (c *Controller) stop(ctx context.Context, a *projection.Attempt) error {
 	err := c.claims.Revoke(ctx, a.ID)
 	switch {
 	case err == nil:
-		ev, err := event.New(drovertype.EventID(event.AttemptAbandoned, a.ID), event.AttemptAbandoned, c.now(), a.Flow, a.Task, a.ID, 0,
-			event.AttemptAbandonedData{Reason: "cancelled before a worker ran it"})
+		ev, err := c.abandonment(a)
 		if err != nil {
 			return err
 		}
@@ -80,6 +79,13 @@ func (c *Controller) stop(ctx context.Context, a *projection.Attempt) error {
 	default:
 		return err
 	}
+}
+
+// abandonment is what stop records about an attempt whose claim it revoked
+// before any worker held it (the decision scenarios fold it too).
+func (c *Controller) abandonment(a *projection.Attempt) (*event.Event, error) {
+	return event.New(drovertype.EventID(event.AttemptAbandoned, a.ID), event.AttemptAbandoned, c.now(), a.Flow, a.Task, a.ID, 0,
+		event.AttemptAbandonedData{Reason: "cancelled before a worker ran it"})
 }
 
 // decider holds one run of the decision function.
