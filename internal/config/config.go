@@ -292,6 +292,8 @@ type Runtime struct {
 	// reads usage and errors from it: text, claude-stream-json, codex-json,
 	// opencode-json, gemini-stream-json, pi-json or copilot-json. Defaults to text.
 	Output string `mapstructure:"output"`
+	// NativeRuntime holds the fields of `adapter: native` (native.go).
+	NativeRuntime `mapstructure:",squash"`
 }
 
 // Limits are resource limits for a CLI; 0 leaves one unset.
@@ -365,7 +367,8 @@ func defaults() map[string]any {
 // may set, longest first so that a suffix match picks the whole field name.
 var runtimeFields = func() []string {
 	f := []string{"adapter", "binary", "args", "input", "prompt_flag", "env_passthrough",
-		"env", "timeout", "grace", "no_output_timeout", "max_output_size", "version_args", "model", "models", "model_flag", "output", "home", "home_files", "min_version"}
+		"env", "timeout", "grace", "no_output_timeout", "max_output_size", "version_args", "model", "models", "model_flag", "output", "home", "home_files", "min_version",
+		"provider", "base_url", "api_key_env", "max_tokens", "max_retries", "command_timeout"}
 	sort.Slice(f, func(i, j int) bool { return len(f[i]) > len(f[j]) })
 	return f
 }()
@@ -493,6 +496,9 @@ func (c *Config) WithDefaults() {
 		}
 		if rt.Home == "" {
 			rt.Home = "worker"
+		}
+		if rt.Adapter == "native" {
+			nativeDefaults(&rt)
 		}
 		c.Runtimes[name] = rt
 	}
@@ -630,8 +636,12 @@ func (c *Config) Validate() error {
 		if err := flow.ValidID(name); err != nil {
 			bad(key, "runtime name: %v", err)
 		}
+		if rt.Adapter == "native" {
+			validateNative(key, rt, bad)
+			continue
+		}
 		if rt.Adapter != "command" {
-			bad(key+".adapter", "unknown adapter %q (known: command)", rt.Adapter)
+			bad(key+".adapter", "unknown adapter %q (known: command, native)", rt.Adapter)
 		}
 		if rt.Binary == "" {
 			bad(key+".binary", "is required")

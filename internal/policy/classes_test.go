@@ -32,6 +32,9 @@ func TestClassesMatchAdapter(t *testing.T) {
 		adapter.ClassScopeViolation,
 		adapter.ClassCancelled,
 		adapter.ClassWorkerLost,
+		adapter.ClassTurnBudgetExhausted,
+		adapter.ClassTokenBudgetExhausted,
+		adapter.ClassTimeBudgetExhausted,
 	}
 	if !slices.Equal(policy.Classes, want) {
 		t.Errorf("policy.Classes = %v\nadapter declares %v", policy.Classes, want)

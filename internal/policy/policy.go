@@ -25,6 +25,10 @@ const (
 	classScopeViolation     = "SCOPE_VIOLATION"
 	classCancelled          = "CANCELLED"
 	classWorkerLost         = "WORKER_LOST"
+	// The native runtime's budgets (adapter/classes_native.go).
+	classTurnBudgetExhausted  = "TURN_BUDGET_EXHAUSTED"
+	classTokenBudgetExhausted = "TOKEN_BUDGET_EXHAUSTED"
+	classTimeBudgetExhausted  = "TIME_BUDGET_EXHAUSTED"
 )
 
 // Classes lists every error class a failed attempt can carry, in the order
@@ -45,6 +49,9 @@ var Classes = []string{
 	classScopeViolation,
 	classCancelled,
 	classWorkerLost,
+	classTurnBudgetExhausted,
+	classTokenBudgetExhausted,
+	classTimeBudgetExhausted,
 }
 
 // neverRetried are the classes Decide never retries, even when a policy
