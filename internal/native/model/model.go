@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 )
 
 // Client is one model endpoint. A Turn streams one response; a Check
@@ -78,6 +79,8 @@ type ToolDef struct {
 
 // Request is one turn's input.
 type Request struct {
+	// Model overrides the client's configured model when non-empty.
+	Model string
 	// System is the system prompt (instructions for the whole attempt).
 	System   string
 	Messages []Message
@@ -130,3 +133,17 @@ func (u Usage) AllInput() int64 { return u.InputTokens + u.CacheReadTokens + u.C
 
 // Total is every token of the turn, in and out: what a token budget counts.
 func (u Usage) Total() int64 { return u.AllInput() + u.OutputTokens }
+
+// ClientOptions configure a provider's client. The providers read nothing
+// from the environment: what is not here is not used.
+type ClientOptions struct {
+	// BaseURL is the API's address as the provider's official SDK takes
+	// it (OpenAI's with /v1, Anthropic's without).
+	BaseURL string
+	// APIKey may be empty for servers that need none.
+	APIKey string
+	Model  string
+	// HTTPClient carries every request; it must not time out a whole
+	// response, which streams for as long as the model writes.
+	HTTPClient *http.Client
+}
