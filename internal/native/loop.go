@@ -49,8 +49,9 @@ type loop struct {
 	cancel context.CancelCauseFunc
 	start  time.Time
 	// deadline is when the time budget or the timeout ends the attempt
-	// (zero: never), by the loop's clock.
-	deadline time.Time
+	// (zero: never), by the loop's clock; budgetEnd and timeoutEnd are
+	// each one's own.
+	deadline, budgetEnd, timeoutEnd time.Time
 
 	tools   *tools.Set
 	defs    []model.ToolDef
@@ -82,8 +83,14 @@ func (l *loop) run(parent context.Context) *Result {
 		if t.d <= 0 {
 			continue
 		}
-		if end := l.start.Add(t.d); l.deadline.IsZero() || end.Before(l.deadline) {
+		end := l.start.Add(t.d)
+		if l.deadline.IsZero() || end.Before(l.deadline) {
 			l.deadline = end
+		}
+		if t.cause == ErrTimeBudget {
+			l.budgetEnd = end
+		} else {
+			l.timeoutEnd = end
 		}
 		cause := t.cause
 		stop := l.clock.AfterFunc(t.d, func() { l.cancel(cause) })
@@ -140,9 +147,27 @@ func (l *loop) init() state {
 	return stateThink
 }
 
+// cause says why the run must end now, if it must: the context was
+// cancelled, or a deadline has passed by the clock. The second covers the
+// moment between a deadline and its timer firing, when a command cut by
+// its own clamped timeout has already returned.
+func (l *loop) cause() error {
+	if c := context.Cause(l.ctx); c != nil {
+		return c
+	}
+	now := l.clock.Now()
+	switch {
+	case !l.budgetEnd.IsZero() && !now.Before(l.budgetEnd):
+		return ErrTimeBudget
+	case !l.timeoutEnd.IsZero() && !now.Before(l.timeoutEnd):
+		return ErrTimeout
+	}
+	return nil
+}
+
 // think asks the model for its next step.
 func (l *loop) think() state {
-	if cause := context.Cause(l.ctx); cause != nil {
+	if cause := l.cause(); cause != nil {
 		return l.stop(cause)
 	}
 	maxOut, err := l.cfg.Budget.canThink(l.spent, l.cfg.MaxTokens)
@@ -171,6 +196,9 @@ func (l *loop) think() state {
 	l.ev.write(responseEvent(turn, resp))
 	if resp.Text != "" {
 		l.res.FinalText = resp.Text
+	}
+	if cause := l.cause(); cause != nil {
+		return l.stop(cause) // the answer came too late
 	}
 	if l.cfg.Budget.overspent(l.spent.usage) {
 		return l.budgetSpent(ErrTokenBudget, "")
@@ -238,7 +266,7 @@ func (l *loop) act() state {
 	turn := l.spent.turns
 	results := make([]model.ToolResult, 0, len(calls))
 	for i, c := range calls {
-		if cause := context.Cause(l.ctx); cause != nil {
+		if cause := l.cause(); cause != nil {
 			return l.stop(cause)
 		}
 		l.ev.write(&Event{Type: EventToolCall, Turn: turn, State: string(stateAct), CallID: c.ID, Tool: c.Name, Input: boundedInput(c.Input)})
@@ -251,7 +279,7 @@ func (l *loop) act() state {
 			o = l.tools.Call(ctx, c.Name, c.Input)
 			cancel()
 		}
-		if cause := context.Cause(l.ctx); cause != nil {
+		if cause := l.cause(); cause != nil {
 			// The call was cut short by the end of the attempt; its
 			// result would mislead the log.
 			return l.stop(cause)
