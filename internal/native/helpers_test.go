@@ -122,3 +122,14 @@ func (s *syncBuffer) Bytes() []byte {
 }
 
 func usage(in, out int64) model.Usage { return model.Usage{InputTokens: in, OutputTokens: out} }
+
+func writeFile(t testing.TB, dir, rel, content string) {
+	t.Helper()
+	p := filepath.Join(dir, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
