@@ -10,6 +10,8 @@ import (
 func TestNativeRuntime(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	t.Setenv("DROVER_RUNTIMES_LOCAL_MODEL", "qwen3-coder")
+	t.Setenv("DROVER_RUNTIMES_LOCAL_MAX_TOKENS", "2048")
+	t.Setenv("DROVER_RUNTIMES_LOCAL_API_KEY_ENV", "LOCAL_KEY")
 	p := writeFile(t, `
 runtimes:
   claude-native:
@@ -49,8 +51,8 @@ runtimes:
 		t.Errorf("responses runtime: %+v", g)
 	}
 	l := c.Runtimes["local"]
-	if l.APIKeyEnv != "" || l.Model != "qwen3-coder" || l.CommandTimeout != 30*time.Second {
-		t.Errorf("chat runtime (model from the environment): %+v", l)
+	if l.APIKeyEnv != "LOCAL_KEY" || l.Model != "qwen3-coder" || l.MaxTokens != 2048 || l.CommandTimeout != 30*time.Second {
+		t.Errorf("chat runtime (model, max_tokens and api_key_env from the environment): %+v", l)
 	}
 }
 
