@@ -1,6 +1,7 @@
 package native
 
 import (
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -24,11 +25,35 @@ import (
 //   - Time: the attempt ends when Time has passed since it started — the
 //     model call, the command or the retry wait in progress is cut off.
 type Budget struct {
-	Turns        int
-	Tokens       int64
-	InputTokens  int64
-	OutputTokens int64
-	Time         time.Duration
+	Turns        int           `json:"turns,omitempty"`
+	Tokens       int64         `json:"tokens,omitempty"`
+	InputTokens  int64         `json:"input_tokens,omitempty"`
+	OutputTokens int64         `json:"output_tokens,omitempty"`
+	Time         time.Duration `json:"-"`
+}
+
+// budgetJSON is Budget on the wire, its time in milliseconds.
+type budgetJSON struct {
+	Turns        int   `json:"turns,omitempty"`
+	Tokens       int64 `json:"tokens,omitempty"`
+	InputTokens  int64 `json:"input_tokens,omitempty"`
+	OutputTokens int64 `json:"output_tokens,omitempty"`
+	TimeMS       int64 `json:"time_ms,omitempty"`
+}
+
+// MarshalJSON writes the time as time_ms.
+func (b Budget) MarshalJSON() ([]byte, error) {
+	return json.Marshal(budgetJSON{b.Turns, b.Tokens, b.InputTokens, b.OutputTokens, b.Time.Milliseconds()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (b *Budget) UnmarshalJSON(data []byte) error {
+	var j budgetJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	*b = Budget{j.Turns, j.Tokens, j.InputTokens, j.OutputTokens, time.Duration(j.TimeMS) * time.Millisecond}
+	return nil
 }
 
 // Budget errors, the causes of the three budget classes.

@@ -21,9 +21,8 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m,
 		// The SDKs' HTTP transports keep idle connections to test servers
 		// that have closed; they go with the next GC, not with the test.
-		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
 	)
 }
 

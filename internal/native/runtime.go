@@ -101,6 +101,9 @@ type Runtime struct {
 	info *adapter.Info
 }
 
+// The runtime answers health checks as an adapter does.
+var _ adapter.HealthChecker = (*Runtime)(nil)
+
 // ErrKeyMissing means the worker lacks the runtime's API key variable.
 var ErrKeyMissing = errors.New("native: API key not set")
 

@@ -3,6 +3,7 @@ package native_test
 import (
 	"encoding/json"
 	"errors"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -172,6 +173,28 @@ func TestCommandEnvironment(t *testing.T) {
 	for _, bad := range []string{"sk-secret", "MY_KEY", "NOT_ALLOWED"} {
 		if strings.Contains(out, bad) {
 			t.Errorf("env has %q:\n%s", bad, out)
+		}
+	}
+}
+
+// Production code must not link the test support, and the native
+// packages must not import "testing" themselves. (Package adapter's
+// conformance suite does, which is outside this tree.)
+func TestProductionImportsNoTestSupport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}:{{range .Imports}} {{.}}{{end}}", "github.com/drover-dev/drover/internal/native").CombinedOutput()
+	if err != nil {
+		t.Skipf("go list: %v: %s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imports, _ := strings.Cut(line, ":")
+		if strings.HasSuffix(pkg, "/nativetest") {
+			t.Errorf("internal/native depends on %s", pkg)
+		}
+		if strings.Contains(pkg, "/internal/native") && slices.Contains(strings.Fields(imports), "testing") {
+			t.Errorf("%s imports testing", pkg)
 		}
 	}
 }
