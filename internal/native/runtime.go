@@ -263,6 +263,16 @@ func (r *Runtime) Evaluate(modelName string) Evaluation {
 	}
 }
 
+// Argv stands for a native run in runtime_started, where a CLI's argv
+// goes: what is running, against which endpoint and model (modelName
+// empty: the configured one). There is no process: the pid is 0.
+func (r *Runtime) Argv(modelName string) []string {
+	if modelName == "" {
+		modelName = r.cfg.Model
+	}
+	return []string{"native", r.cfg.Provider, r.cfg.BaseURL, modelName}
+}
+
 // baseEnv is what shell commands may see of the worker's environment: the
 // same allowlist as the command adapter's (internal/adapter/command.go).
 var baseEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "SHELL"}

@@ -138,6 +138,9 @@ func TestConfigFromAndCapabilities(t *testing.T) {
 	if ev.Model != "gpt-y" || ev.ScopeEnforcement != "prevented" || len(ev.Tools) != 7 || ev.Budget.Turns != 5 || ev.Provider != "openai-responses" {
 		t.Errorf("evaluation: %+v", ev)
 	}
+	if got := n.Argv(""); !slices.Equal(got, []string{"native", "openai-responses", "https://x/v1", "gpt-x"}) {
+		t.Errorf("argv: %v", got)
+	}
 	if _, err := native.NewClient(native.Config{Provider: "gemini"}, "", nil); err == nil {
 		t.Error("an unknown provider has a client")
 	}
