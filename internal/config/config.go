@@ -287,6 +287,8 @@ type Runtime struct {
 	// reads usage and errors from it: text, claude-stream-json, codex-json,
 	// opencode-json, gemini-stream-json, pi-json or copilot-json. Defaults to text.
 	Output drovertype.OutputFormat `mapstructure:"output"`
+	// NativeRuntime holds the fields of `adapter: native` (native.go).
+	NativeRuntime `mapstructure:",squash"`
 }
 
 // Limits are resource limits for a CLI; 0 leaves one unset.
@@ -378,7 +380,8 @@ func defaults() map[string]any {
 // may set, longest first so that a suffix match picks the whole field name.
 var runtimeFields = func() []string {
 	f := []string{"adapter", "binary", "args", "input", "prompt_flag", "env_passthrough",
-		"env", "timeout", "grace", "no_output_timeout", "max_output_size", "version_args", "model", "models", "model_flag", "output", "home", "home_files", "min_version"}
+		"env", "timeout", "grace", "no_output_timeout", "max_output_size", "version_args", "model", "models", "model_flag", "output", "home", "home_files", "min_version",
+		"provider", "base_url", "api_key_env", "max_tokens", "max_retries", "command_timeout"}
 	sort.Slice(f, func(i, j int) bool { return len(f[i]) > len(f[j]) })
 	return f
 }()
@@ -508,6 +511,9 @@ func (c *Config) WithDefaults() {
 		// as written for Validate to name.
 		if f, err := drovertype.ParseOutputFormat(string(rt.Output)); err == nil {
 			rt.Output = f
+		}
+		if rt.Adapter == "native" {
+			nativeDefaults(&rt)
 		}
 		c.Runtimes[name] = rt
 	}
@@ -695,8 +701,12 @@ func validateRuntime(p *problems, name string, rt Runtime) {
 	if err := drovertype.ValidID(name); err != nil {
 		p.add(key, "runtime name: %v", err)
 	}
+	if rt.Adapter == "native" {
+		validateNative(key, rt, p.add)
+		return
+	}
 	if rt.Adapter != "command" {
-		p.add(key+".adapter", "unknown adapter %q (known: command)", rt.Adapter)
+		p.add(key+".adapter", "unknown adapter %q (known: command, native)", rt.Adapter)
 	}
 	if rt.Binary == "" {
 		p.add(key+".binary", "is required")
