@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/readlimit"
 	"github.com/drover-dev/drover/internal/tracing"
 )
 
@@ -45,6 +47,11 @@ type Config struct {
 	HTTP       HTTP               `mapstructure:"http"`
 	// Tracing exports OpenTelemetry spans (docs/operations.md#read-a-trace).
 	Tracing tracing.Config `mapstructure:"tracing"`
+	// InsecureListen lets the embedded nats-server listen beyond loopback
+	// with no authentication, and http.pprof be served beyond loopback:
+	// both are refused without it, and logged as a warning with it.
+	// Defaults to false.
+	InsecureListen bool `mapstructure:"insecure_listen"`
 }
 
 // HTTP configures the metrics and health listener of the controller and
@@ -302,6 +309,23 @@ type Limits struct {
 	FileSize uint64 `mapstructure:"file_size"`
 }
 
+// The bounds of the numbers in the configuration, each reported with its
+// key when a value is outside (docs/config.md lists them).
+const (
+	MaxSlots              = 1024               // worker.slots: attempts one worker runs at once
+	MaxFlowParallel       = 10_000             // defaults/projects max_parallel: one flow's attempts at once (a flow has at most 10,000 tasks)
+	MaxControllerParallel = 100_000            // controller.max_parallel: attempts at once across all flows
+	MaxAttempts           = 100                // retry.max_attempts, as in flows
+	MaxCoefficient        = 100                // retry.coefficient, as in flows
+	MaxTimeout            = 7 * 24 * time.Hour // attempt timeouts, grace, no-output timeouts
+	MaxAckWait            = time.Hour          // queue.ack_wait: how long a lost worker goes unnoticed
+	MaxDrainTimeout       = 24 * time.Hour     // worker.drain_timeout
+	MaxOutputSize         = 64 << 20           // runtimes.*.max_output_size: bytes of each stream a worker keeps in memory per attempt
+	MaxOpenFiles          = 1 << 20            // runtimes.*.limits.open_files: Linux's default fs.nr_open
+	MinAddressSpace       = 64 << 20           // runtimes.*.limits.address_space, when set: below it no CLI starts
+	MinFileSize           = 1 << 20            // runtimes.*.limits.file_size, when set
+)
+
 // FlagBindings maps config keys to the flag names every Drover command uses
 // for them, so that one spelling holds everywhere.
 var FlagBindings = map[string]string{
@@ -317,6 +341,7 @@ var FlagBindings = map[string]string{
 	"worker.runtimes":      "runtimes",
 	"worker.drain_timeout": "drain-timeout",
 	"http.listen":          "http-listen", // controller serve, controller dev and worker run
+	"insecure_listen":      "insecure-listen",
 }
 
 // LoadOptions says where configuration comes from.
@@ -370,6 +395,7 @@ func defaults() map[string]any {
 		"tracing.endpoint":               "",
 		"tracing.sample_ratio":           1.0,
 		"tracing.service_name":           "",
+		"insecure_listen":                false,
 	}
 }
 
@@ -399,16 +425,13 @@ func Load(o LoadOptions) (*Config, error) {
 	v.AutomaticEnv()
 	// Runtime entries may come from the environment alone; viper only sees
 	// keys it knows, so bind the ones present.
+	envBound := map[string]string{}
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if r, ok := strings.CutPrefix(name, "DROVER_RUNTIMES_"); ok {
-			// Longest field first: _VERSION_ARGS is not _ARGS of "x-version".
-			for _, field := range runtimeFields {
-				if n, ok := strings.CutSuffix(strings.ToLower(r), "_"+field); ok && n != "" {
-					_ = v.BindEnv("runtimes."+strings.ReplaceAll(n, "_", "-")+"."+field, name)
-					break
-				}
-			}
+		if rt, field, ok := runtimeVar(name); ok {
+			key := "runtimes." + rt + "." + field
+			_ = v.BindEnv(key, name)
+			envBound[key] = name
 		}
 	}
 	file := o.File
@@ -416,9 +439,13 @@ func Load(o LoadOptions) (*Config, error) {
 		file = os.Getenv("DROVER_CONFIG")
 	}
 	if file != "" {
-		v.SetConfigFile(file)
+		// Read here, bounded: viper would read a FIFO or /dev/zero forever.
+		b, err := readlimit.File(file, maxSmallFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: config file %v", ErrInvalid, err)
+		}
 		v.SetConfigType("yaml")
-		if err := v.ReadInConfig(); err != nil {
+		if err := v.ReadConfig(bytes.NewReader(b)); err != nil {
 			return nil, fmt.Errorf("%w: read %s: %v", ErrInvalid, file, err)
 		}
 	}
@@ -430,6 +457,9 @@ func Load(o LoadOptions) (*Config, error) {
 				}
 			}
 		}
+	}
+	if errs := checkValues(v, sources{file: file, flags: o.Flags, bind: o.Bind, env: envBound}); len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	var c Config
 	if err := v.Unmarshal(&c, func(dc *mapstructure.DecoderConfig) {
@@ -443,10 +473,34 @@ func Load(o LoadOptions) (*Config, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, where, err)
 	}
 	c.WithDefaults()
-	if err := c.Validate(); err != nil {
+	errs := []error{c.Validate()}
+	errs = append(errs, checkEnv(os.Environ(), &c)...)
+	errs = append(errs, checkFiles(&c)...)
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// checkFiles refuses configured files that are not regular files of a
+// sane size: nats-server and nats.go read them whole, and a FIFO or a
+// device there would hang or exhaust the process. A missing file is left
+// to the NATS checks (internal/natsconn), which name it.
+func checkFiles(c *Config) []error {
+	var errs []error
+	for _, f := range []struct{ key, path string }{
+		{"nats.server_config", c.NATS.ServerConfig}, {"nats.nkey_file", c.NATS.NKeyFile},
+		{"nats.creds_file", c.NATS.CredsFile}, {"nats.tls.ca_file", c.NATS.TLS.CAFile},
+		{"nats.tls.cert_file", c.NATS.TLS.CertFile}, {"nats.tls.key_file", c.NATS.TLS.KeyFile},
+	} {
+		if f.path == "" {
+			continue
+		}
+		if err := readlimit.Check(f.path, maxSmallFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("%w: %s: %v", ErrInvalid, f.key, err))
+		}
+	}
+	return errs
 }
 
 // WithDefaults fills what is derived from other fields.
@@ -538,10 +592,13 @@ func (c *Config) Validate() error {
 		bad("log.format", "must be text or json (got %q)", c.Log.Format)
 	}
 	if c.HTTP.Listen != "" {
-		if _, port, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
+		if host, port, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
 			bad("http.listen", "must be host:port (got %q)", c.HTTP.Listen)
 		} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
 			bad("http.listen", "port must be 0..65535 (got %q)", port)
+		} else if c.HTTP.Pprof && !Loopback(host) && !c.InsecureListen {
+			bad("http.listen", "%s takes connections from other hosts and http.pprof is on: it would show the process's stacks and memory "+
+				"to anyone who reaches it; listen on 127.0.0.1, turn http.pprof off, or set insecure_listen (--insecure-listen) to serve it on purpose", c.HTTP.Listen)
 		}
 	}
 	if c.NATS.URL == "" {
@@ -561,8 +618,8 @@ func (c *Config) Validate() error {
 			bad("nats.sync_interval", "must be always, default or a positive duration (got %q)", s)
 		}
 	}
-	if c.Queue.AckWait < time.Second {
-		bad("queue.ack_wait", "must be at least 1s (got %s)", c.Queue.AckWait)
+	if c.Queue.AckWait < time.Second || c.Queue.AckWait > MaxAckWait {
+		bad("queue.ack_wait", "must be 1s..%s (got %s)", MaxAckWait, c.Queue.AckWait)
 	}
 	if c.Queue.Heartbeat <= 0 || c.Queue.Heartbeat >= c.Queue.AckWait {
 		bad("queue.heartbeat", "must be positive and below queue.ack_wait (got %s)", c.Queue.Heartbeat)
@@ -576,11 +633,11 @@ func (c *Config) Validate() error {
 	if c.Worker.MinFreeDisk < 0 {
 		bad("worker.min_free_disk", "must not be negative (got %d)", c.Worker.MinFreeDisk)
 	}
-	if c.Worker.DrainTimeout < 0 {
-		bad("worker.drain_timeout", "must not be negative (got %s)", c.Worker.DrainTimeout)
+	if c.Worker.DrainTimeout < 0 || c.Worker.DrainTimeout > MaxDrainTimeout {
+		bad("worker.drain_timeout", "must be 0..%s (got %s)", MaxDrainTimeout, c.Worker.DrainTimeout)
 	}
-	if c.Worker.Slots < 1 || c.Worker.Slots > 1024 {
-		bad("worker.slots", "must be 1..1024 (got %d)", c.Worker.Slots)
+	if c.Worker.Slots < 1 || c.Worker.Slots > MaxSlots {
+		bad("worker.slots", "must be 1..%d (got %d)", MaxSlots, c.Worker.Slots)
 	}
 	if err := drovertype.ValidID(c.Worker.Pool); err != nil {
 		bad("worker.pool", "%v", err)
@@ -591,8 +648,8 @@ func (c *Config) Validate() error {
 	if err := drovertype.ValidID(c.Worker.ID); err != nil {
 		bad("worker.id", "%v", err)
 	}
-	if c.Defaults.Timeout <= 0 {
-		bad("defaults.timeout", "must be positive (got %s)", c.Defaults.Timeout)
+	if c.Defaults.Timeout <= 0 || c.Defaults.Timeout > MaxTimeout {
+		bad("defaults.timeout", "must be above 0 and at most %s (got %s)", MaxTimeout, c.Defaults.Timeout)
 	}
 	if c.Defaults.Runtime != "" {
 		if _, ok := c.Runtimes[c.Defaults.Runtime]; !ok {
@@ -604,11 +661,11 @@ func (c *Config) Validate() error {
 			bad("defaults.validator", "unknown runtime %q (configured: %s)", c.Defaults.Validator, strings.Join(c.RuntimeNames(), ", "))
 		}
 	}
-	if c.Defaults.MaxParallel < 0 || c.Defaults.MaxParallel > 10000 {
-		bad("defaults.max_parallel", "must be 0..10000 (got %d)", c.Defaults.MaxParallel)
+	if c.Defaults.MaxParallel < 0 || c.Defaults.MaxParallel > MaxFlowParallel {
+		bad("defaults.max_parallel", "must be 0..%d (got %d)", MaxFlowParallel, c.Defaults.MaxParallel)
 	}
-	if c.Controller.MaxParallel < 0 {
-		bad("controller.max_parallel", "must not be negative (got %d)", c.Controller.MaxParallel)
+	if c.Controller.MaxParallel < 0 || c.Controller.MaxParallel > MaxControllerParallel {
+		bad("controller.max_parallel", "must be 0..%d (got %d)", MaxControllerParallel, c.Controller.MaxParallel)
 	}
 	if c.Controller.GCPercent < 10 || c.Controller.GCPercent > 1000 {
 		bad("controller.gc_percent", "must be 10..1000 (got %d)", c.Controller.GCPercent)
@@ -625,11 +682,19 @@ func (c *Config) Validate() error {
 				bad(key+"."+k, "unknown runtime %q (configured: %s)", rt, strings.Join(c.RuntimeNames(), ", "))
 			}
 		}
-		if p.Timeout < 0 {
-			bad(key+".timeout", "must not be negative (got %s)", p.Timeout)
+		if p.Timeout < 0 || p.Timeout > MaxTimeout {
+			bad(key+".timeout", "must be 0..%s (got %s)", MaxTimeout, p.Timeout)
 		}
-		if p.MaxParallel < 0 || p.MaxParallel > 10000 {
-			bad(key+".max_parallel", "must be 0..10000 (got %d)", p.MaxParallel)
+		if p.MaxParallel < 0 || p.MaxParallel > MaxFlowParallel {
+			bad(key+".max_parallel", "must be 0..%d (got %d)", MaxFlowParallel, p.MaxParallel)
+		}
+		if len(p.Args) > flow.MaxArgs {
+			bad(key+".args", "%d arguments; the limit is %d", len(p.Args), flow.MaxArgs)
+		}
+		for _, a := range p.Args {
+			if len(a) > flow.MaxArgLen {
+				bad(key+".args", "an argument of %d bytes; the limit is %d", len(a), flow.MaxArgLen)
+			}
 		}
 		c.validateRetry(key+".retry", p.Retry, bad)
 	}
@@ -652,11 +717,22 @@ func (c *Config) Validate() error {
 		if !slices.Contains([]string{"stdin", "arg", "file"}, rt.Input) {
 			bad(key+".input", "must be stdin, arg or file (got %q)", rt.Input)
 		}
-		if rt.Timeout < 0 || rt.Grace < 0 || rt.NoOutputTimeout < 0 {
-			bad(key, "timeouts must not be negative")
+		for k, d := range map[string]time.Duration{"timeout": rt.Timeout, "grace": rt.Grace, "no_output_timeout": rt.NoOutputTimeout} {
+			if d < 0 || d > MaxTimeout {
+				bad(key+"."+k, "must be 0..%s (got %s)", MaxTimeout, d)
+			}
 		}
-		if rt.MaxOutputSize < 1024 {
-			bad(key+".max_output_size", "must be at least 1024 (got %d)", rt.MaxOutputSize)
+		if rt.MaxOutputSize < 1024 || rt.MaxOutputSize > MaxOutputSize {
+			bad(key+".max_output_size", "must be 1024..%d bytes (got %d)", int64(MaxOutputSize), rt.MaxOutputSize)
+		}
+		if l := rt.Limits; l.OpenFiles > MaxOpenFiles {
+			bad(key+".limits.open_files", "must be 0..%d (got %d)", MaxOpenFiles, l.OpenFiles)
+		}
+		if l := rt.Limits; l.AddressSpace != 0 && l.AddressSpace < MinAddressSpace {
+			bad(key+".limits.address_space", "must be 0 (unset) or at least %d bytes, %s (got %d): it is in bytes", uint64(MinAddressSpace), ByteSize(MinAddressSpace), l.AddressSpace)
+		}
+		if l := rt.Limits; l.FileSize != 0 && l.FileSize < MinFileSize {
+			bad(key+".limits.file_size", "must be 0 (unset) or at least %d bytes, %s (got %d): it is in bytes", uint64(MinFileSize), ByteSize(MinFileSize), l.FileSize)
 		}
 		if rt.MinVersion != "" && !versionRE.MatchString(rt.MinVersion) {
 			bad(key+".min_version", "must be dotted numbers like 1.2.3 (got %q)", rt.MinVersion)
@@ -702,8 +778,8 @@ func (c *Config) ProjectNames() []string {
 var classRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
 
 func (c *Config) validateRetry(key string, r Retry, bad func(string, string, ...any)) {
-	if r.MaxAttempts < 0 || r.MaxAttempts > 100 {
-		bad(key+".max_attempts", "must be 1..100 (got %d)", r.MaxAttempts)
+	if r.MaxAttempts < 0 || r.MaxAttempts > MaxAttempts {
+		bad(key+".max_attempts", "must be 1..%d, or 0 to inherit (got %d)", MaxAttempts, r.MaxAttempts)
 	}
 	if r.InitialBackoff < 0 || r.MaxBackoff < 0 {
 		bad(key, "backoffs must not be negative")
@@ -711,11 +787,18 @@ func (c *Config) validateRetry(key string, r Retry, bad func(string, string, ...
 	if r.InitialBackoff > 0 && r.MaxBackoff > 0 && r.InitialBackoff > r.MaxBackoff {
 		bad(key+".initial_backoff", "%s is above max_backoff %s", r.InitialBackoff, r.MaxBackoff)
 	}
-	if r.Coefficient != 0 && (r.Coefficient < 1 || r.Coefficient > 100) {
-		bad(key+".coefficient", "must be 1..100 (got %g)", r.Coefficient)
+	// Negated ranges, so that NaN fails them too.
+	if r.Coefficient != 0 && !(r.Coefficient >= 1 && r.Coefficient <= MaxCoefficient) {
+		bad(key+".coefficient", "must be 1..%d (got %g)", MaxCoefficient, r.Coefficient)
 	}
-	if r.Jitter != nil && (*r.Jitter < 0 || *r.Jitter > 1) {
+	if r.Jitter != nil && !(*r.Jitter >= 0 && *r.Jitter <= 1) {
 		bad(key+".jitter", "must be 0..1 (got %g)", *r.Jitter)
+	}
+	if len(r.RetryOn) > flow.MaxRetryOn {
+		bad(key+".retry_on", "%d classes; the limit is %d", len(r.RetryOn), flow.MaxRetryOn)
+	}
+	if len(r.Fallback) > flow.MaxFallback {
+		bad(key+".fallback", "%d runtimes; the limit is %d", len(r.Fallback), flow.MaxFallback)
 	}
 	for i, cl := range r.RetryOn {
 		switch {
@@ -727,9 +810,12 @@ func (c *Config) validateRetry(key string, r Retry, bad func(string, string, ...
 			bad(key+".retry_on", "%s is listed twice", cl)
 		}
 	}
-	for _, rt := range r.Fallback {
-		if _, ok := c.Runtimes[rt]; !ok {
+	for i, rt := range r.Fallback {
+		switch _, ok := c.Runtimes[rt]; {
+		case !ok:
 			bad(key+".fallback", "unknown runtime %q (configured: %s)", rt, strings.Join(c.RuntimeNames(), ", "))
+		case slices.Contains(r.Fallback[:i], rt):
+			bad(key+".fallback", "%s is listed twice", rt)
 		}
 	}
 }
