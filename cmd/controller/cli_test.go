@@ -198,6 +198,8 @@ func TestExitCodes(t *testing.T) {
 		// 2: usage
 		{"unknown command", []string{"nosuch"}, nil, nil, exitcode.Usage, "unknown command"},
 		{"unknown flag", []string{"status", "--bogus"}, nil, nil, exitcode.Usage, "unknown flag"},
+		{"unknown subcommand", []string{"runtime", "helth"}, nil, nil, exitcode.Usage, `unknown command "helth" for "controller runtime"`},
+		{"a group alone", []string{"runtime"}, nil, nil, exitcode.OK, ""},
 		{"too many arguments", []string{"status", "a", "b"}, nil, nil, exitcode.Usage, "accepts at most 1 arg"},
 		{"missing argument", []string{"logs"}, nil, nil, exitcode.Usage, "accepts 1 arg"},
 		{"bad -o", []string{"status", "-o", "yaml"}, nil, nil, exitcode.Usage, "-o must be text or json"},

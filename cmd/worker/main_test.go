@@ -55,6 +55,8 @@ func TestExitCodes(t *testing.T) {
 		{"runtime list", []string{"runtime", "list"}, nil, exitcode.OK, ""},
 		{"unknown command", []string{"nosuch"}, nil, exitcode.Usage, "unknown command"},
 		{"unknown flag", []string{"run", "--bogus"}, nil, exitcode.Usage, "unknown flag"},
+		{"unknown subcommand", []string{"runtime", "helth"}, nil, exitcode.Usage, `unknown command "helth" for "worker runtime"`},
+		{"a group alone", []string{"runtime"}, nil, exitcode.OK, ""},
 		{"an argument", []string{"run", "x"}, nil, exitcode.Usage, "unknown command"},
 		{"--slots 2.5", []string{"run", "--slots", "2.5"}, nil, exitcode.Usage, "invalid argument"},
 		{"--drain-timeout 90", []string{"run", "--drain-timeout", "90"}, nil, exitcode.Usage, "missing unit"},
