@@ -78,7 +78,9 @@ func newDiff() *cobra.Command {
 from the object store. For FLOW/TASK it is the task's result: its succeeded attempt, or
 else its latest. When the patch is not in the object store (too old, or never stored), the
 report's diff stat is printed instead, with a note on stderr.
--o json prints {"attempt", "stat", "patch"}.`,
+-o json prints {"attempt", "stat", "patch"}. The patch holds the agent's file contents: on a
+terminal their control characters are shown escaped; to a pipe or a file it is written
+byte for byte, for git apply.`,
 		Example: `  controller diff hello-x1y2z3/greet
   controller diff hello-x1y2z3_greet_1 | git apply --stat
   controller diff hello-x1y2z3/greet -o json | jq -r .stat`,
