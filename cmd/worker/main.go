@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -15,22 +16,64 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/exitcode"
+	"github.com/drover-dev/drover/internal/readlimit"
 	"github.com/drover-dev/drover/internal/telemetry"
+	"github.com/drover-dev/drover/internal/termsafe"
 	"github.com/drover-dev/drover/internal/tracing"
 	"github.com/drover-dev/drover/internal/worker"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newRoot().ExecuteContext(ctx)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		if errors.Is(err, config.ErrInvalid) {
-			os.Exit(2)
-		}
-		os.Exit(1)
+	os.Exit(code)
+}
+
+// run executes one command line and returns its exit code (docs/cli.md).
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRoot()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	// Cobra checks the command, its flags and its arguments before this
+	// hook: an error before it is a usage error.
+	ran := false
+	root.PersistentPreRun = func(*cobra.Command, []string) { ran = true }
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitcode.OK
 	}
+	code := exitCode(ctx, err, ran)
+	if code == exitcode.Interrupted {
+		fmt.Fprintln(stderr, "interrupted")
+	} else {
+		fmt.Fprintln(stderr, "error:", termsafe.Text(err.Error()))
+	}
+	return code
+}
+
+// exitCode maps an error to the exit code table of internal/exitcode: the
+// one place the worker CLI decides its codes.
+func exitCode(ctx context.Context, err error, ran bool) int {
+	if !ran {
+		return exitcode.Usage
+	}
+	if code, ok := exitcode.Of(err); ok {
+		return code
+	}
+	var connErr *natsconn.ConnectError
+	switch {
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		return exitcode.Interrupted
+	case errors.Is(err, config.ErrInvalid), errors.Is(err, readlimit.ErrTooLarge), errors.Is(err, readlimit.ErrNotRegular):
+		return exitcode.Usage
+	case errors.As(err, &connErr) && connErr.Unreachable:
+		return exitcode.Unreachable
+	}
+	return exitcode.Failed
 }
 
 func newRoot() *cobra.Command {
@@ -68,6 +111,10 @@ them back without waiting.`,
 				return err
 			}
 			log := cfg.Log.Logger(os.Stderr)
+			if cfg.InsecureHTTP() {
+				log.Warn("INSECURE: http.pprof is served beyond loopback (insecure_listen): anyone who reaches it sees this process's stacks and memory",
+					"listen", cfg.HTTP.Listen)
+			}
 			srv, err := telemetry.Start(cfg.HTTP.Listen, log, telemetry.WithPprof(cfg.HTTP.Pprof))
 			if err != nil {
 				return err
@@ -146,5 +193,6 @@ them back without waiting.`,
 	f.StringSlice("runtimes", nil, "runtimes to serve (default all configured)")
 	f.Duration("drain-timeout", 0, "on SIGTERM, how long running attempts may finish before they are handed back (default 30s)")
 	f.String("http-listen", "", "host:port serving /metrics, /healthz and /readyz (default off)")
+	f.Bool("insecure-listen", false, "allow http.pprof beyond loopback (insecure_listen)")
 	return cmd
 }

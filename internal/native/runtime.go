@@ -240,7 +240,7 @@ func (r *Runtime) Capabilities() adapter.Capabilities {
 }
 
 // Evaluation is what the runtime_capabilities_evaluated event records
-// (eventlog.RuntimeCapabilitiesEvaluatedData has the same fields).
+// (event.RuntimeCapabilitiesEvaluatedData has the same fields).
 type Evaluation struct {
 	Capabilities     adapter.Capabilities
 	Provider         string

@@ -292,6 +292,9 @@ type ConnectError struct {
 	// What happened, and Hint, what to change (may be empty).
 	What, Hint string
 	Err        error
+	// Unreachable is a server that could not be reached or did not answer
+	// (nothing listens, a timeout): trying later may work, unlike a refusal.
+	Unreachable bool
 }
 
 func (e *ConnectError) Error() string {
@@ -363,8 +366,10 @@ func explain(o ClientOptions, err error) error {
 		}
 	case errors.Is(err, nats.ErrNoServers) || isDialError(err):
 		e.What = "is unreachable: " + strings.TrimPrefix(err.Error(), "nats: ")
+		e.Unreachable = true
 	case errors.Is(err, nats.ErrTimeout):
 		e.What = "did not answer in time"
+		e.Unreachable = true
 	default:
 		e.What = "failed: " + err.Error()
 	}
