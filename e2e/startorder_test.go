@@ -160,7 +160,8 @@ func (c *cluster) runFlow(name string) {
 // TestStartOrderNATSLate: the controller and two workers start against a
 // NATS URL where nothing listens; nats-server starts 10 s later. They wait
 // — alive, not ready, saying what they wait for once, not at every try —
-// and then serve a flow, none of them restarted.
+// and then serve a flow, none of them restarted. NATS lost later makes
+// them unready until it is back.
 func TestStartOrderNATSLate(t *testing.T) {
 	t.Parallel()
 	needNATSServer(t)
@@ -202,6 +203,19 @@ func TestStartOrderNATSLate(t *testing.T) {
 	}
 	if n := strings.Count(readLog(c.ctrl), `msg="controller serving"`); n != 1 {
 		t.Errorf("controller started serving %d times", n)
+	}
+
+	// Ready, then NATS goes away: not ready while disconnected, ready
+	// again once it is back, still the same processes.
+	node.kill()
+	ctrl.waitUnready(20*time.Second, "fail nats: not connected")
+	for _, w := range []*daemon{w1, w2} {
+		w.waitUnready(20*time.Second, "fail worker_nats: not connected")
+	}
+	node.start()
+	stopFirst(t, daemons...)
+	for _, d := range daemons {
+		d.waitReady(30 * time.Second)
 	}
 }
 
