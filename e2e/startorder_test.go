@@ -364,3 +364,51 @@ func TestStartOrderStopWhileWaiting(t *testing.T) {
 		}
 	}
 }
+
+// TestStartOrderDeniedStepExits: a worker whose NATS user may not create
+// its consumer (pool gpu, with the permissions of examples/nats for pool
+// default) gets no answer from NATS; it exits non-zero naming the subject
+// instead of waiting forever.
+func TestStartOrderDeniedStepExits(t *testing.T) {
+	t.Parallel()
+	needNATSServer(t)
+	perms, err := os.ReadFile("../examples/nats/permissions.conf")
+	if err != nil {
+		t.Skipf("no permissions file: %v", err)
+	}
+	node := newNATSCluster(t, 1)[0]
+	dir := filepath.Dir(node.conf)
+	if err := os.WriteFile(filepath.Join(dir, "permissions.conf"), perms, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	conf, err := os.ReadFile(node.conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf = append(conf, `authorization {
+  include "permissions.conf"
+  users = [
+    {user: controller, password: "ctrl-pass-0123456789", permissions: $DROVER_CONTROLLER}
+    {user: worker, password: "worker-pass-0123456789", permissions: $DROVER_WORKER}
+    {user: operator, password: "op-pass-0123456789", permissions: $DROVER_OPERATOR}
+  ]
+}
+`...)
+	if err := os.WriteFile(node.conf, conf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	node.start()
+	c := externalCluster(t, node.url(), "DROVER_NATS_USER=controller", "DROVER_NATS_PASSWORD=ctrl-pass-0123456789")
+	c.startWaitingController().waitReady(30 * time.Second)
+	w := c.startWaitingWorker("worker-gpu", "DROVER_NATS_USER=worker", "DROVER_NATS_PASSWORD=worker-pass-0123456789",
+		"DROVER_WORKER_POOL=gpu", "DROVER_WORKER_RUNTIMES=demo")
+	select {
+	case <-w.done:
+	case <-time.After(45 * time.Second):
+		t.Fatal("the worker still runs")
+	}
+	const subject = `Permissions Violation for Publish to "$JS.API.CONSUMER.CREATE.DROVER_ATTEMPTS.attempts_gpu_demo.drover.attempts.gpu.demo"`
+	if log := readLog(w.proc); w.err == nil || !strings.Contains(log, "error: worker: ") || !strings.Contains(log, subject) {
+		t.Errorf("exit %v, want non-zero and the error naming the subject:\n%s", w.err, log)
+	}
+}

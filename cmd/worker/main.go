@@ -115,7 +115,9 @@ them back without waiting.`,
 				co.Closed = func(err error) { stopRun(err) }
 				return co
 			})
-			if err == nil {
+			if err != nil {
+				err = fmt.Errorf("worker: %w", err)
+			} else {
 				defer nc.Close()
 				err = w.Start(ctx, nc, wait)
 			}
@@ -124,7 +126,7 @@ them back without waiting.`,
 				return nil
 			}
 			if err != nil {
-				return fmt.Errorf("worker: %w", err)
+				return err
 			}
 			wait.Done()
 			log.Info("worker running", "id", cfg.Worker.ID, "pool", cfg.Worker.Pool, "slots", cfg.Worker.Slots, "work_dir", cfg.Worker.WorkDir)

@@ -19,7 +19,8 @@ import (
 // electing its leader), then Drover's streams and buckets, which it creates
 // (Ensure, tried again while JetStream cannot place them yet) and opens as
 // the workers will. Only refused credentials, TLS or options that cannot
-// work, and a layout JetStream refuses for good return before ctx ends.
+// work, permissions that deny a step, and a layout JetStream refuses for
+// good return before ctx ends.
 func connectAndEnsure(ctx context.Context, w *startup.Waiter, co natsconn.ClientOptions, o queue.StreamOptions) (*nats.Conn, jetstream.JetStream, error) {
 	nc, err := natsconn.ConnectWait(ctx, w, func() natsconn.ClientOptions { return co })
 	if err != nil {
@@ -27,7 +28,9 @@ func connectAndEnsure(ctx context.Context, w *startup.Waiter, co natsconn.Client
 	}
 	js, err := jetstream.New(nc)
 	if err == nil {
-		err = w.Wait(ctx, "JetStream", func(ctx context.Context) error { return queue.CheckJetStream(ctx, js) })
+		err = w.Wait(ctx, "JetStream", func(ctx context.Context) error {
+			return natsconn.Denied(nc, queue.CheckJetStream(ctx, js))
+		})
 	}
 	if err == nil {
 		err = w.Wait(ctx, "Drover's streams and buckets", func(ctx context.Context) error {
@@ -35,9 +38,9 @@ func connectAndEnsure(ctx context.Context, w *startup.Waiter, co natsconn.Client
 				if ce := (*queue.ConfigError)(nil); errors.As(err, &ce) {
 					return startup.Fatal(err)
 				}
-				return err
+				return natsconn.Denied(nc, err)
 			}
-			return queue.CheckBuckets(ctx, js)
+			return natsconn.Denied(nc, queue.CheckBuckets(ctx, js))
 		})
 	}
 	if err != nil {

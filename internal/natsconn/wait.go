@@ -2,6 +2,8 @@ package natsconn
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/nats-io/nats.go"
 
@@ -30,4 +32,19 @@ func ConnectWait(ctx context.Context, w *startup.Waiter, options func() ClientOp
 		return nil, err
 	}
 	return nc, nil
+}
+
+// Denied marks err, a failed try of a start step, fatal (startup.Fatal)
+// when the server has refused nc a publish for its permissions: NATS does
+// not answer a request to a subject the user may not publish to, it tells
+// the connection, so the request times out however long one waits. The
+// error then names the subject. Any other err is returned as is.
+func Denied(nc *nats.Conn, err error) error {
+	if err == nil {
+		return nil
+	}
+	if last := nc.LastError(); errors.Is(last, nats.ErrPermissionViolation) {
+		return startup.Fatal(fmt.Errorf("%w: %v (this NATS user's permissions do not allow it; see docs/security.md)", err, last))
+	}
+	return err
 }

@@ -171,3 +171,40 @@ func TestIsConfigError(t *testing.T) {
 		t.Fatal("an invalid option is a configuration error")
 	}
 }
+
+// TestDeniedEndsTheWait: a start step the user's permissions deny gets no
+// answer from NATS, only the connection hears why; Denied turns the
+// timed-out try into a fatal error naming the subject.
+func TestDeniedEndsTheWait(t *testing.T) {
+	t.Parallel()
+	ns, _ := startConfigured(t, `authorization { users = [
+  {user: a, password: "pw-0123456", permissions: {publish: {allow: ["nothing.here"]}, subscribe: {allow: ["_INBOX_drover.>"]}}}
+  {user: b, password: "pw-6543210"}
+] }`, -1)
+	ctx := testCtx(t)
+	allowed, err := Connect(ClientOptions{URL: ns.ClientURL(), User: "b", Password: "pw-6543210", Role: RoleWorker})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer allowed.Close()
+	plain := errors.New("no answer")
+	if Denied(allowed, nil) != nil || Denied(allowed, plain) != plain {
+		t.Fatal("Denied changed the error of a connection no permission refused")
+	}
+
+	nc, err := Connect(ClientOptions{URL: ns.ClientURL(), User: "a", Password: "pw-0123456", Role: RoleWorker})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	w := startup.New(nil, startup.Options{Backoff: startup.Backoff{TryTimeout: 500 * time.Millisecond},
+		Sleep: func(context.Context, time.Duration) error { t.Error("waited on a denied step"); return nil }})
+	err = w.Wait(ctx, "JetStream", func(ctx context.Context) error {
+		_, err := nc.RequestWithContext(ctx, "$JS.API.INFO", nil)
+		return Denied(nc, err)
+	})
+	if !startup.IsFatal(err) || !strings.Contains(err.Error(), `Permissions Violation for Publish to "$JS.API.INFO"`) ||
+		!strings.Contains(err.Error(), "see docs/security.md") {
+		t.Fatalf("err = %v, want a fatal error naming the denied subject", err)
+	}
+}

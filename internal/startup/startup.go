@@ -123,7 +123,7 @@ func (w *Waiter) Wait(ctx context.Context, what string, try func(ctx context.Con
 	for tries := 1; ; tries++ {
 		tctx, cancel := context.WithTimeout(ctx, w.backoff.TryTimeout)
 		err := try(tctx)
-		if err != nil && errors.Is(err, context.DeadlineExceeded) && tctx.Err() != nil && ctx.Err() == nil {
+		if err != nil && !IsFatal(err) && errors.Is(err, context.DeadlineExceeded) && tctx.Err() != nil && ctx.Err() == nil {
 			// The try's own bound, not the caller's: say how long.
 			err = fmt.Errorf("%w (no answer in %s)", err, w.backoff.TryTimeout)
 		}

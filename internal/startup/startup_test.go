@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -299,5 +300,20 @@ func TestBackoffDefaults(t *testing.T) {
 	}
 	if got := (Backoff{Jitter: 7, Multiplier: 0.5}).WithDefaults(); got.Jitter != 0.5 || got.Multiplier != 2 {
 		t.Fatalf("out-of-range jitter or a shrinking multiplier kept: %+v", got)
+	}
+}
+
+// TestWaitKeepsAFatalTimeoutAsIs: a try that timed out and was found fatal
+// (a request the server's permissions dropped) is returned as it was.
+func TestWaitKeepsAFatalTimeoutAsIs(t *testing.T) {
+	w, _, _ := newWaiter(Backoff{TryTimeout: time.Millisecond}, 0)
+	var fatal error
+	err := w.Wait(context.Background(), "JetStream", func(ctx context.Context) error {
+		<-ctx.Done()
+		fatal = Fatal(fmt.Errorf("%w: permissions violation", ctx.Err()))
+		return fatal
+	})
+	if err != fatal {
+		t.Fatalf("err = %v, want %v as is", err, fatal)
 	}
 }

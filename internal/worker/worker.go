@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/fleet"
+	"github.com/drover-dev/drover/internal/natsconn"
 	"github.com/drover-dev/drover/internal/objstore"
 
 	"github.com/drover-dev/drover/internal/event"
@@ -154,15 +155,16 @@ func (w *Worker) Start(ctx context.Context, nc *nats.Conn, wait *startup.Waiter)
 
 // waitLayout waits for the claims bucket, the worker registry and the
 // artifacts store (their existence says the controller's Ensure is done),
-// then for this worker's consumer of each runtime.
+// then for this worker's consumer of each runtime. A step this NATS user
+// may not take ends it: waiting would not change the permissions.
 func (w *Worker) waitLayout(ctx context.Context, wait *startup.Waiter) (map[string]jetstream.Consumer, error) {
 	err := wait.Wait(ctx, "Drover's buckets", func(ctx context.Context) error {
 		if err := queue.CheckBuckets(ctx, w.js); err != nil {
-			return err
+			return natsconn.Denied(w.js.Conn(), err)
 		}
 		claims, err := queue.NewClaims(ctx, w.js, w.cfg.Queue.AckWait, w.now)
 		w.claims = claims
-		return err
+		return natsconn.Denied(w.js.Conn(), err)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
@@ -173,7 +175,7 @@ func (w *Worker) waitLayout(ctx context.Context, wait *startup.Waiter) (map[stri
 		err := wait.Wait(ctx, "consumer "+cname, func(ctx context.Context) error {
 			cons, err := queue.EnsureAttemptConsumer(ctx, w.js, w.cfg.Worker.Pool, name, queue.ConsumerOptions{AckWait: w.cfg.Queue.AckWait})
 			consumers[name] = cons
-			return err
+			return natsconn.Denied(w.js.Conn(), err)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("worker: %w", err)
