@@ -204,6 +204,11 @@ func TestStartOrderNATSLate(t *testing.T) {
 	if n := strings.Count(readLog(c.ctrl), `msg="controller serving"`); n != 1 {
 		t.Errorf("controller started serving %d times", n)
 	}
+	for _, w := range []*daemon{w1, w2} {
+		if n := strings.Count(readLog(w.proc), `msg="worker running"`); n != 1 {
+			t.Errorf("%s started running %d times", w.name, n)
+		}
+	}
 
 	// Ready, then NATS goes away: not ready while disconnected, ready
 	// again once it is back, still the same processes.
