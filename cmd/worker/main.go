@@ -57,11 +57,11 @@ func newRun() *cobra.Command {
 		Short: "Claim and run attempts until stopped",
 		Long: `run connects to NATS, serves every configured runtime whose binary is healthy on this
 host, and claims attempt jobs of its pool when a slot is free. It waits for NATS and for
-the streams and buckets the controller creates, however late they come; it exits at once
-only when no runtime is usable or NATS refuses its credentials or TLS settings. SIGTERM or SIGINT stops
-claiming and lets running attempts finish for up to worker.drain_timeout (30s), then
-hands the rest back for another worker to take over at once; a second signal hands
-them back without waiting.`,
+the buckets the controller creates, however late they come; it exits at once only when
+no runtime is usable or NATS refuses its credentials, TLS settings or permissions.
+SIGTERM or SIGINT stops claiming and lets running attempts finish for up to
+worker.drain_timeout (30s), then hands the rest back for another worker to take over at
+once; a second signal hands them back without waiting.`,
 		Example: `  worker run --nats-url nats://controller:4222 --slots 4 --work-dir /var/lib/drover-worker
   DROVER_WORKER_POOL=gpu worker run`,
 		Args: cobra.NoArgs,
