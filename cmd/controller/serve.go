@@ -192,9 +192,10 @@ func startLocalWorkers(ctx context.Context, cfg *config.Config, url string, n in
 			return nil, err
 		}
 		conns = append(conns, nc)
-		w, err := worker.New(&wc, nc, log)
+		w, err := worker.New(&wc, log)
 		if err == nil {
-			err = w.Start(ctx)
+			// The controller has created the layout: nothing to wait for.
+			err = w.Start(ctx, nc, nil)
 		}
 		if err != nil {
 			stop()
