@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -35,16 +36,16 @@ func newServe() *cobra.Command {
 			}
 			log := cfg.Log.Logger(os.Stderr)
 			log.Debug("garbage collector", "gogc", setGCPercent(cfg))
-			stop, err := startTelemetry(cmd.Context(), cfg, log)
+			mount, stop, err := startTelemetry(cmd.Context(), cfg, log)
 			if err != nil {
 				return err
 			}
 			defer stop()
-			return controller.Serve(cmd.Context(), cfg, log, controller.ServeOptions{})
+			return controller.Serve(cmd.Context(), cfg, log, controller.ServeOptions{Mount: mount})
 		},
 	}
 	cmd.Flags().String("nats-listen", "", "host:port of the embedded nats-server (port -1 picks a free one)")
-	cmd.Flags().String("http-listen", "", "host:port serving /metrics, /healthz and /readyz (default off)")
+	cmd.Flags().String("http-listen", "", "host:port serving /metrics, /healthz, /readyz and the console under /ui/ (default off)")
 	return cmd
 }
 
@@ -67,7 +68,7 @@ under the data dir, as if they ran on separate hosts. It is for trying Drover on
 			}
 			log := cfg.Log.Logger(os.Stderr)
 			log.Debug("garbage collector", "gogc", setGCPercent(cfg))
-			stop, err := startTelemetry(cmd.Context(), cfg, log)
+			mount, stop, err := startTelemetry(cmd.Context(), cfg, log)
 			if err != nil {
 				return err
 			}
@@ -76,13 +77,14 @@ under the data dir, as if they ran on separate hosts. It is for trying Drover on
 				Ready: func(ctx context.Context, url string) (func(), error) {
 					return startLocalWorkers(ctx, cfg, url, workers)
 				},
+				Mount: mount,
 			})
 		},
 	}
 	cmd.Flags().IntVar(&workers, "workers", 2, "number of local workers")
 	cmd.Flags().Int("slots", 0, "attempts each worker runs at once")
 	cmd.Flags().String("nats-listen", "", "host:port of the embedded nats-server (port -1 picks a free one)")
-	cmd.Flags().String("http-listen", "", "host:port serving /metrics, /healthz and /readyz (default off)")
+	cmd.Flags().String("http-listen", "", "host:port serving /metrics, /healthz, /readyz and the console under /ui/ (default off)")
 	return cmd
 }
 
@@ -101,18 +103,22 @@ func setGCPercent(cfg *config.Config) int {
 
 // startTelemetry serves metrics and health on http.listen, if set, and
 // exports spans when tracing is on; the returned func shuts both down,
-// exporting the spans still queued (bounded: 5s).
-func startTelemetry(ctx context.Context, cfg *config.Config, log *slog.Logger) (func(), error) {
+// exporting the spans still queued (bounded: 5s). mount serves more on
+// http.listen (the console), nil when it is off.
+func startTelemetry(ctx context.Context, cfg *config.Config, log *slog.Logger) (mount func(string, http.Handler) func(), stop func(), err error) {
 	srv, err := telemetry.Start(cfg.HTTP.Listen, log, telemetry.WithPprof(cfg.HTTP.Pprof))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tp, err := tracing.Setup(ctx, cfg.Tracing, tracing.Process{Service: "drover-controller"}, log)
 	if err != nil {
 		_ = srv.Shutdown(context.Background())
-		return nil, err
+		return nil, nil, err
 	}
-	return func() {
+	if srv != nil {
+		mount = srv.Mount
+	}
+	return mount, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,6 +29,10 @@ type ServeOptions struct {
 	// Ready is called once NATS, the streams, the store and the API are up,
 	// with the client URL. What it starts it stops through the returned func.
 	Ready func(ctx context.Context, url string) (stop func(), err error)
+	// Mount serves a handler under a path prefix of the HTTP listener
+	// (telemetry.Server.Mount); nil when http.listen is off, and then the
+	// console is not served.
+	Mount func(prefix string, h http.Handler) (unmount func())
 }
 
 // Serve runs a controller until ctx ends: the embedded nats-server unless
@@ -94,6 +99,14 @@ func Serve(ctx context.Context, cfg *config.Config, log *slog.Logger, o ServeOpt
 		return err
 	}
 	defer func() { _ = svc.Stop() }()
+	if o.Mount != nil && cfg.Console.Enabled {
+		con, err := newConsole(cfg, ctrl, nc, js, store, log)
+		if err != nil {
+			return err
+		}
+		defer con.Close()
+		defer o.Mount("/ui/", con)()
+	}
 	if o.Ready != nil {
 		stop, err := o.Ready(ctx, url)
 		if err != nil {
