@@ -255,8 +255,10 @@ func (c *Console) newPage(r *http.Request, title, nav string) *page {
 
 func (c *Console) render(w http.ResponseWriter, status int, name string, p *page) {
 	t := c.pages[name]
+	cp := *p
+	cp.Content, cp.Flash = cleaned(p.Content), cleanTerminal(p.Flash)
 	var b strings.Builder
-	if err := t.ExecuteTemplate(&b, name, p); err != nil {
+	if err := t.ExecuteTemplate(&b, name, &cp); err != nil {
 		c.o.Log.Warn("console: render", "page", name, "err", err)
 		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
 		return

@@ -45,7 +45,7 @@ func startSSE(w http.ResponseWriter) *sse {
 
 // send writes one event; an error means the browser is gone.
 func (s *sse) send(name string, v any) error {
-	data, err := json.Marshal(v)
+	data, err := json.Marshal(cleaned(v))
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func (d rowDiff) changed(rows []row) (out []row, gone []string) {
 	seen := make(map[string]bool, len(rows))
 	for _, r := range rows {
 		seen[r.Key] = true
-		b, _ := json.Marshal(r)
+		b, _ := json.Marshal(withoutAges(r))
 		if d[r.Key] != string(b) {
 			d[r.Key] = string(b)
 			out = append(out, r)
@@ -104,6 +104,20 @@ func (d rowDiff) changed(rows []row) (out []row, gone []string) {
 	}
 	slices.Sort(gone)
 	return out, gone
+}
+
+// withoutAges is a row without the text of its ages, which the page
+// keeps current itself: a row whose age alone changed is not sent again.
+func withoutAges(r row) row {
+	cells := make([]cell, len(r.Cells))
+	for i, c := range r.Cells {
+		if c.Since != 0 {
+			c.Text = ""
+		}
+		cells[i] = c
+	}
+	r.Cells = cells
+	return r
 }
 
 // fieldDiff does the same for a page's fields.

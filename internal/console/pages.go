@@ -231,6 +231,7 @@ func (c *Console) graphJSON(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
+	o.Tasks = cleaned(o.Tasks) // error classes come from workers
 	writeCompressed(w, r, func(wr io.Writer) error { return json.NewEncoder(wr).Encode(o) })
 }
 
@@ -253,6 +254,7 @@ type taskView struct {
 	ResultCommit    string
 	Verify          []string
 	CancelRequested bool
+	Fields          map[string]cell
 }
 
 type planView struct {
@@ -337,10 +339,8 @@ func (c *Console) taskPage(w http.ResponseWriter, r *http.Request) {
 	}
 	p := c.newPage(r, "Task "+v.ID, "flows")
 	p.Live = taskHref(v.Flow, v.ID) + "/live"
-	p.Content = struct {
-		*taskView
-		Fields map[string]cell
-	}{v, fields}
+	v.Fields = fields
+	p.Content = v
 	c.render(w, http.StatusOK, "task", p)
 }
 

@@ -25,6 +25,9 @@ const maxCarry = 4096
 
 // cleanTerminal cleans one complete text.
 func cleanTerminal(s string) string {
+	if plain(s) {
+		return s
+	}
 	var t termText
 	return t.write(s) + t.flush()
 }
@@ -104,6 +107,17 @@ func (t *termText) write(chunk string) string {
 		i++
 	}
 	return b.String()
+}
+
+// plain reports whether s is printable ASCII, tabs and newlines: nothing
+// to clean.
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 && c != '\n' && c != '\t' || c >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // flush ends the stream: what was held is shown as cleaned text.

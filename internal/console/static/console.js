@@ -2,7 +2,7 @@
 //
 // Every piece of data arrives as JSON from the page's event stream and
 // goes into the page with textContent or attributes the script chose:
-// never innerHTML, never a URL it did not check. Rows and fields are the
+// never as markup, never as a URL it did not check. Rows and fields are the
 // same cells the server renders (internal/console/views.go).
 "use strict";
 
