@@ -188,7 +188,7 @@ var hostileText = strings.Join(hostile, " | ")
 func hostileWorld(t *testing.T) (*world, string) {
 	w := newWorld(t)
 	flowID := "evil-abc123"
-	w.submit(flowID, []string{"a", "b"}, map[string][]string{"b": {"a"}}, func(string) string { return hostileText })
+	w.submit(flowID, []string{"a", "b", "c"}, map[string][]string{"b": {"a"}}, func(string) string { return hostileText })
 	w.objects["log"] = hostileText + "\n"
 	w.objects["patch"] = "diff --git a/" + hostile[1] + " b/" + hostile[1] + "\n+" + hostileText + "\n"
 	a := w.run(flowID, "a", 1, &event.Report{Success: false, FilesCreated: hostile, LogObject: "log", PatchObject: "patch",

@@ -250,3 +250,10 @@ func (w *world) actions() []string {
 	defer w.mu.RUnlock()
 	return append([]string(nil), w.acts...)
 }
+
+var deadSeq uint64 = 100
+
+func deadLetterOf(text string) queue.DeadLetter {
+	deadSeq++
+	return queue.DeadLetter{Seq: deadSeq, Source: "events", Reason: text, Data: []byte(text), Time: time.Now()}
+}
