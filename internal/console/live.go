@@ -341,7 +341,7 @@ func (c *Console) attemptLive(w http.ResponseWriter, r *http.Request) {
 	sentSeqs := map[uint64]bool{}
 	var timeline []timelineEntry
 	var phaseKey string
-	var ended bool
+	var ended, endedAtFirst, first = false, false, true
 	update := func() error {
 		var a *projection.Attempt
 		var seqs []uint64
@@ -403,6 +403,9 @@ func (c *Console) attemptLive(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		ended = a.State.Terminal()
+		if first {
+			endedAtFirst, first = ended, false
+		}
 		return nil
 	}
 	if update() != nil {
@@ -417,7 +420,11 @@ func (c *Console) attemptLive(w http.ResponseWriter, r *http.Request) {
 	last := time.Now()
 	for {
 		if ended && chunks == nil {
-			_ = s.send("end", cell{Text: "The attempt has ended: reload for its report, diff and stored log."})
+			msg := cell{} // a page opened after the end has all there is
+			if !endedAtFirst {
+				msg.Text = "The attempt has ended: reload for its report, diff and stored log."
+			}
+			_ = s.send("end", msg)
 			return
 		}
 		select {

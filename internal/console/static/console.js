@@ -193,7 +193,8 @@
       if (dot) { dot.classList.remove("on"); dot.title = "ended"; }
       const st = document.getElementById("output-state");
       if (st) st.textContent = "ended";
-      notice(JSON.parse(e.data).t || "");
+      const text = JSON.parse(e.data).t;
+      if (text) notice(text);
     });
   }
 
