@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -257,3 +258,5 @@ func deadLetterOf(text string) queue.DeadLetter {
 	deadSeq++
 	return queue.DeadLetter{Seq: deadSeq, Source: "events", Reason: text, Data: []byte(text), Time: time.Now()}
 }
+
+func getenv(name string) string { return os.Getenv(name) }
