@@ -54,7 +54,7 @@ type Server struct {
 	log *slog.Logger
 
 	mu     sync.RWMutex
-	mounts map[string]http.Handler // by path prefix (Mount)
+	mounts map[string]*mounted // by path prefix (Mount)
 }
 
 // Option changes what Start serves.
@@ -104,7 +104,7 @@ func Start(listen string, log *slog.Logger, opts ...Option) (*Server, error) {
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	s := &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln, mp: mp, log: log,
-		mounts: map[string]http.Handler{}}
+		mounts: map[string]*mounted{}}
 	mux.HandleFunc("/", s.serveMounted)
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && log != nil {
@@ -174,23 +174,27 @@ func readyz(w http.ResponseWriter, r *http.Request) {
 func (s *Server) Mount(prefix string, h http.Handler) (unmount func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.mounts[prefix] = h
+	m := &mounted{h}
+	s.mounts[prefix] = m
 	return func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.mounts[prefix] == h {
+		if s.mounts[prefix] == m {
 			delete(s.mounts, prefix)
 		}
 	}
 }
 
+// mounted is one Mount, compared by identity (handlers may not compare).
+type mounted struct{ h http.Handler }
+
 func (s *Server) serveMounted(w http.ResponseWriter, r *http.Request) {
 	s.mu.RLock()
 	var h http.Handler
 	best := ""
-	for p, x := range s.mounts {
+	for p, m := range s.mounts {
 		if strings.HasPrefix(r.URL.Path, p) && len(p) > len(best) {
-			h, best = x, p
+			h, best = m.h, p
 		}
 	}
 	s.mu.RUnlock()
