@@ -549,11 +549,11 @@ func TestConsole(t *testing.T) {
 		t.Fatalf("users: %+v %v", c.Console.Users, err)
 	}
 	for body, want := range map[string]string{
-		"console:\n  token: short\n":                                     "console.token: must be at least 16",
-		"console:\n  users:\n    - {name: ann, password_hash: plain}\n": "console.users[0].password_hash: is not a bcrypt hash",
-		"console:\n  users:\n    - {name: '', password_hash: '" + hash + "'}\n": "console.users[0].name",
+		"console:\n  token: short\n":                                                                                               "console.token: must be at least 16",
+		"console:\n  users:\n    - {name: ann, password_hash: plain}\n":                                                            "console.users[0].password_hash: is not a bcrypt hash",
+		"console:\n  users:\n    - {name: '', password_hash: '" + hash + "'}\n":                                                    "console.users[0].name",
 		"console:\n  users:\n    - {name: ann, password_hash: '" + hash + "'}\n    - {name: ann, password_hash: '" + hash + "'}\n": "is listed twice",
-		"console:\n  session_ttl: 10s\n": "console.session_ttl: must be at least 1m",
+		"console:\n  session_ttl: 10s\n":                                                                                           "console.session_ttl: must be at least 1m",
 	} {
 		t.Setenv("DROVER_CONSOLE_TOKEN", "")
 		_, err := Load(LoadOptions{File: writeFile(t, body)})
