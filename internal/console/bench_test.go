@@ -2,9 +2,7 @@ package console
 
 import (
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"testing"
@@ -173,8 +171,6 @@ func BenchmarkConsoleBrowser10k(b *testing.B) {
 	b.ReportMetric(float64(load.Milliseconds())/nn, "load_ms")
 	b.ReportMetric(float64(fold.Milliseconds())/nn, "fold_ms")
 	b.ReportMetric(float64(lag.Milliseconds())/nn, "lag_ms")
-	_ = io.Discard
-	_ = http.StatusOK
 }
 
 func envOr(name, def string) string {

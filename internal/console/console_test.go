@@ -2,7 +2,6 @@ package console
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -758,5 +757,4 @@ func TestStaticAssets(t *testing.T) {
 	if code, _ := get(t, client(t), srv.URL+"/ui/static/..%2fconsole.go"); code != 404 {
 		t.Errorf("path escape: %d", code)
 	}
-	_ = context.Background
 }
