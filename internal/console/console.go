@@ -58,6 +58,8 @@ type Console struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
+	mu     sync.Mutex // guards closed against wg.Add racing Close's Wait
+	closed bool
 	wg     sync.WaitGroup
 }
 
@@ -100,11 +102,29 @@ func New(o Options) (*Console, error) {
 	return c, nil
 }
 
-// Close ends the live streams and waits for their goroutines.
+// Close ends the live streams and waits for their goroutines; a stream
+// asked for afterwards is refused.
 func (c *Console) Close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
 	c.cancel()
 	c.wg.Wait()
 }
+
+// enter counts a live stream in, unless the console is closed; leave
+// counts it out.
+func (c *Console) enter() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.wg.Add(1)
+	return true
+}
+
+func (c *Console) leave() { c.wg.Done() }
 
 // ServeHTTP serves /ui/ and everything under it.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -139,8 +139,11 @@ func (d fieldDiff) changed(fields map[string]cell) map[string]cell {
 // (wake), at most once per LiveInterval, until the browser leaves or the
 // console closes. update returns false to end the stream.
 func (c *Console) follow(w http.ResponseWriter, r *http.Request, wake <-chan struct{}, update func(s *sse) (bool, error)) {
-	c.wg.Add(1)
-	defer c.wg.Done()
+	if !c.enter() {
+		http.Error(w, "the console is stopping", http.StatusServiceUnavailable)
+		return
+	}
+	defer c.leave()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	stop := context.AfterFunc(c.ctx, cancel)
@@ -319,8 +322,11 @@ func (c *Console) attemptLive(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	c.wg.Add(1)
-	defer c.wg.Done()
+	if !c.enter() {
+		http.Error(w, "the console is stopping", http.StatusServiceUnavailable)
+		return
+	}
+	defer c.leave()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(c.ctx, cancel)()
