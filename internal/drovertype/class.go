@@ -30,6 +30,10 @@ const (
 	ClassWorkerLost ErrorClass = "WORKER_LOST"
 	// An attempt that failed without saying why (a report with no error).
 	ClassUnknown ErrorClass = "UNKNOWN"
+	// The flow's or the task's budget was spent: the controller ends the
+	// task without running it again (docs/flows.md#budgets). A quota of the
+	// provider is not this: it is RATE_LIMITED with a reset time.
+	ClassBudgetExceeded ErrorClass = "BUDGET_EXCEEDED"
 )
 
 // classes lists every class, in the order above.
@@ -38,6 +42,7 @@ var classes = []ErrorClass{
 	ClassRuntimeError, ClassRateLimited, ClassAuthFailed, ClassPrepareFailed,
 	ClassMergeConflict, ClassObserveFailed, ClassVerificationFailed,
 	ClassScopeViolation, ClassCancelled, ClassWorkerLost, ClassUnknown,
+	ClassBudgetExceeded,
 }
 
 // Classes returns every error class, in declaration order.
