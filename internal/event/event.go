@@ -361,6 +361,11 @@ type Report struct {
 	// has any; ScopeViolations lists changes outside the task's scope.
 	Verification    *Verification `json:"verification,omitempty"`
 	ScopeViolations []string      `json:"scope_violations,omitempty"`
+	// Credential fingerprints the credentials the CLI was given (never the
+	// secret: a short hash of the values of its key variables), so that a
+	// rate limit can cool down every runtime that shares them; "" when it
+	// was given none in its environment.
+	Credential string `json:"credential,omitempty"`
 }
 
 // CommandResult is one verification command's outcome.
