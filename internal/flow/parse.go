@@ -199,7 +199,7 @@ var (
 		"max_parallel", "scope", "timeout", "budget", "tasks"}
 	taskFields = []string{"id", "prompt", "depends_on", "runtime", "validator", "review", "retry",
 		"timeout", "verify", "verify_timeout", "scope", "budget"}
-	budgetFields = []string{"tokens", "cost_usd", "running"}
+	budgetFields  = []string{"tokens", "cost_usd", "running"}
 	runtimeFields = []string{"name", "model", "args"}
 	retryFields   = []string{"max_attempts", "initial_backoff", "coefficient", "max_backoff", "jitter",
 		"retry_on", "fallback"}
