@@ -540,8 +540,9 @@ type AttemptWithdrawnData struct {
 }
 
 // TaskWaitingData says why a task that could start its attempt N does not:
-// the cooldowns in its way. Seq numbers a task's waits, so that a wait
-// recorded again after other ones is a new event.
+// the cooldowns in its way; none says the wait is over. Seq numbers a
+// task's waits, so that a wait recorded again after other ones is a new
+// event.
 type TaskWaitingData struct {
 	N         int       `json:"n"`
 	Seq       int       `json:"seq"`

@@ -97,36 +97,49 @@ func (s *State) cooldownStarted(ev *event.Event, d *event.CooldownStartedData) e
 		return fmt.Errorf("%w: cooldown_started with step %d, from %s until %s", event.ErrDecode, d.Step, d.From, d.Until)
 	}
 	key := event.CooldownKey(d.Scope, d.Name)
-	c := s.Cooldowns[key]
+	s.Cooldowns[key] = s.Cooldowns[key].After(ev, d)
+	s.mark(keyCooldown + key)
+	return nil
+}
+
+// After returns what folding cooldown_started ev (payload d) over c gives;
+// c, which may be nil, is not changed. The controller's decisions use it to
+// see a cooldown they decided in the round before it is folded.
+func (c *Cooldown) After(ev *event.Event, d *event.CooldownStartedData) *Cooldown {
+	key := event.CooldownKey(d.Scope, d.Name)
+	var n Cooldown
 	switch {
 	case c == nil || c.Released:
-		c = &Cooldown{Key: key, Scope: d.Scope, Name: d.Name, Step: d.Step, From: d.From, Until: d.Until,
+		n = Cooldown{Key: key, Scope: d.Scope, Name: d.Name, Step: d.Step, From: d.From, Until: d.Until,
 			StartedAt: ev.Time, InFlight: d.InFlight}
-		s.Cooldowns[key] = c
-		c.set(ev, d)
+		n.set(ev, d)
 	case d.Step > c.Step:
 		// A limit met by the probe, or by an attempt that started after
 		// the cooldown: it backs off.
-		c.Step, c.From, c.Probe = d.Step, d.From, ""
-		c.Until = later(c.Until, d.Until)
-		c.set(ev, d)
+		n = *c
+		n.Step, n.From, n.Probe = d.Step, d.From, ""
+		n.Until = later(c.Until, d.Until)
+		n.set(ev, d)
 	case d.Until.After(c.Until):
 		// An attempt that was running when it began met the limit later.
-		c.Until = d.Until
-		c.set(ev, d)
+		n = *c
+		n.Until = d.Until
+		n.set(ev, d)
+	default:
+		n = *c
 	}
-	c.Limited++
-	if ev.Attempt != "" && ev.Attempt == c.Probe {
-		c.Probe = "" // its probe met the limit: the next attempt probes
+	n.Limited++
+	if ev.Attempt != "" && ev.Attempt == n.Probe {
+		n.Probe = "" // its probe met the limit: the next attempt probes
 	}
+	n.Runtimes = slices.Clone(n.Runtimes)
 	for _, r := range d.Runtimes {
-		if len(c.Runtimes) < maxCooldownRuntimes && r != "" && !slices.Contains(c.Runtimes, r) {
-			c.Runtimes = append(c.Runtimes, r)
+		if len(n.Runtimes) < maxCooldownRuntimes && r != "" && !slices.Contains(n.Runtimes, r) {
+			n.Runtimes = append(n.Runtimes, r)
 		}
 	}
-	slices.Sort(c.Runtimes)
-	s.mark(keyCooldown + key)
-	return nil
+	slices.Sort(n.Runtimes)
+	return &n
 }
 
 // set records what set the cooldown's end.
@@ -212,7 +225,8 @@ func (s *State) attemptWithdrawn(ev *event.Event, d *event.AttemptWithdrawnData)
 	return nil
 }
 
-// taskWaiting records why a task ready to start its next attempt waits.
+// taskWaiting records why a task ready to start its next attempt waits, or
+// (no cooldowns) that it waits for them no more.
 func (s *State) taskWaiting(ev *event.Event, d *event.TaskWaitingData) error {
 	if d.N < 1 || d.Seq < 1 {
 		return fmt.Errorf("%w: task_waiting for attempt %d, wait %d", event.ErrDecode, d.N, d.Seq)
@@ -226,6 +240,9 @@ func (s *State) taskWaiting(ev *event.Event, d *event.TaskWaitingData) error {
 		keys = keys[:maxCooldownRuntimes]
 	}
 	t.Wait = &TaskWait{N: d.N, Cooldowns: keys, Until: d.Until, Reason: clipText(d.Reason, maxCooldownCause), Since: ev.Time}
+	if len(keys) == 0 {
+		t.Wait = nil // the wait is over, though the task has not started yet
+	}
 	t.Waits = d.Seq
 	s.touchTask(t, ev)
 	return nil
