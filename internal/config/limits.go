@@ -24,11 +24,26 @@ type Cooldown struct {
 	Coefficient float64 `mapstructure:"coefficient"`
 }
 
+// WithDefaults returns c with its zero fields set to their defaults.
+func (c Cooldown) WithDefaults() Cooldown {
+	if c.Default <= 0 {
+		c.Default = time.Minute
+	}
+	if c.Max <= 0 {
+		c.Max = 24 * time.Hour
+	}
+	if !(c.Coefficient >= 1) {
+		c.Coefficient = 2
+	}
+	return c
+}
+
 // Wait is the cooldown for a limit met at step (1 for a new cooldown, one
 // more per limit its probe met), given the wait the CLI stated (0: none):
 // the stated wait, else Default, times Coefficient^(step-1), never shorter
 // than the stated wait and never longer than Max.
 func (c Cooldown) Wait(stated time.Duration, step int) time.Duration {
+	c = c.WithDefaults()
 	base := stated
 	if base <= 0 {
 		base = c.Default

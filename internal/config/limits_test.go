@@ -81,6 +81,9 @@ func TestCooldownWait(t *testing.T) {
 			t.Errorf("Wait(%s, %d) = %s, want %s", tc.stated, tc.step, got, tc.want)
 		}
 	}
+	if got := (Cooldown{}).Wait(0, 2); got != 2*time.Minute {
+		t.Errorf("the zero Cooldown waits %s at step 2, want the defaults' 2m", got)
+	}
 }
 
 func TestInvalidLimits(t *testing.T) {
