@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/drover-dev/drover/internal/event"
@@ -45,6 +46,7 @@ func (c *Controller) decide(ctx context.Context) (time.Duration, error) {
 	// (a round may be 10,000 of them), in order, awaited together. One that
 	// fails is decided again next round.
 	var errs []error
+	var withdraws []action
 	b := queue.NewBatch(c.js)
 	for _, a := range actions {
 		switch {
@@ -57,11 +59,10 @@ func (c *Controller) decide(ctx context.Context) (time.Duration, error) {
 				errs = append(errs, err)
 			}
 		case a.withdraw != nil:
-			if err := c.withdraw(ctx, a.withdraw, a.reason); err != nil {
-				errs = append(errs, err)
-			}
+			withdraws = append(withdraws, a)
 		}
 	}
+	errs = append(errs, c.withdraw(ctx, b, withdraws))
 	errs = append(errs, b.Wait(ctx))
 	return walk, errors.Join(errs...)
 }
@@ -97,26 +98,53 @@ func (c *Controller) abandonment(a *projection.Attempt, reason string) (*event.E
 		event.AttemptAbandonedData{Reason: reason})
 }
 
-// withdraw takes back a queued attempt before any worker runs it: its claim
-// is revoked, so none ever will, and attempt_withdrawn records it. One a
-// worker already holds runs on (it was running when the reason arose).
-// Like stop, it repeats every tick until the attempt has ended.
-func (c *Controller) withdraw(ctx context.Context, a *projection.Attempt, reason string) error {
-	err := c.claims.Revoke(ctx, a.ID)
-	switch {
-	case err == nil:
-		ev, err := c.withdrawal(a, reason)
-		if err != nil {
-			return err
-		}
-		_, err = queue.PublishEvent(ctx, c.js, ev)
-		return err
-	case errors.Is(err, queue.ErrHeld):
-		return nil
-	default:
-		return err
+// withdraw takes back queued attempts before any worker runs them: each
+// claim is revoked, so no worker ever will, and attempt_withdrawn, added to
+// the round's batch, records it. One a worker already holds runs on (it
+// was running when the reason arose). A cooldown withdraws every attempt
+// queued on its runtime at once, while workers that have not met the limit
+// yet may be pulling them: the revokes run side by side, withdrawRevokes at
+// a time. Like stop, a withdraw repeats every tick until the attempt ended.
+func (c *Controller) withdraw(ctx context.Context, b *queue.Batch, acts []action) error {
+	var (
+		mu   sync.Mutex
+		evs  []*event.Event
+		errs []error
+		wg   sync.WaitGroup
+	)
+	sem := make(chan struct{}, withdrawRevokes)
+	for _, a := range acts {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			err := c.claims.Revoke(ctx, a.withdraw.ID)
+			var ev *event.Event
+			switch {
+			case err == nil:
+				ev, err = c.withdrawal(a.withdraw, a.reason)
+			case errors.Is(err, queue.ErrHeld):
+				err = nil
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if ev != nil {
+				evs = append(evs, ev)
+			}
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}()
 	}
+	wg.Wait()
+	for _, ev := range evs {
+		b.Event(ctx, ev)
+	}
+	return errors.Join(errs...)
 }
+
+// withdrawRevokes bounds the revokes of one round running at once.
+const withdrawRevokes = 16
 
 // withdrawal is what withdraw records (the decision scenarios fold it too).
 func (c *Controller) withdrawal(a *projection.Attempt, reason string) (*event.Event, error) {
