@@ -356,13 +356,23 @@ type start struct {
 	wait *hold
 }
 
-// where picks the runtime of a task's next attempt: the first runtime of
-// candidates no cooldown holds back, or whose cooldowns have all ended and
-// await a probe. When every candidate is held back it returns why the
-// first one is.
-func (dc *decider) where(t *projection.Task, candidates []choice) start {
+// where picks the runtime of a task's next attempt (retry nil: a new one):
+// the first of its candidates no cooldown holds back, or whose cooldowns
+// have all ended and await a probe. When every candidate is held back it
+// returns why the first one is.
+func (dc *decider) where(t *projection.Task, retry *projection.PendingRetry) start {
+	if len(dc.cool.recs) == 0 {
+		// The common case, and the walk of a large flow: nothing is held
+		// back, the task runs where it would.
+		if retry == nil {
+			return start{} // schedule fills in the task's resolved runtime
+		}
+		c := candidates(t, retry)[0]
+		return start{runtime: c.runtime, model: c.model, args: c.args}
+	}
+	cands := candidates(t, retry)
 	var first *hold
-	for _, c := range candidates {
+	for _, c := range cands {
 		h := dc.cool.check(c.runtime, c.model, "")
 		switch h.status {
 		case holdFree:
@@ -374,7 +384,7 @@ func (dc *decider) where(t *projection.Task, candidates []choice) start {
 			first = &h
 		}
 	}
-	if len(candidates) > 1 {
+	if len(cands) > 1 {
 		first.reason += " (and every fallback runtime of the task is held back)"
 	}
 	return start{wait: first}

@@ -411,7 +411,7 @@ func (dc *decider) withdrawn(f *projection.Flow, t *projection.Task) int {
 // back, as that runtime's probe when its cooldown has just ended. Held
 // back everywhere, the task waits, and says why.
 func (dc *decider) begin(f *projection.Flow, t *projection.Task, merge []event.DepResult, retry *projection.PendingRetry, flowLive *int) error {
-	at := dc.where(t, candidates(t, retry))
+	at := dc.where(t, retry)
 	if at.wait != nil {
 		if f.Paused || f.Cancel != nil {
 			return nil // it waits for the operator first
