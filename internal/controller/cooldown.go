@@ -9,6 +9,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/projection"
 )
 
@@ -149,11 +150,12 @@ func clip(s string, n int) string {
 }
 
 // limits records the cooldowns that the current attempts of running tasks
-// call for, having met a rate limit.
+// call for, having met a rate limit (and of retrying ones, should their
+// cooldown not have been recorded before the retry was).
 func (dc *decider) limits() error {
 	for _, r := range dc.flows {
 		for _, t := range r.tasks {
-			if t.State != drovertype.TaskRunning {
+			if t.State != drovertype.TaskRunning && t.State != drovertype.TaskRetrying {
 				continue
 			}
 			if a := dc.st.Attempts[t.Attempt]; a != nil && a.State == drovertype.AttemptFailed {
@@ -180,6 +182,9 @@ func (dc *decider) limited(a *projection.Attempt) error {
 	model := a.Model
 	if model == "" && a.Report != nil && a.Report.Usage != nil {
 		model = a.Report.Usage.Model
+	}
+	if len(model) > flow.MaxModelLen {
+		model = "" // a name no flow can ask for
 	}
 	credential := ""
 	if a.Report != nil {
