@@ -233,6 +233,7 @@ func TestCooldownControllerRestart(t *testing.T) {
 		t.Errorf("runtime health: exit %d\n%s", code, out)
 	}
 	c.restartController(true)
+	c.ctrl.waitLog(time.Minute, "controller serving")
 	// Once the restarted controller has refolded what the killed one had
 	// not committed, it shows the same cooldown: it lives in the log.
 	var after controller.CooldownStatus
