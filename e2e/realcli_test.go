@@ -133,7 +133,7 @@ wire_api = "responses"
 		if a.Report.FinalText != "Done. Created hello.txt." {
 			t.Errorf("%s: final text %q", id, a.Report.FinalText)
 		}
-		if u := a.Report.Usage; u == nil || u.InputTokens == 0 || u.OutputTokens == 0 {
+		if u := a.Report.Usage; u == nil || u.InputTokens == nil || *u.InputTokens == 0 || u.OutputTokens == nil || *u.OutputTokens == 0 {
 			t.Errorf("%s: usage %+v, want tokens from the CLI's own report", id, u)
 		}
 	}

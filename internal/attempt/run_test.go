@@ -218,8 +218,8 @@ func TestRunReusesSucceededCheckouts(t *testing.T) {
 	if n := h.runner.Cache.Idle(); n != 1 {
 		t.Fatalf("%d checkouts parked after a success, want 1", n)
 	}
-	second, _ := h.run(h.job("echo three > three.txt; exit 2"), nil)
-	if second.Success || second.Worktree == first.Worktree {
+	second, _ := h.run(h.job("echo three > three.txt"), nil)
+	if !second.Success || second.Worktree == first.Worktree {
 		t.Fatalf("second: %+v", second)
 	}
 	if strings.Join(second.FilesCreated, ",") != "three.txt" || len(second.FilesModified) != 0 {
@@ -227,6 +227,10 @@ func TestRunReusesSucceededCheckouts(t *testing.T) {
 	}
 	if got := h.remoteFiles(second.Branch); got != "README.md\nsrc/app.go\nthree.txt" {
 		t.Errorf("second's result holds %q", got)
+	}
+	third, _ := h.run(h.job("echo four > four.txt; exit 2"), nil)
+	if third.Success || strings.Join(third.FilesCreated, ",") != "four.txt" || len(third.FilesModified) != 0 {
+		t.Fatalf("third: %+v", third)
 	}
 	if n := h.runner.Cache.Idle(); n != 0 {
 		t.Errorf("%d checkouts parked after a failure, want 0", n)
@@ -302,6 +306,19 @@ func TestRunVerifyFail(t *testing.T) {
 	}
 }
 
+// A failed check of no change leaves nothing to inspect: no branch at the
+// base commit is pushed.
+func TestRunVerifyFailWithoutChangesPushesNothing(t *testing.T) {
+	h := newHarness(t)
+	job := h.job("true")
+	job.Verify = []string{"exit 1"}
+	rep, _ := h.run(job, nil)
+	wantClass(t, rep, drovertype.ClassVerificationFailed)
+	if h.remoteBranch(job.Branch) != "" || rep.Branch != "" || rep.Commit != "" {
+		t.Errorf("pushed %q@%q for a check of no change", rep.Branch, rep.Commit)
+	}
+}
+
 func TestRunRuntimeFailureSkipsChecks(t *testing.T) {
 	h := newHarness(t)
 	job := h.job("echo hi > hello.txt; exit 2")
@@ -311,8 +328,12 @@ func TestRunRuntimeFailureSkipsChecks(t *testing.T) {
 	if len(rec.find(event.VerificationCompleted)) != 0 || rep.Verification != nil {
 		t.Error("checks ran after a failed runtime")
 	}
-	if h.remoteBranch(job.Branch) == "" {
-		t.Error("a failed runtime's branch is still pushed")
+	// Its half-done change is not a result: nothing is pushed (docs/design.md).
+	if h.remoteBranch(job.Branch) != "" || rep.Branch != "" || rep.Commit != "" {
+		t.Errorf("a failed runtime's branch was pushed: report %q@%q", rep.Branch, rep.Commit)
+	}
+	if len(rep.FilesCreated) != 1 || rep.DiffSummary == "" {
+		t.Errorf("the report lost the change: created %q, stat %q", rep.FilesCreated, rep.DiffSummary)
 	}
 }
 
@@ -548,8 +569,8 @@ func TestRunFailureReportsPhasesSoFar(t *testing.T) {
 	job.Model = "big-model" // the runtime cannot select one: no command
 	rep, rec := h.run(job, nil)
 	wantClass(t, rep, drovertype.ClassConnectionFailed)
-	if rep.Worktree == "" || rep.Branch != job.Branch {
-		t.Errorf("prepared worktree %q, branch %q, want both", rep.Worktree, rep.Branch)
+	if rep.Worktree == "" || rep.Branch != "" {
+		t.Errorf("prepared worktree %q, branch %q, want the worktree and no branch pushed", rep.Worktree, rep.Branch)
 	}
 	if rep.DurationMS != 0 || rep.StdoutTail != "" || rep.FilesCreated != nil || rep.Commit != "" || rep.Verification != nil {
 		t.Errorf("report has results of phases that never ran: %+v", rep)

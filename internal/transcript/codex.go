@@ -44,10 +44,10 @@ type codexLine struct {
 		Message string `json:"message"`
 	} `json:"error"`
 	Usage *struct {
-		InputTokens           int64 `json:"input_tokens"`
-		CachedInputTokens     int64 `json:"cached_input_tokens"`
-		CacheWriteInputTokens int64 `json:"cache_write_input_tokens"`
-		OutputTokens          int64 `json:"output_tokens"`
+		InputTokens           *int64 `json:"input_tokens"`
+		CachedInputTokens     *int64 `json:"cached_input_tokens"`
+		CacheWriteInputTokens *int64 `json:"cache_write_input_tokens"`
+		OutputTokens          *int64 `json:"output_tokens"`
 	} `json:"usage"`
 }
 
@@ -87,10 +87,10 @@ func decodeCodex(p *parser, line []byte) bool {
 	case "turn.completed":
 		p.sawFinal = true
 		if u := l.Usage; u != nil {
-			p.usage.InputTokens += u.InputTokens
-			p.usage.OutputTokens += u.OutputTokens
-			p.usage.CacheReadTokens += u.CachedInputTokens
-			p.usage.CacheWriteTokens += u.CacheWriteInputTokens
+			add(&p.usage.InputTokens, u.InputTokens)
+			add(&p.usage.OutputTokens, u.OutputTokens)
+			add(&p.usage.CacheReadTokens, u.CachedInputTokens)
+			add(&p.usage.CacheWriteTokens, u.CacheWriteInputTokens)
 		}
 		p.push(Event{Kind: KindResult, Text: p.final})
 		p.setFatal(nil)

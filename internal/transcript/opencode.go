@@ -60,14 +60,14 @@ type openCodeLine struct {
 			} `json:"metadata"`
 		} `json:"state"`
 		Tokens *struct {
-			Input  int64 `json:"input"`
-			Output int64 `json:"output"`
+			Input  *int64 `json:"input"`
+			Output *int64 `json:"output"`
 			Cache  struct {
-				Read  int64 `json:"read"`
-				Write int64 `json:"write"`
+				Read  *int64 `json:"read"`
+				Write *int64 `json:"write"`
 			} `json:"cache"`
 		} `json:"tokens"`
-		Cost float64 `json:"cost"`
+		Cost *float64 `json:"cost"`
 	} `json:"part"`
 	Error *struct {
 		Name string `json:"name"`
@@ -116,13 +116,13 @@ func decodeOpenCode(p *parser, line []byte) bool {
 		// success/stdout.txt: one step_finish per model call; the run's usage is their sum.
 		if l.Part != nil && l.Part.Tokens != nil {
 			t := l.Part.Tokens
-			p.usage.InputTokens += t.Input
-			p.usage.OutputTokens += t.Output
-			p.usage.CacheReadTokens += t.Cache.Read
-			p.usage.CacheWriteTokens += t.Cache.Write
+			add(&p.usage.InputTokens, t.Input)
+			add(&p.usage.OutputTokens, t.Output)
+			add(&p.usage.CacheReadTokens, t.Cache.Read)
+			add(&p.usage.CacheWriteTokens, t.Cache.Write)
 		}
 		if l.Part != nil {
-			p.usage.CostUSD += l.Part.Cost
+			add(&p.usage.CostUSD, l.Part.Cost)
 		}
 	case "error":
 		sig := &signal{}

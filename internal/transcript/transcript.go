@@ -42,14 +42,30 @@ type Event struct {
 	IsError bool
 }
 
-// Usage is token usage as the CLI reports it.
+// Usage is token usage as the CLI reports it. A count or cost the output
+// never states is nil: unknown, which is not 0 (copilot's stream states no
+// tokens at all, gemini's no cache writes, codex's and gemini's no cost).
 type Usage struct {
 	Model            string
-	InputTokens      int64
-	OutputTokens     int64
-	CacheReadTokens  int64
-	CacheWriteTokens int64
-	CostUSD          float64
+	InputTokens      *int64
+	OutputTokens     *int64
+	CacheReadTokens  *int64
+	CacheWriteTokens *int64
+	CostUSD          *float64
+}
+
+// add adds n, when the output states it, to the count at dst: a sum of
+// stated counts is known, a sum of none stays unknown.
+func add[T int64 | float64](dst **T, n *T) {
+	if n == nil {
+		return
+	}
+	if *dst == nil {
+		v := *n
+		*dst = &v
+		return
+	}
+	**dst += *n
 }
 
 // Failure is the fatal error the output shows.
