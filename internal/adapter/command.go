@@ -236,7 +236,7 @@ func (a *CommandAdapter) Command(in *Input) (*Command, error) {
 	c := &Command{
 		Path: info.Binary, Args: args, Env: a.env(env, in.TempDir),
 		Timeout: timeout, NoOutputTimeout: a.rt.NoOutputTimeout, Grace: a.rt.Grace, MaxOutput: a.rt.MaxOutputSize,
-		Limits: supervise.Limits(a.rt.Limits),
+		Limits: supervise.Limits(a.rt.Limits), OwnRetryTimeout: a.rt.OwnRetryTimeout,
 	}
 	if stdin != nil {
 		c.Stdin = stdin
@@ -346,6 +346,10 @@ func (a *CommandAdapter) Classify(res *supervise.Result, sum *transcript.Summary
 // ended by a timeout (the CLI was busy retrying) or exited 0; any other
 // failure in the output turns an exit 0 into a failure.
 func Classify(res *supervise.Result, sum *transcript.Summary) *Error {
+	var byOutput *StoppedByOutput
+	if res.Outcome == supervise.Stopped && errors.As(res.StopCause, &byOutput) {
+		return stoppedError(byOutput)
+	}
 	exit := ClassifyExit(res)
 	if sum == nil || sum.Failure == nil {
 		return exit

@@ -264,7 +264,7 @@ func (a *run) execute(ctx context.Context) error {
 	if err := a.command(); err != nil {
 		return err
 	}
-	reader := newOutputReader(a.ad)
+	reader := newOutputReader(a.ad, a.cmd.OwnRetryTimeout)
 	// The full log goes to disk (bounded by the disk, not by memory),
 	// masked, and from there to the object store.
 	logW, err := a.openLog()
@@ -282,7 +282,7 @@ func (a *run) execute(ctx context.Context) error {
 		proc.Wait()
 		return err
 	}
-	a.res, a.cancelled = a.wait(proc)
+	a.res, a.cancelled = a.wait(proc, reader.watch.stops())
 	if a.res.LimitErr != nil {
 		a.log.Warn("resource limits not applied", "err", a.res.LimitErr)
 	}
@@ -340,15 +340,19 @@ func (a *run) spec(onOutput func(supervise.Stream, []byte), logW io.Writer) supe
 	}
 }
 
-// wait waits for the CLI to end. The operator's cancel stops its whole
-// group meanwhile: SIGTERM, grace, SIGKILL.
-func (a *run) wait(proc *supervise.Process) (res *supervise.Result, cancelled bool) {
+// wait waits for the CLI to end. The operator's cancel, or a failure its
+// output shows that it will not get past (stops, see stopWatch), stops its
+// whole group meanwhile: SIGTERM, grace, SIGKILL.
+func (a *run) wait(proc *supervise.Process, stops <-chan error) (res *supervise.Result, cancelled bool) {
 	watchDone, watchQuit := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(watchDone)
 		select {
 		case <-a.job.Cancel: // a nil channel never fires
 			proc.Stop(errCancelled)
+		case cause := <-stops:
+			a.log.Info("stopping the CLI by its output", "cause", cause)
+			proc.Stop(cause)
 		case <-watchQuit:
 		}
 	}()

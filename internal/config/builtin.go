@@ -131,6 +131,9 @@ func overlay(base, over Runtime) Runtime {
 	if over.NoOutputTimeout != 0 {
 		base.NoOutputTimeout = over.NoOutputTimeout
 	}
+	if over.OwnRetryTimeout != 0 {
+		base.OwnRetryTimeout = over.OwnRetryTimeout
+	}
 	if over.MaxOutputSize != 0 {
 		base.MaxOutputSize = over.MaxOutputSize
 	}

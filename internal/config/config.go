@@ -260,6 +260,13 @@ type Runtime struct {
 	Grace time.Duration `mapstructure:"grace"`
 	// NoOutputTimeout ends a run that prints nothing for this long. Defaults to 0, off.
 	NoOutputTimeout time.Duration `mapstructure:"no_output_timeout"`
+	// OwnRetryTimeout is how long the CLI may go on retrying a rate limit
+	// on its own, by its output's retry notices, before Drover stops it
+	// and reports RATE_LIMITED, so that the task's fallback acts at once
+	// rather than after the CLI's minutes of retries. Refused credentials
+	// and a rate limit the CLI gave up on stop it at once. Only structured
+	// output formats are watched. Defaults to 15s.
+	OwnRetryTimeout time.Duration `mapstructure:"own_retry_timeout"`
 	// MaxOutputSize is the bytes of each stream kept for the report. Defaults to 1 MiB.
 	MaxOutputSize int64 `mapstructure:"max_output_size"`
 	// VersionArgs print the CLI's version for the health check. Defaults to ["--version"].
@@ -288,6 +295,12 @@ type Runtime struct {
 	// opencode-json, gemini-stream-json, pi-json or copilot-json. Defaults to text.
 	Output drovertype.OutputFormat `mapstructure:"output"`
 }
+
+// DefaultOwnRetryTimeout is Runtime.OwnRetryTimeout's default: long enough
+// for a CLI to get past a transient 429 (a Retry-After of a few seconds),
+// short enough that a rate-limited attempt ends within 30 s with the
+// runtime's grace (docs/runtimes.md#their-own-retries).
+const DefaultOwnRetryTimeout = 15 * time.Second
 
 // Limits are resource limits for a CLI; 0 leaves one unset.
 type Limits struct {
@@ -378,7 +391,7 @@ func defaults() map[string]any {
 // may set, longest first so that a suffix match picks the whole field name.
 var runtimeFields = func() []string {
 	f := []string{"adapter", "binary", "args", "input", "prompt_flag", "env_passthrough",
-		"env", "timeout", "grace", "no_output_timeout", "max_output_size", "version_args", "model", "models", "model_flag", "output", "home", "home_files", "min_version"}
+		"env", "timeout", "grace", "no_output_timeout", "own_retry_timeout", "max_output_size", "version_args", "model", "models", "model_flag", "output", "home", "home_files", "min_version"}
 	sort.Slice(f, func(i, j int) bool { return len(f[i]) > len(f[j]) })
 	return f
 }()
@@ -494,6 +507,9 @@ func (c *Config) WithDefaults() {
 		}
 		if rt.Grace == 0 {
 			rt.Grace = 5 * time.Second
+		}
+		if rt.OwnRetryTimeout == 0 {
+			rt.OwnRetryTimeout = DefaultOwnRetryTimeout
 		}
 		if rt.MaxOutputSize == 0 {
 			rt.MaxOutputSize = 1 << 20
@@ -704,7 +720,7 @@ func validateRuntime(p *problems, name string, rt Runtime) {
 	if !slices.Contains([]string{"stdin", "arg", "file"}, rt.Input) {
 		p.add(key+".input", "must be stdin, arg or file (got %q)", rt.Input)
 	}
-	if rt.Timeout < 0 || rt.Grace < 0 || rt.NoOutputTimeout < 0 {
+	if rt.Timeout < 0 || rt.Grace < 0 || rt.NoOutputTimeout < 0 || rt.OwnRetryTimeout < 0 {
 		p.add(key, "timeouts must not be negative")
 	}
 	if rt.MaxOutputSize < 1024 {

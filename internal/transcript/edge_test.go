@@ -449,6 +449,7 @@ type recorder struct{ lines *[]string }
 
 func (r *recorder) Line(_ transcript.Stream, b []byte) { *r.lines = append(*r.lines, string(b)) }
 func (r *recorder) Summary(int) *transcript.Summary    { return nil }
+func (r *recorder) Verdict() transcript.Verdict        { return transcript.Verdict{} }
 
 // With only the first request failing with 429, every CLI retried on its
 // own and succeeded (docs/runtimes.md#what-holds-for-all-seven). The retry

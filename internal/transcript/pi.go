@@ -162,8 +162,10 @@ func (p *parser) piAssistant(m *piMessage) {
 		p.final = clip(text, MaxFinal)
 	}
 	if m.StopReason == "error" {
+		// fail-429/stdout.txt: pi retries after such an error on its own
+		// (auto_retry_start follows) unless it is its last word.
 		p.push(Event{Kind: KindError, Text: m.ErrorMessage, IsError: true})
-		p.setFatal(&signal{text: m.ErrorMessage})
+		p.setRetriedFatal(&signal{text: m.ErrorMessage})
 	} else {
 		// A later good answer (after pi's own retry) clears an earlier error.
 		p.setFatal(nil)
