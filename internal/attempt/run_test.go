@@ -90,7 +90,7 @@ func (r *recorder) find(typ event.Type) []recorded {
 // harness is a remote repository, a runner and an agent that runs its
 // prompt as a shell script (after printing its arguments).
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	origin string
 	runner *Runner
 	agent  adapter.Adapter
@@ -100,7 +100,7 @@ type harness struct {
 // agentScript prints its argv, then runs the prompt (stdin) with sh.
 const agentScript = "#!/bin/sh\necho \"ARGS: $*\"\nexec sh -c \"$(cat)\"\n"
 
-func writeScript(t *testing.T, body string) string {
+func writeScript(t testing.TB, body string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "agent")
 	if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
@@ -109,7 +109,7 @@ func writeScript(t *testing.T, body string) string {
 	return p
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	root := t.TempDir()
 	seed := filepath.Join(root, "seed")

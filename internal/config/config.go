@@ -249,8 +249,22 @@ type Runtime struct {
 	Input string `mapstructure:"input"`
 	// PromptFlag, for input arg or file, is put before the prompt or its path.
 	PromptFlag string `mapstructure:"prompt_flag"`
-	// EnvPassthrough names the worker's environment variables the CLI may see.
+	// EnvPassthrough names the worker's environment variables the CLI may
+	// see (besides the base list: PATH, HOME, LANG, …). Configuring it
+	// replaces a built-in runtime's list; EnvPassthroughAdd extends it.
 	EnvPassthrough []string `mapstructure:"env_passthrough"`
+	// EnvPassthroughAdd names more of the worker's variables the CLI may
+	// see, after EnvPassthrough: a built-in runtime's list extended
+	// without repeating it. Defaults to none.
+	EnvPassthroughAdd []string `mapstructure:"env_passthrough_add"`
+	// ProviderConfig is the CLI whose own provider configuration Drover
+	// reads, in the files the CLI reads (the staged home_files, or where
+	// a variable it sees points), for the variables it names as holding
+	// keys, and passes them through: codex (config.toml
+	// model_providers.*.env_key), pi (models.json apiKey), opencode or
+	// kilo ({env:NAME}); none turns a built-in's off. Defaults to none;
+	// the built-ins of those CLIs set their own.
+	ProviderConfig string `mapstructure:"provider_config"`
 	// Env sets fixed variables for the CLI, as NAME=value entries (a list,
 	// because configuration keys are case-insensitive and names are not).
 	Env []string `mapstructure:"env"`
@@ -391,7 +405,7 @@ func defaults() map[string]any {
 // may set, longest first so that a suffix match picks the whole field name.
 var runtimeFields = func() []string {
 	f := []string{"adapter", "binary", "args", "input", "prompt_flag", "env_passthrough",
-		"env", "timeout", "grace", "no_output_timeout", "own_retry_timeout", "max_output_size", "version_args", "model", "models", "model_flag", "output", "home", "home_files", "min_version"}
+		"env", "env_passthrough_add", "provider_config", "timeout", "grace", "no_output_timeout", "own_retry_timeout", "max_output_size", "version_args", "model", "models", "model_flag", "output", "home", "home_files", "min_version"}
 	sort.Slice(f, func(i, j int) bool { return len(f[i]) > len(f[j]) })
 	return f
 }()
@@ -748,11 +762,32 @@ func validateRuntime(p *problems, name string, rt Runtime) {
 			p.add(key+".env", "entry %q is not NAME=value", e)
 		}
 	}
-	for _, e := range rt.EnvPassthrough {
-		if e == "" || strings.ContainsAny(e, "= \t\n") {
-			p.add(key+".env_passthrough", "bad variable name %q", e)
+	for field, names := range map[string][]string{"env_passthrough": rt.EnvPassthrough, "env_passthrough_add": rt.EnvPassthroughAdd} {
+		for _, e := range names {
+			if e == "" || strings.ContainsAny(e, "= \t\n") {
+				p.add(key+"."+field, "bad variable name %q", e)
+			}
 		}
 	}
+	if rt.ProviderConfig != "" && rt.ProviderConfig != "none" && !slices.Contains(ProviderConfigs, rt.ProviderConfig) {
+		p.add(key+".provider_config", "must be %s or none (got %q)", strings.Join(ProviderConfigs, ", "), rt.ProviderConfig)
+	}
+}
+
+// ProviderConfigs are the CLIs whose provider configuration
+// Runtime.ProviderConfig may name (package adapter reads them).
+var ProviderConfigs = []string{"codex", "pi", "opencode", "kilo"}
+
+// Passthrough is every name of the worker's environment the CLI may see
+// beyond the base list: EnvPassthrough, then EnvPassthroughAdd, each once.
+func (rt Runtime) Passthrough() []string {
+	var out []string
+	for _, n := range append(slices.Clone(rt.EnvPassthrough), rt.EnvPassthroughAdd...) {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // ProjectNames returns the configured project names, sorted.

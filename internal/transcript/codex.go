@@ -18,6 +18,10 @@ var codexRules = []rule{
 	{in: fromJSON, status: 429, class: drovertype.ClassRateLimited, retry: true},
 	// fail-429/stdout.txt: the same line names the status "Too Many Requests"
 	{in: fromJSON, text: re(`\bToo Many Requests\b`), implies: 429, class: drovertype.ClassRateLimited, retry: true},
+	// missing-env/stdout.txt: config.toml's env_key names a variable codex does not see:
+	// error and turn.failed "Missing environment variable: `MOCK_API_KEY`."; in text mode
+	// the same as "ERROR: ..." on stderr. No key: the credentials are missing.
+	{in: fromJSON | fromText, text: re(`^(?:ERROR: )?Missing environment variable: `), class: drovertype.ClassAuthFailed},
 	// Not recorded: fail-401/stdout.txt's "unexpected status N" with a 5xx status (server trouble, retryable)
 	{in: fromJSON, status: statusServer, class: drovertype.ClassRuntimeError, retry: true},
 	// docs/runtimes.md: `Error loading config.toml: wire_api = "chat" is no longer supported.` (exit 1)

@@ -115,6 +115,8 @@ var wants = map[string]want{
 	"codex/success":  {final: done, usage: " in=19912 out=24 cache_read=0 cache_write=0 cost=?"},
 	"codex/fail-401": {class: drovertype.ClassAuthFailed, status: 401},
 	"codex/fail-429": {class: drovertype.ClassRateLimited, status: 429},
+	// codex/missing-env: turn.failed "Missing environment variable: `MOCK_API_KEY`." (TestCodexMissingEnv)
+	"codex/missing-env": {class: drovertype.ClassAuthFailed},
 
 	// opencode/success: step_finish tokens input 7690 + 7765, output 12 + 12
 	"opencode/success":  {final: done, file: "/repo/hello.txt", usage: " in=15455 out=24 cache_read=0 cache_write=0 cost=0"},
@@ -305,4 +307,31 @@ func count(n *int64) string {
 		return "?"
 	}
 	return fmt.Sprint(*n)
+}
+
+// codex/missing-env: a provider whose env_key names a variable codex does
+// not see fails before any request; the key is missing, so AUTH_FAILED
+// (it was a RUNTIME_ERROR when Drover passed no such variable through).
+func TestCodexMissingEnv(t *testing.T) {
+	r := load(t, "codex", "missing-env")
+	s := run(t, drovertype.FormatCodexJSON, r)
+	if f := s.Failure; f == nil || f.Class != drovertype.ClassAuthFailed || f.Retryable || !strings.Contains(f.Message, "MOCK_API_KEY") {
+		t.Fatalf("Failure = %+v", s.Failure)
+	}
+	// And while it runs, at the first error line.
+	p := transcript.NewParser(drovertype.FormatCodexJSON)
+	for line := range strings.Lines(string(r.stdout)) {
+		p.Line(transcript.Stdout, []byte(strings.TrimSuffix(line, "\n")))
+		if strings.HasPrefix(line, `{"type":"error"`) {
+			break
+		}
+	}
+	if v := p.Verdict(); v.Failure == nil || v.Failure.Class != drovertype.ClassAuthFailed {
+		t.Errorf("Verdict = %+v", v)
+	}
+	// Text mode says it on stderr.
+	s = feed(drovertype.FormatCodexJSON, "", "ERROR: Missing environment variable: `MOCK_API_KEY`.\n", 1)
+	if s.Failure == nil || s.Failure.Class != drovertype.ClassAuthFailed {
+		t.Errorf("text mode: %+v", s.Failure)
+	}
 }
