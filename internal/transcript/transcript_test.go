@@ -335,3 +335,91 @@ func TestCodexMissingEnv(t *testing.T) {
 		t.Errorf("text mode: %+v", s.Failure)
 	}
 }
+
+// While a recorded run is fed line by line (stderr first, as the fake CLI
+// replays it), Verdict never shows a failure for a success, and for each
+// failure shows the recording's class by the end; the runs that retry show
+// it as retrying first, the CLI's own retries.
+func TestVerdictWhileRunning(t *testing.T) {
+	for _, cli := range clis {
+		for _, c := range cases {
+			name := cli + "/" + c
+			r := load(t, cli, c)
+			p := transcript.NewParser(formatOf[cli])
+			var first *transcript.Verdict
+			feedAll := func(s transcript.Stream, text string) {
+				for line := range strings.Lines(text) {
+					p.Line(s, []byte(strings.TrimSuffix(line, "\n")))
+					if v := p.Verdict(); v.Failure != nil && first == nil {
+						first = &v
+					}
+				}
+			}
+			feedAll(transcript.Stderr, string(r.stderr))
+			feedAll(transcript.Stdout, string(r.stdout))
+			end := p.Verdict()
+			switch w := wants[name]; {
+			case c == "success":
+				if first != nil {
+					t.Errorf("%s: a success showed %+v", name, first.Failure)
+				}
+			case end.Failure == nil || end.Failure.Class != w.class:
+				t.Errorf("%s: Verdict at the end %+v, want %s", name, end, w.class)
+			default:
+				t.Logf("%s: first %s (retrying %v), last %s (retrying %v)", name, first.Failure.Class, first.Retrying, end.Failure.Class, end.Retrying)
+			}
+		}
+	}
+	// The CLIs that retry a 429 say so before they give up.
+	for _, name := range []string{"claude/fail-429", "codex/fail-429", "gemini/fail-429", "pi/fail-429", "copilot/fail-429"} {
+		cli, c, _ := strings.Cut(name, "/")
+		r := load(t, cli, c)
+		p := transcript.NewParser(formatOf[cli])
+		lines := append(strings.SplitAfter(string(r.stderr), "\n"), strings.SplitAfter(string(r.stdout), "\n")...)
+		retrying := false
+		for i, line := range lines {
+			s := transcript.Stdout
+			if i < strings.Count(string(r.stderr), "\n")+1 {
+				s = transcript.Stderr
+			}
+			p.Line(s, []byte(strings.TrimSuffix(line, "\n")))
+			if v := p.Verdict(); v.Failure != nil && v.Failure.Class == drovertype.ClassRateLimited && v.Retrying {
+				retrying = true
+				break
+			}
+		}
+		if !retrying {
+			t.Errorf("%s: never showed a rate limit being retried", name)
+		}
+	}
+}
+
+// A transient retry notice the CLI gets past is no failure while it runs,
+// and plain text is never judged while it runs.
+func TestVerdictProgress(t *testing.T) {
+	p := transcript.NewParser(drovertype.FormatGeminiStreamJSON)
+	p.Line(transcript.Stderr, []byte("Attempt 1 failed with status 429. Retrying with backoff... _ApiError: {\"error\":{\"code\":429}}"))
+	if v := p.Verdict(); v.Failure == nil || v.Failure.Class != drovertype.ClassRateLimited || !v.Retrying {
+		t.Fatalf("after the notice: %+v", v)
+	}
+	p.Line(transcript.Stdout, []byte(`{"type":"message","role":"assistant","content":"on it","delta":true}`))
+	if v := p.Verdict(); v.Failure != nil {
+		t.Errorf("after progress: %+v", v)
+	}
+	text := transcript.NewParser(drovertype.FormatText)
+	text.Line(transcript.Stdout, []byte("429 Too Many Requests: Invalid API key"))
+	if v := text.Verdict(); v.Failure != nil {
+		t.Errorf("plain text judged: %+v", v)
+	}
+	// pi's failed message is retried: a rate limit, retrying, until pi says
+	// it gave up.
+	pi := transcript.NewParser(drovertype.FormatPiJSON)
+	pi.Line(transcript.Stdout, []byte(`{"type":"message_end","message":{"role":"assistant","content":[],"stopReason":"error","errorMessage":"429 Rate limit reached"}}`))
+	if v := pi.Verdict(); v.Failure == nil || !v.Retrying {
+		t.Errorf("pi's failed message: %+v", v)
+	}
+	pi.Line(transcript.Stdout, []byte(`{"type":"auto_retry_end","success":false,"attempt":3,"finalError":"429 Rate limit reached"}`))
+	if v := pi.Verdict(); v.Failure == nil || v.Retrying {
+		t.Errorf("pi gave up: %+v", v)
+	}
+}
