@@ -102,7 +102,9 @@ func newHosts(t *testing.T, workers int) *hosts {
 func TestFlowAcrossHosts(t *testing.T) {
 	t.Parallel()
 	h := newHosts(t, 2)
-	c := &cluster{t: t, dataDir: t.TempDir(), env: []string{"DROVER_QUEUE_ACK_WAIT=5s"}, prefix: h.exec(h.ctrl)}
+	// The embedded server listens on the namespace's address without
+	// authentication: refused unless the test says it means it.
+	c := &cluster{t: t, dataDir: t.TempDir(), env: []string{"DROVER_QUEUE_ACK_WAIT=5s", "DROVER_INSECURE_LISTEN=true"}, prefix: h.exec(h.ctrl)}
 	c.startCtrl(h.ctrlIP + ":4222")
 	if want := "nats://" + h.ctrlIP + ":4222"; c.url != want {
 		t.Fatalf("controller's NATS at %s, want %s", c.url, want)

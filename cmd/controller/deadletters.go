@@ -10,12 +10,12 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/termsafe"
 )
 
 // deadLetter is one parked message as `controller dead-letters` shows it.
@@ -43,8 +43,11 @@ the EVENTS stream are also counted by ` + "`controller status`" + ` (poison_even
   controller dead-letters --limit 5 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "text" && output != "json" {
-				return &exitError{2, fmt.Errorf("-o must be text or json")}
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			if limit < 1 || limit > maxDeadLetters {
+				return usageError(fmt.Errorf("--limit must be 1..%d (got %d)", maxDeadLetters, limit))
 			}
 			nc, err := connect(cmd)
 			if err != nil {
@@ -63,9 +66,13 @@ the EVENTS stream are also counted by ` + "`controller status`" + ` (poison_even
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
-	cmd.Flags().IntVar(&limit, "limit", 100, "show at most this many, the newest")
+	cmd.Flags().IntVar(&limit, "limit", 100, fmt.Sprintf("show at most this many, the newest (1..%d)", maxDeadLetters))
 	return cmd
 }
+
+// maxDeadLetters bounds --limit: each is read from the stream and kept
+// until printed.
+const maxDeadLetters = 10_000
 
 // readDeadLetters reads the last limit messages of the dead-letter stream.
 func readDeadLetters(ctx context.Context, js jetstream.JetStream, limit int) ([]deadLetter, error) {
@@ -123,20 +130,7 @@ func preview(b []byte, n int) string {
 	if len(b) > n {
 		b = b[:n]
 	}
-	var sb strings.Builder
-	for len(b) > 0 {
-		r, size := utf8.DecodeRune(b)
-		switch {
-		case r == utf8.RuneError && size <= 1:
-			fmt.Fprintf(&sb, `\x%02x`, b[0])
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
-			sb.WriteString(strconv.QuoteRune(r)[1 : len(strconv.QuoteRune(r))-1])
-		default:
-			sb.WriteRune(r)
-		}
-		b = b[size:]
-	}
-	return sb.String()
+	return termsafe.Line(string(b))
 }
 
 func printDeadLetters(w io.Writer, dls []deadLetter, output string) error {
@@ -153,7 +147,7 @@ func printDeadLetters(w io.Writer, dls []deadLetter, output string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tTIME\tSOURCE\tSIZE\tREASON\tSTART")
 	for _, d := range dls {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", d.Seq, d.Time.Local().Format(time.DateTime), d.Source, d.Size,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", d.Seq, d.Time.Local().Format(time.DateTime), termsafe.Line(d.Source), d.Size,
 			preview([]byte(d.Reason), 120), d.Preview)
 	}
 	return tw.Flush()

@@ -20,11 +20,12 @@ import (
 
 	"github.com/drover-dev/drover/internal/controller"
 	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/termsafe"
 )
 
 func newLogs() *cobra.Command {
 	var output string
-	var follow bool
+	var follow, raw bool
 	cmd := &cobra.Command{
 		Use:   "logs ATTEMPT|FLOW/TASK",
 		Short: "Print the output of an attempt's CLI, live while it runs",
@@ -34,24 +35,37 @@ is an attempt id (FLOW_TASK_N) or FLOW/TASK, which means the task's current (lat
 Once the attempt has reported, its full log is read from the object store. While it runs,
 the output streamed so far is printed; with -f, logs keeps following until the attempt
 reports, then exits 0. With -f on a task with no attempt yet, it waits for the first one.
--o json prints one JSON object per chunk: {"attempt", "stream", "offset", "text"}.`,
+-o json prints one JSON object per chunk: {"attempt", "stream", "offset", "text"}.
+
+The output is the agent's: on a terminal its control characters (escape sequences, carriage
+returns, invalid UTF-8) are shown escaped, as \x1b, \r, \xff, so that it cannot drive the
+terminal; to a pipe or a file it is written as it is. --raw writes it as it is to a
+terminal too.`,
 		Example: `  controller logs hello-x1y2z3/greet
   controller logs hello-x1y2z3/greet -f               # follow a running attempt to its end
   controller logs hello-x1y2z3_greet_2                # one attempt in particular
-  controller logs hello-x1y2z3/greet -o json | jq -r .text`,
+  controller logs hello-x1y2z3/greet -o json | jq -r .text
+  controller logs hello-x1y2z3/greet --raw            # the agent's colours, on a terminal you trust it with`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := attemptCommand(output, args[0])
 			if err != nil {
 				return err
 			}
+			w := cmd.OutOrStdout()
+			if output == "text" && !raw && termsafe.IsTerminal(w) {
+				tw := termsafe.NewWriter(w)
+				defer tw.Flush()
+				w = tw
+			}
 			return withJS(cmd, func(cl *controller.Client, js jetstream.JetStream) error {
-				return printLogs(cmd.Context(), cl, js, t, follow, output, cmd.OutOrStdout(), cmd.ErrOrStderr())
+				return printLogs(cmd.Context(), cl, js, t, follow, output, w, cmd.ErrOrStderr())
 			})
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json (one object per chunk)")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing output until the attempt reports")
+	cmd.Flags().BoolVar(&raw, "raw", false, "write the output's bytes as they are, control characters included, even to a terminal")
 	return cmd
 }
 
@@ -64,7 +78,9 @@ func newDiff() *cobra.Command {
 from the object store. For FLOW/TASK it is the task's result: its succeeded attempt, or
 else its latest. When the patch is not in the object store (too old, or never stored), the
 report's diff stat is printed instead, with a note on stderr.
--o json prints {"attempt", "stat", "patch"}.`,
+-o json prints {"attempt", "stat", "patch"}. The patch holds the agent's file contents: on a
+terminal their control characters are shown escaped; to a pipe or a file it is written
+byte for byte, for git apply.`,
 		Example: `  controller diff hello-x1y2z3/greet
   controller diff hello-x1y2z3_greet_1 | git apply --stat
   controller diff hello-x1y2z3/greet -o json | jq -r .stat`,
@@ -87,10 +103,10 @@ report's diff stat is printed instead, with a note on stderr.
 func parseAttemptTarget(s string) (controller.Target, error) {
 	t, err := controller.ParseTarget(s)
 	if err != nil {
-		return t, &exitError{2, err}
+		return t, usageError(err)
 	}
 	if t.Task == "" {
-		return t, &exitError{2, fmt.Errorf("%q is a flow: give FLOW/TASK or an attempt id (FLOW_TASK_N)", s)}
+		return t, usageError(fmt.Errorf("%q is a flow: give FLOW/TASK or an attempt id (FLOW_TASK_N)", s))
 	}
 	return t, nil
 }
@@ -98,8 +114,8 @@ func parseAttemptTarget(s string) (controller.Target, error) {
 // attemptCommand checks the arguments of a command about one attempt: its
 // -o and its ATTEMPT|FLOW/TASK.
 func attemptCommand(output, target string) (controller.Target, error) {
-	if output != "text" && output != "json" {
-		return controller.Target{}, &exitError{2, fmt.Errorf("-o must be text or json")}
+	if err := checkOutput(output); err != nil {
+		return controller.Target{}, err
 	}
 	return parseAttemptTarget(target)
 }
@@ -131,7 +147,7 @@ func pick(ctx context.Context, cl *controller.Client, t controller.Target, resul
 		}
 	}
 	if task == nil {
-		return nil, &exitError{2, fmt.Errorf("flow %s has no task %s", t.Flow, t.Task)}
+		return nil, notFound(fmt.Errorf("flow %s has no task %s", t.Flow, t.Task))
 	}
 	var current, latest, succeeded *projection.Attempt
 	for _, a := range d.Attempts {
@@ -153,7 +169,7 @@ func pick(ctx context.Context, cl *controller.Client, t controller.Target, resul
 	}
 	switch {
 	case t.Attempt != "":
-		return nil, &exitError{2, fmt.Errorf("flow %s has no attempt %s (task %s has %d)", t.Flow, t.Attempt, t.Task, task.Attempts)}
+		return nil, notFound(fmt.Errorf("flow %s has no attempt %s (task %s has %d)", t.Flow, t.Attempt, t.Task, task.Attempts))
 	case result && succeeded != nil:
 		return succeeded, nil
 	case current != nil:
@@ -177,7 +193,7 @@ func printLogs(ctx context.Context, cl *controller.Client, js jetstream.JetStrea
 	}
 	for a == nil {
 		if !follow {
-			return &exitError{2, fmt.Errorf("task %s/%s has no attempt yet (use -f to wait for it)", t.Flow, t.Task)}
+			return notFound(fmt.Errorf("task %s/%s has no attempt yet (use -f to wait for it)", t.Flow, t.Task))
 		}
 		select {
 		case <-ctx.Done():
@@ -201,7 +217,7 @@ func printLogs(ctx context.Context, cl *controller.Client, js jetstream.JetStrea
 		if err == nil {
 			return nil
 		}
-		fmt.Fprintf(errw, "note: the stored log of %s cannot be read (%v); printing the streamed output\n", a.ID, err)
+		fmt.Fprintf(errw, "note: the stored log of %s cannot be read (%s); printing the streamed output\n", termsafe.Line(a.ID), termsafe.Line(err.Error()))
 	}
 	return streamOutput(ctx, cl, js, a, follow, emit)
 }
@@ -317,11 +333,11 @@ func printDiff(ctx context.Context, cl *controller.Client, js jetstream.JetStrea
 		return err
 	}
 	if a == nil {
-		return &exitError{2, fmt.Errorf("task %s/%s has no attempt yet", t.Flow, t.Task)}
+		return notFound(fmt.Errorf("task %s/%s has no attempt yet", t.Flow, t.Task))
 	}
 	r := a.Report
 	if r == nil {
-		return &exitError{1, fmt.Errorf("attempt %s has not reported yet (state %s); its diff exists once it has", a.ID, a.State)}
+		return notFound(fmt.Errorf("attempt %s has not reported yet (state %s); its diff exists once it has", a.ID, a.State))
 	}
 	res := diffResult{Attempt: a.ID, Stat: r.DiffSummary}
 	if res.Stat == "" {
@@ -339,20 +355,28 @@ func printDiff(ctx context.Context, cl *controller.Client, js jetstream.JetStrea
 			}
 		}
 		if err != nil {
-			fmt.Fprintf(errw, "note: the patch of %s cannot be read from the object store (%v); showing the report's diff stat\n", a.ID, err)
+			fmt.Fprintf(errw, "note: the patch of %s cannot be read from the object store (%s); showing the report's diff stat\n",
+				termsafe.Line(a.ID), termsafe.Line(err.Error()))
 		}
 	} else if res.Stat != "" {
-		fmt.Fprintf(errw, "note: attempt %s stored no patch; showing the report's diff stat\n", a.ID)
+		fmt.Fprintf(errw, "note: attempt %s stored no patch; showing the report's diff stat\n", termsafe.Line(a.ID))
 	} else {
-		fmt.Fprintf(errw, "attempt %s changed no file\n", a.ID)
+		fmt.Fprintf(errw, "attempt %s changed no file\n", termsafe.Line(a.ID))
 	}
 	if output == "json" {
 		return json.NewEncoder(w).Encode(res)
 	}
+	return writeDiff(w, res)
+}
+
+// writeDiff prints a patch as text. It holds the agent's file contents:
+// escaped on a terminal, byte for byte to a pipe (`diff | git apply`).
+func writeDiff(w io.Writer, res diffResult) error {
+	body := bodyText(w)
 	if res.Patch != "" {
-		_, err = io.WriteString(w, res.Patch)
+		_, err := io.WriteString(w, body(res.Patch))
 		return err
 	}
-	_, err = io.WriteString(w, res.Stat)
+	_, err := io.WriteString(w, body(res.Stat))
 	return err
 }

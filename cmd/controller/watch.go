@@ -19,6 +19,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/drover-dev/drover/internal/controller"
+	"github.com/drover-dev/drover/internal/termsafe"
 )
 
 func newWatch() *cobra.Command {
@@ -36,11 +37,11 @@ with -o json, one JSON object per change.`,
   controller watch hello-x1y2z3 -o json | jq -c .`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "text" && output != "json" {
-				return &exitError{2, fmt.Errorf("-o must be text or json")}
+			if err := checkOutput(output); err != nil {
+				return err
 			}
 			if t, err := controller.ParseTarget(args[0]); err != nil || t.Task != "" {
-				return &exitError{2, fmt.Errorf("%q is not a flow id", args[0])}
+				return usageError(fmt.Errorf("%q is not a flow id", args[0]))
 			}
 			return withClient(cmd, func(cl *controller.Client) error {
 				return watchFlowAs(cmd.Context(), cl, args[0], cmd.OutOrStdout(), output)
@@ -52,7 +53,7 @@ with -o json, one JSON object per change.`,
 }
 
 // watchFlow follows a flow to its end: redrawn on a terminal, plain lines
-// otherwise. It returns an exitError with code 1 when the flow did not succeed.
+// otherwise. It returns an error with exit code 1 when the flow did not succeed.
 func watchFlow(ctx context.Context, cl *controller.Client, id string, w io.Writer) error {
 	return watchFlowAs(ctx, cl, id, w, "text")
 }
@@ -111,7 +112,7 @@ func watchFlowAs(ctx context.Context, cl *controller.Client, id string, w io.Wri
 					b, _ := json.Marshal(c)
 					fmt.Fprintf(w, "%s\n", b)
 				} else {
-					fmt.Fprintf(w, "%s  %-20s %s\n", time.Now().Format("15:04:05"), task.ID, line)
+					fmt.Fprintf(w, "%s  %-20s %s\n", time.Now().Format("15:04:05"), termsafe.Line(task.ID), line)
 				}
 			}
 		}
@@ -121,10 +122,10 @@ func watchFlowAs(ctx context.Context, cl *controller.Client, id string, w io.Wri
 				b, _ := json.Marshal(watchChange{Time: time.Now().UTC(), Flow: id, State: string(d.Flow.State), Detail: "flow ended in " + took.String()})
 				fmt.Fprintf(w, "%s\n", b)
 			} else {
-				fmt.Fprintf(w, "flow %s %s in %s\n", id, d.Flow.State, took)
+				fmt.Fprintf(w, "flow %s %s in %s\n", termsafe.Line(id), termsafe.Line(string(d.Flow.State)), took)
 			}
 			if d.Flow.State != drovertype.FlowSucceeded {
-				return &exitError{1, fmt.Errorf("flow %s %s", id, d.Flow.State)}
+				return failed(fmt.Errorf("flow %s %s", id, d.Flow.State))
 			}
 			return nil
 		}
@@ -136,8 +137,13 @@ func watchFlowAs(ctx context.Context, cl *controller.Client, id string, w io.Wri
 	}
 }
 
-// taskLine is a task's state in one line, for the plain output.
+// taskLine is a task's state in one line, for the plain output, escaped:
+// worker names and error messages come from outside.
 func taskLine(task *projection.Task, a *projection.Attempt) string {
+	return termsafe.Line(rawTaskLine(task, a))
+}
+
+func rawTaskLine(task *projection.Task, a *projection.Attempt) string {
 	line := string(task.State)
 	if a != nil && !task.State.Terminal() {
 		line += fmt.Sprintf(" (attempt %d", a.N)
@@ -183,7 +189,8 @@ func (v *ttyView) draw(d *controller.FlowDetail, attempts map[string]*projection
 	if d.Flow.State.Terminal() {
 		elapsed = d.Flow.CompletedAt.Sub(d.Flow.SubmittedAt)
 	}
-	head := fmt.Sprintf("flow %s: %s, %s", d.Flow.ID, d.Flow.State, elapsed.Round(time.Second))
+	l := termsafe.Line
+	head := fmt.Sprintf("flow %s: %s, %s", l(d.Flow.ID), l(string(d.Flow.State)), elapsed.Round(time.Second))
 	if d.Flow.Paused {
 		head += " (paused)"
 	}
@@ -205,7 +212,7 @@ func (v *ttyView) draw(d *controller.FlowDetail, attempts map[string]*projection
 		case t.Retry != nil:
 			detail = fmt.Sprintf("retry %d at %s", t.Retry.N, t.Retry.DueAt.Local().Format("15:04:05"))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.State, att, worker, phase, detail)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", l(t.ID), l(string(t.State)), att, l(worker), l(phase), l(detail))
 	}
 	tw.Flush()
 	rows := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")

@@ -13,11 +13,22 @@ import (
 
 	"github.com/drover-dev/drover/internal/adapter"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/exitcode"
+	"github.com/drover-dev/drover/internal/termsafe"
 	"github.com/drover-dev/drover/internal/worker"
 )
 
 func newRuntime() *cobra.Command {
-	cmd := &cobra.Command{Use: "runtime", Short: "Inspect the runtimes configured on this host"}
+	cmd := &cobra.Command{Use: "runtime", Short: "Inspect the runtimes configured on this host",
+		// Alone it shows its help; with an argument it is a misspelt
+		// subcommand (cobra would show the help and exit 0).
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return exitcode.With(exitcode.Usage, fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath()))
+			}
+			return cmd.Help()
+		}}
 	var output string
 	list := &cobra.Command{
 		Use:     "list",
@@ -25,6 +36,9 @@ func newRuntime() *cobra.Command {
 		Example: "  worker runtime list\n  worker runtime list -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			cfg, err := loadConfig(cmd)
 			if err != nil {
 				return err
@@ -54,8 +68,9 @@ func newRuntime() *cobra.Command {
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUNTIME\tADAPTER\tBINARY\tINPUT\tOUTPUT\tMODEL")
+			l := termsafe.Line
 			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Runtime.Adapter, r.Runtime.Binary, r.Runtime.Input, r.Runtime.Output, r.Runtime.Model)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", l(r.Name), l(r.Runtime.Adapter), l(r.Runtime.Binary), l(r.Runtime.Input), l(string(r.Runtime.Output)), l(r.Runtime.Model))
 			}
 			return tw.Flush()
 		},
@@ -68,6 +83,9 @@ func newRuntime() *cobra.Command {
 		Example: "  worker runtime health\n  worker runtime health -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(hOutput); err != nil {
+				return err
+			}
 			cfg, err := loadConfig(cmd)
 			if err != nil {
 				return err
@@ -92,17 +110,19 @@ func newRuntime() *cobra.Command {
 			} else {
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "RUNTIME\tHEALTHY\tVERSION\tBINARY / ERROR")
+				// Versions and errors are what the CLIs printed.
+				l := termsafe.Line
 				for _, r := range rows {
 					detail := r.Binary
 					if !r.Healthy {
 						detail = r.Error
 					}
-					fmt.Fprintf(tw, "%s\t%v\t%s\t%s\n", r.Name, r.Healthy, r.Version, detail)
+					fmt.Fprintf(tw, "%s\t%v\t%s\t%s\n", l(r.Name), r.Healthy, l(r.Version), l(detail))
 				}
 				_ = tw.Flush()
 			}
 			if healthy == 0 {
-				return fmt.Errorf("no runtime is healthy on this host")
+				return exitcode.With(exitcode.Failed, fmt.Errorf("no runtime is healthy on this host"))
 			}
 			return nil
 		},
@@ -110,6 +130,14 @@ func newRuntime() *cobra.Command {
 	health.Flags().StringVarP(&hOutput, "output", "o", "text", "output format: text or json")
 	cmd.AddCommand(list, health)
 	return cmd
+}
+
+// checkOutput checks a command's -o.
+func checkOutput(output string) error {
+	if output != "text" && output != "json" {
+		return exitcode.With(exitcode.Usage, fmt.Errorf("-o must be text or json (got %q)", output))
+	}
+	return nil
 }
 
 func loadConfig(cmd *cobra.Command) (*config.Config, error) {

@@ -131,6 +131,9 @@ func overlay(base, over Runtime) Runtime {
 	if over.Limits != (Limits{}) {
 		base.Limits = over.Limits
 	}
+	if over.NativeRuntime != (NativeRuntime{}) {
+		base.NativeRuntime = over.NativeRuntime
+	}
 	if over.Models != nil {
 		base.Models = over.Models
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/readlimit"
 	"github.com/drover-dev/drover/internal/tracing"
 )
 
@@ -45,6 +47,11 @@ type Config struct {
 	HTTP       HTTP               `mapstructure:"http"`
 	// Tracing exports OpenTelemetry spans (docs/operations.md#read-a-trace).
 	Tracing tracing.Config `mapstructure:"tracing"`
+	// InsecureListen lets the embedded nats-server listen beyond loopback
+	// with no authentication, and http.pprof be served beyond loopback:
+	// both are refused without it, and logged as a warning with it.
+	// Defaults to false.
+	InsecureListen bool `mapstructure:"insecure_listen"`
 }
 
 // HTTP configures the metrics and health listener of the controller and
@@ -308,6 +315,8 @@ type Runtime struct {
 	// reads usage and errors from it: text, claude-stream-json, codex-json,
 	// opencode-json, gemini-stream-json, pi-json or copilot-json. Defaults to text.
 	Output drovertype.OutputFormat `mapstructure:"output"`
+	// NativeRuntime holds the fields of `adapter: native` (native.go).
+	NativeRuntime `mapstructure:",squash"`
 }
 
 // DefaultOwnRetryTimeout is Runtime.OwnRetryTimeout's default: long enough
@@ -329,6 +338,23 @@ type Limits struct {
 	FileSize uint64 `mapstructure:"file_size"`
 }
 
+// The bounds of the numbers in the configuration, each reported with its
+// key when a value is outside (docs/config.md lists them).
+const (
+	MaxSlots              = 1024               // worker.slots: attempts one worker runs at once
+	MaxFlowParallel       = 10_000             // defaults/projects max_parallel: one flow's attempts at once (a flow has at most 10,000 tasks)
+	MaxControllerParallel = 100_000            // controller.max_parallel: attempts at once across all flows
+	MaxAttempts           = 100                // retry.max_attempts, as in flows
+	MaxCoefficient        = 100                // retry.coefficient, as in flows
+	MaxTimeout            = 7 * 24 * time.Hour // attempt timeouts, grace, no-output timeouts
+	MaxAckWait            = time.Hour          // queue.ack_wait: how long a lost worker goes unnoticed
+	MaxDrainTimeout       = 24 * time.Hour     // worker.drain_timeout
+	MaxOutputSize         = 64 << 20           // runtimes.*.max_output_size: bytes of each stream a worker keeps in memory per attempt
+	MaxOpenFiles          = 1 << 20            // runtimes.*.limits.open_files: Linux's default fs.nr_open
+	MinAddressSpace       = 64 << 20           // runtimes.*.limits.address_space, when set: below it no CLI starts
+	MinFileSize           = 1 << 20            // runtimes.*.limits.file_size, when set
+)
+
 // FlagBindings maps config keys to the flag names every Drover command uses
 // for them, so that one spelling holds everywhere.
 var FlagBindings = map[string]string{
@@ -344,6 +370,7 @@ var FlagBindings = map[string]string{
 	"worker.runtimes":      "runtimes",
 	"worker.drain_timeout": "drain-timeout",
 	"http.listen":          "http-listen", // controller serve, controller dev and worker run
+	"insecure_listen":      "insecure-listen",
 }
 
 // LoadOptions says where configuration comes from.
@@ -398,6 +425,7 @@ func defaults() map[string]any {
 		"tracing.sample_ratio":           1.0,
 		"tracing.service_name":           "",
 		"tracing.shutdown_timeout":       time.Duration(0),
+		"insecure_listen":                false,
 	}
 }
 
@@ -405,7 +433,9 @@ func defaults() map[string]any {
 // may set, longest first so that a suffix match picks the whole field name.
 var runtimeFields = func() []string {
 	f := []string{"adapter", "binary", "args", "input", "prompt_flag", "env_passthrough",
-		"env", "env_passthrough_add", "provider_config", "timeout", "grace", "no_output_timeout", "own_retry_timeout", "max_output_size", "version_args", "model", "models", "model_flag", "output", "home", "home_files", "min_version"}
+		"env", "timeout", "grace", "no_output_timeout", "max_output_size", "version_args", "model", "models", "model_flag", "output", "home", "home_files", "min_version",
+		"provider", "base_url", "api_key_env", "max_tokens", "max_retries", "command_timeout",
+		"env_passthrough_add", "provider_config", "own_retry_timeout"}
 	sort.Slice(f, func(i, j int) bool { return len(f[i]) > len(f[j]) })
 	return f
 }()
@@ -427,16 +457,13 @@ func Load(o LoadOptions) (*Config, error) {
 	v.AutomaticEnv()
 	// Runtime entries may come from the environment alone; viper only sees
 	// keys it knows, so bind the ones present.
+	envBound := map[string]string{}
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if r, ok := strings.CutPrefix(name, "DROVER_RUNTIMES_"); ok {
-			// Longest field first: _VERSION_ARGS is not _ARGS of "x-version".
-			for _, field := range runtimeFields {
-				if n, ok := strings.CutSuffix(strings.ToLower(r), "_"+field); ok && n != "" {
-					_ = v.BindEnv("runtimes."+strings.ReplaceAll(n, "_", "-")+"."+field, name)
-					break
-				}
-			}
+		if rt, field, ok := runtimeVar(name); ok {
+			key := "runtimes." + rt + "." + field
+			_ = v.BindEnv(key, name)
+			envBound[key] = name
 		}
 	}
 	file := o.File
@@ -444,9 +471,13 @@ func Load(o LoadOptions) (*Config, error) {
 		file = os.Getenv("DROVER_CONFIG")
 	}
 	if file != "" {
-		v.SetConfigFile(file)
+		// Read here, bounded: viper would read a FIFO or /dev/zero forever.
+		b, err := readlimit.File(file, maxSmallFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: config file %v", ErrInvalid, err)
+		}
 		v.SetConfigType("yaml")
-		if err := v.ReadInConfig(); err != nil {
+		if err := v.ReadConfig(bytes.NewReader(b)); err != nil {
 			return nil, fmt.Errorf("%w: read %s: %v", ErrInvalid, file, err)
 		}
 	}
@@ -458,6 +489,9 @@ func Load(o LoadOptions) (*Config, error) {
 				}
 			}
 		}
+	}
+	if errs := checkValues(v, sources{file: file, flags: o.Flags, bind: o.Bind, env: envBound}); len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	var c Config
 	if err := v.Unmarshal(&c, func(dc *mapstructure.DecoderConfig) {
@@ -471,10 +505,34 @@ func Load(o LoadOptions) (*Config, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, where, err)
 	}
 	c.WithDefaults()
-	if err := c.Validate(); err != nil {
+	errs := []error{c.Validate()}
+	errs = append(errs, checkEnv(os.Environ(), &c)...)
+	errs = append(errs, checkFiles(&c)...)
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// checkFiles refuses configured files that are not regular files of a
+// sane size: nats-server and nats.go read them whole, and a FIFO or a
+// device there would hang or exhaust the process. A missing file is left
+// to the NATS checks (internal/natsconn), which name it.
+func checkFiles(c *Config) []error {
+	var errs []error
+	for _, f := range []struct{ key, path string }{
+		{"nats.server_config", c.NATS.ServerConfig}, {"nats.nkey_file", c.NATS.NKeyFile},
+		{"nats.creds_file", c.NATS.CredsFile}, {"nats.tls.ca_file", c.NATS.TLS.CAFile},
+		{"nats.tls.cert_file", c.NATS.TLS.CertFile}, {"nats.tls.key_file", c.NATS.TLS.KeyFile},
+	} {
+		if f.path == "" {
+			continue
+		}
+		if err := readlimit.Check(f.path, maxSmallFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("%w: %s: %v", ErrInvalid, f.key, err))
+		}
+	}
+	return errs
 }
 
 // WithDefaults fills what is derived from other fields.
@@ -539,6 +597,9 @@ func (c *Config) WithDefaults() {
 		if f, err := drovertype.ParseOutputFormat(string(rt.Output)); err == nil {
 			rt.Output = f
 		}
+		if rt.Adapter == "native" {
+			nativeDefaults(&rt)
+		}
 		c.Runtimes[name] = rt
 	}
 	if len(c.Worker.Runtimes) == 0 {
@@ -594,10 +655,13 @@ func (c *Config) validateHTTP(p *problems) {
 	if c.HTTP.Listen == "" {
 		return
 	}
-	if _, port, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
+	if host, port, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
 		p.add("http.listen", "must be host:port (got %q)", c.HTTP.Listen)
 	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		p.add("http.listen", "port must be 0..65535 (got %q)", port)
+	} else if c.HTTP.Pprof && !Loopback(host) && !c.InsecureListen {
+		p.add("http.listen", "%s takes connections from other hosts and http.pprof is on: it would show the process's stacks and memory "+
+			"to anyone who reaches it; listen on 127.0.0.1, turn http.pprof off, or set insecure_listen (--insecure-listen) to serve it on purpose", c.HTTP.Listen)
 	}
 }
 
@@ -622,8 +686,8 @@ func (c *Config) validateNATS(p *problems) {
 }
 
 func (c *Config) validateQueue(p *problems) {
-	if c.Queue.AckWait < time.Second {
-		p.add("queue.ack_wait", "must be at least 1s (got %s)", c.Queue.AckWait)
+	if c.Queue.AckWait < time.Second || c.Queue.AckWait > MaxAckWait {
+		p.add("queue.ack_wait", "must be 1s..%s (got %s)", MaxAckWait, c.Queue.AckWait)
 	}
 	if c.Queue.Heartbeat <= 0 || c.Queue.Heartbeat >= c.Queue.AckWait {
 		p.add("queue.heartbeat", "must be positive and below queue.ack_wait (got %s)", c.Queue.Heartbeat)
@@ -641,11 +705,11 @@ func (c *Config) validateWorker(p *problems) {
 	if w.MinFreeDisk < 0 {
 		p.add("worker.min_free_disk", "must not be negative (got %d)", w.MinFreeDisk)
 	}
-	if w.DrainTimeout < 0 {
-		p.add("worker.drain_timeout", "must not be negative (got %s)", w.DrainTimeout)
+	if w.DrainTimeout < 0 || w.DrainTimeout > MaxDrainTimeout {
+		p.add("worker.drain_timeout", "must be 0..%s (got %s)", MaxDrainTimeout, w.DrainTimeout)
 	}
-	if w.Slots < 1 || w.Slots > 1024 {
-		p.add("worker.slots", "must be 1..1024 (got %d)", w.Slots)
+	if w.Slots < 1 || w.Slots > MaxSlots {
+		p.add("worker.slots", "must be 1..%d (got %d)", MaxSlots, w.Slots)
 	}
 }
 
@@ -662,13 +726,13 @@ func (c *Config) validateIDs(p *problems) {
 
 func (c *Config) validateDefaults(p *problems) {
 	d := &c.Defaults
-	if d.Timeout <= 0 {
-		p.add("defaults.timeout", "must be positive (got %s)", d.Timeout)
+	if d.Timeout <= 0 || d.Timeout > MaxTimeout {
+		p.add("defaults.timeout", "must be above 0 and at most %s (got %s)", MaxTimeout, d.Timeout)
 	}
 	c.checkRuntime(p, "defaults.runtime", d.Runtime)
 	c.checkRuntime(p, "defaults.validator", d.Validator)
-	if d.MaxParallel < 0 || d.MaxParallel > 10000 {
-		p.add("defaults.max_parallel", "must be 0..10000 (got %d)", d.MaxParallel)
+	if d.MaxParallel < 0 || d.MaxParallel > MaxFlowParallel {
+		p.add("defaults.max_parallel", "must be 0..%d (got %d)", MaxFlowParallel, d.MaxParallel)
 	}
 }
 
@@ -680,8 +744,8 @@ func (c *Config) checkRuntime(p *problems, key, name string) {
 }
 
 func (c *Config) validateController(p *problems) {
-	if c.Controller.MaxParallel < 0 {
-		p.add("controller.max_parallel", "must not be negative (got %d)", c.Controller.MaxParallel)
+	if c.Controller.MaxParallel < 0 || c.Controller.MaxParallel > MaxControllerParallel {
+		p.add("controller.max_parallel", "must be 0..%d (got %d)", MaxControllerParallel, c.Controller.MaxParallel)
 	}
 	if c.Controller.GCPercent < 10 || c.Controller.GCPercent > 1000 {
 		p.add("controller.gc_percent", "must be 10..1000 (got %d)", c.Controller.GCPercent)
@@ -697,11 +761,19 @@ func (c *Config) validateProjects(p *problems) {
 		for k, rt := range map[string]string{"runtime": pr.Runtime, "validator": pr.Validator} {
 			c.checkRuntime(p, key+"."+k, rt)
 		}
-		if pr.Timeout < 0 {
-			p.add(key+".timeout", "must not be negative (got %s)", pr.Timeout)
+		if pr.Timeout < 0 || pr.Timeout > MaxTimeout {
+			p.add(key+".timeout", "must be 0..%s (got %s)", MaxTimeout, pr.Timeout)
 		}
-		if pr.MaxParallel < 0 || pr.MaxParallel > 10000 {
-			p.add(key+".max_parallel", "must be 0..10000 (got %d)", pr.MaxParallel)
+		if pr.MaxParallel < 0 || pr.MaxParallel > MaxFlowParallel {
+			p.add(key+".max_parallel", "must be 0..%d (got %d)", MaxFlowParallel, pr.MaxParallel)
+		}
+		if len(pr.Args) > flow.MaxArgs {
+			p.add(key+".args", "%d arguments; the limit is %d", len(pr.Args), flow.MaxArgs)
+		}
+		for _, a := range pr.Args {
+			if len(a) > flow.MaxArgLen {
+				p.add(key+".args", "an argument of %d bytes; the limit is %d", len(a), flow.MaxArgLen)
+			}
 		}
 		c.validateRetry(key+".retry", pr.Retry, p)
 	}
@@ -725,8 +797,12 @@ func validateRuntime(p *problems, name string, rt Runtime) {
 	if err := drovertype.ValidID(name); err != nil {
 		p.add(key, "runtime name: %v", err)
 	}
+	if rt.Adapter == "native" {
+		validateNative(key, rt, p.add)
+		return
+	}
 	if rt.Adapter != "command" {
-		p.add(key+".adapter", "unknown adapter %q (known: command)", rt.Adapter)
+		p.add(key+".adapter", "unknown adapter %q (known: command, native)", rt.Adapter)
 	}
 	if rt.Binary == "" {
 		p.add(key+".binary", "is required")
@@ -734,12 +810,18 @@ func validateRuntime(p *problems, name string, rt Runtime) {
 	if !slices.Contains([]string{"stdin", "arg", "file"}, rt.Input) {
 		p.add(key+".input", "must be stdin, arg or file (got %q)", rt.Input)
 	}
-	if rt.Timeout < 0 || rt.Grace < 0 || rt.NoOutputTimeout < 0 || rt.OwnRetryTimeout < 0 {
-		p.add(key, "timeouts must not be negative")
+	for _, d := range []struct {
+		k string
+		v time.Duration
+	}{{"timeout", rt.Timeout}, {"grace", rt.Grace}, {"no_output_timeout", rt.NoOutputTimeout}, {"own_retry_timeout", rt.OwnRetryTimeout}} {
+		if d.v < 0 || d.v > MaxTimeout {
+			p.add(key+"."+d.k, "must be 0..%s (got %s)", MaxTimeout, d.v)
+		}
 	}
-	if rt.MaxOutputSize < 1024 {
-		p.add(key+".max_output_size", "must be at least 1024 (got %d)", rt.MaxOutputSize)
+	if rt.MaxOutputSize < 1024 || rt.MaxOutputSize > MaxOutputSize {
+		p.add(key+".max_output_size", "must be 1024..%d bytes (got %d)", int64(MaxOutputSize), rt.MaxOutputSize)
 	}
+	validateLimits(p, key, rt.Limits)
 	if rt.MinVersion != "" && !versionRE.MatchString(rt.MinVersion) {
 		p.add(key+".min_version", "must be dotted numbers like 1.2.3 (got %q)", rt.MinVersion)
 	}
@@ -790,6 +872,20 @@ func (rt Runtime) Passthrough() []string {
 	return out
 }
 
+// validateLimits checks a runtime's resource limits, which are in bytes:
+// a value that reads like megabytes is refused.
+func validateLimits(p *problems, key string, l Limits) {
+	if l.OpenFiles > MaxOpenFiles {
+		p.add(key+".limits.open_files", "must be 0..%d (got %d)", MaxOpenFiles, l.OpenFiles)
+	}
+	if l.AddressSpace != 0 && l.AddressSpace < MinAddressSpace {
+		p.add(key+".limits.address_space", "must be 0 (unset) or at least %d bytes, %s (got %d): it is in bytes", uint64(MinAddressSpace), ByteSize(MinAddressSpace), l.AddressSpace)
+	}
+	if l.FileSize != 0 && l.FileSize < MinFileSize {
+		p.add(key+".limits.file_size", "must be 0 (unset) or at least %d bytes, %s (got %d): it is in bytes", uint64(MinFileSize), ByteSize(MinFileSize), l.FileSize)
+	}
+}
+
 // ProjectNames returns the configured project names, sorted.
 func (c *Config) ProjectNames() []string {
 	names := make([]string, 0, len(c.Projects))
@@ -803,8 +899,8 @@ func (c *Config) ProjectNames() []string {
 var classRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
 
 func (c *Config) validateRetry(key string, r Retry, p *problems) {
-	if r.MaxAttempts < 0 || r.MaxAttempts > 100 {
-		p.add(key+".max_attempts", "must be 1..100 (got %d)", r.MaxAttempts)
+	if r.MaxAttempts < 0 || r.MaxAttempts > MaxAttempts {
+		p.add(key+".max_attempts", "must be 1..%d, or 0 to inherit (got %d)", MaxAttempts, r.MaxAttempts)
 	}
 	if r.InitialBackoff < 0 || r.MaxBackoff < 0 {
 		p.add(key, "backoffs must not be negative")
@@ -812,11 +908,18 @@ func (c *Config) validateRetry(key string, r Retry, p *problems) {
 	if r.InitialBackoff > 0 && r.MaxBackoff > 0 && r.InitialBackoff > r.MaxBackoff {
 		p.add(key+".initial_backoff", "%s is above max_backoff %s", r.InitialBackoff, r.MaxBackoff)
 	}
-	if r.Coefficient != 0 && (r.Coefficient < 1 || r.Coefficient > 100) {
-		p.add(key+".coefficient", "must be 1..100 (got %g)", r.Coefficient)
+	// Negated ranges, so that NaN fails them too.
+	if r.Coefficient != 0 && !(r.Coefficient >= 1 && r.Coefficient <= MaxCoefficient) {
+		p.add(key+".coefficient", "must be 1..%d (got %g)", MaxCoefficient, r.Coefficient)
 	}
-	if r.Jitter != nil && (*r.Jitter < 0 || *r.Jitter > 1) {
+	if r.Jitter != nil && !(*r.Jitter >= 0 && *r.Jitter <= 1) {
 		p.add(key+".jitter", "must be 0..1 (got %g)", *r.Jitter)
+	}
+	if len(r.RetryOn) > flow.MaxRetryOn {
+		p.add(key+".retry_on", "%d classes; the limit is %d", len(r.RetryOn), flow.MaxRetryOn)
+	}
+	if len(r.Fallback) > flow.MaxFallback {
+		p.add(key+".fallback", "%d runtimes; the limit is %d", len(r.Fallback), flow.MaxFallback)
 	}
 	for i, cl := range r.RetryOn {
 		switch {
@@ -828,9 +931,12 @@ func (c *Config) validateRetry(key string, r Retry, p *problems) {
 			p.add(key+".retry_on", "%s is listed twice", cl)
 		}
 	}
-	for _, rt := range r.Fallback {
-		if _, ok := c.Runtimes[rt]; !ok {
+	for i, rt := range r.Fallback {
+		switch _, ok := c.Runtimes[rt]; {
+		case !ok:
 			p.add(key+".fallback", "unknown runtime %q (configured: %s)", rt, strings.Join(c.RuntimeNames(), ", "))
+		case slices.Contains(r.Fallback[:i], rt):
+			p.add(key+".fallback", "%s is listed twice", rt)
 		}
 	}
 }

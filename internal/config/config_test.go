@@ -122,8 +122,20 @@ func TestHTTPListen(t *testing.T) {
 	if err := fs.Parse([]string{"--http-listen", ":9100"}); err != nil {
 		t.Fatal(err)
 	}
-	if c, err = Load(LoadOptions{Flags: fs, Bind: FlagBindings}); err != nil || c.HTTP.Listen != ":9100" {
+	// With the profiler on, every interface needs the insecure switch.
+	if _, err = Load(LoadOptions{Flags: fs, Bind: FlagBindings}); !errors.Is(err, ErrInvalid) ||
+		!strings.Contains(err.Error(), "http.listen: :9100 takes connections from other hosts and http.pprof is on") {
+		t.Fatalf("pprof on every interface: %v", err)
+	}
+	t.Setenv("DROVER_INSECURE_LISTEN", "true")
+	if c, err = Load(LoadOptions{Flags: fs, Bind: FlagBindings}); err != nil || c.HTTP.Listen != ":9100" || !c.InsecureListen {
 		t.Fatalf("flag: listen = %q, err %v", c.HTTP.Listen, err)
+	}
+	// Without the profiler, metrics and health may be served to all.
+	t.Setenv("DROVER_INSECURE_LISTEN", "")
+	t.Setenv("DROVER_HTTP_PPROF", "false")
+	if c, err = Load(LoadOptions{Flags: fs, Bind: FlagBindings}); err != nil || c.HTTP.Listen != ":9100" {
+		t.Fatalf("no pprof: listen = %q, err %v", c.HTTP.Listen, err)
 	}
 }
 

@@ -2,7 +2,9 @@ package config
 
 import (
 	"encoding/json"
+	"maps"
 	"reflect"
+	"strings"
 	"time"
 )
 
@@ -26,6 +28,8 @@ func configMap(v reflect.Value) map[string]any {
 		}
 		fv := v.Field(i)
 		switch {
+		case strings.HasSuffix(key, ",squash"):
+			maps.Copy(out, configMap(fv)) // the native runtime's fields sit beside the others
 		case fv.Type() == reflect.TypeFor[time.Duration]():
 			out[key] = time.Duration(fv.Int()).String()
 		case fv.Kind() == reflect.Struct:

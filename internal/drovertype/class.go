@@ -30,6 +30,13 @@ const (
 	ClassWorkerLost ErrorClass = "WORKER_LOST"
 	// An attempt that failed without saying why (a report with no error).
 	ClassUnknown ErrorClass = "UNKNOWN"
+	// The native runtime's budgets: each bound of an attempt ends it with
+	// its own class, so a policy can tell a task that needs more turns from
+	// one that ran out of tokens or time. Not retried by default: the same
+	// attempt would end the same way.
+	ClassTurnBudgetExhausted  ErrorClass = "TURN_BUDGET_EXHAUSTED"
+	ClassTokenBudgetExhausted ErrorClass = "TOKEN_BUDGET_EXHAUSTED"
+	ClassTimeBudgetExhausted  ErrorClass = "TIME_BUDGET_EXHAUSTED"
 )
 
 // classes lists every class, in the order above.
@@ -38,6 +45,7 @@ var classes = []ErrorClass{
 	ClassRuntimeError, ClassRateLimited, ClassAuthFailed, ClassPrepareFailed,
 	ClassMergeConflict, ClassObserveFailed, ClassVerificationFailed,
 	ClassScopeViolation, ClassCancelled, ClassWorkerLost, ClassUnknown,
+	ClassTurnBudgetExhausted, ClassTokenBudgetExhausted, ClassTimeBudgetExhausted,
 }
 
 // Classes returns every error class, in declaration order.
