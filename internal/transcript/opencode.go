@@ -22,8 +22,9 @@ var openCodeRules = []rule{
 	// Not recorded: the same error shape with a 5xx status (server trouble, retryable)
 	{in: fromJSON, status: statusServer, class: drovertype.ClassRuntimeError, retry: true},
 	// kilo/fail-401/stderr.txt: "Error: Incorrect API key provided: mock****. (mockllm)" (ANSI stripped).
-	// kilo repeats the stdout error there; a hint, as stdout says it better.
-	{in: fromText, text: re(`^Error: .*\b(?:Incorrect|Invalid) API key\b`), class: drovertype.ClassAuthFailed, hint: true},
+	// kilo repeats the stdout error there (statusCode 401); a hint, as stdout says it
+	// better, but the one a stop while it runs may see first.
+	{in: fromText, text: re(`^Error: .*\b(?:Incorrect|Invalid) API key\b`), implies: 401, class: drovertype.ClassAuthFailed, hint: true},
 	// kilo/fail-429/stderr.txt: "Error: Rate limit reached for requests (mockllm). Please try again in 1s."
 	{in: fromText, text: re(`^Error: .*\bRate limit reached\b`), implies: 429, class: drovertype.ClassRateLimited, retry: true, hint: true},
 	// docs/runtimes.md: kilo prints its fatal errors on stderr as `Error: <message>` (ANSI colored)
