@@ -17,28 +17,28 @@ const (
 	KeepRunning Stop = iota
 	// StopNow: the run cannot succeed any more, whatever the CLI does next.
 	StopNow
-	// StopAfterRetries: the CLI is retrying a rate limit on its own; stop
-	// it if it is still at it after the runtime's own_retry_timeout.
+	// StopAfterRetries: the CLI is retrying a rate limit or a refused
+	// credential on its own; stop it if it is still at it after the
+	// runtime's own_retry_timeout.
 	StopAfterRetries
 )
 
-// StopOn decides from a running CLI's verdict. Refused credentials stop
-// it at once: no CLI's retries of a 401 succeeded in the recordings, and
-// claude spends 3 minutes on them (docs/runtimes.md#claude). A rate limit
-// the CLI gave up on stops it at once too (it may still take seconds to
-// exit: codex uploads analytics, kilo flushes telemetry). A rate limit it
-// is retrying gets a while, since a transient 429 that the CLI gets past
-// is no failure; then Drover's fallback to another runtime is faster than
-// gemini's 5 minutes of backoff. Anything else runs on: a server error
-// may pass, and the exit says how the run ended.
+// StopOn decides from a running CLI's verdict. Refused credentials or a
+// rate limit the CLI gave up on stop it at once: the run cannot succeed,
+// and it may still take seconds to exit (codex uploads analytics, kilo
+// flushes telemetry). While it retries one of them on its own it gets a
+// while: a transient 429 that the CLI gets past is no failure, and copilot
+// retries a 401 as a "transient_auth_error" (copilot/fail-401/stdout.txt),
+// as a refreshed login may pass it; after that, Drover's fallback to
+// another runtime is faster than gemini's 5 minutes of backoff or claude's
+// 3 of a 401. Anything else runs on: a server error may pass, and the exit
+// says how the run ended.
 func StopOn(v transcript.Verdict) Stop {
 	f := v.Failure
 	switch {
 	case f == nil:
 		return KeepRunning
-	case f.Class == drovertype.ClassAuthFailed:
-		return StopNow
-	case f.Class != drovertype.ClassRateLimited:
+	case f.Class != drovertype.ClassAuthFailed && f.Class != drovertype.ClassRateLimited:
 		return KeepRunning
 	case v.Retrying:
 		return StopAfterRetries

@@ -19,7 +19,7 @@ func TestStopOn(t *testing.T) {
 		want Stop
 	}{
 		{transcript.Verdict{}, KeepRunning},
-		{transcript.Verdict{Failure: auth, Retrying: true}, StopNow},
+		{transcript.Verdict{Failure: auth, Retrying: true}, StopAfterRetries},
 		{transcript.Verdict{Failure: auth}, StopNow},
 		{transcript.Verdict{Failure: rate, Retrying: true}, StopAfterRetries},
 		{transcript.Verdict{Failure: rate}, StopNow},
