@@ -11,8 +11,8 @@
 // Execute reads the CLI's output while it runs (output.go): the parser's
 // verdict, judged by adapter.StopOn, stops the process group at refused
 // credentials or a rate limit the CLI gave up on, and after the runtime's
-// own_retry_timeout of the CLI's own retries of a rate limit, so that the
-// task's fallback need not wait for minutes of them.
+// own_retry_timeout of the CLI's own retries of either, so that the task's
+// fallback need not wait for minutes of them.
 //
 // After Observe come the checks, in this order:
 //

@@ -79,9 +79,8 @@ func (r *outputReader) waitStopping(proc *supervise.Process) *supervise.Result {
 
 // stopWatch stops the CLI by what its output says while it runs
 // (adapter.StopOn): at once on refused credentials or a rate limit the CLI
-// gave up on, and after the runtime's own_retry_timeout of retrying a rate
-// limit, measured from the first retry notice since the CLI last made
-// progress. It is checked after each piece of output, and by a timer
+// gave up on, and after the runtime's own_retry_timeout of retrying either,
+// measured from the first retry notice since the CLI last made progress. It is checked after each piece of output, and by a timer
 // while a retrying CLI is silent (gemini waits up to 30 s between tries).
 // Durations are those of a live process, on the monotonic clock, like
 // package supervise's timeouts.

@@ -282,11 +282,11 @@ type Runtime struct {
 	// NoOutputTimeout ends a run that prints nothing for this long. Defaults to 0, off.
 	NoOutputTimeout time.Duration `mapstructure:"no_output_timeout"`
 	// OwnRetryTimeout is how long the CLI may go on retrying a rate limit
-	// on its own, by its output's retry notices, before Drover stops it
-	// and reports RATE_LIMITED, so that the task's fallback acts at once
-	// rather than after the CLI's minutes of retries. Refused credentials
-	// and a rate limit the CLI gave up on stop it at once. Only structured
-	// output formats are watched. Defaults to 15s.
+	// or refused credentials on its own, by its output's retry notices,
+	// before Drover stops it and reports RATE_LIMITED or AUTH_FAILED, so
+	// that the task's fallback acts at once rather than after the CLI's
+	// minutes of retries. Either one the CLI gave up on stops it at once.
+	// Only structured output formats are watched. Defaults to 15s.
 	OwnRetryTimeout time.Duration `mapstructure:"own_retry_timeout"`
 	// MaxOutputSize is the bytes of each stream kept for the report. Defaults to 1 MiB.
 	MaxOutputSize int64 `mapstructure:"max_output_size"`
