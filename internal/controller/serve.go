@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -33,6 +34,10 @@ type ServeOptions struct {
 	// Lock is the data dir's lock when the caller took it already (to hold
 	// it before its own listeners start); Serve takes it when nil.
 	Lock *dirlock.Lock
+	// Mount serves a handler under a path prefix of the HTTP listener
+	// (telemetry.Server.Mount); nil when http.listen is off, and then the
+	// console is not served.
+	Mount func(prefix string, h http.Handler) (unmount func())
 }
 
 // LockDataDir makes this process the one owner of the data dir, or returns
@@ -126,6 +131,14 @@ func Serve(ctx context.Context, cfg *config.Config, log *slog.Logger, o ServeOpt
 		return err
 	}
 	defer func() { _ = svc.Stop() }()
+	if o.Mount != nil && cfg.Console.Enabled {
+		con, err := newConsole(cfg, ctrl, nc, js, store, log)
+		if err != nil {
+			return err
+		}
+		defer con.Close()
+		defer o.Mount("/ui/", con)()
+	}
 	if o.Ready != nil {
 		stop, err := o.Ready(ctx, url)
 		if err != nil {
