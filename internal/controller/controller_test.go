@@ -336,9 +336,9 @@ func TestSubmitRejectsInvalid(t *testing.T) {
 	h := newHarness(t)
 	h.start(filepath.Join(t.TempDir(), "state"))
 	cl := &Client{NC: h.nc}
-	_, err := cl.Submit(context.Background(), &flow.Spec{Name: "x", Repo: "/r", Runtime: "nosuch", Tasks: []flow.Task{{ID: "a", Prompt: "p"}}})
+	_, err := cl.Submit(context.Background(), &flow.Spec{Name: "x", Repo: "/r", Base: "main", Runtime: "nosuch", Tasks: []flow.Task{{ID: "a", Prompt: "p"}}})
 	apiErr, ok := err.(*APIError)
-	if !ok || apiErr.Code != CodeBadRequest {
+	if !ok || apiErr.Code != CodeBadRequest || apiErr.Message != `runtime: unknown runtime "nosuch": it is not configured` {
 		t.Fatalf("err = %v, want a bad request", err)
 	}
 	st, err := cl.Status(context.Background(), "")
