@@ -228,7 +228,7 @@ func (c *Controller) handleStatus(ctx context.Context, r micro.Request) {
 	var resp StatusResponse
 	var notFound bool
 	c.store.Read(func(st *projection.State) {
-		resp.Poisons = len(st.Poisons)
+		resp.Poisons = st.PoisonCount
 		if req.Flow == "" {
 			for _, f := range st.Flows {
 				s := FlowSummary{ID: f.ID, Name: f.Spec.Name, State: f.State, Tasks: map[drovertype.TaskState]int{},
@@ -338,7 +338,7 @@ func (c *Controller) Rebuild(ctx context.Context) (*RebuildResponse, error) {
 			if md.Sequence.Stream > liveSeq {
 				break
 			}
-			fresh.Stage(md.Sequence.Stream, msg.Data())
+			fresh.Stage(md.Sequence.Stream, msg.Subject(), msg.Data())
 			resp.RebuiltSeq = md.Sequence.Stream
 			resp.Events++
 		}

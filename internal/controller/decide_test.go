@@ -81,8 +81,11 @@ func (w *planWorld) plan(fold bool) []action {
 func (w *planWorld) report(attempt string, rep event.Report) {
 	w.t.Helper()
 	a := w.st.Attempts[attempt]
-	w.apply(event.New("claimed:"+attempt, event.AttemptClaimed, w.now, a.Flow, a.Task, attempt, 1, event.AttemptClaimedData{Worker: "w"}))
-	w.apply(event.New("reported:"+attempt, event.AttemptReported, w.now, a.Flow, a.Task, attempt, 1, rep))
+	if rep.Branch != "" {
+		rep.Branch = a.Branch // a worker reports only its attempt's own branch
+	}
+	w.apply(event.New(drovertype.ClaimEventID(event.AttemptClaimed, attempt, 1), event.AttemptClaimed, w.now, a.Flow, a.Task, attempt, 1, event.AttemptClaimedData{Worker: "w"}))
+	w.apply(event.New(drovertype.ClaimEventID(event.AttemptReported, attempt, 1), event.AttemptReported, w.now, a.Flow, a.Task, attempt, 1, rep))
 }
 
 func summary(acts []action) string {
@@ -166,11 +169,11 @@ func TestPlanConcurrencyLimits(t *testing.T) {
 	t.Run("paused", func(t *testing.T) {
 		w := newPlanWorld(t, nil)
 		w.submit("f1", independent(2))
-		w.apply(event.New("p", event.FlowPaused, w.now, "f1", "", "", 0, event.OperatorData{}))
+		w.apply(event.New("flow_paused:p", event.FlowPaused, w.now, "f1", "", "", 0, event.OperatorData{}))
 		if acts := w.plan(true); len(acts) != 0 {
 			t.Fatalf("paused flow: %s", summary(acts))
 		}
-		w.apply(event.New("r", event.FlowResumed, w.now, "f1", "", "", 0, event.OperatorData{}))
+		w.apply(event.New("flow_resumed:r", event.FlowResumed, w.now, "f1", "", "", 0, event.OperatorData{}))
 		if n := count(w.plan(true), event.AttemptScheduled); n != 2 {
 			t.Fatalf("resumed: scheduled %d, want 2", n)
 		}
@@ -287,7 +290,7 @@ func TestPlanCancelAndIntegrate(t *testing.T) {
 	w.submit("f", s)
 	w.plan(true)
 	w.report(drovertype.AttemptID("f", "t0", 1), event.Report{Success: true, Branch: "drover/f/t0/1", Commit: "c0"})
-	w.apply(event.New("cancel", event.CancelRequested, w.now, "f", "t1", "", 0, event.CancelRequestedData{Scope: event.CancelTask}))
+	w.apply(event.New("cancel_requested:1", event.CancelRequested, w.now, "f", "t1", "", 0, event.CancelRequestedData{Scope: event.CancelTask}))
 	if got := summary(w.plan(true)); got != "task_cancelled t1" {
 		t.Fatalf("after the cancel request: %s", got)
 	}
@@ -297,7 +300,7 @@ func TestPlanCancelAndIntegrate(t *testing.T) {
 	if b := w.st.Task("f", "after"); b.State != drovertype.TaskBlocked || b.BlockedBy != "t1" {
 		t.Errorf("after: %s by %q", b.State, b.BlockedBy)
 	}
-	w.apply(event.New("abandon", event.AttemptAbandoned, w.now, "f", "t1", "f_t1_1", 0, event.AttemptAbandonedData{Reason: "x"}))
+	w.apply(event.New("attempt_abandoned:f_t1_1", event.AttemptAbandoned, w.now, "f", "t1", "f_t1_1", 0, event.AttemptAbandonedData{Reason: "x"}))
 	acts := w.plan(true)
 	if got := summary(acts); got != "integration_scheduled " {
 		t.Fatalf("all ended: %s", got)
@@ -309,7 +312,7 @@ func TestPlanCancelAndIntegrate(t *testing.T) {
 	if got := summary(w.plan(true)); got != "job "+drovertype.IntegrationID("f", 1) {
 		t.Fatalf("integration job: %s", got)
 	}
-	w.apply(event.New("integrated", event.FlowIntegrated, w.now, "f", "", drovertype.IntegrationID("f", 1), 1,
+	w.apply(event.New(drovertype.ClaimEventID(event.FlowIntegrated, drovertype.IntegrationID("f", 1), 1), event.FlowIntegrated, w.now, "f", "", drovertype.IntegrationID("f", 1), 1,
 		event.FlowIntegratedData{N: 1, Branch: in.Branch, Commit: "i1"}))
 	w.plan(true)
 	if st := w.st.Flows["f"].State; st != drovertype.FlowFailed {
@@ -333,9 +336,9 @@ func TestPlanRetryDuringIntegration(t *testing.T) {
 		t.Fatalf("actions: %s", got)
 	}
 	stale := w.plan(false) // the job, then (had it been built) a completion of round 0
-	w.apply(event.New("retry", event.TaskRetryRequested, w.now, "f", "t1", "", 0, event.OperatorData{}))
-	w.apply(event.New("integrated", event.FlowIntegrated, w.now, "f", "", drovertype.IntegrationID("f", 1), 1,
-		event.FlowIntegratedData{N: 1, Branch: "i", Commit: "i1"}))
+	w.apply(event.New("task_retry_requested:1", event.TaskRetryRequested, w.now, "f", "t1", "", 0, event.OperatorData{}))
+	w.apply(event.New(drovertype.ClaimEventID(event.FlowIntegrated, drovertype.IntegrationID("f", 1), 1), event.FlowIntegrated, w.now, "f", "", drovertype.IntegrationID("f", 1), 1,
+		event.FlowIntegratedData{N: 1, Branch: drovertype.IntegrationBranch("f", 1), Commit: "i1"}))
 	w.apply(event.New("flow_completed:f", event.FlowCompleted, w.now, "f", "", "", 0,
 		event.FlowCompletedData{State: drovertype.FlowFailed}))
 	if f := w.st.Flows["f"]; f.State != drovertype.FlowRunning || f.Round != 1 {
@@ -348,7 +351,7 @@ func TestPlanRetryDuringIntegration(t *testing.T) {
 	if in.N != 2 || len(in.Merge) != 2 || in.Branch != drovertype.IntegrationBranch("f", 2) {
 		t.Fatalf("round 1 integration %+v", in)
 	}
-	w.apply(event.New("integrated-2", event.FlowIntegrated, w.now, "f", "", drovertype.IntegrationID("f", 2), 1,
+	w.apply(event.New(drovertype.ClaimEventID(event.FlowIntegrated, drovertype.IntegrationID("f", 2), 1), event.FlowIntegrated, w.now, "f", "", drovertype.IntegrationID("f", 2), 1,
 		event.FlowIntegratedData{N: 2, Branch: in.Branch, Commit: "i2"}))
 	w.plan(true)
 	if st := w.st.Flows["f"].State; st != drovertype.FlowSucceeded {

@@ -45,8 +45,8 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitFor("the attempt to be scheduled", func(st *projection.State) bool { return st.Attempts[att] != nil })
-	h.publish("claim", event.AttemptClaimed, id, "a", att, 1, event.AttemptClaimedData{Worker: "w1"})
-	h.publish("report", event.AttemptReported, id, "a", att, 1, event.Report{
+	h.publish(event.AttemptClaimed, id, "a", att, 1, event.AttemptClaimedData{Worker: "w1"})
+	h.publish(event.AttemptReported, id, "a", att, 1, event.Report{
 		Success: false, DurationMS: 1500, Error: &event.ErrorInfo{Class: "RUNTIME_ERROR", Message: "exit 3"},
 		Usage: &event.Usage{Model: "m1", InputTokens: 10, OutputTokens: 4}})
 	h.waitFor("the report to be folded", func(st *projection.State) bool { return st.Attempts[att].State == drovertype.AttemptFailed })

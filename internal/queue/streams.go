@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/drover-dev/drover/internal/event"
 )
 
 // Stream, bucket and subject names. Subjects carry ids validated by the flow
@@ -27,7 +29,7 @@ const (
 	// TransfersMaxAge is how long a large API body is kept.
 	TransfersMaxAge = time.Hour
 
-	eventsPrefix     = "drover.events."
+	eventsPrefix     = event.SubjectPrefix
 	attemptsPrefix   = "drover.attempts."
 	outputPrefix     = "drover.output."
 	deadLetterPrefix = "drover.deadletter."
@@ -38,7 +40,7 @@ const (
 
 // EventSubject is the subject of an event of a flow: one token for the flow,
 // one for the type, so `controller events FLOW` can filter by flow.
-func EventSubject(flowID, typ string) string { return eventsPrefix + flowID + "." + typ }
+func EventSubject(flowID, typ string) string { return event.Subject(flowID, event.Type(typ)) }
 
 // FlowEventsFilter matches every event of one flow.
 func FlowEventsFilter(flowID string) string { return eventsPrefix + flowID + ".>" }
