@@ -132,6 +132,7 @@ func StreamConfigs(o StreamOptions) []jetstream.StreamConfig {
 		Name: DeadLetterStream, Subjects: []string{deadLetterPrefix + ">"},
 		Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy,
 		Replicas: o.Replicas, MaxAge: 30 * 24 * time.Hour, MaxMsgSize: deadLetterMaxMsgSize,
+		MaxBytes: deadLetterMaxBytes, Discard: jetstream.DiscardOld,
 		Description: "Drover poison messages, parked with the reason",
 	}}
 }
