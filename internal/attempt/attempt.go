@@ -45,6 +45,9 @@ type Job struct {
 	// Cancel, when closed, stops the run: the CLI's process group is
 	// terminated and the attempt reports class CANCELLED.
 	Cancel <-chan struct{}
+	// CancelReason, if set, says why Cancel closed (who asked, and why),
+	// for the report.
+	CancelReason func() string
 }
 
 // Review is the validator runtime that reviews an attempt's result.
@@ -202,7 +205,7 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 
 	// Execute, unless the operator cancelled the attempt already.
 	if closed(job.Cancel) {
-		return fail(cancelledError())
+		return fail(cancelledError(job))
 	}
 	cmd, err := ad.Command(&adapter.Input{
 		Prompt: job.Prompt, Worktree: wt.Path, TempDir: tmp, Timeout: job.Timeout,
@@ -313,7 +316,7 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 	runErr := ad.Classify(res, sum)
 	var failure *adapter.Error
 	if cancelled {
-		failure = cancelledError()
+		failure = cancelledError(job)
 	} else if v := append(scope.Check(wt.Path, changes, job.Scope), guard.Violations()...); len(v) > 0 {
 		if err := r.reportViolations(ctx, emit, rep, v); err != nil {
 			return nil, err
@@ -345,7 +348,7 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 			}
 			switch v := guard.Violations(); {
 			case closed(job.Cancel):
-				failure = cancelledError()
+				failure = cancelledError(job)
 			case len(v) > 0:
 				// The validator is a coding agent too, run in the same
 				// worktree: what it touched counts as much.

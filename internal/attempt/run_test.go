@@ -426,6 +426,7 @@ func TestRunCancel(t *testing.T) {
 	job := h.job(`sleep 60 & echo "PID=$!"; echo x > partial.txt; wait`)
 	cancel := make(chan struct{})
 	job.Cancel = cancel
+	job.CancelReason = func() string { return "cancelled by the operator: wrong prompt" }
 	var once sync.Once
 	start := time.Now()
 	rep, rec := h.run(job, func(_ supervise.Stream, p []byte) {
@@ -437,7 +438,7 @@ func TestRunCancel(t *testing.T) {
 		t.Fatalf("cancel took %s", time.Since(start))
 	}
 	wantClass(t, rep, drovertype.ClassCancelled)
-	if rep.Error.Recoverable || rep.Error.Message != "cancelled by the operator" {
+	if rep.Error.Recoverable || rep.Error.Message != "cancelled by the operator: wrong prompt" {
 		t.Errorf("error %+v", rep.Error)
 	}
 	if h.remoteBranch(job.Branch) != "" {

@@ -22,6 +22,7 @@ type action struct {
 	event *event.Event
 	job   *queue.Job
 	stop  *projection.Attempt
+	why   string // why stop: the cancelled task's reason
 }
 
 // decide computes every action the folded state calls for and carries them
@@ -51,7 +52,7 @@ func (c *Controller) decide(ctx context.Context) (time.Duration, error) {
 		case a.job != nil:
 			b.Job(ctx, a.job, func() { c.published.add(a.job.Attempt) })
 		case a.stop != nil:
-			if err := c.stop(ctx, a.stop); err != nil {
+			if err := c.stop(ctx, a.stop, a.why); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -64,7 +65,7 @@ func (c *Controller) decide(ctx context.Context) (time.Duration, error) {
 // so none ever will, and recorded as abandoned; the holder of one that runs
 // is told to stop its CLI and reports CANCELLED. Both repeat every tick
 // until the attempt has ended, so a lost signal only delays the stop.
-func (c *Controller) stop(ctx context.Context, a *projection.Attempt) error {
+func (c *Controller) stop(ctx context.Context, a *projection.Attempt, why string) error {
 	err := c.claims.Revoke(ctx, a.ID)
 	switch {
 	case err == nil:
@@ -76,7 +77,7 @@ func (c *Controller) stop(ctx context.Context, a *projection.Attempt) error {
 		_, err = queue.PublishEvent(ctx, c.js, ev)
 		return err
 	case errors.Is(err, queue.ErrHeld):
-		return queue.SignalCancel(c.js.Conn(), a.ID)
+		return queue.SignalCancel(c.js.Conn(), queue.CancelSignal{Attempt: a.ID, Reason: why, By: queue.CancelByOperator})
 	default:
 		return err
 	}
@@ -236,7 +237,11 @@ func (dc *decider) task(f *projection.Flow, t *projection.Task, flowLive *int) e
 		return dc.add(id, event.TaskCancelled, f.ID, t.ID, t.Attempt, event.TaskCancelledData{Reason: reason})
 	}
 	if t.State == drovertype.TaskCancelled && a != nil {
-		dc.out = append(dc.out, action{stop: a})
+		why := "cancelled by the operator"
+		if t.Error != nil && t.Error.Message != "" {
+			why = t.Error.Message
+		}
+		dc.out = append(dc.out, action{stop: a, why: why})
 		return nil
 	}
 	switch t.State {

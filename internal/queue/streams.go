@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/drover-dev/drover/internal/event"
@@ -60,14 +59,6 @@ func CancelSubject(attempt string) string { return cancelPrefix + attempt }
 
 // CancelSubjects matches every attempt's stop signal.
 const CancelSubjects = cancelPrefix + "*"
-
-// SignalCancel tells whichever worker holds attempt to stop its CLI.
-func SignalCancel(nc *nats.Conn, attempt string) error {
-	if err := nc.Publish(CancelSubject(attempt), nil); err != nil {
-		return fmt.Errorf("queue: signal cancel %s: %w", attempt, err)
-	}
-	return nil
-}
 
 // DeadLetterSubject is where a poison message from source is parked.
 func DeadLetterSubject(source string) string { return deadLetterPrefix + source }

@@ -53,6 +53,8 @@ type Worker struct {
 	health      map[string]*fleet.RuntimeHealth
 	started     time.Time
 	notClaiming string // why the worker claims nothing now ("" while it claims)
+	// ignoredLogged is when an ignored stop signal was last logged.
+	ignoredLogged time.Time
 
 	disk *diskGate
 
@@ -67,7 +69,8 @@ type Worker struct {
 	attempts     sync.WaitGroup // the running attempts
 
 	m           *workerMetrics
-	loopsActive atomic.Bool // claim loops started (readiness)
+	ignored     atomic.Int64 // stop signals not obeyed
+	loopsActive atomic.Bool  // claim loops started (readiness)
 	rmChecks    []func()
 }
 
@@ -147,10 +150,10 @@ func (w *Worker) Start(ctx context.Context) error {
 		}()
 	}
 	// The controller's stop signals for cancelled attempts; every worker
-	// hears all of them and acts on those it holds.
-	sub, err := w.js.Conn().Subscribe(queue.CancelSubjects, func(m *nats.Msg) {
-		w.cancelHeld(strings.TrimPrefix(m.Subject, queue.CancelSubject("")))
-	})
+	// hears all of them and acts on those it holds. Anyone who may publish
+	// there can send anything: a signal that does not decode, or names
+	// another attempt than its subject's, is ignored and counted.
+	sub, err := w.js.Conn().Subscribe(queue.CancelSubjects, w.onCancelSignal)
 	if err != nil {
 		cancel(err)
 		return fmt.Errorf("worker: subscribe to cancel signals: %w", err)
@@ -500,7 +503,7 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 		w.handBack(bg, msg, lease, log, err)
 		return
 	}
-	aj := w.attemptJob(job, lease.Epoch(), h.cancel)
+	aj := w.attemptJob(job, lease.Epoch(), h)
 	var result any
 	var typ event.Type
 	if job.Kind == drovertype.JobIntegrate {
@@ -538,12 +541,13 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 
 // attemptJob turns a queued job into what the runner needs, with the
 // adapters of the validator runtime looked up here.
-func (w *Worker) attemptJob(job *queue.Job, epoch uint64, cancel <-chan struct{}) *attempt.Job {
+func (w *Worker) attemptJob(job *queue.Job, epoch uint64, h *held) *attempt.Job {
 	aj := &attempt.Job{
 		Flow: job.Flow, Task: job.Task, Attempt: job.Attempt, N: job.N, Epoch: epoch,
 		Repo: job.Repo, Base: job.Base, Branch: job.Branch, Prompt: job.Prompt,
 		Timeout: time.Duration(job.Timeout), Merge: job.Merge, Model: job.Model, Args: job.Args,
-		Verify: job.Verify, VerifyTimeout: time.Duration(job.VerifyTimeout), Scope: job.Scope, Cancel: cancel,
+		Verify: job.Verify, VerifyTimeout: time.Duration(job.VerifyTimeout), Scope: job.Scope,
+		Cancel: h.cancel, CancelReason: h.reason,
 	}
 	if r := job.Review; r != nil {
 		ad := w.adapters[r.Runtime]
@@ -604,6 +608,17 @@ func (w *Worker) heartbeat(ctx context.Context, stop context.CancelCauseFunc, ms
 type held struct {
 	cancel chan struct{}
 	once   sync.Once
+	why    string // what the stop signal said; set before cancel closes
+}
+
+// reason is why the attempt was cancelled, once cancel has closed.
+func (h *held) reason() string {
+	select {
+	case <-h.cancel:
+		return h.why
+	default:
+		return ""
+	}
 }
 
 // hold marks an attempt as run here; nil means it already is.
@@ -619,17 +634,57 @@ func (w *Worker) hold(id string) *held {
 	return h
 }
 
-// cancelHeld stops the CLI of an attempt held here, if it is.
-func (w *Worker) cancelHeld(id string) {
+// onCancelSignal handles a message on drover.control.cancel.*.
+func (w *Worker) onCancelSignal(m *nats.Msg) {
+	sig, err := queue.DecodeCancelSignal(m.Subject, m.Data)
+	if err != nil {
+		w.ignoredSignal(m.Subject, err)
+		return
+	}
+	w.cancelHeld(sig)
+}
+
+// cancelHeld stops the CLI of the attempt a stop signal names, if it is
+// held here.
+func (w *Worker) cancelHeld(sig queue.CancelSignal) {
 	w.mu.Lock()
-	h := w.running[id]
+	h := w.running[sig.Attempt]
 	w.mu.Unlock()
 	if h != nil {
 		h.once.Do(func() {
-			w.log.Info("cancel signal: stopping attempt", "attempt", id)
+			w.log.Info("cancel signal: stopping attempt", "attempt", sig.Attempt, "by", sig.By, "reason", sig.Reason)
+			h.why = sig.Reason
+			if h.why == "" {
+				h.why = "cancelled by the " + sig.By
+			}
 			close(h.cancel)
 		})
 	}
+}
+
+// ignoredSignal counts a stop signal that was not obeyed, and says so in
+// the log at most once a minute: junk must not flood it either.
+func (w *Worker) ignoredSignal(subject string, err error) {
+	w.m.ignoredSignals.Add(context.Background(), 1)
+	n := w.ignored.Add(1)
+	now := w.now()
+	w.mu.Lock()
+	quiet := now.Sub(w.ignoredLogged) < time.Minute
+	if !quiet {
+		w.ignoredLogged = now
+	}
+	w.mu.Unlock()
+	if !quiet {
+		w.log.Warn("cancel signal ignored", "subject", truncate(subject, 200), "err", err, "ignored_so_far", n)
+	}
+}
+
+// truncate cuts s to at most n bytes for a log line.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
 
 func (w *Worker) unhold(id string) {
