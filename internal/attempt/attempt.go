@@ -163,7 +163,7 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 			return fail(&adapter.Error{Class: drovertype.ClassMergeConflict, Category: drovertype.CategoryInput,
 				Message: fmt.Sprintf("merging %s conflicts in %s", mc.Branch, strings.Join(mc.Paths, ", "))})
 		}
-		return fail(&adapter.Error{Class: drovertype.ClassPrepareFailed, Category: drovertype.CategoryInfrastructure, Message: err.Error(), Recoverable: true})
+		return fail(prepareFailure(err))
 	}
 	defer func() {
 		if r.KeepWorktrees {

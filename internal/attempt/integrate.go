@@ -52,7 +52,7 @@ func (r *Runner) Integrate(ctx context.Context, job *Job) (*event.FlowIntegrated
 			return fail(drovertype.ClassMergeConflict, fmt.Sprintf("merging task %s (%s) conflicts in %s",
 				tasks[mc.Branch], mc.Branch, strings.Join(mc.Paths, ", ")))
 		}
-		return fail(drovertype.ClassPrepareFailed, err.Error())
+		return fail(prepareFailure(err).Class, err.Error())
 	}
 	defer func() {
 		// No CLI ran in it: the cache may keep the checkout.
