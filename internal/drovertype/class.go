@@ -23,10 +23,10 @@ const (
 	// The repository or the base revision does not exist: nothing will
 	// change by running again, so the built-in policy does not retry them
 	// (PREPARE_FAILED, a failure that may pass, is retried).
-	ClassRepoNotFound ErrorClass = "REPO_NOT_FOUND"
-	ClassBaseNotFound ErrorClass = "BASE_NOT_FOUND"
-	ClassMergeConflict    ErrorClass = "MERGE_CONFLICT"
-	ClassObserveFailed    ErrorClass = "OBSERVE_FAILED"
+	ClassRepoNotFound  ErrorClass = "REPO_NOT_FOUND"
+	ClassBaseNotFound  ErrorClass = "BASE_NOT_FOUND"
+	ClassMergeConflict ErrorClass = "MERGE_CONFLICT"
+	ClassObserveFailed ErrorClass = "OBSERVE_FAILED"
 	// The checks after the run, and the operator.
 	ClassVerificationFailed ErrorClass = "VERIFICATION_FAILED"
 	ClassScopeViolation     ErrorClass = "SCOPE_VIOLATION"

@@ -91,7 +91,7 @@ const (
 	// going first: anyone who may publish on Drover's subjects can send
 	// junk, and each piece of it is parked.
 	deadLetterMaxBytes = 1 << 30
-	maxReasonLen         = 4 << 10
+	maxReasonLen       = 4 << 10
 	// headerRoom is kept for the header framing and the headers JetStream
 	// adds (Nats-Expected-Stream).
 	headerRoom = 512
