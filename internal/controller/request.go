@@ -129,13 +129,11 @@ func stringMember(what string, m map[string]jsontext.Value, name string) (string
 	case 'n':
 		return "", nil
 	case '"':
-		var s string
 		tok, err := jsontext.NewDecoder(bytes.NewReader(v)).ReadToken()
 		if err != nil {
 			return "", badRequest("%s request: %s: %v", what, name, err)
 		}
-		s = tok.String()
-		return s, nil
+		return tok.String(), nil
 	}
 	return "", badRequest("%s request: %s: must be a string, got %s", what, name, kindName(v.Kind()))
 }

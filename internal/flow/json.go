@@ -56,7 +56,7 @@ func DecodeJSON(data []byte, opts Options) (*Spec, error) {
 	switch d.peek() {
 	case '{':
 		d.spec(s)
-	case 0:
+	case 0: // not JSON: recorded
 	case 'n':
 		p.record(&Error{Msg: "the flow is null; send a mapping of fields (name, repo, tasks, ...)"})
 		return nil, p.err()
