@@ -39,6 +39,9 @@ func (a *run) report(failure *adapter.Error) *event.Report {
 		rep.StdoutTail = headTail(res.Stdout.String(), maxTailInReport)
 		rep.StderrTail = headTail(res.Stderr.String(), maxTailInReport)
 	}
+	if a.ipRes != nil {
+		a.reportInProcess(rep)
+	}
 	if a.sum != nil {
 		rep.Usage, rep.ToolCalls = usage(a.sum.Usage), toolCalls(a.sum.Events)
 		rep.FinalText, rep.Unparsed = tailString(a.sum.FinalText, maxTailInReport), a.sum.Unparsed

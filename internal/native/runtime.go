@@ -239,27 +239,17 @@ func (r *Runtime) Capabilities() adapter.Capabilities {
 	return adapter.Capabilities{SupportsModel: true, SupportsNonInteractive: true, AvailableModels: []string{r.cfg.Model}}
 }
 
-// Evaluation is what the runtime_capabilities_evaluated event records
-// (event.RuntimeCapabilitiesEvaluatedData has the same fields).
-type Evaluation struct {
-	Capabilities     adapter.Capabilities
-	Provider         string
-	Model            string
-	BaseURL          string
-	Tools            []string
-	ScopeEnforcement string // "prevented": the file tools check the scope before a change
-	Budget           Budget
-}
-
 // Evaluate returns the runtime's capabilities for an attempt that asks for
-// model (empty: the configured one).
-func (r *Runtime) Evaluate(modelName string) Evaluation {
+// model (empty: the configured one): the model API, the tools, a scope
+// that the file tools enforce before a change, and the budget.
+func (r *Runtime) Evaluate(modelName string) adapter.Evaluation {
 	if modelName == "" {
 		modelName = r.cfg.Model
 	}
-	return Evaluation{
+	b := adapter.Budget(r.cfg.Budget)
+	return adapter.Evaluation{
 		Capabilities: r.Capabilities(), Provider: r.cfg.Provider, Model: modelName, BaseURL: r.cfg.BaseURL,
-		Tools: tools.Names(), ScopeEnforcement: "prevented", Budget: r.cfg.Budget,
+		Tools: tools.Names(), ScopeEnforcement: adapter.ScopePrevented, Budget: &b,
 	}
 }
 

@@ -32,15 +32,18 @@ var handlers = map[event.Type]handler{
 	event.FlowIntegrated:           on((*State).flowIntegrated),
 
 	// An attempt's lifecycle, as its worker reports it.
-	event.AdapterInitialized:      on(phase[event.AdapterInitializedData]),
-	event.PrepareCompleted:        on(phase[event.PrepareCompletedData]),
-	event.RuntimeStarted:          on(phase[event.RuntimeStartedData]),
-	event.RuntimeExited:           on(phase[event.RuntimeExitedData]),
-	event.FileModified:            on(phase[event.FileModifiedData]),
-	event.DiffComputed:            on(phase[event.DiffComputedData]),
-	event.CheckpointCommitCreated: on(phase[event.CheckpointCommitCreatedData]),
-	event.VerificationCompleted:   on(phase[event.Verification]),
-	event.RuntimeTerminated:       on(phase[struct{}]), // an empty object
+	event.AdapterInitialized: on(phase[event.AdapterInitializedData]),
+	event.PrepareCompleted:   on(phase[event.PrepareCompletedData]),
+	// Observational, but an attempt's phase like the others: a payload
+	// that does not decode is poison, and a superseded claim's is ignored.
+	event.RuntimeCapabilitiesEvaluated: on(phase[event.RuntimeCapabilitiesEvaluatedData]),
+	event.RuntimeStarted:               on(phase[event.RuntimeStartedData]),
+	event.RuntimeExited:                on(phase[event.RuntimeExitedData]),
+	event.FileModified:                 on(phase[event.FileModifiedData]),
+	event.DiffComputed:                 on(phase[event.DiffComputedData]),
+	event.CheckpointCommitCreated:      on(phase[event.CheckpointCommitCreatedData]),
+	event.VerificationCompleted:        on(phase[event.Verification]),
+	event.RuntimeTerminated:            on(phase[struct{}]), // an empty object
 }
 
 // handler folds one event type.
