@@ -1,5 +1,6 @@
-// Package worker is the stateless worker daemon: it checks its runtimes and
-// registers them in the fleet (package fleet), claims attempt jobs for its
+// Package worker is the stateless worker daemon: it builds its runtimes —
+// CLIs through package adapter, native runtimes through package native
+// (NewAdapter) — checks them and registers them in the fleet (package fleet), claims attempt jobs for its
 // pool and runtimes when a slot is free and the disk has room, holds them
 // with heartbeats and a fenced claim (package queue), runs them through
 // package attempt, streams their output, stores their artifacts (package
