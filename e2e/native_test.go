@@ -209,8 +209,8 @@ func nativeReports(t *testing.T, c *cluster, id string) {
 		t.Errorf("a's final text %q", a.FinalText)
 	}
 	text, _, _ := c.cli("report", id+"/c")
-	if !strings.Contains(text, "README.md") {
-		t.Errorf("the report as text does not show the refusal:\n%s", text)
+	if !strings.Contains(text, "\nrefused: write_file README.md: ") || !strings.Contains(text, "\nturns: 4, tool calls: write_file 3\n") {
+		t.Errorf("the report as text does not show the turns and the refusal:\n%s", text)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -95,7 +97,18 @@ func writeReport(w io.Writer, resp *controller.ReportResponse) {
 		fmt.Fprintf(w, "changes: %s\n", termsafe.Text(strings.TrimSpace(r.DiffSummary)))
 	}
 	if u := r.Usage; u != nil {
-		fmt.Fprintf(w, "usage: %d tokens in, %d out\n", u.InputTokens, u.OutputTokens)
+		fmt.Fprintf(w, "usage: %d tokens in, %d out", u.InputTokens, u.OutputTokens)
+		if u.CostUSD > 0 {
+			fmt.Fprintf(w, ", $%.4f", u.CostUSD)
+		}
+		fmt.Fprintln(w)
+	}
+	if r.Turns > 0 {
+		// A native runtime's: its turns, its tool calls, what it refused.
+		fmt.Fprintf(w, "turns: %d, tool calls: %s\n", r.Turns, l(toolCallsText(r.ToolCalls)))
+	}
+	for _, refused := range r.Refusals {
+		fmt.Fprintf(w, "refused: %s\n", l(refused))
 	}
 	for _, s := range []struct{ name, tail string }{{"stdout", r.StdoutTail}, {"stderr", r.StderrTail}} {
 		if s.tail == "" {
@@ -106,4 +119,16 @@ func writeReport(w io.Writer, resp *controller.ReportResponse) {
 			fmt.Fprintln(w)
 		}
 	}
+}
+
+// toolCallsText is a report's tool calls by name, in name order.
+func toolCallsText(calls map[string]int) string {
+	if len(calls) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(calls)) {
+		parts = append(parts, fmt.Sprintf("%s %d", name, calls[name]))
+	}
+	return strings.Join(parts, ", ")
 }
