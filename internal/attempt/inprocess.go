@@ -32,9 +32,12 @@ func (a *run) executeInProcess(ctx context.Context, ip adapter.InProcess) error 
 		Input: adapter.Input{Prompt: job.Prompt, Worktree: a.wt.Path, TempDir: a.tmp, Timeout: time.Duration(job.Timeout),
 			Model: job.Model, Args: job.Args, Env: a.droverEnv()},
 		Scope: job.Scope,
-		// Sandbox: nil until the attempt has a sandbox (issue 18); then the
-		// runner's, so that every command the model runs is confined as a
-		// CLI would be.
+		// Sandbox is left nil until attempts have a sandbox (issue 18, the
+		// Landlock branch): then it is the attempt's, and every command the
+		// model runs (the bash tool, through tools.Sandbox.Wrap on its
+		// supervise.Spec) is confined as a CLI is. Until then the scope
+		// check after the run catches what a command changed.
+		Sandbox: nil,
 	}
 	if err := a.emit.Emit(ctx, event.RuntimeStarted, "", event.RuntimeStartedData{Pid: 0, Argv: ip.Argv(job.Model)}); err != nil {
 		return err
