@@ -3,11 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -76,50 +73,14 @@ const maxDeadLetters = 10_000
 
 // readDeadLetters reads the last limit messages of the dead-letter stream.
 func readDeadLetters(ctx context.Context, js jetstream.JetStream, limit int) ([]deadLetter, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	s, err := js.Stream(ctx, queue.DeadLetterStream)
-	if err != nil {
-		return nil, fmt.Errorf("dead-letter stream: %w", err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if info.State.Msgs == 0 || limit <= 0 {
-		return nil, nil
-	}
-	start := info.State.FirstSeq
-	if info.State.Msgs > uint64(limit) {
-		start = info.State.LastSeq - uint64(limit) + 1
-	}
-	cons, err := js.OrderedConsumer(ctx, queue.DeadLetterStream, jetstream.OrderedConsumerConfig{
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start,
-	})
+	dls, err := queue.ReadDeadLetters(ctx, js, limit)
 	if err != nil {
 		return nil, err
 	}
 	var out []deadLetter
-	for len(out) < limit {
-		msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
-		if err != nil {
-			if errors.Is(err, jetstream.ErrNoMessages) || errors.Is(err, context.DeadlineExceeded) {
-				break
-			}
-			return nil, err
-		}
-		md, err := msg.Metadata()
-		if err != nil {
-			return nil, err
-		}
-		size, _ := strconv.Atoi(msg.Headers().Get(queue.DeadLetterSizeHeader))
-		out = append(out, deadLetter{
-			Seq: md.Sequence.Stream, Time: md.Timestamp, Source: strings.TrimPrefix(msg.Subject(), queue.DeadLetterSubject("")),
-			Reason: msg.Headers().Get(queue.DeadLetterReasonHeader), Size: size, Kept: len(msg.Data()), Preview: preview(msg.Data(), 80),
-		})
-		if md.NumPending == 0 {
-			break
-		}
+	for _, d := range dls {
+		out = append(out, deadLetter{Seq: d.Seq, Time: d.Time, Source: d.Source, Reason: d.Reason, Size: d.Size,
+			Kept: len(d.Data), Preview: preview(d.Data, 80)})
 	}
 	return out, nil
 }

@@ -129,7 +129,7 @@ Configuration comes from flags, then DROVER_* environment variables, then the
 		withCompletion(completeTasks|completeAttempts, newLogs()), withCompletion(completeTasks|completeAttempts, newDiff()),
 		withCompletion(completeTasks|completeAttempts, newReport()),
 		newCancel(), newRetry(), newPause(), newResume(), newDeadLetters(),
-		newWorkers(), newRuntimeCmd())
+		newWorkers(), newRuntimeCmd(), newConsoleCmd())
 	if resolve, _, err := root.Find([]string{"runtime", "resolve"}); err == nil {
 		// --flow takes a flow id or a flow file.
 		complete := completeTarget(completeFlows)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -45,7 +46,7 @@ func newServe() *cobra.Command {
 // serveFlags are the flags serve and dev share.
 func serveFlags(cmd *cobra.Command) {
 	cmd.Flags().String("nats-listen", "", "host:port of the embedded nats-server (port -1 picks a free one)")
-	cmd.Flags().String("http-listen", "", "host:port serving /metrics, /healthz and /readyz (default off)")
+	cmd.Flags().String("http-listen", "", "host:port serving /metrics, /healthz, /readyz and the console under /ui/ (default off)")
 	cmd.Flags().Bool("insecure-listen", false, "allow the embedded nats-server beyond loopback without authentication, and http.pprof beyond loopback (insecure_listen)")
 }
 
@@ -63,11 +64,12 @@ func serve(cmd *cobra.Command, cfg *config.Config, o controller.ServeOptions) er
 	o.Lock = lock
 	log := cfg.Log.Logger(os.Stderr)
 	log.Debug("garbage collector", "gogc", setGCPercent(cfg))
-	stop, err := startTelemetry(cmd.Context(), cfg, log)
+	mount, stop, err := startTelemetry(cmd.Context(), cfg, log)
 	if err != nil {
 		return err
 	}
 	defer stop()
+	o.Mount = mount
 	return controller.Serve(cmd.Context(), cfg, log, o)
 }
 
@@ -130,19 +132,23 @@ func setGCPercent(cfg *config.Config) int {
 
 // startTelemetry serves metrics and health on http.listen, if set, and
 // exports spans when tracing is on; the returned func shuts both down,
-// exporting the spans still queued (bounded: 5s).
-func startTelemetry(ctx context.Context, cfg *config.Config, log *slog.Logger) (func(), error) {
+// exporting the spans still queued (bounded: 5s). mount serves more on
+// http.listen (the console), nil when it is off.
+func startTelemetry(ctx context.Context, cfg *config.Config, log *slog.Logger) (mount func(string, http.Handler) func(), stop func(), err error) {
 	warnInsecureHTTP(cfg, log)
 	srv, err := telemetry.Start(cfg.HTTP.Listen, log, telemetry.WithPprof(cfg.HTTP.Pprof))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tp, err := tracing.Setup(ctx, cfg.Tracing, tracing.Process{Service: "drover-controller"}, log)
 	if err != nil {
 		_ = srv.Shutdown(context.Background())
-		return nil, err
+		return nil, nil, err
 	}
-	return func() {
+	if srv != nil {
+		mount = srv.Mount
+	}
+	return mount, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
@@ -192,9 +198,10 @@ func startLocalWorkers(ctx context.Context, cfg *config.Config, url string, n in
 			return nil, err
 		}
 		conns = append(conns, nc)
-		w, err := worker.New(&wc, nc, log)
+		w, err := worker.New(&wc, log)
 		if err == nil {
-			err = w.Start(ctx)
+			// The controller has created the layout: nothing to wait for.
+			err = w.Start(ctx, nc, nil)
 		}
 		if err != nil {
 			stop()

@@ -18,6 +18,7 @@ import (
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/exitcode"
 	"github.com/drover-dev/drover/internal/readlimit"
+	"github.com/drover-dev/drover/internal/startup"
 	"github.com/drover-dev/drover/internal/telemetry"
 	"github.com/drover-dev/drover/internal/termsafe"
 	"github.com/drover-dev/drover/internal/tracing"
@@ -98,10 +99,12 @@ func newRun() *cobra.Command {
 		Use:   "run",
 		Short: "Claim and run attempts until stopped",
 		Long: `run connects to NATS, serves every configured runtime whose binary is healthy on this
-host, and claims attempt jobs of its pool when a slot is free. SIGTERM or SIGINT stops
-claiming and lets running attempts finish for up to worker.drain_timeout (30s), then
-hands the rest back for another worker to take over at once; a second signal hands
-them back without waiting.`,
+host, and claims attempt jobs of its pool when a slot is free. It waits for NATS and for
+the buckets the controller creates, however late they come; it exits at once only when
+no runtime is usable or NATS refuses its credentials, TLS settings or permissions.
+SIGTERM or SIGINT stops claiming and lets running attempts finish for up to
+worker.drain_timeout (30s), then hands the rest back for another worker to take over at
+once; a second signal hands them back without waiting.`,
 		Example: `  worker run --nats-url nats://controller:4222 --slots 4 --work-dir /var/lib/drover-worker
   DROVER_WORKER_POOL=gpu worker run`,
 		Args: cobra.NoArgs,
@@ -140,21 +143,39 @@ them back without waiting.`,
 			// the credentials) stops the worker with that cause.
 			ctx, stopRun := context.WithCancelCause(cmd.Context())
 			defer stopRun(nil)
-			co := natsconn.ClientFor(cfg, "drover-worker-"+cfg.Worker.ID, natsconn.RoleWorker, cfg.Worker.ID)
-			co.Reconnect, co.Logger = true, log
-			co.Closed = func(err error) { stopRun(err) }
-			nc, err := natsconn.Connect(co)
-			if err != nil {
-				return fmt.Errorf("worker: %w", err)
-			}
-			defer nc.Close()
-			w, err := worker.New(cfg, nc, log)
+			w, err := worker.New(cfg, log)
 			if err != nil {
 				return err
 			}
-			if err := w.Start(ctx); err != nil {
+			if err := w.CheckRuntimes(ctx); err != nil {
 				return err
 			}
+			// NATS and the controller's buckets may come later: wait for
+			// them, saying so in the log and on /readyz.
+			wait := startup.New(log, startup.Options{})
+			defer telemetry.AddCheck("worker_startup", wait.Check)()
+			nc, err := natsconn.ConnectWait(ctx, wait, func() natsconn.ClientOptions {
+				// Read again each try: a local controller writes its URL
+				// to the data dir once its server is up.
+				co := natsconn.ClientFor(cfg, "drover-worker-"+cfg.Worker.ID, natsconn.RoleWorker, cfg.Worker.ID)
+				co.Reconnect, co.Logger = true, log
+				co.Closed = func(err error) { stopRun(err) }
+				return co
+			})
+			if err != nil {
+				err = fmt.Errorf("worker: %w", err)
+			} else {
+				defer nc.Close()
+				err = w.Start(ctx, nc, wait)
+			}
+			if errors.Is(err, startup.ErrStopped) && !natsconn.IsAuthError(err) {
+				log.Info("worker stopped while starting", "reason", err)
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			wait.Done()
 			log.Info("worker running", "id", cfg.Worker.ID, "pool", cfg.Worker.Pool, "slots", cfg.Worker.Slots, "work_dir", cfg.Worker.WorkDir)
 			<-ctx.Done()
 			if cause := context.Cause(ctx); natsconn.IsAuthError(cause) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,6 +46,20 @@ func TestExitCodes(t *testing.T) {
 	}
 	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
 	work := t.TempDir()
+	// run needs git and a healthy runtime before it looks for NATS.
+	bin := t.TempDir()
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git is not installed")
+	}
+	if err := os.Symlink(git, filepath.Join(bin, "git")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "ok"), []byte("#!/bin/sh\necho ok 1.0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	okCfg := writeTemp(t, "ok.yaml", "worker:\n  runtimes: [ok]\nruntimes:\n  ok:\n    binary: "+filepath.Join(bin, "ok")+"\n")
+	runEnv := map[string]string{"PATH": bin}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -66,8 +81,10 @@ func TestExitCodes(t *testing.T) {
 		{"variable without unit", []string{"runtime", "list"}, map[string]string{"DROVER_WORKER_DRAIN_TIMEOUT": "30"}, exitcode.Usage, `worker.drain_timeout: "30" has no unit`},
 		{"misspelt variable", []string{"runtime", "list"}, map[string]string{"DROVER_WRKER_SLOTS": "3"}, exitcode.Usage, "did you mean DROVER_WORKER_SLOTS?"},
 		{"open pprof", []string{"run", "--http-listen", "0.0.0.0:0"}, map[string]string{"DROVER_HTTP_PPROF": "true"}, exitcode.Usage, "http.pprof is on"},
-		{"NATS unreachable", []string{"run", "--nats-url", closed, "--work-dir", work}, nil, exitcode.Unreachable, "is unreachable"},
-		{"credentials refused", []string{"run", "--nats-url", ns.ClientURL(), "--work-dir", work}, nil, exitcode.Failed, "authorization violation"},
+		// A worker waits for an unreachable NATS (docs/operations.md#start-order);
+		// refused credentials are a configuration error, which it does not wait out.
+		{"no git, no runtime", []string{"run", "--nats-url", closed, "--work-dir", work}, nil, exitcode.Failed, "git"},
+		{"credentials refused", []string{"run", "--config", okCfg, "--nats-url", ns.ClientURL(), "--work-dir", work}, runEnv, exitcode.Failed, "authorization violation"},
 		{"no healthy runtime", []string{"runtime", "health"}, nil, exitcode.Failed, "no runtime is healthy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/flow"
@@ -45,6 +46,9 @@ type Config struct {
 	Projects   map[string]Project `mapstructure:"projects"`
 	Controller Controller         `mapstructure:"controller"`
 	HTTP       HTTP               `mapstructure:"http"`
+	// Console is the web console the controller serves under /ui/ on
+	// http.listen (docs/console.md).
+	Console Console `mapstructure:"console"`
 	// Tracing exports OpenTelemetry spans (docs/operations.md#read-a-trace).
 	Tracing tracing.Config `mapstructure:"tracing"`
 	// InsecureListen lets the embedded nats-server listen beyond loopback
@@ -64,6 +68,34 @@ type HTTP struct {
 	// finding what limits a process (docs/benchmarks.md). It shows stacks
 	// and memory to anyone who can reach Listen. Defaults to false.
 	Pprof bool `mapstructure:"pprof"`
+}
+
+// Console configures the controller's web console. Its pages are served
+// to anyone who reaches http.listen; its actions (cancel, retry, pause,
+// resume) only to someone logged in with Token or as one of Users.
+type Console struct {
+	// Enabled serves the console under /ui/ on http.listen (nothing is
+	// served when http.listen is empty). Defaults to true.
+	Enabled bool `mapstructure:"enabled"`
+	// Token logs in whoever presents it: at least 16 characters. Defaults
+	// to none.
+	Token Secret `mapstructure:"token"`
+	// Users may log in with a name and a password, stored as a bcrypt
+	// hash (`controller console hash-password`). Defaults to none.
+	Users []ConsoleUser `mapstructure:"users"`
+	// SessionTTL is how long a login lasts. Defaults to 12h.
+	SessionTTL time.Duration `mapstructure:"session_ttl"`
+	// SecureCookie marks the session cookie Secure even on plain HTTP, for
+	// a console behind a proxy that terminates TLS; it is Secure anyway
+	// when the request came over TLS. Defaults to false.
+	SecureCookie bool `mapstructure:"secure_cookie"`
+}
+
+// ConsoleUser is one login of the console.
+type ConsoleUser struct {
+	Name string `mapstructure:"name"`
+	// PasswordHash is the bcrypt hash of the user's password.
+	PasswordHash Secret `mapstructure:"password_hash"`
 }
 
 // Controller tunes the controller's scheduling.
@@ -392,6 +424,10 @@ func defaults() map[string]any {
 		"controller.gc_percent":          50,
 		"http.listen":                    "",
 		"http.pprof":                     false,
+		"console.enabled":                true,
+		"console.token":                  "",
+		"console.session_ttl":            12 * time.Hour,
+		"console.secure_cookie":          false,
 		"tracing.exporter":               "",
 		"tracing.protocol":               "",
 		"tracing.endpoint":               "",
@@ -532,6 +568,9 @@ func (c *Config) WithDefaults() {
 	if c.Queue.Heartbeat == 0 {
 		c.Queue.Heartbeat = c.Queue.AckWait / 3
 	}
+	if c.Console.SessionTTL == 0 {
+		c.Console.SessionTTL = 12 * time.Hour
+	}
 	if c.Runtimes == nil {
 		c.Runtimes = map[string]Runtime{}
 	}
@@ -598,6 +637,7 @@ func (c *Config) Validate() error {
 	c.validateDefaults(&p)
 	c.validateController(&p)
 	c.validateRetry("defaults.retry", c.Defaults.Retry, &p)
+	c.validateConsole(p.add)
 	validateTracing(c.Tracing, &p)
 	c.validateProjects(&p)
 	c.validateRuntimes(&p)
@@ -926,3 +966,30 @@ func sanitizeID(s string) string {
 }
 
 var versionRE = regexp.MustCompile(`^\d+(\.\d+)*$`)
+
+// minConsoleToken is the shortest console token accepted.
+const minConsoleToken = 16
+
+func (c *Config) validateConsole(bad func(string, string, ...any)) {
+	k := c.Console
+	if t := k.Token.Value(); t != "" && len(t) < minConsoleToken {
+		bad("console.token", "must be at least %d characters (got %d)", minConsoleToken, len(t))
+	}
+	if k.SessionTTL != 0 && k.SessionTTL < time.Minute {
+		bad("console.session_ttl", "must be at least 1m (got %s)", k.SessionTTL)
+	}
+	seen := map[string]bool{}
+	for i, u := range k.Users {
+		key := fmt.Sprintf("console.users[%d]", i)
+		switch {
+		case u.Name == "" || len(u.Name) > 64 || strings.ContainsAny(u.Name, " \t\r\n"):
+			bad(key+".name", "must be 1..64 characters without blanks (got %q)", u.Name)
+		case seen[u.Name]:
+			bad(key+".name", "%q is listed twice", u.Name)
+		}
+		seen[u.Name] = true
+		if _, err := bcrypt.Cost([]byte(u.PasswordHash.Value())); err != nil {
+			bad(key+".password_hash", "is not a bcrypt hash (make one with `controller console hash-password`)")
+		}
+	}
+}

@@ -538,3 +538,39 @@ func TestPolicyEnv(t *testing.T) {
 		t.Errorf("Spec() of the environment's retry: %+v", s)
 	}
 }
+
+func TestConsole(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	c, err := Load(LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Console.Enabled || c.Console.Token != "" || c.Console.SessionTTL != 12*time.Hour {
+		t.Fatalf("console defaults %+v", c.Console)
+	}
+	t.Setenv("DROVER_CONSOLE_TOKEN", "a-token-long-enough")
+	if c, err = Load(LoadOptions{}); err != nil || c.Console.Token.Value() != "a-token-long-enough" {
+		t.Fatalf("token from the environment: %v", err)
+	}
+	if s := fmt.Sprintf("%v %+v", c.Console.Token, c.Console); strings.Contains(s, "long-enough") {
+		t.Fatalf("the token is printed: %s", s)
+	}
+	hash := "$2a$04$Gy6ZvN1t8bQ2v0QbR0nG2e3lJ1b7u1s1bq9Qh3b6Jm6i2dBq5XJ9K" // a hash's shape, cost 4
+	f := writeFile(t, "console:\n  users:\n    - {name: ann, password_hash: '"+hash+"'}\n")
+	if c, err = Load(LoadOptions{File: f}); err != nil || len(c.Console.Users) != 1 || c.Console.Users[0].Name != "ann" {
+		t.Fatalf("users: %+v %v", c.Console.Users, err)
+	}
+	for body, want := range map[string]string{
+		"console:\n  token: short\n":                                                                                               "console.token: must be at least 16",
+		"console:\n  users:\n    - {name: ann, password_hash: plain}\n":                                                            "console.users[0].password_hash: is not a bcrypt hash",
+		"console:\n  users:\n    - {name: '', password_hash: '" + hash + "'}\n":                                                    "console.users[0].name",
+		"console:\n  users:\n    - {name: ann, password_hash: '" + hash + "'}\n    - {name: ann, password_hash: '" + hash + "'}\n": "is listed twice",
+		"console:\n  session_ttl: 10s\n":                                                                                           "console.session_ttl: must be at least 1m",
+	} {
+		t.Setenv("DROVER_CONSOLE_TOKEN", "")
+		_, err := Load(LoadOptions{File: writeFile(t, body)})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", body, err, want)
+		}
+	}
+}

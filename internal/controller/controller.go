@@ -39,6 +39,8 @@ type Controller struct {
 	mu     sync.Mutex
 	folded *sync.Cond // broadcast after each commit, with mu
 
+	notifier foldNotifier // tells Subscribe's callers of each commit
+
 	// ended sends the spans of what the fold ended, once it is committed
 	// (tracing.go); the fold's goroutine's own.
 	ended []func()
@@ -204,6 +206,7 @@ func (c *Controller) fold(ctx context.Context, it jetstream.MessagesContext, sta
 				return progressed, cerr
 			}
 			c.sendEnded()
+			c.notifier.notify()
 			if ctx.Err() != nil {
 				return progressed, nil
 			}
@@ -238,6 +241,7 @@ func (c *Controller) fold(ctx context.Context, it jetstream.MessagesContext, sta
 			c.folded.Broadcast()
 			c.mu.Unlock()
 			c.poke()
+			c.notifier.notify()
 		}
 	}
 	return progressed, consumerError{errors.New("the events reader ended")} // it always says why first

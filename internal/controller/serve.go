@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,11 +18,12 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/dirlock"
 	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/startup"
+	"github.com/drover-dev/drover/internal/telemetry"
 )
 
 // ServeOptions hooks into a serving controller.
@@ -32,6 +34,10 @@ type ServeOptions struct {
 	// Lock is the data dir's lock when the caller took it already (to hold
 	// it before its own listeners start); Serve takes it when nil.
 	Lock *dirlock.Lock
+	// Mount serves a handler under a path prefix of the HTTP listener
+	// (telemetry.Server.Mount); nil when http.listen is off, and then the
+	// console is not served.
+	Mount func(prefix string, h http.Handler) (unmount func())
 }
 
 // LockDataDir makes this process the one owner of the data dir, or returns
@@ -66,6 +72,9 @@ func Serve(ctx context.Context, cfg *config.Config, log *slog.Logger, o ServeOpt
 	// credentials) stops the controller with that cause.
 	ctx, stopServe := context.WithCancelCause(ctx)
 	defer stopServe(nil)
+	// /readyz says what the controller waits for until it serves.
+	wait := startup.New(log, startup.Options{})
+	defer telemetry.AddCheck("startup", wait.Check)()
 	url := cfg.NATS.URL
 	if url != "" && cfg.NATS.ServerConfig != "" {
 		log.Warn("nats.server_config is ignored: nats.url is set, so no server is embedded", "server_config", cfg.NATS.ServerConfig)
@@ -95,21 +104,15 @@ func Serve(ctx context.Context, cfg *config.Config, log *slog.Logger, o ServeOpt
 	co := natsconn.ClientFor(cfg, "drover-controller", natsconn.RoleController, "")
 	co.URL, co.Reconnect, co.Logger = url, true, log
 	co.Closed = func(err error) { stopServe(err) }
-	nc, err := natsconn.Connect(co)
-	if err != nil {
-		return fmt.Errorf("controller: %w", err)
+	nc, js, err := connectAndEnsure(ctx, wait, co, queue.StreamOptions{Replicas: cfg.NATS.Replicas})
+	if errors.Is(err, startup.ErrStopped) && !natsconn.IsAuthError(err) {
+		log.Info("controller stopped while starting", "reason", err)
+		return nil
 	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return fmt.Errorf("controller: %w", err)
-	}
-	ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	err = queue.Ensure(ectx, js, queue.StreamOptions{Replicas: cfg.NATS.Replicas})
-	cancel()
 	if err != nil {
 		return err
 	}
+	defer nc.Close()
 	// Local clients find the server only once its streams and buckets exist.
 	if cfg.NATS.URL == "" {
 		if err := writeFileAtomic(cfg.NATSURLFile(), []byte(url+"\n")); err != nil {
@@ -128,6 +131,14 @@ func Serve(ctx context.Context, cfg *config.Config, log *slog.Logger, o ServeOpt
 		return err
 	}
 	defer func() { _ = svc.Stop() }()
+	if o.Mount != nil && cfg.Console.Enabled {
+		con, err := newConsole(cfg, ctrl, nc, js, store, log)
+		if err != nil {
+			return err
+		}
+		defer con.Close()
+		defer o.Mount("/ui/", con)()
+	}
 	if o.Ready != nil {
 		stop, err := o.Ready(ctx, url)
 		if err != nil {
@@ -135,6 +146,7 @@ func Serve(ctx context.Context, cfg *config.Config, log *slog.Logger, o ServeOpt
 		}
 		defer stop()
 	}
+	wait.Done()
 	log.Info("controller serving", "data_dir", cfg.DataDir, "applied_seq", store.Applied())
 	err = ctrl.Run(ctx)
 	if cause := context.Cause(ctx); natsconn.IsAuthError(cause) {

@@ -29,6 +29,9 @@ type Registration struct {
 	// NotClaiming says why the worker claims nothing now (too little free
 	// disk, draining); empty while it claims.
 	NotClaiming string `json:"not_claiming,omitempty"`
+	// Raw is the registration as Workers read it, with the fields of
+	// newer workers this build does not know (the console shows them).
+	Raw json.RawMessage `json:"-"`
 }
 
 // RuntimeHealth is one runtime's fingerprint on one worker.
@@ -94,6 +97,7 @@ func Workers(ctx context.Context, js jetstream.JetStream) ([]*Registration, erro
 		}
 		var r Registration
 		if json.Unmarshal(e.Value(), &r) == nil {
+			r.Raw = e.Value()
 			out = append(out, &r)
 		}
 	}

@@ -68,8 +68,8 @@ type ClientOptions struct {
 
 	// Reconnect makes the connection reconnect forever after it was lost, as
 	// a daemon must; otherwise (operator commands) a lost connection stays
-	// lost. The first connection is never retried: a refused or unreachable
-	// server is reported at once.
+	// lost. Connect never retries the first connection: a refused or
+	// unreachable server is reported at once (ConnectWait waits for one).
 	Reconnect bool
 	// Timeout bounds the first connection. Defaults to nats.go's 2s.
 	Timeout time.Duration
@@ -295,6 +295,10 @@ type ConnectError struct {
 	// Unreachable is a server that could not be reached or did not answer
 	// (nothing listens, a timeout): trying later may work, unlike a refusal.
 	Unreachable bool
+	// Config is true when trying again cannot help: the server refused the
+	// credentials, or the TLS settings do not match the server's. A server
+	// unreachable or not answering is not.
+	Config bool
 }
 
 func (e *ConnectError) Error() string {
@@ -306,6 +310,15 @@ func (e *ConnectError) Error() string {
 }
 
 func (e *ConnectError) Unwrap() error { return e.Err }
+
+// IsConfigError reports whether err is a failure to connect that trying
+// again cannot fix: invalid client options, credentials the server refuses,
+// TLS settings that do not match the server's. A daemon exits on these and
+// waits on any other (ConnectWait).
+func IsConfigError(err error) bool {
+	var ce *ConnectError
+	return errors.Is(err, ErrClientOptions) || errors.As(err, &ce) && ce.Config
+}
 
 // IsAuthError reports whether err is the server refusing the credentials.
 func IsAuthError(err error) bool {
@@ -328,6 +341,7 @@ func explain(o ClientOptions, err error) error {
 	if o.TLS.CAFile != "" {
 		ca = "nats.tls.ca_file " + o.TLS.CAFile
 	}
+	e.Config = true // but for the last cases below
 	switch {
 	case IsAuthError(err):
 		e.What = "refused the connection: " + authReason(err)
@@ -365,13 +379,11 @@ func explain(o ClientOptions, err error) error {
 			e.Hint = "server verified against " + ca
 		}
 	case errors.Is(err, nats.ErrNoServers) || isDialError(err):
-		e.What = "is unreachable: " + strings.TrimPrefix(err.Error(), "nats: ")
-		e.Unreachable = true
+		e.What, e.Unreachable, e.Config = "is unreachable: "+strings.TrimPrefix(err.Error(), "nats: "), true, false
 	case errors.Is(err, nats.ErrTimeout):
-		e.What = "did not answer in time"
-		e.Unreachable = true
+		e.What, e.Unreachable, e.Config = "did not answer in time", true, false
 	default:
-		e.What = "failed: " + err.Error()
+		e.What, e.Config = "failed: "+err.Error(), false
 	}
 	return e
 }

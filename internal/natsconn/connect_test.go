@@ -78,7 +78,7 @@ func TestConnectAuth(t *testing.T) {
 
 	ce, msg := refused(t, ClientOptions{URL: url})
 	want := "NATS at " + url + " refused the connection: authorization violation (set nats.user/nats.password, nats.token, nats.nkey_file or nats.creds_file)"
-	if msg != want || !IsAuthError(ce) || ce.Unreachable {
+	if msg != want || !IsAuthError(ce) || ce.Unreachable || !IsConfigError(ce) {
 		t.Errorf("without credentials:\n got %s\nwant %s (a refusal, not unreachable)", msg, want)
 	}
 	_, msg = refused(t, ClientOptions{URL: url, User: "alice", Password: "wrong-password"})
@@ -118,8 +118,8 @@ func TestConnectTLS(t *testing.T) {
 	// A nats:// URL is upgraded: the server requires TLS.
 	dial(t, ClientOptions{URL: strings.Replace(url, "tls://", "nats://", 1), TLS: full})
 
-	_, msg := refused(t, ClientOptions{URL: url, TLS: ClientTLS{CertFile: p.ClientCert, KeyFile: p.ClientKey}})
-	if !strings.Contains(msg, "signed by an authority this client does not trust") ||
+	ce, msg := refused(t, ClientOptions{URL: url, TLS: ClientTLS{CertFile: p.ClientCert, KeyFile: p.ClientKey}})
+	if !ce.Config || !strings.Contains(msg, "signed by an authority this client does not trust") ||
 		!strings.Contains(msg, "verified against the system's CAs; set nats.tls.ca_file") {
 		t.Errorf("without the CA: %s", msg)
 	}
@@ -149,7 +149,7 @@ func TestConnectUnreachable(t *testing.T) {
 	ns := startServer(t)
 	url := ns.ClientURL()
 	stopServer(ns)
-	if ce, msg := refused(t, ClientOptions{URL: url, Timeout: time.Second}); !strings.Contains(msg, "is unreachable") || !ce.Unreachable {
+	if ce, msg := refused(t, ClientOptions{URL: url, Timeout: time.Second}); ce.Config || !strings.Contains(msg, "is unreachable") || !ce.Unreachable {
 		t.Errorf("stopped server: %s (Unreachable %t)", msg, ce.Unreachable)
 	}
 }

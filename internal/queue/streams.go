@@ -134,12 +134,13 @@ func StreamConfigs(o StreamOptions) []jetstream.StreamConfig {
 	}}
 }
 
-// Ensure creates or updates every stream and bucket; it is idempotent.
+// Ensure creates or updates every stream and bucket; it is idempotent. An
+// error JetStream will give again however long one waits is a *ConfigError.
 func Ensure(ctx context.Context, js jetstream.JetStream, o StreamOptions) error {
 	o = o.WithDefaults()
 	for _, cfg := range StreamConfigs(o) {
 		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
-			return fmt.Errorf("queue: ensure stream %s: %w", cfg.Name, err)
+			return ensureError("stream "+cfg.Name, err)
 		}
 	}
 	_, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
@@ -147,7 +148,7 @@ func Ensure(ctx context.Context, js jetstream.JetStream, o StreamOptions) error 
 		History: 1, TTL: 7 * 24 * time.Hour, Storage: jetstream.FileStorage, Replicas: o.Replicas,
 	})
 	if err != nil {
-		return fmt.Errorf("queue: ensure bucket %s: %w", ClaimsBucket, err)
+		return ensureError("bucket "+ClaimsBucket, err)
 	}
 	// A worker re-registers well inside the TTL; a dead one ages out.
 	_, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
@@ -155,21 +156,21 @@ func Ensure(ctx context.Context, js jetstream.JetStream, o StreamOptions) error 
 		History: 1, TTL: WorkersTTL, Storage: jetstream.FileStorage, Replicas: o.Replicas,
 	})
 	if err != nil {
-		return fmt.Errorf("queue: ensure bucket %s: %w", WorkersBucket, err)
+		return ensureError("bucket "+WorkersBucket, err)
 	}
 	_, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket: ArtifactsBucket, Description: "Drover attempt artifacts: full CLI logs and patches",
 		TTL: o.ArtifactsMaxAge, Storage: jetstream.FileStorage, Replicas: o.Replicas,
 	})
 	if err != nil {
-		return fmt.Errorf("queue: ensure object store %s: %w", ArtifactsBucket, err)
+		return ensureError("object store "+ArtifactsBucket, err)
 	}
 	_, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket: TransfersBucket, Description: "Drover API bodies too large for one message (large flows, large status replies)",
 		TTL: TransfersMaxAge, Storage: jetstream.FileStorage, Replicas: o.Replicas,
 	})
 	if err != nil {
-		return fmt.Errorf("queue: ensure object store %s: %w", TransfersBucket, err)
+		return ensureError("object store "+TransfersBucket, err)
 	}
 	return nil
 }

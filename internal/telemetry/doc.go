@@ -7,5 +7,6 @@
 //
 // It must not know Drover's components: the controller and the worker make
 // their own instruments (Meter) and register their readiness checks
-// (AddCheck); tracing is package tracing's.
+// (AddCheck); what else a process serves on the listener it mounts
+// (Server.Mount: the controller's console); tracing is package tracing's.
 package telemetry

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/fleet"
+	"github.com/drover-dev/drover/internal/natsconn"
 	"github.com/drover-dev/drover/internal/objstore"
 
 	"github.com/drover-dev/drover/internal/event"
@@ -30,6 +31,7 @@ import (
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/redact"
+	"github.com/drover-dev/drover/internal/startup"
 	"github.com/drover-dev/drover/internal/worktree"
 )
 
@@ -71,14 +73,12 @@ type Worker struct {
 	rmChecks    []func()
 }
 
-// New builds a worker from its configuration and a NATS connection.
-func New(cfg *config.Config, nc *nats.Conn, log *slog.Logger) (*Worker, error) {
+// New builds a worker from its configuration. It connects to nothing:
+// CheckRuntimes can tell a host without a usable runtime before NATS is
+// reached, and Start is given the connection.
+func New(cfg *config.Config, log *slog.Logger) (*Worker, error) {
 	red := secrets(cfg)
 	log = slog.New(redact.Handler(log.Handler(), red))
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return nil, fmt.Errorf("worker: %w", err)
-	}
 	idle := 0
 	if cfg.Worker.ReuseWorktrees && !cfg.Worker.KeepWorktrees {
 		idle = cfg.Worker.Slots
@@ -88,9 +88,9 @@ func New(cfg *config.Config, nc *nats.Conn, log *slog.Logger) (*Worker, error) {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
 	w := &Worker{
-		cfg: cfg, js: js, log: log.With("worker", cfg.Worker.ID), red: red,
+		cfg: cfg, log: log.With("worker", cfg.Worker.ID), red: red,
 		runner: &attempt.Runner{Cache: cache, WorkDir: cfg.Worker.WorkDir, KeepWorktrees: cfg.Worker.KeepWorktrees,
-			KeepFailed: cfg.Worker.KeepFailedWorktrees, Artifacts: objstore.NewArtifacts(js), Redact: red, Logger: log},
+			KeepFailed: cfg.Worker.KeepFailedWorktrees, Redact: red, Logger: log},
 		adapters: map[string]adapter.Adapter{},
 		slots:    make(chan struct{}, cfg.Worker.Slots),
 		now:      time.Now,
@@ -109,50 +109,95 @@ func New(cfg *config.Config, nc *nats.Conn, log *slog.Logger) (*Worker, error) {
 	return w, nil
 }
 
-// Start checks the runtimes, ensures the consumers and starts claiming. It
-// returns once the worker is claiming.
-func (w *Worker) Start(ctx context.Context) error {
+// CheckRuntimes fingerprints the runtimes and fails when none is usable on
+// this host: a configuration error, told before waiting for NATS.
+func (w *Worker) CheckRuntimes(ctx context.Context) error {
+	if w.checkHealth(ctx) == 0 {
+		return fmt.Errorf("worker: none of the runtimes %v is available on this host", w.cfg.Worker.Runtimes)
+	}
+	return nil
+}
+
+// Start claims over nc: it checks the runtimes unless CheckRuntimes did,
+// waits with wait (nil: one of its own) for the buckets and consumers the
+// controller's streams hold (docs/operations.md#start-order), and returns
+// once the worker is claiming. It creates no stream or bucket: they are
+// the controller's. A ctx ending while it waits returns an error wrapping
+// startup.ErrStopped, with nothing left running.
+func (w *Worker) Start(ctx context.Context, nc *nats.Conn, wait *startup.Waiter) error {
 	if err := os.MkdirAll(w.cfg.Worker.WorkDir, 0o755); err != nil {
 		return fmt.Errorf("worker: work dir: %w", err)
 	}
-	claims, err := queue.NewClaims(ctx, w.js, w.cfg.Queue.AckWait, w.now)
+	if w.started.IsZero() {
+		if err := w.CheckRuntimes(ctx); err != nil {
+			return err
+		}
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	w.js, w.runner.Artifacts = js, objstore.NewArtifacts(js)
+	if wait == nil {
+		wait = startup.New(w.log, startup.Options{})
+	}
+	consumers, err := w.waitLayout(ctx, wait)
 	if err != nil {
 		return err
 	}
-	w.claims = claims
 	// Nothing runs here yet: whatever a previous process of this worker
 	// left in the work dir (it may have been killed mid-attempt) goes now.
 	if err := w.runner.Sweep(ctx, nil); err != nil {
 		w.log.Warn("sweep work dir", "err", err)
 	}
+	return w.startLoops(ctx, consumers)
+}
+
+// waitLayout waits for the claims bucket, the worker registry and the
+// artifacts store (their existence says the controller's Ensure is done),
+// then for this worker's consumer of each runtime. A step this NATS user
+// may not take ends it: waiting would not change the permissions.
+func (w *Worker) waitLayout(ctx context.Context, wait *startup.Waiter) (map[string]jetstream.Consumer, error) {
+	err := wait.Wait(ctx, "Drover's buckets", func(ctx context.Context) error {
+		if err := queue.CheckBuckets(ctx, w.js); err != nil {
+			return natsconn.Denied(w.js.Conn(), err)
+		}
+		claims, err := queue.NewClaims(ctx, w.js, w.cfg.Queue.AckWait, w.now)
+		w.claims = claims
+		return natsconn.Denied(w.js.Conn(), err)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	consumers := map[string]jetstream.Consumer{}
+	for name := range w.adapters {
+		cname := queue.AttemptConsumerName(w.cfg.Worker.Pool, name)
+		err := wait.Wait(ctx, "consumer "+cname, func(ctx context.Context) error {
+			cons, err := queue.EnsureAttemptConsumer(ctx, w.js, w.cfg.Worker.Pool, name, queue.ConsumerOptions{AckWait: w.cfg.Queue.AckWait})
+			consumers[name] = cons
+			return natsconn.Denied(w.js.Conn(), err)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("worker: %w", err)
+		}
+	}
+	return consumers, nil
+}
+
+// startLoops starts a claim loop per runtime, the cancel-signal listener
+// and the health loop, registers the worker, and adds its readiness checks.
+func (w *Worker) startLoops(ctx context.Context, consumers map[string]jetstream.Consumer) error {
 	runCtx, endRuns := context.WithCancelCause(context.WithoutCancel(ctx))
 	claimCtx, stopClaiming := context.WithCancelCause(runCtx)
 	w.runCtx, w.endRuns, w.stopClaiming = runCtx, endRuns, stopClaiming
-	cancel := func(err error) { stopClaiming(err); endRuns(err) }
-	w.started = w.now()
-	if w.checkHealth(ctx) == 0 {
-		cancel(nil)
-		return fmt.Errorf("worker: none of the runtimes %v is available on this host", w.cfg.Worker.Runtimes)
-	}
-	for name, ad := range w.adapters {
-		cons, err := queue.EnsureAttemptConsumer(ctx, w.js, w.cfg.Worker.Pool, name, queue.ConsumerOptions{AckWait: w.cfg.Queue.AckWait})
-		if err != nil {
-			cancel(err)
-			return err
-		}
-		w.wg.Add(1)
-		go func() {
-			defer w.wg.Done()
-			w.claimLoop(claimCtx, name, ad, cons)
-		}()
-	}
 	// The controller's stop signals for cancelled attempts; every worker
 	// hears all of them and acts on those it holds.
 	sub, err := w.js.Conn().Subscribe(queue.CancelSubjects, func(m *nats.Msg) {
 		w.cancelHeld(strings.TrimPrefix(m.Subject, queue.CancelSubject("")))
 	})
 	if err != nil {
-		cancel(err)
+		stopClaiming(err)
+		endRuns(err)
 		return fmt.Errorf("worker: subscribe to cancel signals: %w", err)
 	}
 	w.wg.Add(1)
@@ -161,6 +206,13 @@ func (w *Worker) Start(ctx context.Context) error {
 		<-runCtx.Done()
 		_ = sub.Unsubscribe()
 	}()
+	for name, ad := range w.adapters {
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			w.claimLoop(claimCtx, name, ad, consumers[name])
+		}()
+	}
 	if err := fleet.Register(ctx, w.js, w.registration()); err != nil {
 		w.log.Warn("register worker", "err", err)
 	}
@@ -177,6 +229,9 @@ func (w *Worker) Start(ctx context.Context) error {
 // checkHealth fingerprints every runtime afresh and returns how many are
 // healthy. Only healthy runtimes are claimed for.
 func (w *Worker) checkHealth(ctx context.Context) int {
+	if w.started.IsZero() {
+		w.started = w.now()
+	}
 	healthy := 0
 	for name, ad := range w.adapters {
 		h := Fingerprint(ctx, name, w.cfg.Runtimes[name].Adapter, ad, w.now())
