@@ -269,11 +269,13 @@ func nativeEvents(t *testing.T, c *cluster, id string) {
 func nativeFleet(t *testing.T, c *cluster, rig *nativeRig) {
 	t.Helper()
 	out, _, code := c.cli("runtime", "health", "-o", "json")
-	var ws []*fleet.Registration
-	if code != 0 || json.Unmarshal([]byte(out), &ws) != nil || len(ws) != 1 {
+	var health struct {
+		Workers []*fleet.Registration `json:"workers"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &health) != nil || len(health.Workers) != 1 {
 		t.Fatalf("runtime health: exit %d\n%s", code, out)
 	}
-	for _, h := range ws[0].Runtimes {
+	for _, h := range health.Workers[0].Runtimes {
 		if !h.Healthy || h.Adapter != "native" || h.Provider == "" || h.Model != "test-model" || !strings.Contains(string(h.Capabilities), `"supports_model":true`) {
 			t.Errorf("registration of %s: %+v", h.Name, h)
 		}

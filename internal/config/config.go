@@ -56,6 +56,11 @@ type Config struct {
 	// both are refused without it, and logged as a warning with it.
 	// Defaults to false.
 	InsecureListen bool `mapstructure:"insecure_listen"`
+	// Cooldown tunes how the fleet waits out a provider's limit (limits.go).
+	Cooldown Cooldown `mapstructure:"cooldown"`
+	// Pricing estimates the cost of usage a CLI reports without one, for
+	// budgets. Defaults to none: such usage costs nothing.
+	Pricing []Price `mapstructure:"pricing"`
 }
 
 // HTTP configures the metrics and health listener of the controller and
@@ -130,6 +135,8 @@ type Project struct {
 	MaxParallel int `mapstructure:"max_parallel"`
 	// Retry is the project's retry policy; unset fields inherit.
 	Retry Retry `mapstructure:"retry"`
+	// Budget caps each flow of the project that sets none; unset inherits.
+	Budget Budget `mapstructure:"budget"`
 }
 
 // Retry is a retry policy at one level of configuration. Zero fields are
@@ -274,6 +281,9 @@ type Defaults struct {
 	// Retry is the global retry policy; unset fields take the built-in
 	// defaults (docs/flows.md).
 	Retry Retry `mapstructure:"retry"`
+	// Budget caps every flow that sets none and whose project sets none.
+	// Defaults to none.
+	Budget Budget `mapstructure:"budget"`
 }
 
 // Runtime describes one CLI: how to find it, start it and feed it.
@@ -435,6 +445,12 @@ func defaults() map[string]any {
 		"tracing.service_name":           "",
 		"tracing.shutdown_timeout":       time.Duration(0),
 		"insecure_listen":                false,
+		"cooldown.default":               time.Minute,
+		"cooldown.max":                   24 * time.Hour,
+		"cooldown.coefficient":           2.0,
+		"defaults.budget.tokens":         int64(0),
+		"defaults.budget.cost_usd":       0.0,
+		"defaults.budget.running":        "",
 	}
 }
 
@@ -641,6 +657,7 @@ func (c *Config) Validate() error {
 	validateTracing(c.Tracing, &p)
 	c.validateProjects(&p)
 	c.validateRuntimes(&p)
+	c.validateLimits(&p)
 	return errors.Join(p...)
 }
 
