@@ -197,6 +197,14 @@ func nativeReports(t *testing.T, c *cluster, id string) {
 			t.Errorf("task %s's report: %+v (usage %+v)", task, rep, rep.Usage)
 		}
 	}
+	// One key, one credential, whatever the provider; never the key.
+	creds := map[string]bool{}
+	for _, task := range []string{"a", "b", "c"} {
+		creds[c.report(id+"/"+task).Credential] = true
+	}
+	if len(creds) != 1 || creds[""] || creds[nativeKey] {
+		t.Errorf("credentials %v", creds)
+	}
 	rep := c.report(id + "/c")
 	if len(rep.Refusals) != 2 || !strings.Contains(rep.Refusals[0], "write_file README.md") || !strings.Contains(rep.Refusals[1], "../escaped.txt") {
 		t.Errorf("c's refusals %q", rep.Refusals)

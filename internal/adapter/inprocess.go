@@ -133,6 +133,10 @@ type RunResult struct {
 	// Env is the environment the runtime's commands ran with; the task's
 	// checks run with the same.
 	Env []string
+	// Credential fingerprints the credential the runtime used (never the
+	// secret), as a CLI's are fingerprinted from its environment; "" when
+	// it used none.
+	Credential string
 	// Started and Ended bound the run.
 	Started, Ended time.Time
 	// LogErr is the first error writing out, if any.

@@ -83,13 +83,13 @@ func (a *run) checkEnv() []string {
 }
 
 // reportInProcess adds to the report what an in-process run said: its
-// duration, usage, turns, tool calls, refusals, last answer, and the head
-// and tail of its event log where a CLI's stdout goes.
+// duration, usage, turns, tool calls, refusals, last answer, credential,
+// and the head and tail of its event log where a CLI's stdout goes.
 func (a *run) reportInProcess(rep *event.Report) {
 	res := a.ipRes
 	rep.DurationMS = res.Duration().Milliseconds()
 	rep.StdoutTail = a.ipOut.headTail()
-	rep.Usage, rep.Turns = usage(res.Usage), res.Turns
+	rep.Usage, rep.Turns, rep.Credential = usage(res.Usage), res.Turns, res.Credential
 	rep.FinalText = tailString(res.FinalText, maxTailInReport)
 	rep.Refusals = capStrings(res.Refusals, maxViolations)
 	for tool, n := range res.ToolCalls {

@@ -86,7 +86,7 @@ func (a *Adapter) result(res *Result, in *adapter.RunInput) *adapter.RunResult {
 		Outcome: string(res.Outcome), Err: res.Error, StopCause: res.StopCause, FinalText: res.FinalText,
 		Usage: transcript.Usage{Model: res.Model, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 			CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: res.CostUSD},
-		Turns: res.Turns, ToolCalls: res.ToolCalls, Env: a.rt.commandEnv(in.Env, in.TempDir),
+		Turns: res.Turns, ToolCalls: res.ToolCalls, Env: a.rt.commandEnv(in.Env, in.TempDir), Credential: a.rt.Credential(),
 		Started: res.Started, Ended: res.Ended, LogErr: res.LogErr,
 	}
 	for _, r := range res.Refusals {

@@ -17,6 +17,7 @@ import (
 	"github.com/drover-dev/drover/internal/native/model"
 	"github.com/drover-dev/drover/internal/native/openai"
 	"github.com/drover-dev/drover/internal/native/tools"
+	"github.com/drover-dev/drover/internal/redact"
 	"github.com/drover-dev/drover/internal/supervise"
 )
 
@@ -96,6 +97,9 @@ type Runtime struct {
 	// keyMissing is set when api_key_env names a variable this worker
 	// does not have.
 	keyMissing bool
+	// credential fingerprints the key (redact.Fingerprint), for the
+	// report: "" without one.
+	credential string
 
 	mu   sync.Mutex
 	info *adapter.Info
@@ -123,8 +127,16 @@ func New(name string, rt config.Runtime) (*Runtime, error) {
 	}
 	r := NewRuntime(name, cfg, client)
 	r.keyMissing = missing
+	if key != "" {
+		r.credential = redact.Fingerprint([]string{cfg.APIKeyEnv + "=" + key})
+	}
 	return r, nil
 }
+
+// Credential fingerprints the runtime's key as a CLI's credentials are
+// (redact.Fingerprint of NAME=value), so that a rate limit on the key
+// cools down every runtime using it; "" when it has none.
+func (r *Runtime) Credential() string { return r.credential }
 
 // NewClient builds the model client a configuration names. A nil hc uses
 // a client made for long streams: connection and header timeouts, no
