@@ -50,8 +50,15 @@ func newNativeRig(t *testing.T) *nativeRig {
 }
 
 // add configures runtime name on a new server of provider that accepts
-// key, answering as respond does; extra is more YAML for the runtime.
+// key, answering as respond does; extra is more YAML for the runtime. The
+// runtime's key is nativeKey, in nativeKeyEnv.
 func (r *nativeRig) add(name, provider, key string, respond func(*nativetest.Turn) nativetest.Reply, extra string) *nativetest.Server {
+	return r.addKeyed(name, provider, key, nativeKeyEnv, respond, extra)
+}
+
+// addKeyed is add with the runtime's key in keyEnv, which the rig's
+// environment must set.
+func (r *nativeRig) addKeyed(name, provider, key, keyEnv string, respond func(*nativetest.Turn) nativetest.Reply, extra string) *nativetest.Server {
 	var srv *nativetest.Server
 	switch provider {
 	case "anthropic":
@@ -64,7 +71,7 @@ func (r *nativeRig) add(name, provider, key string, respond func(*nativetest.Tur
 	srv.RespondWith(respond)
 	r.servers[name] = srv
 	fmt.Fprintf(&r.yaml, "  %s:\n    adapter: native\n    provider: %s\n    base_url: %s\n    api_key_env: %s\n    model: %s\n    price: {input: 3, output: 15}\n",
-		name, provider, srv.BaseURL(), nativeKeyEnv, srv.ModelID)
+		name, provider, srv.BaseURL(), keyEnv, srv.ModelID)
 	for line := range strings.Lines(extra) {
 		r.yaml.WriteString("    " + line)
 	}
@@ -378,7 +385,11 @@ func TestNativeFailures(t *testing.T) {
 		return nativetest.Reply{Status: http.StatusTooManyRequests, ErrorType: "rate_limit_error", ErrorMessage: "slow down",
 			Header: http.Header{"Retry-After": {"7"}}}
 	}
-	rig.add("nat-limited", "anthropic", nativeKey, limited, "")
+	// A key of its own: the rate limit cools down what shares the key
+	// (docs/design.md#cooldowns), and the fallback must not.
+	const limitedKey = "e2e-native-limited-key-987"
+	rig.env = append(rig.env, "E2E_LLM_PASS_LIMITED="+limitedKey)
+	rig.addKeyed("nat-limited", "anthropic", limitedKey, "E2E_LLM_PASS_LIMITED", limited, "")
 	rig.add("nat-badkey", "openai-responses", "a-key-the-worker-does-not-have", nativetest.Directed, "")
 	rig.add("nat-ok", "openai-chat", nativeKey, nativetest.Directed, "")
 	rig.add("nat-turns", "openai-chat", nativeKey, nativetest.Directed, "budget: {turns: 3}\n")
