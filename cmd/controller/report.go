@@ -7,11 +7,13 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/controller"
+	"github.com/drover-dev/drover/internal/event"
 	"github.com/drover-dev/drover/internal/termsafe"
 )
 
@@ -96,13 +98,7 @@ func writeReport(w io.Writer, resp *controller.ReportResponse) {
 		// The stat names the files the agent wrote: escaped everywhere.
 		fmt.Fprintf(w, "changes: %s\n", termsafe.Text(strings.TrimSpace(r.DiffSummary)))
 	}
-	if u := r.Usage; u != nil {
-		fmt.Fprintf(w, "usage: %d tokens in, %d out", u.InputTokens, u.OutputTokens)
-		if u.CostUSD > 0 {
-			fmt.Fprintf(w, ", $%.4f", u.CostUSD)
-		}
-		fmt.Fprintln(w)
-	}
+	fmt.Fprintf(w, "usage: %s\n", l(usageText(r.Usage))) // the model's name is the CLI's
 	if r.Turns > 0 {
 		// A native runtime's: its turns, its tool calls, what it refused.
 		fmt.Fprintf(w, "turns: %d, tool calls: %s\n", r.Turns, l(toolCallsText(r.ToolCalls)))
@@ -119,6 +115,33 @@ func writeReport(w io.Writer, resp *controller.ReportResponse) {
 			fmt.Fprintln(w)
 		}
 	}
+}
+
+// usageText is the tokens and cost an attempt's CLI reported, "unknown"
+// where it reported none: copilot states no tokens, so its 0 would lie.
+func usageText(u *event.Usage) string {
+	if !u.Known() {
+		return "unknown (the CLI reported none)"
+	}
+	s := tokens(u.InputTokens) + " tokens in, " + tokens(u.OutputTokens) + " out"
+	if u.CacheReadTokens != nil || u.CacheWriteTokens != nil {
+		s += ", cache " + tokens(u.CacheReadTokens) + " read, " + tokens(u.CacheWriteTokens) + " written"
+	}
+	if u.CostUSD != nil {
+		s += fmt.Sprintf(", $%.4f", *u.CostUSD)
+	}
+	if u.Model != "" {
+		s += " (" + u.Model + ")"
+	}
+	return s
+}
+
+// tokens is a count the CLI reported, or "unknown".
+func tokens(n *int64) string {
+	if n == nil {
+		return "unknown"
+	}
+	return strconv.FormatInt(*n, 10)
 }
 
 // toolCallsText is a report's tool calls by name, in name order.

@@ -43,9 +43,15 @@ func newRuntime() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// config: by its config keys (config.Runtime.MarshalJSON);
+			// env_passed: the worker's variables the CLI may see, the base
+			// list and the runtime's; key_variables: those its provider
+			// configuration names on this host, passed on top.
 			type row struct {
 				Name         string               `json:"name"`
 				Runtime      config.Runtime       `json:"config"`
+				EnvPassed    []string             `json:"env_passed"`
+				KeyVariables []string             `json:"key_variables,omitempty"`
 				Capabilities adapter.Capabilities `json:"capabilities"`
 				// What an attempt gets: for a native runtime its model
 				// API, tools, scope enforcement and budget.
@@ -53,11 +59,12 @@ func newRuntime() *cobra.Command {
 			}
 			var rows []row
 			for _, name := range cfg.RuntimeNames() {
-				ad, err := worker.NewAdapter(name, cfg.Runtimes[name])
+				rt := cfg.Runtimes[name]
+				ad, err := worker.NewAdapter(name, rt)
 				if err != nil {
 					return err
 				}
-				rows = append(rows, row{name, cfg.Runtimes[name], ad.Capabilities(), adapter.Evaluate(ad, "")})
+				rows = append(rows, row{name, rt, adapter.PassedEnv(rt), adapter.HostKeyVariables(rt), ad.Capabilities(), adapter.Evaluate(ad, "")})
 			}
 			if output == "json" {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(rows)

@@ -180,7 +180,7 @@ func (r *Runner) review(ctx context.Context, job *Job, wt *worktree.Worktree, tm
 		res.Error = "the validator cannot run: " + err.Error()
 		return res
 	}
-	reader := newOutputReader(validator)
+	reader := newOutputReader(validator, cmd.OwnRetryTimeout)
 	proc, err := supervise.Start(ctx, supervise.Spec{
 		Path: cmd.Path, Args: cmd.Args, Dir: wt.Path, Env: cmd.Env, Stdin: cmd.Stdin,
 		Timeout: cmd.Timeout, NoOutputTimeout: cmd.NoOutputTimeout, Grace: cmd.Grace,
@@ -190,7 +190,7 @@ func (r *Runner) review(ctx context.Context, job *Job, wt *worktree.Worktree, tm
 		res.Error = "the validator cannot run: " + err.Error()
 		return res
 	}
-	pr := proc.Wait()
+	pr := reader.waitStopping(proc)
 	sum := reader.summary(pr.ExitCode)
 	text := ""
 	if sum != nil {

@@ -87,7 +87,8 @@ func TestRunInProcess(t *testing.T) {
 		t.Errorf("branch files %q", got)
 	}
 	if rep.Turns != 2 || rep.ToolCalls["write_file"] != 1 || rep.ToolCalls["bash"] != 1 || rep.FinalText != "Wrote hello.txt." ||
-		rep.Usage == nil || rep.Usage.InputTokens != 200 || rep.Usage.Model != "mock-model" || rep.ExitCode != 0 {
+		rep.Usage == nil || rep.Usage.InputTokens == nil || *rep.Usage.InputTokens != 200 || rep.Usage.CacheReadTokens == nil ||
+		rep.Usage.CostUSD != nil || rep.Usage.Model != "mock-model" || rep.ExitCode != 0 {
 		t.Errorf("report %+v usage %+v", rep, rep.Usage)
 	}
 	if !strings.Contains(rep.StdoutTail, `"type":"native_finished"`) {

@@ -81,16 +81,29 @@ func (a *Adapter) Run(ctx context.Context, in *adapter.RunInput, out io.Writer) 
 
 // result is res in the adapter contract's terms.
 func (a *Adapter) result(res *Result, in *adapter.RunInput) *adapter.RunResult {
-	u := res.Usage
 	out := &adapter.RunResult{
 		Outcome: string(res.Outcome), Err: res.Error, StopCause: res.StopCause, FinalText: res.FinalText,
-		Usage: transcript.Usage{Model: res.Model, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
-			CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: res.CostUSD},
+		Usage: a.usage(res),
 		Turns: res.Turns, ToolCalls: res.ToolCalls, Env: a.rt.commandEnv(in.Env, in.TempDir), Credential: a.rt.Credential(),
 		Started: res.Started, Ended: res.Ended, LogErr: res.LogErr,
 	}
 	for _, r := range res.Refusals {
 		out.Refusals = append(out.Refusals, fmt.Sprintf("%s %s: %s", r.Tool, r.Path, r.Reason))
+	}
+	return out
+}
+
+// usage is a run's usage as a CLI's parser gives it: every count known,
+// since the API states each turn's; the cost known only when the runtime
+// has a price (Drover knows none of its own, and $0 would lie).
+func (a *Adapter) usage(res *Result) transcript.Usage {
+	u := res.Usage
+	known := func(n int64) *int64 { return &n }
+	out := transcript.Usage{Model: res.Model, InputTokens: known(u.InputTokens), OutputTokens: known(u.OutputTokens),
+		CacheReadTokens: known(u.CacheReadTokens), CacheWriteTokens: known(u.CacheWriteTokens)}
+	if a.rt.cfg.Price != (Price{}) {
+		cost := res.CostUSD
+		out.CostUSD = &cost
 	}
 	return out
 }

@@ -58,7 +58,7 @@ func ConfigFrom(rt config.Runtime) Config {
 	c := Config{
 		Provider: n.Provider, BaseURL: n.BaseURL, APIKeyEnv: n.APIKeyEnv, Model: rt.Model,
 		MaxTokens: n.MaxTokens, CommandTimeout: n.CommandTimeout, Timeout: rt.Timeout, Grace: rt.Grace,
-		Limits: supervise.Limits(rt.Limits), Env: rt.Env, EnvPassthrough: rt.EnvPassthrough,
+		Limits: supervise.Limits(rt.Limits), Env: rt.Env, EnvPassthrough: rt.Passthrough(),
 		Budget: Budget{Turns: n.Budget.Turns, Tokens: n.Budget.Tokens, InputTokens: n.Budget.InputTokens,
 			OutputTokens: n.Budget.OutputTokens, Time: n.Budget.Time},
 		Price: Price{Input: n.Price.Input, Output: n.Price.Output, CacheRead: n.Price.CacheRead, CacheWrite: n.Price.CacheWrite},
