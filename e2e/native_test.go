@@ -138,7 +138,7 @@ tasks:
       @bash echo "built by $DROVER_TASK_ID" > src/built.txt
       @say Added src/a.txt.
   - id: b
-    runtime: nat-responses
+    runtime: {name: nat-responses, model: test-model-b}
     prompt: |
       Read, then write.
       @read README.md
@@ -181,6 +181,11 @@ tasks:
 	}
 	if slices.Contains(files(t, repo, branches["c"]), "escaped.txt") {
 		t.Error("the write outside the worktree is on the branch")
+	}
+	for _, r := range rig.servers["nat-responses"].Requests() {
+		if m, _ := r.Body["model"].(string); r.Method == "POST" && m != "test-model-b" {
+			t.Errorf("task b's request asked for model %q, want its own", m)
+		}
 	}
 	nativeReports(t, c, id)
 	nativeEvents(t, c, id)
@@ -253,10 +258,14 @@ func nativeEvents(t *testing.T, c *cluster, id string) {
 			json.Unmarshal(ofType(evs, event.RuntimeStarted, task)[0].Data, &started) != nil {
 			t.Fatal("payloads do not decode")
 		}
-		if caps.Adapter != "native" || caps.Provider != provider || caps.ScopeEnforcement != "prevented" || caps.Model != "test-model" || !slices.Contains(caps.Tools, "write_file") {
+		model := "test-model"
+		if task == "b" {
+			model = "test-model-b" // the task's own
+		}
+		if caps.Adapter != "native" || caps.Provider != provider || caps.ScopeEnforcement != "prevented" || caps.Model != model || !slices.Contains(caps.Tools, "write_file") {
 			t.Errorf("task %s's capabilities: %+v", task, caps)
 		}
-		if started.Pid != 0 || len(started.Argv) != 4 || started.Argv[0] != "native" || started.Argv[1] != provider {
+		if started.Pid != 0 || len(started.Argv) != 4 || started.Argv[0] != "native" || started.Argv[1] != provider || started.Argv[3] != model {
 			t.Errorf("task %s's runtime_started: %+v", task, started)
 		}
 	}
