@@ -24,6 +24,9 @@
 // worker during the measured flow of BenchmarkEndToEnd and BenchmarkScale
 // (DROVER_BENCH_PPROF_SECONDS, default 20), through the opt-in
 // /debug/pprof of http.listen (config http.pprof).
+// BenchmarkNativeEndToEnd takes DROVER_BENCH_NATIVE_TASKS (20) and
+// DROVER_BENCH_NATIVE_HELD (20); the native runtime's in-process figures are
+// BenchmarkTurnOverhead and BenchmarkMemoryPerAttempt in internal/native.
 // BenchmarkFold, in internal/controller, takes DROVER_BENCH_FOLD_EVENTS and
 // DROVER_BENCH_FOLD_PROFILE=FILE, a CPU profile of the fold alone.
 package bench

@@ -9,10 +9,10 @@
 # Counts and the scale scenario's size can be changed:
 #   BENCH_COUNT_E2E (3) BENCH_COUNT_FOLD (5) BENCH_COUNT_CLAIM (3)
 #   BENCH_COUNT_FLOOD (3) BENCH_COUNT_SCALE (2) BENCH_SCALE_TASKS (1000)
-#   BENCH_COUNT_CONSOLE (3)
+#   BENCH_COUNT_CONSOLE (3) BENCH_COUNT_NATIVE (3) BENCH_COUNT_NATIVE_E2E (2)
 # and each scenario's size by its DROVER_BENCH_* variable (see bench/doc.go).
 # BENCH_ONLY="scale e2e" runs only those scenarios (fold, claim, flood, scale,
-# e2e, console, micro); `make bench-scale` runs the scale scenario as the issue
+# e2e, console, native, micro); `make bench-scale` runs the scale scenario as the issue
 # specifies it, 10,000 vs 1,000 tasks, which takes longer than the rest.
 #
 # Repositories, repo caches and worktrees go to BENCH_WORKDIR, by default
@@ -42,12 +42,12 @@ fi
 export DROVER_BENCH_WORKDIR=${BENCH_WORKDIR:-}
 [ -z "$DROVER_BENCH_WORKDIR" ] || mkdir -p "$DROVER_BENCH_WORKDIR"
 
-only=" ${BENCH_ONLY:-fold claim flood scale e2e console micro} "
+only=" ${BENCH_ONLY:-fold claim flood scale e2e console native micro} "
 want() { [[ "$only" == *" $1 "* ]]; }
 
-bench() { # PATTERN COUNT PACKAGE
+bench() { # PATTERN COUNT PACKAGE; BENCHTIME (default 1x) as go test takes it
 	echo "== $1 ×$2 ($3)" >&2
-	"$GO" test -v -run '^$' -bench "$1" -benchtime 1x -count "$2" -timeout 90m "$3" | tee -a "$out"
+	"$GO" test -v -run '^$' -bench "$1" -benchtime "${BENCHTIME:-1x}" -count "$2" -timeout 90m "$3" | tee -a "$out"
 }
 
 {
@@ -67,11 +67,19 @@ want e2e && bench 'BenchmarkEndToEnd$' "${BENCH_COUNT_E2E:-3}" ./bench/
 # then the page in headless Chromium and its live updates (skipped, saying
 # why, without chromium: make bench installs it).
 want console && bench 'BenchmarkFlowPage10k$|BenchmarkConsoleBrowser10k$' "${BENCH_COUNT_CONSOLE:-3}" ./internal/console/
+# The native runtime: what it adds to each turn and what each attempt
+# holds, in process against a test server per wire protocol (20 attempts of
+# 10 turns per run), then through a worker process.
+if want native; then
+	BENCHTIME=20x bench 'BenchmarkTurnOverhead$' "${BENCH_COUNT_NATIVE:-3}" ./internal/native/
+	bench 'BenchmarkMemoryPerAttempt$' "${BENCH_COUNT_NATIVE:-3}" ./internal/native/
+	bench 'BenchmarkNativeEndToEnd$' "${BENCH_COUNT_NATIVE_E2E:-2}" ./bench/
+fi
 # The packages' micro-benchmarks (publishing and fsync, tracing, parsing,
 # planning), at go test's default benchtime.
 if want micro; then
 	echo "== micro-benchmarks" >&2
-	"$GO" test -run '^$' -bench . -skip 'BenchmarkFold$|BenchmarkFlowPage10k$|BenchmarkConsoleBrowser10k$' -benchmem -count 1 ./internal/... | tee -a "$out"
+	"$GO" test -run '^$' -bench . -skip 'BenchmarkFold$|BenchmarkFlowPage10k$|BenchmarkConsoleBrowser10k$|BenchmarkTurnOverhead$|BenchmarkMemoryPerAttempt$' -benchmem -count 1 ./internal/... | tee -a "$out"
 fi
 
 echo
@@ -82,6 +90,8 @@ echo
 	-target 'Scale:peak_rss_MB<=256' -target 'Scale:ratio<=11' \
 	-target 'OutputFlood:rss_growth_MB<=64' \
 	-target 'ConsoleBrowser10k:load_ms<=2000' -target 'ConsoleBrowser10k:lag_ms<=2000' \
+	-target 'TurnOverhead:ms/turn<=5' -target 'MemoryPerAttempt:MB/attempt<=5' \
+	-target 'NativeEndToEnd:turn_ms<=5' -target 'NativeEndToEnd:rss_per_attempt_MB<=5' \
 	"$out"
 echo
 echo "make bench took $(($(date +%s) - began)) s; raw output in $out"

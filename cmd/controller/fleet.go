@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/drover-dev/drover/internal/adapter"
 	"github.com/drover-dev/drover/internal/controller"
 	"github.com/drover-dev/drover/internal/fleet"
 	"github.com/drover-dev/drover/internal/termsafe"
@@ -59,7 +60,7 @@ func newWorkers() *cobra.Command {
 				var rts []string
 				for _, r := range w.Runtimes {
 					if r.Healthy {
-						rts = append(rts, strings.TrimSpace(r.Name+" "+r.Version))
+						rts = append(rts, runtimeLabel(r))
 					}
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s ago\t%s\n", l(w.ID), l(w.Host), l(w.Pool), w.Busy, w.Slots,
@@ -90,9 +91,15 @@ func newRuntimeCmd() *cobra.Command {
 				return err
 			}
 			type row struct {
-				Runtime  string   `json:"runtime"`
-				Workers  []string `json:"workers"`
-				Versions []string `json:"versions"`
+				Runtime string `json:"runtime"`
+				Adapter string `json:"adapter,omitempty"`
+				// A native runtime's model API and model, as its first
+				// worker reports them.
+				Provider     string          `json:"provider,omitempty"`
+				Model        string          `json:"model,omitempty"`
+				Capabilities json.RawMessage `json:"capabilities,omitempty"`
+				Workers      []string        `json:"workers"`
+				Versions     []string        `json:"versions"`
 			}
 			byName := map[string]*row{}
 			for _, w := range ws {
@@ -102,7 +109,7 @@ func newRuntimeCmd() *cobra.Command {
 					}
 					rw := byName[r.Name]
 					if rw == nil {
-						rw = &row{Runtime: r.Name}
+						rw = &row{Runtime: r.Name, Adapter: r.Adapter, Provider: r.Provider, Model: r.Model, Capabilities: r.Capabilities}
 						byName[r.Name] = rw
 					}
 					rw.Workers = append(rw.Workers, w.ID)
@@ -120,9 +127,11 @@ func newRuntimeCmd() *cobra.Command {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(rows)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "RUNTIME\tWORKERS\tVERSIONS")
+			fmt.Fprintln(tw, "RUNTIME\tADAPTER\tPROVIDER\tCAPABILITIES\tWORKERS\tVERSIONS")
+			l := termsafe.Line
 			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", termsafe.Line(r.Runtime), termsafe.Line(strings.Join(r.Workers, ", ")), termsafe.Line(strings.Join(r.Versions, ", ")))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", l(r.Runtime), l(r.Adapter), l(r.Provider), l(capabilities(r.Capabilities)),
+					l(strings.Join(r.Workers, ", ")), l(strings.Join(r.Versions, ", ")))
 			}
 			return tw.Flush()
 		},
@@ -175,14 +184,54 @@ func newRuntimeCmd() *cobra.Command {
 func printHealth(out io.Writer, ws []*fleet.Registration) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	defer tw.Flush()
-	fmt.Fprintln(tw, "WORKER\tRUNTIME\tHEALTHY\tVERSION\tCHECKED\tERROR")
+	fmt.Fprintln(tw, "WORKER\tRUNTIME\tADAPTER\tHEALTHY\tVERSION\tCHECKED\tERROR")
 	l := termsafe.Line
 	for _, w := range ws {
 		for _, r := range w.Runtimes {
-			fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s ago\t%s\n", l(w.ID), l(r.Name), r.Healthy, l(r.Version),
+			adapterName := r.Adapter
+			if r.Provider != "" {
+				adapterName += " " + r.Provider
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s ago\t%s\n", l(w.ID), l(r.Name), l(adapterName), r.Healthy, l(r.Version),
 				time.Since(r.Checked).Round(time.Second), l(r.Error))
 		}
 	}
+}
+
+// runtimeLabel is a healthy runtime in the workers table: its name and
+// version, and a native runtime's provider (its version is its model).
+func runtimeLabel(r fleet.RuntimeHealth) string {
+	label := strings.TrimSpace(r.Name + " " + r.Version)
+	if r.Provider != "" {
+		label += " (" + r.Provider + ")"
+	}
+	return label
+}
+
+// capabilities are a runtime's capabilities in a few words: those it has,
+// and the models it lists. Registrations come from outside: what does not
+// decode shows as "?".
+func capabilities(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var c adapter.Capabilities
+	if json.Unmarshal(raw, &c) != nil {
+		return "?"
+	}
+	var out []string
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{{c.SupportsModel, "model"}, {c.SupportsNonInteractive, "headless"}, {c.SupportsPromptFileInclusion, "prompt-file"}} {
+		if f.on {
+			out = append(out, f.name)
+		}
+	}
+	if len(c.AvailableModels) > 0 {
+		out = append(out, "models: "+strings.Join(c.AvailableModels, " "))
+	}
+	return strings.Join(out, ", ")
 }
 
 // group is the RunE of a command that only groups others: alone it shows

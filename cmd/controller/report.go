@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -97,6 +99,13 @@ func writeReport(w io.Writer, resp *controller.ReportResponse) {
 		fmt.Fprintf(w, "changes: %s\n", termsafe.Text(strings.TrimSpace(r.DiffSummary)))
 	}
 	fmt.Fprintf(w, "usage: %s\n", l(usageText(r.Usage))) // the model's name is the CLI's
+	if r.Turns > 0 {
+		// A native runtime's: its turns, its tool calls, what it refused.
+		fmt.Fprintf(w, "turns: %d, tool calls: %s\n", r.Turns, l(toolCallsText(r.ToolCalls)))
+	}
+	for _, refused := range r.Refusals {
+		fmt.Fprintf(w, "refused: %s\n", l(refused))
+	}
 	for _, s := range []struct{ name, tail string }{{"stdout", r.StdoutTail}, {"stderr", r.StderrTail}} {
 		if s.tail == "" {
 			continue
@@ -133,4 +142,16 @@ func tokens(n *int64) string {
 		return "unknown"
 	}
 	return strconv.FormatInt(*n, 10)
+}
+
+// toolCallsText is a report's tool calls by name, in name order.
+func toolCallsText(calls map[string]int) string {
+	if len(calls) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(calls)) {
+		parts = append(parts, fmt.Sprintf("%s %d", name, calls[name]))
+	}
+	return strings.Join(parts, ", ")
 }

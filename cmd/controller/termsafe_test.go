@@ -162,6 +162,11 @@ func TestReportEscapes(t *testing.T) {
 		"diff summary": func(r *event.Report) { r.DiffSummary = " " + hostile + " | 1 +\n" },
 		"stdout tail":  func(r *event.Report) { r.StdoutTail = hostile },
 		"stderr tail":  func(r *event.Report) { r.StderrTail = "line\n" + hostile + "\n" },
+		// A native runtime's: a refused path and a tool the model named.
+		"refusal": func(r *event.Report) {
+			r.Turns, r.Refusals = 1, []string{"write_file " + hostile + ": outside the worktree"}
+		},
+		"tool call": func(r *event.Report) { r.Turns, r.ToolCalls = 1, map[string]int{hostile: 1} },
 	} {
 		r := &event.Report{}
 		set(r)

@@ -53,24 +53,33 @@ func newRuntime() *cobra.Command {
 				EnvPassed    []string             `json:"env_passed"`
 				KeyVariables []string             `json:"key_variables,omitempty"`
 				Capabilities adapter.Capabilities `json:"capabilities"`
+				// What an attempt gets: for a native runtime its model
+				// API, tools, scope enforcement and budget.
+				Evaluation adapter.Evaluation `json:"evaluation"`
 			}
 			var rows []row
 			for _, name := range cfg.RuntimeNames() {
 				rt := cfg.Runtimes[name]
-				ad, err := adapter.New(name, rt)
+				ad, err := worker.NewAdapter(name, rt)
 				if err != nil {
 					return err
 				}
-				rows = append(rows, row{name, rt, adapter.PassedEnv(rt), adapter.HostKeyVariables(rt), ad.Capabilities()})
+				rows = append(rows, row{name, rt, adapter.PassedEnv(rt), adapter.HostKeyVariables(rt), ad.Capabilities(), adapter.Evaluate(ad, "")})
 			}
 			if output == "json" {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(rows)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "RUNTIME\tADAPTER\tBINARY\tINPUT\tOUTPUT\tMODEL")
+			fmt.Fprintln(tw, "RUNTIME\tADAPTER\tBINARY / ENDPOINT\tINPUT\tOUTPUT\tMODEL")
 			l := termsafe.Line
 			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", l(r.Name), l(r.Runtime.Adapter), l(r.Runtime.Binary), l(r.Runtime.Input), l(string(r.Runtime.Output)), l(r.Runtime.Model))
+				bin, input, out := r.Runtime.Binary, r.Runtime.Input, string(r.Runtime.Output)
+				if r.Runtime.Adapter == "native" {
+					// No CLI: the model API it talks to, the prompt as the
+					// first message, its own events as output.
+					bin, input, out = r.Runtime.Provider+" "+r.Runtime.BaseURL, "message", "native-events"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", l(r.Name), l(r.Runtime.Adapter), l(bin), l(input), l(out), l(r.Runtime.Model))
 			}
 			return tw.Flush()
 		},
@@ -79,7 +88,7 @@ func newRuntime() *cobra.Command {
 	var hOutput string
 	health := &cobra.Command{
 		Use:     "health",
-		Short:   "Check each runtime here: binary found, executable, version; exit 1 if none is healthy",
+		Short:   "Check each runtime here: binary found, executable, version (native: key set, endpoint answering, model known); exit 1 if none is healthy",
 		Example: "  worker runtime health\n  worker runtime health -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -93,7 +102,7 @@ func newRuntime() *cobra.Command {
 			var rows []*fleet.RuntimeHealth
 			healthy := 0
 			for _, name := range cfg.Worker.Runtimes {
-				ad, err := adapter.New(name, cfg.Runtimes[name])
+				ad, err := worker.NewAdapter(name, cfg.Runtimes[name])
 				if err != nil {
 					return err
 				}
@@ -109,7 +118,7 @@ func newRuntime() *cobra.Command {
 				}
 			} else {
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "RUNTIME\tHEALTHY\tVERSION\tBINARY / ERROR")
+				fmt.Fprintln(tw, "RUNTIME\tHEALTHY\tVERSION\tBINARY / ENDPOINT / ERROR")
 				// Versions and errors are what the CLIs printed.
 				l := termsafe.Line
 				for _, r := range rows {

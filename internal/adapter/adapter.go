@@ -56,7 +56,9 @@ type Capabilities struct {
 // Info is what Initialize learned.
 type Info struct {
 	Adapter string
-	Binary  string // resolved absolute path
+	// Binary is a CLI's resolved absolute path; for an in-process runtime,
+	// what it talks to (its provider and endpoint).
+	Binary  string
 	Version string
 }
 
@@ -108,11 +110,16 @@ func (e *Error) Error() string { return string(e.Class) + ": " + e.Message }
 // ErrUnknownAdapter is returned by New for an adapter name no one implements.
 var ErrUnknownAdapter = errors.New("adapter: unknown adapter")
 
-// New builds the adapter a runtime's configuration names.
+// New builds the adapter a runtime's configuration names, when this
+// package implements it: the command adapter. A native runtime runs in the
+// worker's process and is built by package native, which imports this one
+// (the worker's NewAdapter chooses between them).
 func New(name string, rt config.Runtime) (Adapter, error) {
 	switch rt.Adapter {
 	case "command", "":
 		return NewCommand(name, rt), nil
+	case "native":
+		return nil, fmt.Errorf("%w: runtime %s is native, built by package native (worker.NewAdapter)", ErrUnknownAdapter, name)
 	}
 	return nil, fmt.Errorf("%w: %q for runtime %s", ErrUnknownAdapter, rt.Adapter, name)
 }

@@ -44,6 +44,7 @@ var (
 	_ Adapter       = (*CommandAdapter)(nil)
 	_ HealthChecker = (*CommandAdapter)(nil)
 	_ OutputReader  = (*CommandAdapter)(nil)
+	_ Evaluator     = (*CommandAdapter)(nil)
 )
 
 // NewCommand returns the generic adapter for a runtime.
@@ -150,6 +151,13 @@ func (a *CommandAdapter) Capabilities() Capabilities {
 		SupportsPromptFileInclusion: a.rt.Input == "file",
 		AvailableModels:             a.rt.Models,
 	}
+}
+
+// Evaluate implements Evaluator: the capabilities, the model the CLI is
+// given (model, else the configured one, else its own choice: empty), and
+// a scope that only the check after the run can hold.
+func (a *CommandAdapter) Evaluate(model string) Evaluation {
+	return Evaluation{Capabilities: a.Capabilities(), Model: cmp.Or(model, a.rt.Model), ScopeEnforcement: ScopeDetected}
 }
 
 // ResolveBinary finds a runtime binary: a path as given, else in PATH, else

@@ -12,16 +12,21 @@
 // opencode and kilo {env:NAME}), read where the CLI reads it, never from
 // the repository.
 // Optional capabilities are small interfaces of their own (OutputReader,
-// HealthChecker).
+// HealthChecker, Evaluator).
 //
-// CommandAdapter is the one implementation today: every runtime, built in
+// CommandAdapter is the implementation here: every CLI runtime, built in
 // or configured (config.Runtime), is a command whose environment comes from
-// an allowlist and whose HOME may be private to the attempt. Package
+// an allowlist and whose HOME may be private to the attempt. A runtime that
+// runs inside the worker instead (the native runtime, package native) is an
+// InProcess adapter (inprocess.go): the attempt calls its Run, with the
+// task's scope, which it enforces itself, in place of a supervised process.
+// Package
 // adaptertest holds the conformance suite every adapter must pass
 // (RunConformance), run by this package's tests against the demo agent's
 // persona of each CLI.
 //
 // The lifecycle itself (worktree, supervision, observation, events) is driven
 // by package attempt; an adapter must not know about NATS, git, flows or
-// events.
+// events (a task's scope, flow.Scope, is the one part of a flow an
+// in-process runtime is given).
 package adapter

@@ -149,6 +149,9 @@ type run struct {
 	sum       *transcript.Summary
 	runErr    *adapter.Error
 	cancelled bool // the operator's cancel stopped the CLI
+	// An in-process runtime's run, instead of cmd, res and sum.
+	ipRes *adapter.RunResult
+	ipOut *inProcessOutput
 
 	// Observe and the checks after it.
 	changes       *worktree.Changes
@@ -259,12 +262,19 @@ func mergeRefs(deps []event.DepResult) []worktree.Ref {
 }
 
 // execute runs the CLI, unless the operator cancelled the attempt already,
-// until it exits, times out, hangs or is cancelled, and reads how it ended.
+// until it exits, times out, hangs or is cancelled, and reads how it ended;
+// a runtime that runs in the worker instead runs there (inprocess.go).
 func (a *run) execute(ctx context.Context) error {
 	if closed(a.job.Cancel) {
 		return cancelledError(a.job)
 	}
+	if ip, ok := a.ad.(adapter.InProcess); ok {
+		return a.executeInProcess(ctx, ip)
+	}
 	if err := a.command(); err != nil {
+		return err
+	}
+	if err := a.evaluate(ctx); err != nil {
 		return err
 	}
 	reader := newOutputReader(a.ad, a.cmd.OwnRetryTimeout)
@@ -308,11 +318,7 @@ func (a *run) command() error {
 	job, wt := a.job, a.wt
 	cmd, err := a.ad.Command(&adapter.Input{
 		Prompt: job.Prompt, Worktree: wt.Path, TempDir: a.tmp, Timeout: time.Duration(job.Timeout),
-		Model: job.Model, Args: job.Args,
-		Env: []string{
-			"DROVER_FLOW_ID=" + job.Flow, "DROVER_TASK_ID=" + job.Task,
-			"DROVER_ATTEMPT_ID=" + job.Attempt, "DROVER_WORKTREE=" + wt.Path,
-		},
+		Model: job.Model, Args: job.Args, Env: a.droverEnv(),
 	})
 	if err != nil {
 		return runtimeFailure(err)
@@ -416,7 +422,7 @@ func (a *run) verify(ctx context.Context) error {
 		return nil
 	}
 	cctx, stop := cancelOn(ctx, a.job.Cancel)
-	ver, verr := a.r.runChecks(cctx, a.job, a.wt, reviewTempDir(a.tmp), a.cmd.Env, a.changes.Diff)
+	ver, verr := a.r.runChecks(cctx, a.job, a.wt, reviewTempDir(a.tmp), a.checkEnv(), a.changes.Diff)
 	stop()
 	if ctx.Err() != nil {
 		return context.Cause(ctx)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/adapter"
 	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/supervise"
 	"github.com/drover-dev/drover/internal/verify"
 	"github.com/drover-dev/drover/internal/worktree"
@@ -170,14 +171,19 @@ func (r *Runner) review(ctx context.Context, job *Job, wt *worktree.Worktree, tm
 	if task == "" {
 		task = job.Prompt
 	}
-	cmd, err := validator.Command(&adapter.Input{
+	vin := &adapter.Input{
 		Prompt: ReviewPrompt(task, diff, checks), Worktree: wt.Path, TempDir: tmp,
 		Model: rv.Model, Args: rv.Args, Timeout: timeout,
 		Env: []string{
 			"DROVER_FLOW_ID=" + job.Flow, "DROVER_TASK_ID=" + job.Task,
 			"DROVER_ATTEMPT_ID=" + job.Attempt, "DROVER_WORKTREE=" + wt.Path, "DROVER_ROLE=validator",
 		},
-	})
+	}
+	if ip, ok := validator.(adapter.InProcess); ok {
+		r.reviewInProcess(ctx, ip, vin, res)
+		return res
+	}
+	cmd, err := validator.Command(vin)
 	if err != nil {
 		res.Error = "the validator cannot run: " + err.Error()
 		return res
@@ -205,16 +211,36 @@ func (r *Runner) review(ctx context.Context, job *Job, wt *worktree.Worktree, tm
 		res.Error = "the validator failed: " + e.Error()
 		return res
 	}
+	r.verdict(text, res)
+	return res
+}
+
+// verdict reads the validator's answer into res.
+func (r *Runner) verdict(text string, res *event.ReviewResult) {
 	passed, reasons, err := ParseVerdict(text)
 	if err != nil {
 		res.Error = err.Error()
-		return res
+		return
 	}
 	for i := range reasons {
 		reasons[i] = r.Redact.String(reasons[i])
 	}
 	res.Passed, res.Reasons = passed, reasons
-	return res
+}
+
+// reviewInProcess runs an in-process validator (the native runtime): its
+// file tools may change nothing, so a review cannot touch the result it
+// judges; what its commands write is undone with the rest of the checks'.
+func (r *Runner) reviewInProcess(ctx context.Context, ip adapter.InProcess, in *adapter.Input, res *event.ReviewResult) {
+	run, err := ip.Run(ctx, &adapter.RunInput{Input: *in, Scope: &flow.Scope{Deny: []string{"**"}}}, nil)
+	switch {
+	case err != nil:
+		res.Error = "the validator cannot run: " + err.Error()
+	case run.Err != nil:
+		res.Error = "the validator failed: " + run.Err.Error()
+	default:
+		r.verdict(run.FinalText, res)
+	}
 }
 
 // resetTo puts the worktree back to commit: what the checks wrote, built

@@ -2,7 +2,10 @@
 // Initialize → Prepare → Execute → Observe → Terminate → Report
 // (docs/design.md#one-attempt). It joins an adapter (what to run), the
 // worktree cache (where), and supervision (how), and tells what happened
-// through an Emitter, as package event's payloads. Runner.Run calls one
+// through an Emitter, as package event's payloads. A runtime that runs in
+// the worker instead of as a CLI (adapter.InProcess, the native runtime) is
+// run by the execute phase in place of a supervised process
+// (inprocess.go); the phases around it are the same. Runner.Run calls one
 // method per phase in order (attempt.go); each returns its error, and the
 // report is assembled from what they found (report.go). It also builds a
 // flow's integration branch (Integrate) and sweeps the worker's work dir

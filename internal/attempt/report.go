@@ -2,12 +2,9 @@ package attempt
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/drover-dev/drover/internal/event"
@@ -42,6 +39,9 @@ func (a *run) report(failure *adapter.Error) *event.Report {
 		rep.ExitCode, rep.Signal, rep.DurationMS = res.ExitCode, res.Signal, res.Duration().Milliseconds()
 		rep.StdoutTail = headTail(res.Stdout.String(), maxTailInReport)
 		rep.StderrTail = headTail(res.Stderr.String(), maxTailInReport)
+	}
+	if a.ipRes != nil {
+		a.reportInProcess(rep)
 	}
 	if a.sum != nil {
 		rep.Usage, rep.ToolCalls = usage(a.sum.Usage), toolCalls(a.sum.Events)
@@ -78,16 +78,7 @@ func CredentialFingerprint(env []string) string {
 			secret = append(secret, kv)
 		}
 	}
-	if len(secret) == 0 {
-		return ""
-	}
-	slices.Sort(secret)
-	h := sha256.New()
-	for _, kv := range secret {
-		h.Write([]byte(kv))
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil))[:12]
+	return redact.Fingerprint(secret)
 }
 
 // usage is what the CLI said it used, or nil when it said nothing; a

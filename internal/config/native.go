@@ -157,12 +157,14 @@ func validateNative(key string, rt Runtime, bad func(string, string, ...any)) {
 			bad(key+".env", "entry %q is not NAME=value", e)
 		}
 	}
-	for _, e := range rt.EnvPassthrough {
-		if e == "" || strings.ContainsAny(e, "= \t\n") {
-			bad(key+".env_passthrough", "bad variable name %q", e)
-		}
-		if e == n.APIKeyEnv {
-			bad(key+".env_passthrough", "passes %s, the API key, to the model's shell commands; the key is read by Drover and must not be", e)
+	for field, names := range map[string][]string{"env_passthrough": rt.EnvPassthrough, "env_passthrough_add": rt.EnvPassthroughAdd} {
+		for _, e := range names {
+			if e == "" || strings.ContainsAny(e, "= \t\n") {
+				bad(key+"."+field, "bad variable name %q", e)
+			}
+			if e == n.APIKeyEnv {
+				bad(key+"."+field, "passes %s, the API key, to the model's shell commands; the key is read by Drover and must not be", e)
+			}
 		}
 	}
 }

@@ -74,6 +74,7 @@ func TestNativeInvalid(t *testing.T) {
 		{"provider: anthropic\n    model: m\n    budget: {turn: 5}", "has invalid keys: turn"},
 		{"provider: anthropic\n    model: m\n    price: {output: -1}", "runtimes.x.price.output: must be 0..10000"},
 		{"provider: anthropic\n    model: m\n    env_passthrough: [ANTHROPIC_API_KEY]", "runtimes.x.env_passthrough: passes ANTHROPIC_API_KEY, the API key"},
+		{"provider: anthropic\n    model: m\n    env_passthrough_add: [GOPATH, ANTHROPIC_API_KEY]", "runtimes.x.env_passthrough_add: passes ANTHROPIC_API_KEY, the API key"},
 		{"provider: anthropic\n    model: m\n    command_timeout: -1s", "runtimes.x.command_timeout: must not be negative"},
 	}
 	for _, c := range cases {

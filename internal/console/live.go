@@ -311,7 +311,6 @@ const outputQuiet = 1500 * time.Millisecond
 
 func (c *Console) attemptLive(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("attempt")
-	withOutput := r.URL.Query().Get("output") == "1"
 	var flowID string
 	c.o.Projection.Read(func(st *projection.State) {
 		if a := st.Attempts[id]; a != nil {
@@ -332,91 +331,42 @@ func (c *Console) attemptLive(w http.ResponseWriter, r *http.Request) {
 	defer context.AfterFunc(c.ctx, cancel)()
 	wake, unsub := c.o.Folds.Subscribe()
 	defer unsub()
-
-	var chunks chan outputMsg
-	if withOutput && c.o.Artifacts != nil {
+	l := &attemptLive{c: c, id: id, ctx: ctx, fields: fieldDiff{}, sentSeqs: map[uint64]bool{}, first: true}
+	if r.URL.Query().Get("output") == "1" && c.o.Artifacts != nil {
 		if out, err := c.o.Artifacts.Output(ctx, flowID, id); err == nil {
 			defer out.Stop()
 			context.AfterFunc(ctx, out.Stop)
-			chunks = make(chan outputMsg, 64)
-			go readOutput(ctx, out, chunks)
+			l.chunks = make(chan outputMsg, 64)
+			go readOutput(ctx, out, l.chunks)
 		}
 	}
-	s := startSSE(w)
-	fields := fieldDiff{}
-	sentSeqs := map[uint64]bool{}
-	var timeline []timelineEntry
-	var phaseKey string
-	var ended, endedAtFirst, first = false, false, true
-	update := func() error {
-		var a *projection.Attempt
-		var seqs []uint64
-		now := c.o.Now()
-		c.o.Projection.Read(func(st *projection.State) {
-			x := st.Attempts[id]
-			if x == nil {
-				return
-			}
-			cp := *x
-			a = &cp
-			// The events are looked for again only when the attempt changed.
-			key := string(x.Phase) + "|" + string(x.State) + "|" + x.EndedAt.String()
-			if x.Error != nil {
-				key += "|" + string(x.Error.Class)
-			}
-			if key != phaseKey {
-				phaseKey = key
-				seqs = attemptEventSeqs(st, id, maxTimeline)
-			}
-		})
-		if a == nil {
-			return nil
-		}
-		var fresh []uint64
-		for _, q := range seqs {
-			if !sentSeqs[q] {
-				fresh = append(fresh, q)
-			}
-		}
-		if len(fresh) > 0 {
-			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			entries := c.readTimeline(rctx, fresh)
-			cancel()
-			var start time.Time
-			timeline = append(timeline, entries...)
-			slices.SortFunc(timeline, func(x, y timelineEntry) int { return int(x.Seq) - int(y.Seq) })
-			if len(timeline) > 0 {
-				start = timeline[0].Time
-			}
-			var rows []row
-			for _, e := range timeline {
-				sentSeqs[e.Seq] = true
-				rows = append(rows, e.row(start))
-			}
-			if err := s.send("rows", rowsMsg{Table: "timeline", Rows: rows}); err != nil {
-				return err
-			}
-		}
-		f := attemptFields(a, now)
-		end := now
-		if !a.EndedAt.IsZero() {
-			end = a.EndedAt
-		}
-		f["bar"] = cell{Bar: phaseBar(timeline, end)}
-		if ch := fields.changed(f); len(ch) > 0 {
-			if err := s.send("fields", ch); err != nil {
-				return err
-			}
-		}
-		ended = a.State.Terminal()
-		if first {
-			endedAtFirst, first = ended, false
-		}
-		return nil
-	}
-	if update() != nil {
+	l.s = startSSE(w)
+	if l.update() != nil {
 		return
 	}
+	l.run(wake)
+}
+
+// attemptLive is one page's live stream of an attempt: its phases, its
+// fields and, when asked, its output.
+type attemptLive struct {
+	c        *Console
+	id       string
+	ctx      context.Context
+	s        *sse
+	chunks   chan outputMsg // nil once all output is out, or when none is asked
+	fields   fieldDiff
+	sentSeqs map[uint64]bool
+	timeline []timelineEntry
+	phaseKey string
+	// ended: the attempt has ended; endedAtFirst: it had when the page
+	// opened.
+	ended, endedAtFirst, first bool
+}
+
+// run sends output and updates until the attempt has ended and its output
+// is out, or the page goes.
+func (l *attemptLive) run(wake <-chan struct{}) {
 	beat := time.NewTicker(heartbeat)
 	defer beat.Stop()
 	quiet := time.NewTimer(outputQuiet)
@@ -425,24 +375,24 @@ func (c *Console) attemptLive(w http.ResponseWriter, r *http.Request) {
 	var flush <-chan time.Time
 	last := time.Now()
 	for {
-		if ended && chunks == nil {
+		if l.ended && l.chunks == nil {
 			msg := cell{} // a page opened after the end has all there is
-			if !endedAtFirst {
+			if !l.endedAtFirst {
 				msg.Text = "The attempt has ended: reload for its report, diff and stored log."
 			}
-			_ = s.send("end", msg)
+			_ = l.s.send("end", msg)
 			return
 		}
 		select {
-		case <-ctx.Done():
+		case <-l.ctx.Done():
 			return
 		case <-beat.C:
-			if s.ping() != nil {
+			if l.s.ping() != nil {
 				return
 			}
-		case m, ok := <-chunks:
+		case m, ok := <-l.chunks:
 			if !ok {
-				chunks = nil
+				l.chunks = nil
 				continue
 			}
 			pending = append(pending, m)
@@ -452,32 +402,123 @@ func (c *Console) attemptLive(w http.ResponseWriter, r *http.Request) {
 			quiet.Reset(outputQuiet)
 		case <-flush:
 			flush = nil
-			if s.send("output", mergeOutput(pending)) != nil {
+			if l.s.send("output", mergeOutput(pending)) != nil {
 				return
 			}
 			pending = pending[:0]
 		case <-quiet.C:
-			if ended && len(pending) == 0 {
-				chunks = nil // all out: nothing came for a while after the end
+			if l.ended && len(pending) == 0 {
+				l.chunks = nil // all out: nothing came for a while after the end
 			}
 			quiet.Reset(outputQuiet)
 		case <-wake:
-			if wait := c.o.LiveInterval - time.Since(last); wait > 0 {
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(wait):
-				}
-			}
-			last = time.Now()
-			if update() != nil {
+			if !l.c.pace(l.ctx, last) {
 				return
 			}
-			if ended {
+			last = time.Now()
+			if l.update() != nil {
+				return
+			}
+			if l.ended {
 				quiet.Reset(outputQuiet)
 			}
 		}
 	}
+}
+
+// pace waits out what is left of the live interval since last; false when
+// the page went meanwhile.
+func (c *Console) pace(ctx context.Context, last time.Time) bool {
+	if wait := c.o.LiveInterval - time.Since(last); wait > 0 {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(wait):
+		}
+	}
+	return true
+}
+
+// update sends what changed of the attempt: new timeline rows and fields.
+func (l *attemptLive) update() error {
+	a, seqs := l.read()
+	if a == nil {
+		return nil
+	}
+	if err := l.sendTimeline(seqs); err != nil {
+		return err
+	}
+	now := l.c.o.Now()
+	f := attemptFields(a, now)
+	end := now
+	if !a.EndedAt.IsZero() {
+		end = a.EndedAt
+	}
+	f["bar"] = cell{Bar: phaseBar(l.timeline, end)}
+	if ch := l.fields.changed(f); len(ch) > 0 {
+		if err := l.s.send("fields", ch); err != nil {
+			return err
+		}
+	}
+	l.ended = a.State.Terminal()
+	if l.first {
+		l.endedAtFirst, l.first = l.ended, false
+	}
+	return nil
+}
+
+// read copies the attempt and, when it changed, the sequences of its
+// events.
+func (l *attemptLive) read() (*projection.Attempt, []uint64) {
+	var a *projection.Attempt
+	var seqs []uint64
+	l.c.o.Projection.Read(func(st *projection.State) {
+		x := st.Attempts[l.id]
+		if x == nil {
+			return
+		}
+		cp := *x
+		a = &cp
+		// The events are looked for again only when the attempt changed.
+		key := string(x.Phase) + "|" + string(x.State) + "|" + x.EndedAt.String()
+		if x.Error != nil {
+			key += "|" + string(x.Error.Class)
+		}
+		if key != l.phaseKey {
+			l.phaseKey = key
+			seqs = attemptEventSeqs(st, l.id, maxTimeline)
+		}
+	})
+	return a, seqs
+}
+
+// sendTimeline sends the timeline again when events not sent yet are among
+// seqs.
+func (l *attemptLive) sendTimeline(seqs []uint64) error {
+	var fresh []uint64
+	for _, q := range seqs {
+		if !l.sentSeqs[q] {
+			fresh = append(fresh, q)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(l.ctx, 5*time.Second)
+	entries := l.c.readTimeline(rctx, fresh)
+	cancel()
+	l.timeline = append(l.timeline, entries...)
+	slices.SortFunc(l.timeline, func(x, y timelineEntry) int { return int(x.Seq) - int(y.Seq) })
+	var start time.Time
+	if len(l.timeline) > 0 {
+		start = l.timeline[0].Time
+	}
+	var rows []row
+	for _, e := range l.timeline {
+		l.sentSeqs[e.Seq] = true
+		rows = append(rows, e.row(start))
+	}
+	return l.s.send("rows", rowsMsg{Table: "timeline", Rows: rows})
 }
 
 // readOutput cleans an attempt's output chunks, per stream, into out.

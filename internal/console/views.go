@@ -489,111 +489,104 @@ func (e timelineEntry) row(start time.Time) row {
 	}}
 }
 
+// summaries say in a line what each kind of event says, for the timeline;
+// a type not listed has no summary.
+var summaries = map[event.Type]func(*event.Event) string{
+	event.AttemptScheduled: summary(func(ev *event.Event, d *event.AttemptScheduledData) string {
+		return fmt.Sprintf("attempt %d on %s%s, pool %s", d.N, d.Runtime, modelSuffix(d.Model), d.Pool)
+	}),
+	event.AttemptClaimed: summary(func(ev *event.Event, d *event.AttemptClaimedData) string {
+		return fmt.Sprintf("by %s (epoch %d)", d.Worker, ev.Epoch)
+	}),
+	event.AdapterInitialized: summary(func(ev *event.Event, d *event.AdapterInitializedData) string {
+		return strings.TrimSpace(d.Binary + " " + d.Version)
+	}),
+	event.PrepareCompleted: summary(func(ev *event.Event, d *event.PrepareCompletedData) string {
+		return "branch " + d.Branch + " from " + short(d.BaseCommit)
+	}),
+	event.RuntimeStarted: summary(func(ev *event.Event, d *event.RuntimeStartedData) string {
+		return fmt.Sprintf("pid %d: %s", d.Pid, strings.Join(d.Argv, " "))
+	}),
+	event.RuntimeExited: summary(func(ev *event.Event, d *event.RuntimeExitedData) string {
+		return fmt.Sprintf("%s, exit %d %s after %s", d.Outcome, d.ExitCode, d.Signal, durationText(time.Duration(d.DurationMS)*time.Millisecond))
+	}),
+	event.FileModified: summary(func(ev *event.Event, d *event.FileModifiedData) string {
+		return d.Change + " " + d.Path
+	}),
+	event.DiffComputed: summary(func(ev *event.Event, d *event.DiffComputedData) string {
+		return fmt.Sprintf("%d created, %d modified, %d deleted, %d bytes", len(d.Created), len(d.Modified), len(d.Deleted), d.DiffBytes)
+	}),
+	event.CheckpointCommitCreated: summary(func(ev *event.Event, d *event.CheckpointCommitCreatedData) string {
+		return "commit " + short(d.Commit)
+	}),
+	event.VerificationCompleted: summary(func(ev *event.Event, d *event.Verification) string {
+		var s string
+		s = "passed"
+		if !d.Passed {
+			s = "failed"
+		}
+		return s
+	}),
+	event.AttemptReported: summary(func(ev *event.Event, d *event.Report) string {
+		var s string
+		s = "success"
+		if !d.Success {
+			s = "failure"
+			if d.Error != nil {
+				s += ": " + string(d.Error.Class)
+			}
+		}
+		return s
+	}),
+	event.RuntimeErrorClassified: summary(func(ev *event.Event, d *event.RuntimeErrorClassifiedData) string {
+		return string(d.Class) + ": " + d.Message
+	}),
+	event.RuntimeRecoveryScheduled: summary(func(ev *event.Event, d *event.RuntimeRecoveryScheduledData) string {
+		return fmt.Sprintf("%s: attempt %d on %s after %s (%s)", d.Strategy, d.N, d.Runtime, durationText(time.Duration(d.DelayMS)*time.Millisecond), d.Reason)
+	}),
+	event.TaskFailed: summary(func(ev *event.Event, d *event.TaskFailedData) string {
+		return strings.TrimSpace(string(d.Class) + " " + d.Reason)
+	}),
+	event.AttemptLost: summary(func(ev *event.Event, d *event.AttemptLostData) string {
+		return d.Worker + ": " + d.Reason
+	}),
+	event.AttemptAbandoned: summary(func(ev *event.Event, d *event.AttemptAbandonedData) string {
+		return d.Reason
+	}),
+	event.CancelRequested: summary(func(ev *event.Event, d *event.CancelRequestedData) string {
+		return d.Scope + " " + d.Reason
+	}),
+	event.TaskCancelled: summary(func(ev *event.Event, d *event.TaskCancelledData) string {
+		return d.Reason
+	}),
+	event.RuntimeCapabilitiesEvaluated: summary(func(_ *event.Event, d *event.RuntimeCapabilitiesEvaluatedData) string {
+		s := d.Adapter + ", scope " + d.ScopeEnforcement
+		if d.Model != "" {
+			s += ", " + strings.TrimSpace(d.Provider+" "+d.Model)
+		}
+		return s
+	}),
+}
+
+// summary makes a summary function of one that reads the payload as a T;
+// an event whose payload does not decode has none.
+func summary[T any](fn func(*event.Event, *T) string) func(*event.Event) string {
+	return func(ev *event.Event) string {
+		var d T
+		if ev.Payload(&d) != nil {
+			return ""
+		}
+		return fn(ev, &d)
+	}
+}
+
 // summarizeEvent says in a line what an event of an attempt's life holds.
 func summarizeEvent(ev *event.Event) string {
-	var s string
-	switch ev.Type {
-	case event.AttemptScheduled:
-		var d event.AttemptScheduledData
-		if ev.Payload(&d) == nil {
-			s = fmt.Sprintf("attempt %d on %s%s, pool %s", d.N, d.Runtime, modelSuffix(d.Model), d.Pool)
-		}
-	case event.AttemptClaimed:
-		var d event.AttemptClaimedData
-		if ev.Payload(&d) == nil {
-			s = fmt.Sprintf("by %s (epoch %d)", d.Worker, ev.Epoch)
-		}
-	case event.AdapterInitialized:
-		var d event.AdapterInitializedData
-		if ev.Payload(&d) == nil {
-			s = strings.TrimSpace(d.Binary + " " + d.Version)
-		}
-	case event.PrepareCompleted:
-		var d event.PrepareCompletedData
-		if ev.Payload(&d) == nil {
-			s = "branch " + d.Branch + " from " + short(d.BaseCommit)
-		}
-	case event.RuntimeStarted:
-		var d event.RuntimeStartedData
-		if ev.Payload(&d) == nil {
-			s = fmt.Sprintf("pid %d: %s", d.Pid, strings.Join(d.Argv, " "))
-		}
-	case event.RuntimeExited:
-		var d event.RuntimeExitedData
-		if ev.Payload(&d) == nil {
-			s = fmt.Sprintf("%s, exit %d %s after %s", d.Outcome, d.ExitCode, d.Signal, durationText(time.Duration(d.DurationMS)*time.Millisecond))
-		}
-	case event.FileModified:
-		var d event.FileModifiedData
-		if ev.Payload(&d) == nil {
-			s = d.Change + " " + d.Path
-		}
-	case event.DiffComputed:
-		var d event.DiffComputedData
-		if ev.Payload(&d) == nil {
-			s = fmt.Sprintf("%d created, %d modified, %d deleted, %d bytes", len(d.Created), len(d.Modified), len(d.Deleted), d.DiffBytes)
-		}
-	case event.CheckpointCommitCreated:
-		var d event.CheckpointCommitCreatedData
-		if ev.Payload(&d) == nil {
-			s = "commit " + short(d.Commit)
-		}
-	case event.VerificationCompleted:
-		var d event.Verification
-		if ev.Payload(&d) == nil {
-			s = "passed"
-			if !d.Passed {
-				s = "failed"
-			}
-		}
-	case event.AttemptReported:
-		var d event.Report
-		if ev.Payload(&d) == nil {
-			s = "success"
-			if !d.Success {
-				s = "failure"
-				if d.Error != nil {
-					s += ": " + string(d.Error.Class)
-				}
-			}
-		}
-	case event.RuntimeErrorClassified:
-		var d event.RuntimeErrorClassifiedData
-		if ev.Payload(&d) == nil {
-			s = string(d.Class) + ": " + d.Message
-		}
-	case event.RuntimeRecoveryScheduled:
-		var d event.RuntimeRecoveryScheduledData
-		if ev.Payload(&d) == nil {
-			s = fmt.Sprintf("%s: attempt %d on %s after %s (%s)", d.Strategy, d.N, d.Runtime, durationText(time.Duration(d.DelayMS)*time.Millisecond), d.Reason)
-		}
-	case event.TaskFailed:
-		var d event.TaskFailedData
-		if ev.Payload(&d) == nil {
-			s = strings.TrimSpace(string(d.Class) + " " + d.Reason)
-		}
-	case event.AttemptLost:
-		var d event.AttemptLostData
-		if ev.Payload(&d) == nil {
-			s = d.Worker + ": " + d.Reason
-		}
-	case event.AttemptAbandoned:
-		var d event.AttemptAbandonedData
-		if ev.Payload(&d) == nil {
-			s = d.Reason
-		}
-	case event.CancelRequested:
-		var d event.CancelRequestedData
-		if ev.Payload(&d) == nil {
-			s = d.Scope + " " + d.Reason
-		}
-	case event.TaskCancelled:
-		var d event.TaskCancelledData
-		if ev.Payload(&d) == nil {
-			s = d.Reason
-		}
+	f, ok := summaries[ev.Type]
+	if !ok {
+		return ""
 	}
-	return oneLine(s, 300)
+	return oneLine(f(ev), 300)
 }
 
 // phaseBar draws an attempt's timeline as a bar: each event's phase

@@ -83,6 +83,11 @@ func Resolve(cfg *config.Config, spec *flow.Spec) (*Resolution, error) {
 			problems = append(problems, field+".runtime: no runtime: set one on the task, the flow, its project, or defaults.runtime")
 		case !known(r.Worker.Name):
 			problems = append(problems, fmt.Sprintf("%s.runtime: unknown runtime %q (configured: %s)", field, r.Worker.Name, strings.Join(cfg.RuntimeNames(), ", ")))
+		case cfg.Runtimes[r.Worker.Name].Adapter == "native":
+			// Any model of its provider; no command line to add to.
+			if len(r.Worker.Args) > 0 {
+				problems = append(problems, fmt.Sprintf("%s.runtime: runtime %s is native, so args %q have nothing to go to", field, r.Worker.Name, r.Worker.Args))
+			}
 		case r.Worker.Model != "" && cfg.Runtimes[r.Worker.Name].ModelFlag == "":
 			problems = append(problems, fmt.Sprintf("%s.runtime: runtime %s has no model_flag, so model %q cannot be passed", field, r.Worker.Name, r.Worker.Model))
 		}

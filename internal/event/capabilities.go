@@ -1,8 +1,9 @@
 package event
 
 // RuntimeCapabilitiesEvaluated records, before runtime_started, what the
-// attempt's runtime can do and how it is bounded (docs/runtimes.md#the-native-runtime). It is
-// observational: the fold keeps it in the log and changes no state.
+// attempt's runtime can do and how it is bounded (docs/runtimes.md#the-native-runtime),
+// for every attempt, CLI or native. It is observational: the fold records
+// it as the attempt's phase, as every lifecycle event, and nothing else.
 const RuntimeCapabilitiesEvaluated Type = "runtime_capabilities_evaluated"
 
 // RuntimeCapabilitiesEvaluatedData is its payload. The first fields are

@@ -387,6 +387,11 @@ type Report struct {
 	Unparsed  int    `json:"unparsed_lines,omitempty"`
 	// ToolCalls counts the tool calls the CLI reported, by tool name.
 	ToolCalls map[string]int `json:"tool_calls,omitempty"`
+	// Turns counts an in-process runtime's model answers; Refusals are
+	// what it refused the agent (a write outside the task's scope, a path
+	// outside the worktree), one line each: prevented, not found after.
+	Turns    int      `json:"turns,omitempty"`
+	Refusals []string `json:"refusals,omitempty"`
 	// Artifacts in the object store: the full (masked) log, the patch, and
 	// the CLI's output parsed into normalised events (JSON lines).
 	EventsObject string `json:"events_object,omitempty"`

@@ -44,6 +44,10 @@ type RuntimeHealth struct {
 	Error        string          `json:"error,omitempty"`
 	Checked      time.Time       `json:"checked"`
 	Capabilities json.RawMessage `json:"capabilities,omitempty"`
+	// Provider and Model name a native runtime's model API (anthropic,
+	// openai-responses, openai-chat) and its configured model.
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model,omitempty"`
 }
 
 // Register writes (or renews) a worker's registration.

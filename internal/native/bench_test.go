@@ -66,7 +66,7 @@ func BenchmarkTurnOverhead(b *testing.B) {
 					b.Fatalf("%+v %v", res, err)
 				}
 			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*turnsPerAttempt), "ns/turn")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e6/float64(b.N*turnsPerAttempt), "ms/turn")
 		})
 	}
 }
@@ -117,7 +117,7 @@ func BenchmarkMemoryPerAttempt(b *testing.B) {
 		cancel()
 		wg.Wait()
 		srv.Close()
-		b.ReportMetric(float64(during-before)/attempts, "B/attempt")
+		b.ReportMetric(float64(during-before)/attempts/(1<<20), "MB/attempt")
 	}
 }
 

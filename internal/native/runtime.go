@@ -17,6 +17,7 @@ import (
 	"github.com/drover-dev/drover/internal/native/model"
 	"github.com/drover-dev/drover/internal/native/openai"
 	"github.com/drover-dev/drover/internal/native/tools"
+	"github.com/drover-dev/drover/internal/redact"
 	"github.com/drover-dev/drover/internal/supervise"
 )
 
@@ -57,7 +58,7 @@ func ConfigFrom(rt config.Runtime) Config {
 	c := Config{
 		Provider: n.Provider, BaseURL: n.BaseURL, APIKeyEnv: n.APIKeyEnv, Model: rt.Model,
 		MaxTokens: n.MaxTokens, CommandTimeout: n.CommandTimeout, Timeout: rt.Timeout, Grace: rt.Grace,
-		Limits: supervise.Limits(rt.Limits), Env: rt.Env, EnvPassthrough: rt.EnvPassthrough,
+		Limits: supervise.Limits(rt.Limits), Env: rt.Env, EnvPassthrough: rt.Passthrough(),
 		Budget: Budget{Turns: n.Budget.Turns, Tokens: n.Budget.Tokens, InputTokens: n.Budget.InputTokens,
 			OutputTokens: n.Budget.OutputTokens, Time: n.Budget.Time},
 		Price: Price{Input: n.Price.Input, Output: n.Price.Output, CacheRead: n.Price.CacheRead, CacheWrite: n.Price.CacheWrite},
@@ -96,6 +97,9 @@ type Runtime struct {
 	// keyMissing is set when api_key_env names a variable this worker
 	// does not have.
 	keyMissing bool
+	// credential fingerprints the key (redact.Fingerprint), for the
+	// report: "" without one.
+	credential string
 
 	mu   sync.Mutex
 	info *adapter.Info
@@ -123,8 +127,16 @@ func New(name string, rt config.Runtime) (*Runtime, error) {
 	}
 	r := NewRuntime(name, cfg, client)
 	r.keyMissing = missing
+	if key != "" {
+		r.credential = redact.Fingerprint([]string{cfg.APIKeyEnv + "=" + key})
+	}
 	return r, nil
 }
+
+// Credential fingerprints the runtime's key as a CLI's credentials are
+// (redact.Fingerprint of NAME=value), so that a rate limit on the key
+// cools down every runtime using it; "" when it has none.
+func (r *Runtime) Credential() string { return r.credential }
 
 // NewClient builds the model client a configuration names. A nil hc uses
 // a client made for long streams: connection and header timeouts, no
@@ -239,27 +251,17 @@ func (r *Runtime) Capabilities() adapter.Capabilities {
 	return adapter.Capabilities{SupportsModel: true, SupportsNonInteractive: true, AvailableModels: []string{r.cfg.Model}}
 }
 
-// Evaluation is what the runtime_capabilities_evaluated event records
-// (event.RuntimeCapabilitiesEvaluatedData has the same fields).
-type Evaluation struct {
-	Capabilities     adapter.Capabilities
-	Provider         string
-	Model            string
-	BaseURL          string
-	Tools            []string
-	ScopeEnforcement string // "prevented": the file tools check the scope before a change
-	Budget           Budget
-}
-
 // Evaluate returns the runtime's capabilities for an attempt that asks for
-// model (empty: the configured one).
-func (r *Runtime) Evaluate(modelName string) Evaluation {
+// model (empty: the configured one): the model API, the tools, a scope
+// that the file tools enforce before a change, and the budget.
+func (r *Runtime) Evaluate(modelName string) adapter.Evaluation {
 	if modelName == "" {
 		modelName = r.cfg.Model
 	}
-	return Evaluation{
+	b := adapter.Budget(r.cfg.Budget)
+	return adapter.Evaluation{
 		Capabilities: r.Capabilities(), Provider: r.cfg.Provider, Model: modelName, BaseURL: r.cfg.BaseURL,
-		Tools: tools.Names(), ScopeEnforcement: "prevented", Budget: r.cfg.Budget,
+		Tools: tools.Names(), ScopeEnforcement: adapter.ScopePrevented, Budget: &b,
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/drover-dev/drover/internal/native"
 	"github.com/drover-dev/drover/internal/native/model"
 	"github.com/drover-dev/drover/internal/native/nativetest"
+	"github.com/drover-dev/drover/internal/redact"
 )
 
 func runtimeConfig(provider, baseURL, keyEnv string) config.Runtime {
@@ -199,5 +200,31 @@ func TestProductionImportsNoTestSupport(t *testing.T) {
 		if strings.Contains(pkg, "/internal/native") && slices.Contains(strings.Fields(imports), "testing") {
 			t.Errorf("%s imports testing", pkg)
 		}
+	}
+}
+
+// A runtime's credential fingerprints its key as a CLI's environment is
+// fingerprinted: the same key under the same variable is the same
+// credential, another key another, none none; the key is not in it.
+func TestCredential(t *testing.T) {
+	t.Setenv("KEY_A", "sk-credential-a")
+	t.Setenv("KEY_B", "sk-credential-b")
+	fp := func(env string) string {
+		t.Helper()
+		rt, err := native.New("n", runtimeConfig("openai-chat", "http://127.0.0.1:1/v1", env))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rt.Credential()
+	}
+	a := fp("KEY_A")
+	if a == "" || a != fp("KEY_A") || a != redact.Fingerprint([]string{"KEY_A=sk-credential-a"}) || a == fp("KEY_B") || strings.Contains(a, "credential") {
+		t.Errorf("credentials %q %q", a, fp("KEY_B"))
+	}
+	if got := fp(""); got != "" {
+		t.Errorf("a runtime without a key has credential %q", got)
+	}
+	if got := fp("KEY_UNSET"); got != "" {
+		t.Errorf("a runtime whose key is not set has credential %q", got)
 	}
 }

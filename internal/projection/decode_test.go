@@ -22,7 +22,7 @@ import (
 func TestPayloadTypes(t *testing.T) {
 	types := []event.Type{
 		event.FlowSubmitted, event.FlowTasksSubmitted, event.FlowCompleted, event.AttemptScheduled, event.AttemptClaimed,
-		event.AdapterInitialized, event.PrepareCompleted, event.RuntimeStarted, event.RuntimeExited, event.FileModified,
+		event.AdapterInitialized, event.PrepareCompleted, event.RuntimeCapabilitiesEvaluated, event.RuntimeStarted, event.RuntimeExited, event.FileModified,
 		event.DiffComputed, event.CheckpointCommitCreated, event.RuntimeTerminated, event.AttemptReported,
 		event.RuntimeErrorClassified, event.TaskFailed, event.VerificationCompleted, event.RuntimeRecoveryScheduled,
 		event.CancelRequested, event.TaskCancelled, event.FlowPaused, event.FlowResumed, event.TaskRetryRequested,

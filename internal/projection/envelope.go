@@ -53,15 +53,15 @@ const (
 type idRule int
 
 const (
-	idFlow      idRule = iota // the flow's id
-	idFlowN                   // the flow's id and a number: <flow>:<n>
-	idFlowRound               // the flow's id, or <flow>:r<round> after an operator retry
-	idAttempt                 // the attempt's id
-	idAttemptAnd              // <attempt>:<what>, several of one type about an attempt (a cooldown's scope)
-	idAttemptOrBudget         // the attempt's id; or <flow>/<task>:budget:r<round>, a budget's end of a task
-	idClaim                   // <attempt>:<epoch>, and :<extra> for several of one type in a claim
-	idTaskRound               // <flow>/<task>:<round>
-	idRandom                  // anything: an operator's request is a distinct act each time
+	idFlow            idRule = iota // the flow's id
+	idFlowN                         // the flow's id and a number: <flow>:<n>
+	idFlowRound                     // the flow's id, or <flow>:r<round> after an operator retry
+	idAttempt                       // the attempt's id
+	idAttemptAnd                    // <attempt>:<what>, several of one type about an attempt (a cooldown's scope)
+	idAttemptOrBudget               // the attempt's id; or <flow>/<task>:budget:r<round>, a budget's end of a task
+	idClaim                         // <attempt>:<epoch>, and :<extra> for several of one type in a claim
+	idTaskRound                     // <flow>/<task>:<round>
+	idRandom                        // anything: an operator's request is a distinct act each time
 )
 
 // checkEnvelope checks an event against itself, before the projection is

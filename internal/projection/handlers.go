@@ -41,15 +41,18 @@ var handlers = map[event.Type]handler{
 	event.BudgetSet:        on((*State).budgetSet, aboutRequest, idRandom),
 
 	// An attempt's lifecycle, as its worker reports it.
-	event.AdapterInitialized:      on(phase[event.AdapterInitializedData], aboutClaim, idClaim),
-	event.PrepareCompleted:        on(phase[event.PrepareCompletedData], aboutClaim, idClaim),
-	event.RuntimeStarted:          on(phase[event.RuntimeStartedData], aboutClaim, idClaim),
-	event.RuntimeExited:           on(phase[event.RuntimeExitedData], aboutClaim, idClaim),
-	event.FileModified:            on(phase[event.FileModifiedData], aboutClaim, idClaim),
-	event.DiffComputed:            on(phase[event.DiffComputedData], aboutClaim, idClaim),
-	event.CheckpointCommitCreated: on(phase[event.CheckpointCommitCreatedData], aboutClaim, idClaim),
-	event.VerificationCompleted:   on(phase[event.Verification], aboutClaim, idClaim),
-	event.RuntimeTerminated:       on(phase[struct{}], aboutClaim, idClaim), // an empty object
+	event.AdapterInitialized: on(phase[event.AdapterInitializedData], aboutClaim, idClaim),
+	event.PrepareCompleted:   on(phase[event.PrepareCompletedData], aboutClaim, idClaim),
+	// Observational, but an attempt's phase like the others: a payload
+	// that does not decode is poison, and a superseded claim's is ignored.
+	event.RuntimeCapabilitiesEvaluated: on(phase[event.RuntimeCapabilitiesEvaluatedData], aboutClaim, idClaim),
+	event.RuntimeStarted:               on(phase[event.RuntimeStartedData], aboutClaim, idClaim),
+	event.RuntimeExited:                on(phase[event.RuntimeExitedData], aboutClaim, idClaim),
+	event.FileModified:                 on(phase[event.FileModifiedData], aboutClaim, idClaim),
+	event.DiffComputed:                 on(phase[event.DiffComputedData], aboutClaim, idClaim),
+	event.CheckpointCommitCreated:      on(phase[event.CheckpointCommitCreatedData], aboutClaim, idClaim),
+	event.VerificationCompleted:        on(phase[event.Verification], aboutClaim, idClaim),
+	event.RuntimeTerminated:            on(phase[struct{}], aboutClaim, idClaim), // an empty object
 }
 
 // handler folds one event type.

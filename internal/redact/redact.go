@@ -3,10 +3,13 @@ package redact
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"log/slog"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -63,6 +66,23 @@ func FromEnv(names []string, extra []string) *Redactor {
 		}
 	}
 	return New(values...)
+}
+
+// Fingerprint names a set of NAME=value secrets without revealing them:
+// the first 12 hex digits of a SHA-256 over the entries, sorted; "" for
+// none. Holders of the same secrets share it; 48 bits of a hash of a key
+// cannot be turned back into the key.
+func Fingerprint(entries []string) string {
+	if len(entries) == 0 {
+		return ""
+	}
+	sorted := slices.Sorted(slices.Values(entries))
+	h := sha256.New()
+	for _, kv := range sorted {
+		h.Write([]byte(kv))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
 // Empty reports whether the redactor masks nothing.

@@ -31,3 +31,23 @@ func TestSecretsMasked(t *testing.T) {
 		t.Error("an empty configuration masks something")
 	}
 }
+
+// TestNativeKeyMasked: a native runtime's API key is masked whatever its
+// variable is called (a name the secret-name pattern misses), whether the
+// runtime is served here or only configured (a validator may be any).
+func TestNativeKeyMasked(t *testing.T) {
+	t.Setenv("LLM_CRED_A", "native-key-served-1")
+	t.Setenv("LLM_CRED_B", "native-key-validator-2")
+	t.Setenv("LLM_REGION", "plain-region-3")
+	native := func(env string) config.Runtime {
+		return config.Runtime{Adapter: "native", NativeRuntime: config.NativeRuntime{Provider: "openai-chat", APIKeyEnv: env}}
+	}
+	cfg := &config.Config{
+		Worker:   config.Worker{Runtimes: []string{"a"}},
+		Runtimes: map[string]config.Runtime{"a": native("LLM_CRED_A"), "b": native("LLM_CRED_B"), "c": {EnvPassthrough: []string{"LLM_REGION"}}},
+	}
+	in := "native-key-served-1 native-key-validator-2 plain-region-3"
+	if got, want := string(secrets(cfg).Bytes([]byte(in))), "[REDACTED] [REDACTED] plain-region-3"; got != want {
+		t.Errorf("masked %q\n got %q\nwant %q", in, got, want)
+	}
+}

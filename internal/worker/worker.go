@@ -106,7 +106,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Worker, error) {
 	}
 	w.disk = &diskGate{dir: cfg.Worker.WorkDir, min: cfg.Worker.MinFreeDisk, free: freeBytes, sweep: w.runner.Sweep, now: w.now}
 	for _, name := range cfg.Worker.Runtimes {
-		ad, err := adapter.New(name, cfg.Runtimes[name])
+		ad, err := NewAdapter(name, cfg.Runtimes[name])
 		if err != nil {
 			return nil, err
 		}
@@ -273,6 +273,9 @@ func Fingerprint(ctx context.Context, name, adapterName string, ad adapter.Adapt
 	}
 	if caps, cerr := json.Marshal(ad.Capabilities()); cerr == nil {
 		h.Capabilities = caps
+	}
+	if ev := adapter.Evaluate(ad, ""); ev.Provider != "" {
+		h.Provider, h.Model = ev.Provider, ev.Model // a native runtime's model API
 	}
 	if err != nil {
 		h.Error = err.Error()
@@ -665,7 +668,7 @@ func (w *Worker) validator(r *queue.Review) adapter.Adapter {
 		// Not served for jobs here, but it may be configured: a validator
 		// need not run tasks of its own. An unconfigured one fails its
 		// Initialize, and the review says so.
-		ad, _ = adapter.New(r.Runtime, w.cfg.Runtimes[r.Runtime])
+		ad, _ = NewAdapter(r.Runtime, w.cfg.Runtimes[r.Runtime])
 	}
 	if ad == nil {
 		ad = adapter.NewCommand(r.Runtime, config.Runtime{})
@@ -878,6 +881,13 @@ func secrets(cfg *config.Config) *redact.Redactor {
 			if n, _, _ := strings.Cut(kv, "="); redact.IsSecretName(n) {
 				fixed = append(fixed, kv)
 			}
+		}
+	}
+	// A native runtime's API key, whatever its variable is called: this
+	// process holds it, and any runtime may be a validator.
+	for _, rt := range cfg.Runtimes {
+		if rt.Adapter == "native" && rt.APIKeyEnv != "" {
+			names = append(names, rt.APIKeyEnv)
 		}
 	}
 	// The worker's own NATS secrets: a CLI runs as the worker's user and

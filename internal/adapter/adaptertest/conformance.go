@@ -50,6 +50,9 @@ type Case struct {
 	Env []string
 	// RunTimeout bounds each real run of the CLI; 0 means 60s.
 	RunTimeout time.Duration
+	// InProcess are the prompts of the checks only an in-process runtime
+	// (adapter.InProcess) has; required for one (inprocess.go).
+	InProcess InProcessPrompts
 }
 
 // conformanceDroverEnv is what the suite passes as Drover's own variables.
@@ -63,7 +66,7 @@ const (
 )
 
 // RunConformance checks, each in a subtest, what the adapter.Adapter contract
-// promises: a name; Initialize (an absolute executable, idempotent, agreeing
+// promises (for an adapter.InProcess, see runInProcess): a name; Initialize (an absolute executable, idempotent, agreeing
 // with a HealthChecker's Check, ErrBinaryNotFound for a missing binary);
 // capabilities; the command (absolute path, Drover's variables, a private
 // TMPDIR, nothing else of the worker's environment); a real run of the CLI
@@ -80,11 +83,15 @@ func RunConformance(t *testing.T, c Case) {
 	if c.FailPrompt != "" && c.WantClassOnFail == "" {
 		t.Fatalf("conformance case %q: FailPrompt needs WantClassOnFail", c.Name)
 	}
+	run := runConformance
+	if _, ok := c.New(t).(adapter.InProcess); ok {
+		run = runInProcess
+	}
 	if c.Name == "" {
-		runConformance(t, c)
+		run(t, c)
 		return
 	}
-	t.Run(c.Name, func(t *testing.T) { runConformance(t, c) })
+	t.Run(c.Name, func(t *testing.T) { run(t, c) })
 }
 
 func runConformance(t *testing.T, c Case) {

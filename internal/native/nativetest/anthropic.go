@@ -21,7 +21,7 @@ func anthropicError(w http.ResponseWriter, status int, header http.Header, typ, 
 	writeJSON(w, status, header, map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}})
 }
 
-func serveAnthropic(s *Server, w http.ResponseWriter, r *http.Request) {
+func serveAnthropic(s *Server, w http.ResponseWriter, r *http.Request, rec *Recorded) {
 	// The API takes the key in x-api-key; the SDK sends it as a bearer
 	// token. Either is accepted.
 	key := r.Header.Get("x-api-key")
@@ -46,7 +46,7 @@ func serveAnthropic(s *Server, w http.ResponseWriter, r *http.Request) {
 		anthropicError(w, 404, nil, "not_found_error", r.Method+" "+r.URL.Path)
 		return
 	}
-	rep, ok := s.next()
+	rep, ok := s.next(rec)
 	if !ok {
 		anthropicError(w, 500, nil, "api_error", "the test script has no reply left")
 		return

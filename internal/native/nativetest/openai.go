@@ -54,7 +54,7 @@ func openAIError(w http.ResponseWriter, status int, header http.Header, code, ms
 	writeJSON(w, status, header, map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": c}})
 }
 
-func serveOpenAI(s *Server, w http.ResponseWriter, r *http.Request) {
+func serveOpenAI(s *Server, w http.ResponseWriter, r *http.Request, rec *Recorded) {
 	if s.Key != "" && bearer(r) != s.Key {
 		openAIError(w, 401, nil, "invalid_api_key", "Incorrect API key provided")
 		return
@@ -80,7 +80,7 @@ func serveOpenAI(s *Server, w http.ResponseWriter, r *http.Request) {
 		openAIError(w, 404, nil, "", "unknown route "+r.Method+" "+r.URL.Path)
 		return
 	}
-	rep, ok := s.next()
+	rep, ok := s.next(rec)
 	if !ok {
 		openAIError(w, 500, nil, "server_error", "the test script has no reply left")
 		return

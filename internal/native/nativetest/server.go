@@ -59,12 +59,13 @@ type Server struct {
 
 	mu       sync.Mutex
 	replies  []Reply
+	respond  func(*Turn) Reply
 	requests []Recorded
 	hung     chan struct{}
 	t        testing.TB
 }
 
-func newServer(t testing.TB, provider, key string, h func(s *Server, w http.ResponseWriter, r *http.Request)) *Server {
+func newServer(t testing.TB, provider, key string, h func(s *Server, w http.ResponseWriter, r *http.Request, rec *Recorded)) *Server {
 	s := &Server{Provider: provider, Key: key, ModelID: "test-model", t: t, hung: make(chan struct{}, 64)}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		raw, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
@@ -75,7 +76,7 @@ func newServer(t testing.TB, provider, key string, h func(s *Server, w http.Resp
 		s.mu.Lock()
 		s.requests = append(s.requests, rec)
 		s.mu.Unlock()
-		h(s, w, r)
+		h(s, w, r, &rec)
 	}))
 	t.Cleanup(s.Close)
 	return s
@@ -88,7 +89,25 @@ func (s *Server) Push(r ...Reply) {
 	s.replies = append(s.replies, r...)
 }
 
-func (s *Server) next() (Reply, bool) {
+// RespondWith makes f answer every model request, instead of the
+// replies pushed: f gets the request as a Turn, read from the provider's
+// wire format. Directed is such an f.
+func (s *Server) RespondWith(f func(*Turn) Reply) *Server {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.respond = f
+	return s
+}
+
+// next is the reply to a model request: RespondWith's, else the next
+// reply pushed.
+func (s *Server) next(rec *Recorded) (Reply, bool) {
+	s.mu.Lock()
+	f := s.respond
+	s.mu.Unlock()
+	if f != nil {
+		return f(turnOf(s.Provider, rec.Body)), true
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.replies) == 0 {

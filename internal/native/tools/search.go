@@ -196,149 +196,199 @@ func searchNote(limited bool, n int) string {
 	return fmt.Sprintf("\n[the search stopped after %d files; give a narrower path]", n)
 }
 
-func (s *Set) grep(ctx context.Context, input json.RawMessage) Outcome {
+// grepQuery is what one grep call asks for.
+type grepQuery struct {
+	re         *regexp.Regexp
+	path       string // as the model gave it, for messages
+	include    string // a glob on the file name, or on the path below path when it has a "/"
+	filesOnly  bool
+	maxMatches int64
+}
+
+// grepQueryOf reads grep's arguments; a nil query comes with the error the
+// model reads.
+func (s *Set) grepQueryOf(input json.RawMessage) (*grepQuery, *Outcome) {
+	fail := func(format string, args ...any) (*grepQuery, *Outcome) {
+		o := failf(format, args...)
+		return nil, &o
+	}
 	a, err := parseArgs(input)
 	if err != nil {
-		return failf("%v", err)
+		return fail("%v", err)
 	}
+	q := &grepQuery{}
 	pattern, err := a.str("pattern", true)
-	if err != nil {
-		return failf("%v", err)
+	if err == nil {
+		q.path, err = a.str("path", false)
 	}
-	p, err := a.str("path", false)
-	if err != nil {
-		return failf("%v", err)
+	if err == nil {
+		q.include, err = a.str("glob", false)
 	}
-	include, err := a.str("glob", false)
-	if err != nil {
-		return failf("%v", err)
+	var icase, given bool
+	if err == nil {
+		icase, err = a.bool("ignore_case")
 	}
-	icase, err := a.bool("ignore_case")
-	if err != nil {
-		return failf("%v", err)
+	if err == nil {
+		q.filesOnly, err = a.bool("files_only")
 	}
-	filesOnly, err := a.bool("files_only")
-	if err != nil {
-		return failf("%v", err)
+	if err == nil {
+		q.maxMatches, given, err = a.int("max_results")
 	}
-	maxMatches, given, err := a.int("max_results")
 	if err != nil {
-		return failf("%v", err)
+		return fail("%v", err)
 	}
-	if !given || maxMatches <= 0 || maxMatches > int64(5*s.lim.Matches) {
-		maxMatches = int64(s.lim.Matches)
+	if !given || q.maxMatches <= 0 || q.maxMatches > int64(5*s.lim.Matches) {
+		q.maxMatches = int64(s.lim.Matches)
 	}
 	if icase {
 		pattern = "(?i)" + pattern
 	}
-	re, err := regexp.Compile(pattern)
-	if err != nil {
-		return failf("the pattern is not a valid regular expression (RE2 syntax): %v", err)
+	if q.re, err = regexp.Compile(pattern); err != nil {
+		return fail("the pattern is not a valid regular expression (RE2 syntax): %v", err)
 	}
-	if include != "" && !doublestar.ValidatePattern(include) {
-		return failf("%q is not a valid glob pattern", include)
+	if q.include != "" && !doublestar.ValidatePattern(q.include) {
+		return fail("%q is not a valid glob pattern", q.include)
 	}
-	base, st, o := s.dirOf("grep", p)
+	return q, nil
+}
+
+func (s *Set) grep(ctx context.Context, input json.RawMessage) Outcome {
+	q, o := s.grepQueryOf(input)
 	if o != nil {
 		return *o
 	}
-	var out strings.Builder
-	matches, files := int64(0), 0
-	var read int64
-	budgetHit := false
-	search := func(rel string) error {
-		if include != "" {
-			name := path.Base(rel)
-			if strings.Contains(include, "/") {
-				name = strings.TrimPrefix(rel, base+"/")
-			}
-			if !doublestar.MatchUnvalidated(include, name) {
-				return nil
-			}
-		}
-		if read >= s.lim.SearchBytes {
-			budgetHit = true
-			return errStop
-		}
-		// Non-blocking: a FIFO must not hang the search; it is skipped
-		// below as any file that is not regular.
-		f, err := s.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-		if err != nil {
-			return nil
-		}
-		defer f.Close()
-		// Only plain files: a hard-linked one may be shared with a file
-		// outside the worktree (read_file refuses it too).
-		if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-			return nil
-		} else if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Nlink > 1 {
-			return nil
-		}
-		br := bufio.NewReaderSize(io.LimitReader(f, s.lim.SearchBytes-read), 64<<10)
-		if head, _ := br.Peek(sniffLen); bytes.IndexByte(head, 0) >= 0 {
-			return nil // binary
-		}
-		found := false
-		for n := 1; ; n++ {
-			line, err := readLine(br, s.lim.LineChars)
-			if err != nil {
-				break
-			}
-			read += int64(len(line)) + 1
-			if !re.MatchString(line) {
-				continue
-			}
-			if !found {
-				files++
-				found = true
-				if filesOnly {
-					out.WriteString(rel + "\n")
-					matches++
-					break
-				}
-			}
-			if len(line) > 500 {
-				line = strings.ToValidUTF8(line[:500], "") + " … [cut]"
-			}
-			fmt.Fprintf(&out, "%s:%d:%s\n", rel, n, line)
-			if matches++; matches >= maxMatches || out.Len() >= s.lim.ReadBytes {
-				return errStop
-			}
-		}
-		if matches >= maxMatches {
-			return errStop
-		}
-		return nil
+	base, st, o := s.dirOf("grep", q.path)
+	if o != nil {
+		return *o
 	}
+	g := &grepper{s: s, q: q, base: base}
+	var err error
 	limited := false
 	if st.IsDir() {
 		limited, err = s.walk(ctx, base, func(rel string, d fs.DirEntry) error {
 			if !d.Type().IsRegular() {
 				return nil // links are not followed (a target is searched where it lives); FIFOs and devices are not read
 			}
-			return search(rel)
+			return g.search(rel)
 		})
-		if errors.Is(err, errStop) {
-			err = nil
-		}
 	} else {
-		err = search(base)
-		if errors.Is(err, errStop) {
-			err = nil
-		}
+		err = g.search(base)
+	}
+	if errors.Is(err, errStop) {
+		err = nil
 	}
 	if err != nil {
-		return failf("cannot search %s: %v", p, trimPathErr(err))
+		return failf("cannot search %s: %v", q.path, trimPathErr(err))
 	}
-	if matches == 0 {
-		return Outcome{Content: "no matches" + searchNote(limited, s.lim.SearchFiles)}
+	return g.outcome(limited)
+}
+
+// grepper is one grep call under way: what it found and read so far.
+type grepper struct {
+	s         *Set
+	q         *grepQuery
+	base      string
+	out       strings.Builder
+	matches   int64
+	read      int64
+	budgetHit bool
+}
+
+// included reports whether the query's glob takes the file at rel.
+func (g *grepper) included(rel string) bool {
+	if g.q.include == "" {
+		return true
 	}
-	res := out.String()
-	if matches >= maxMatches || out.Len() >= s.lim.ReadBytes {
-		res += fmt.Sprintf("[stopped at %d matches; narrow the pattern, path or glob]\n", matches)
+	name := path.Base(rel)
+	if strings.Contains(g.q.include, "/") {
+		name = strings.TrimPrefix(rel, g.base+"/")
 	}
-	if budgetHit {
+	return doublestar.MatchUnvalidated(g.q.include, name)
+}
+
+// search greps one file; errStop ends the whole search.
+func (g *grepper) search(rel string) error {
+	if !g.included(rel) {
+		return nil
+	}
+	lim := g.s.lim
+	if g.read >= lim.SearchBytes {
+		g.budgetHit = true
+		return errStop
+	}
+	// Non-blocking: a FIFO must not hang the search; it is skipped below
+	// as any file that is not regular.
+	f, err := g.s.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	// Only plain files: a hard-linked one may be shared with a file
+	// outside the worktree (read_file refuses it too).
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil
+	} else if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Nlink > 1 {
+		return nil
+	}
+	br := bufio.NewReaderSize(io.LimitReader(f, lim.SearchBytes-g.read), 64<<10)
+	if head, _ := br.Peek(sniffLen); bytes.IndexByte(head, 0) >= 0 {
+		return nil // binary
+	}
+	return g.lines(rel, br)
+}
+
+// lines greps a file's lines from br.
+func (g *grepper) lines(rel string, br *bufio.Reader) error {
+	lim, q := g.s.lim, g.q
+	found := false
+	for n := 1; ; n++ {
+		line, err := readLine(br, lim.LineChars)
+		if err != nil {
+			break
+		}
+		g.read += int64(len(line)) + 1
+		if !q.re.MatchString(line) {
+			continue
+		}
+		if !found {
+			found = true
+			if q.filesOnly {
+				g.out.WriteString(rel + "\n")
+				g.matches++
+				break
+			}
+		}
+		if len(line) > 500 {
+			line = strings.ToValidUTF8(line[:500], "") + " … [cut]"
+		}
+		fmt.Fprintf(&g.out, "%s:%d:%s\n", rel, n, line)
+		if g.matches++; g.full() {
+			return errStop
+		}
+	}
+	if g.matches >= q.maxMatches {
+		return errStop
+	}
+	return nil
+}
+
+// full reports whether the search has found all it may show.
+func (g *grepper) full() bool {
+	return g.matches >= g.q.maxMatches || g.out.Len() >= g.s.lim.ReadBytes
+}
+
+// outcome is what the model reads: the matches and why the search stopped.
+func (g *grepper) outcome(limited bool) Outcome {
+	note := searchNote(limited, g.s.lim.SearchFiles)
+	if g.matches == 0 {
+		return Outcome{Content: "no matches" + note}
+	}
+	res := g.out.String()
+	if g.full() {
+		res += fmt.Sprintf("[stopped at %d matches; narrow the pattern, path or glob]\n", g.matches)
+	}
+	if g.budgetHit {
 		res += "[the search stopped after reading its byte budget; give a narrower path]\n"
 	}
-	return Outcome{Content: res + searchNote(limited, s.lim.SearchFiles)}
+	return Outcome{Content: res + note}
 }
