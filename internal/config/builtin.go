@@ -12,7 +12,7 @@ var outputFormats = []string{"text", "claude-stream-json", "codex-json", "openco
 // plain Runtime values: configuring a runtime of the same name overrides any
 // field.
 func builtinRuntimes() map[string]Runtime {
-	return map[string]Runtime{
+	rts := map[string]Runtime{
 		// The bundled demo agent: no API key, no network.
 		"demo": {Adapter: "command", Binary: "demo-agent", Input: "stdin", Output: "claude-stream-json"},
 		// The demo agent as a validator: it reviews the diff it is shown.
@@ -84,9 +84,18 @@ func builtinRuntimes() map[string]Runtime {
 			Env: []string{"COPILOT_AUTO_UPDATE=false"},
 		},
 	}
+	// The seed CLIs talk to their models over HTTPS; a *_BASE_URL variable
+	// they get adds its port (docs/security.md has each one's policy).
+	for _, name := range []string{"claude-code", "codex", "opencode", "kilo", "gemini", "pi", "copilot"} {
+		rt := rts[name]
+		rt.Sandbox = RuntimeSandbox{Connect: []string{"443"}}
+		rts[name] = rt
+	}
+	return rts
 }
 
-// overlay returns base with every field that over sets replacing it.
+// overlay returns base with every field that over sets replacing it, and
+// over's sandbox entries added to base's.
 func overlay(base, over Runtime) Runtime {
 	set := func(dst *string, v string) {
 		if v != "" {
@@ -102,6 +111,7 @@ func overlay(base, over Runtime) Runtime {
 	set(&base.Output, over.Output)
 	set(&base.Home, over.Home)
 	set(&base.MinVersion, over.MinVersion)
+	base.Sandbox = base.Sandbox.merged(over.Sandbox)
 	if over.HomeFiles != nil {
 		base.HomeFiles = over.HomeFiles
 	}

@@ -45,6 +45,10 @@ type Config struct {
 	HTTP       HTTP               `mapstructure:"http"`
 	// Tracing exports OpenTelemetry spans (docs/operations.md#read-a-trace).
 	Tracing tracing.Config `mapstructure:"tracing"`
+
+	// File is the configuration file Load read, "" for none; it is one of
+	// the worker's secrets (SandboxDeny).
+	File string `mapstructure:"-"`
 }
 
 // HTTP configures the metrics and health listener of the controller and
@@ -221,6 +225,12 @@ type Worker struct {
 	// worker; it claims nothing new meanwhile. A second SIGTERM hands back
 	// at once. Defaults to 30s.
 	DrainTimeout time.Duration `mapstructure:"drain_timeout"`
+	// Sandbox confines every CLI, verification command and validator the
+	// worker runs (docs/security.md): on, or off to run them with the
+	// worker's own access, which every attempt's report then shows. With
+	// it on, a host whose kernel cannot confine claims nothing. Defaults
+	// to on.
+	Sandbox string `mapstructure:"sandbox"`
 }
 
 // Defaults are the global level of runtime resolution.
@@ -292,6 +302,10 @@ type Runtime struct {
 	// reads usage and errors from it: text, claude-stream-json, codex-json,
 	// opencode-json, gemini-stream-json, pi-json or copilot-json. Defaults to text.
 	Output string `mapstructure:"output"`
+	// Sandbox is what the CLI may reach beyond an attempt's own paths,
+	// when worker.sandbox is on. Defaults to none (443 to connect to, for
+	// the built-in CLIs).
+	Sandbox RuntimeSandbox `mapstructure:"sandbox"`
 }
 
 // Limits are resource limits for a CLI; 0 leaves one unset.
@@ -340,6 +354,7 @@ func defaults() map[string]any {
 		"worker.min_free_disk":           "1GiB",
 		"worker.drain_timeout":           30 * time.Second,
 		"worker.health_interval":         30 * time.Second,
+		"worker.sandbox":                 SandboxOn,
 		"defaults.runtime":               "",
 		"defaults.timeout":               30 * time.Minute,
 		"defaults.pool":                  "default",
@@ -365,7 +380,8 @@ func defaults() map[string]any {
 // may set, longest first so that a suffix match picks the whole field name.
 var runtimeFields = func() []string {
 	f := []string{"adapter", "binary", "args", "input", "prompt_flag", "env_passthrough",
-		"env", "timeout", "grace", "no_output_timeout", "max_output_size", "version_args", "model", "models", "model_flag", "output", "home", "home_files", "min_version"}
+		"env", "timeout", "grace", "no_output_timeout", "max_output_size", "version_args", "model", "models", "model_flag", "output", "home", "home_files", "min_version",
+		"sandbox_read", "sandbox_write", "sandbox_connect", "sandbox_bind"}
 	sort.Slice(f, func(i, j int) bool { return len(f[i]) > len(f[j]) })
 	return f
 }()
@@ -393,7 +409,9 @@ func Load(o LoadOptions) (*Config, error) {
 			// Longest field first: _VERSION_ARGS is not _ARGS of "x-version".
 			for _, field := range runtimeFields {
 				if n, ok := strings.CutSuffix(strings.ToLower(r), "_"+field); ok && n != "" {
-					_ = v.BindEnv("runtimes."+strings.ReplaceAll(n, "_", "-")+"."+field, name)
+					// sandbox_read is the key sandbox.read.
+					key := strings.Replace(field, "sandbox_", "sandbox.", 1)
+					_ = v.BindEnv("runtimes."+strings.ReplaceAll(n, "_", "-")+"."+key, name)
 					break
 				}
 			}
@@ -430,6 +448,9 @@ func Load(o LoadOptions) (*Config, error) {
 		}
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, where, err)
 	}
+	if file != "" {
+		c.File, _ = filepath.Abs(file)
+	}
 	c.WithDefaults()
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -455,6 +476,7 @@ func (c *Config) WithDefaults() {
 	if abs, err := filepath.Abs(c.Worker.WorkDir); err == nil {
 		c.Worker.WorkDir = abs
 	}
+	c.Worker.Sandbox = normaliseSandbox(c.Worker.Sandbox)
 	if c.Worker.ID == "" {
 		host, _ := os.Hostname()
 		c.Worker.ID = sanitizeID(fmt.Sprintf("%s-%d", host, os.Getpid()))
@@ -492,7 +514,11 @@ func (c *Config) WithDefaults() {
 			rt.Output = "text"
 		}
 		if rt.Home == "" {
+			// A confined CLI may write only its own HOME: one per attempt.
 			rt.Home = "worker"
+			if c.Worker.Sandbox != SandboxOff {
+				rt.Home = "isolated"
+			}
 		}
 		c.Runtimes[name] = rt
 	}
@@ -601,6 +627,7 @@ func (c *Config) Validate() error {
 		bad("controller.gc_percent", "must be 10..1000 (got %d)", c.Controller.GCPercent)
 	}
 	c.validateRetry("defaults.retry", c.Defaults.Retry, bad)
+	c.validateSandbox(bad)
 	validateTracing(c.Tracing, &errs)
 	for _, name := range c.ProjectNames() {
 		p, key := c.Projects[name], "projects."+name
