@@ -62,7 +62,9 @@ type Info struct {
 type Input struct {
 	Prompt   string
 	Worktree string
-	// TempDir is private to the attempt: TMPDIR and prompt files go here.
+	// TempDir is private to the attempt: the CLI's TMPDIR and HOME are
+	// made in it, its prompt file goes in it, and nothing else of it is
+	// the CLI's (the attempt keeps its own files there).
 	TempDir string
 	// Env holds Drover's own variables (DROVER_TASK_ID, …) to add.
 	Env []string
@@ -85,6 +87,8 @@ type Command struct {
 	Grace           time.Duration
 	MaxOutput       int64
 	Limits          supervise.Limits
+	// Sandbox is what the process may reach when the worker confines it.
+	Sandbox Sandbox
 }
 
 // Error classes: seed 000 §9 plus the ones Drover's own phases produce.

@@ -53,3 +53,23 @@ func systemGrants() []Grant {
 	}
 	return out
 }
+
+// homeSecrets are the credentials commonly kept in a HOME: keys, tokens
+// and the configuration of tools that hold them.
+var homeSecrets = []string{
+	".ssh", ".gnupg", ".git-credentials", ".config/git/credentials", ".netrc", ".npmrc", ".pypirc",
+	".docker/config.json", ".kube", ".aws", ".azure", ".config/gcloud", ".config/gh", ".config/hub",
+	".cargo/credentials", ".cargo/credentials.toml", ".terraform.d/credentials.tfrc.json",
+	".vault-token", ".pgpass", ".my.cnf",
+}
+
+// HomeSecrets lists the credential paths under a HOME that a process
+// given that HOME to read must not reach: what a worker's HOME holds for
+// git, ssh, registries and clouds.
+func HomeSecrets(home string) []string {
+	out := make([]string, 0, len(homeSecrets))
+	for _, p := range homeSecrets {
+		out = append(out, filepath.Join(home, p))
+	}
+	return out
+}
