@@ -62,6 +62,12 @@ type CacheOptions struct {
 	// IdleWorktrees is how many released checkouts the cache keeps for
 	// later Prepares to reuse (see Release); 0 keeps none.
 	IdleWorktrees int
+
+	// Confine, if set, makes cmd run confined, reading nothing but the
+	// system's programs and the given paths, writing nothing: the git
+	// commands Drover runs in an agent's repository (agentgit.go) go
+	// through it. The returned func is called once cmd has run.
+	Confine func(cmd *exec.Cmd, read []string) (done func(), err error)
 }
 
 // Cache keeps one bare clone per repository URL and prepares worktrees from
@@ -77,6 +83,7 @@ type Cache struct {
 	extraEnv    []string
 	maxDiff     int64
 	maxIdle     int
+	confine     func(cmd *exec.Cmd, read []string) (func(), error)
 
 	mergeTreeOnce sync.Once
 	mergeTree     bool  // git has `merge-tree --write-tree` (2.38)
@@ -155,6 +162,7 @@ func NewCache(opts CacheOptions) (*Cache, error) {
 		extraEnv:    append([]string(nil), opts.Env...),
 		maxDiff:     opts.MaxDiffBytes,
 		maxIdle:     max(opts.IdleWorktrees, 0),
+		confine:     opts.Confine,
 		repos:       make(map[string]*repo),
 	}
 	if c.authorName == "" {
@@ -319,6 +327,9 @@ func repoDirName(u string) string {
 // is as fresh as one started now, so concurrent callers share it.
 // Caller holds r's lock.
 func (c *Cache) sync(ctx context.Context, r *repo, asked time.Time, want refspecs) error {
+	if err := c.checkCache(ctx, r); err != nil && !errors.Is(err, ErrCacheTampered) {
+		return err // a tampered cache is gone now: cloned anew below
+	}
 	if r.ready && fetchedSince(r.fetchedAt, asked) && r.fetched.covers(want) {
 		return nil
 	}
@@ -416,6 +427,9 @@ func (c *Cache) clone(ctx context.Context, r *repo) (fetched bool, err error) {
 	// remote has none yet; resolve retries later.
 	if _, err := c.run(ctx, gitRun{args: []string{gd, "remote", "set-head", "origin", "--auto"}}); err != nil {
 		c.log.DebugContext(ctx, "remote has no default branch yet", "url", r.url, "err", err)
+	}
+	if err := recordDigest(tmp); err != nil {
+		return false, err
 	}
 	if err := os.Rename(tmp, r.dir); err != nil {
 		// Another process may have won the race; use its clone if it is ours.

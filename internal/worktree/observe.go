@@ -44,10 +44,15 @@ type Commit struct {
 	SHA, Subject, Author string // Author is "Name <email>"
 }
 
-// Observe computes what changed since the baseline. It only reads git and
-// the filesystem; it does not modify the worktree, its index or its refs.
+// Observe computes what changed since the baseline. It brings the commits
+// the agent made in its own repository into the cache and moves the
+// attempt's branch to them (agentgit.go); otherwise it only reads git and
+// the filesystem, and does not modify the worktree or its index.
 func (w *Worktree) Observe(ctx context.Context) (*Changes, error) {
 	if err := w.usable(); err != nil {
+		return nil, err
+	}
+	if err := w.importAgentCommits(ctx); err != nil {
 		return nil, err
 	}
 	cur, err := takeSnapshot(ctx, w.Path, w.gitDir, w.baseline)
@@ -320,6 +325,12 @@ func (w *Worktree) Checkpoint(ctx context.Context, message string) (string, erro
 		return "", err
 	}
 	w.checkpoint = head
+	if w.agentGit {
+		// What runs next (checks, a validator) sees the checkpoint.
+		if err := w.makeAgentGitDir(head); err != nil {
+			return "", err
+		}
+	}
 	return head, nil
 }
 
