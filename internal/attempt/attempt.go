@@ -17,6 +17,7 @@ import (
 	"github.com/drover-dev/drover/internal/eventlog"
 	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/redact"
+	"github.com/drover-dev/drover/internal/sandbox"
 	"github.com/drover-dev/drover/internal/scope"
 	"github.com/drover-dev/drover/internal/supervise"
 	"github.com/drover-dev/drover/internal/transcript"
@@ -82,6 +83,15 @@ type Runner struct {
 	Logger *slog.Logger
 	// Now is the clock that stamps kept worktrees. Defaults to time.Now.
 	Now func() time.Time
+	// Sandbox confines every process an attempt starts: the CLI, its
+	// verification commands, the validator (sandbox.go). Nil runs them
+	// with the worker's own access, and SandboxOff says why, on every
+	// report.
+	Sandbox    *sandbox.Sandbox
+	SandboxOff string
+	// SandboxDeny are the worker's secrets, out of every confined
+	// process's reach (config.SandboxDeny).
+	SandboxDeny []string
 
 	mu   sync.Mutex
 	live map[string]int // scratch paths in use, so Sweep leaves them alone
@@ -105,7 +115,7 @@ const (
 // stays unacked and is redelivered.
 func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emitter, out OutputSink) (report *eventlog.Report, retErr error) {
 	log := r.Logger.With("attempt", job.Attempt, "epoch", job.Epoch)
-	rep := &eventlog.Report{Branch: job.Branch}
+	rep := &eventlog.Report{Branch: job.Branch, Sandbox: r.sandboxState()}
 	fail := func(e *adapter.Error) (*eventlog.Report, error) {
 		rep.Success = false
 		rep.Error = &eventlog.ErrorInfo{Class: e.Class, Category: e.Category, Message: e.Message, Recoverable: e.Recoverable,
@@ -223,16 +233,21 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 	}
 	defer logFile.Close()
 	logW := redact.Writer(logFile, r.Redact)
+	box, err := r.confine(cmd, wt, tmp)
+	if err != nil {
+		return fail(&adapter.Error{Class: adapter.ClassPrepareFailed, Category: "infrastructure", Message: err.Error(), Recoverable: true})
+	}
 	proc, err := supervise.Start(ctx, supervise.Spec{
 		Path: cmd.Path, Args: cmd.Args, Dir: wt.Path, Env: cmd.Env, Stdin: cmd.Stdin,
 		Timeout: cmd.Timeout, NoOutputTimeout: cmd.NoOutputTimeout, Grace: cmd.Grace,
-		MaxCapture: cmd.MaxOutput, OnOutput: reader.tee(out), LogFile: logW, Limits: cmd.Limits,
+		MaxCapture: cmd.MaxOutput, OnOutput: box.tee(reader.tee(out)), LogFile: logW, Limits: cmd.Limits,
+		Launch: box.launch(),
 	})
 	if err != nil {
 		return fail(&adapter.Error{Class: adapter.ClassConnectionFailed, Category: "runtime", Message: err.Error()})
 	}
 	if err := emit.Emit(ctx, eventlog.RuntimeStarted, "", eventlog.RuntimeStartedData{
-		Pid: proc.Pid(), Argv: append([]string{cmd.Path}, cmd.Args...),
+		Pid: proc.Pid(), Argv: append([]string{cmd.Path}, cmd.Args...), Sandbox: rep.Sandbox,
 	}); err != nil {
 		proc.Stop(err)
 		proc.Wait()
@@ -265,6 +280,7 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 	rep.ExitCode, rep.Signal, rep.DurationMS = res.ExitCode, res.Signal, res.Duration().Milliseconds()
 	rep.StdoutTail = headTail(res.Stdout.String(), maxTailInReport)
 	rep.StderrTail = headTail(res.Stderr.String(), maxTailInReport)
+	rep.SandboxDenied = box.denied()
 	if sum != nil {
 		u := sum.Usage
 		if u != (transcript.Usage{}) {
@@ -283,6 +299,7 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 	}
 	if err := emit.Emit(ctx, eventlog.RuntimeExited, "", eventlog.RuntimeExitedData{
 		Outcome: string(res.Outcome), ExitCode: res.ExitCode, Signal: res.Signal, DurationMS: rep.DurationMS,
+		Denied: rep.SandboxDenied,
 	}); err != nil {
 		return nil, err
 	}
@@ -328,7 +345,7 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 		}
 		if runErr == nil && hasChecks(job) {
 			cctx, stop := cancelOn(ctx, job.Cancel)
-			ver, verr := r.runChecks(cctx, job, wt, reviewTempDir(tmp), cmd.Env, changes.Diff)
+			ver, verr := r.runChecks(cctx, job, wt, reviewTempDir(tmp), cmd.Env, changes.Diff, box)
 			stop()
 			if ctx.Err() != nil {
 				return nil, context.Cause(ctx)

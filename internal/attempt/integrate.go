@@ -43,7 +43,7 @@ func (r *Runner) Integrate(ctx context.Context, job *Job) (*eventlog.FlowIntegra
 		return fail(adapter.ClassPrepareFailed, err.Error())
 	}
 	wt, err := r.Cache.Prepare(ctx, worktree.PrepareOptions{
-		RepoURL: job.Repo, Base: job.Base, Branch: job.Branch, Path: wtPath, Merge: merge,
+		RepoURL: job.Repo, Base: job.Base, Branch: job.Branch, Path: wtPath, Merge: merge, NoAgent: true,
 	})
 	if err != nil {
 		var mc *worktree.MergeConflictError
