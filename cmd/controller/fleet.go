@@ -46,7 +46,7 @@ func newWorkers() *cobra.Command {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(ws)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "WORKER\tHOST\tPOOL\tBUSY\tRUNTIMES (healthy)\tLAST SEEN\tNOT CLAIMING")
+			fmt.Fprintln(tw, "WORKER\tHOST\tPOOL\tBUSY\tRUNTIMES (healthy)\tSANDBOX\tLAST SEEN\tNOT CLAIMING")
 			for _, w := range ws {
 				var rts []string
 				for _, r := range w.Runtimes {
@@ -54,8 +54,8 @@ func newWorkers() *cobra.Command {
 						rts = append(rts, strings.TrimSpace(r.Name+" "+r.Version))
 					}
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s ago\t%s\n", w.ID, w.Host, w.Pool, w.Busy, w.Slots,
-					strings.Join(rts, ", "), time.Since(w.Seen).Round(time.Second), w.NotClaiming)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s ago\t%s\n", w.ID, w.Host, w.Pool, w.Busy, w.Slots,
+					strings.Join(rts, ", "), sandboxColumn(w.Sandbox), time.Since(w.Seen).Round(time.Second), w.NotClaiming)
 			}
 			return tw.Flush()
 		},
@@ -149,4 +149,21 @@ func printHealth(out io.Writer, ws []*queue.Registration) {
 				time.Since(r.Checked).Round(time.Second), r.Error)
 		}
 	}
+}
+
+// sandboxColumn shortens a worker's sandbox state for the table: the
+// reason it is off or unavailable is in -o json and in NOT CLAIMING.
+func sandboxColumn(s string) string {
+	switch {
+	case s == "":
+		return "-" // a worker from before sandboxes
+	case strings.HasPrefix(s, "off"):
+		return "OFF"
+	case strings.HasPrefix(s, "unavailable"):
+		return "UNAVAILABLE"
+	}
+	if i := strings.IndexByte(s, ':'); i > 0 {
+		return s[:i] // "landlock ABI 7"
+	}
+	return s
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/controller"
+	"github.com/drover-dev/drover/internal/sandbox"
 )
 
 // exitError carries a process exit code: 2 for bad input, 1 for a failed flow.
@@ -26,6 +27,9 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
+	// The sandbox's re-exec step for `controller dev`'s local workers,
+	// where package stub could not run it before main.
+	sandbox.Main()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newRoot().ExecuteContext(ctx)
 	stop()

@@ -11,6 +11,7 @@ import (
 	"github.com/drover-dev/drover/internal/adapter"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/sandbox"
 	"github.com/drover-dev/drover/internal/worker"
 )
 
@@ -55,7 +56,7 @@ func newRuntime() *cobra.Command {
 	var hOutput string
 	health := &cobra.Command{
 		Use:     "health",
-		Short:   "Check each runtime here: binary found, executable, version; exit 1 if none is healthy",
+		Short:   "Check each runtime here (binary found, executable, version) and the sandbox; exit 1 if none is healthy or the sandbox is unavailable",
 		Example: "  worker runtime health\n  worker runtime health -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -65,12 +66,14 @@ func newRuntime() *cobra.Command {
 			}
 			var rows []*queue.RuntimeHealth
 			healthy := 0
+			box, claims := worker.SandboxStatus(cfg, sandbox.Probe)
 			for _, name := range cfg.Worker.Runtimes {
 				ad, err := adapter.New(name, cfg.Runtimes[name])
 				if err != nil {
 					return err
 				}
 				h := worker.Fingerprint(cmd.Context(), name, cfg.Runtimes[name].Adapter, ad, time.Now())
+				h.Sandbox = box
 				if h.Healthy {
 					healthy++
 				}
@@ -81,6 +84,7 @@ func newRuntime() *cobra.Command {
 					return err
 				}
 			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "sandbox: %s\n\n", box)
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "RUNTIME\tHEALTHY\tVERSION\tBINARY / ERROR")
 				for _, r := range rows {
@@ -94,6 +98,9 @@ func newRuntime() *cobra.Command {
 			}
 			if healthy == 0 {
 				return fmt.Errorf("no runtime is healthy on this host")
+			}
+			if !claims {
+				return fmt.Errorf("this host cannot confine CLIs, so a worker here claims nothing: %s", box)
 			}
 			return nil
 		},

@@ -26,8 +26,11 @@ type Registration struct {
 	Seen     time.Time       `json:"seen"`
 	Runtimes []RuntimeHealth `json:"runtimes"`
 	// NotClaiming says why the worker claims nothing now (too little free
-	// disk, draining); empty while it claims.
+	// disk, draining, no sandbox); empty while it claims.
 	NotClaiming string `json:"not_claiming,omitempty"`
+	// Sandbox is how the worker confines its attempts: "landlock ABI 7",
+	// "off: …" or "unavailable: …" (then it claims nothing).
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // RuntimeHealth is one runtime's fingerprint on one worker.
@@ -40,6 +43,9 @@ type RuntimeHealth struct {
 	Error        string          `json:"error,omitempty"`
 	Checked      time.Time       `json:"checked"`
 	Capabilities json.RawMessage `json:"capabilities,omitempty"`
+	// Sandbox is how the runtime's attempts are confined on the worker,
+	// as Registration.Sandbox.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // Register writes (or renews) a worker's registration.

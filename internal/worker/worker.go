@@ -64,10 +64,16 @@ type Worker struct {
 	m           *workerMetrics
 	loopsActive atomic.Bool // claim loops started (readiness)
 	rmChecks    []func()
+
+	sandbox sandboxState // how attempts are confined (sandbox.go)
 }
 
 // New builds a worker from its configuration and a NATS connection.
-func New(cfg *config.Config, nc *nats.Conn, log *slog.Logger) (*Worker, error) {
+func New(cfg *config.Config, nc *nats.Conn, log *slog.Logger, opts ...Option) (*Worker, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	red := secrets(cfg)
 	log = slog.New(redact.Handler(log.Handler(), red))
 	js, err := jetstream.New(nc)
@@ -78,14 +84,21 @@ func New(cfg *config.Config, nc *nats.Conn, log *slog.Logger) (*Worker, error) {
 	if cfg.Worker.ReuseWorktrees && !cfg.Worker.KeepWorktrees {
 		idle = cfg.Worker.Slots
 	}
-	cache, err := worktree.NewCache(worktree.CacheOptions{Dir: filepath.Join(cfg.Worker.WorkDir, "repos"), Logger: log, IdleWorktrees: idle})
+	sbs := resolveSandbox(cfg, o.probe, o.dev)
+	cacheOpts := worktree.CacheOptions{Dir: filepath.Join(cfg.Worker.WorkDir, "repos"), Logger: log, IdleWorktrees: idle}
+	if sbs.sb != nil {
+		cacheOpts.Confine = gitConfine(sbs.sb, cfg.SandboxDeny())
+	}
+	cache, err := worktree.NewCache(cacheOpts)
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
 	w := &Worker{
 		cfg: cfg, js: js, log: log.With("worker", cfg.Worker.ID), red: red,
 		runner: &attempt.Runner{Cache: cache, WorkDir: cfg.Worker.WorkDir, KeepWorktrees: cfg.Worker.KeepWorktrees,
-			KeepFailed: cfg.Worker.KeepFailedWorktrees, Artifacts: queue.NewArtifacts(js), Redact: red, Logger: log},
+			KeepFailed: cfg.Worker.KeepFailedWorktrees, Artifacts: queue.NewArtifacts(js), Redact: red, Logger: log,
+			Sandbox: sbs.sb, SandboxOff: sbs.off, SandboxDeny: cfg.SandboxDeny()},
+		sandbox:  sbs,
 		adapters: map[string]adapter.Adapter{},
 		slots:    make(chan struct{}, cfg.Worker.Slots),
 		now:      time.Now,
@@ -125,6 +138,14 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.runCtx, w.endRuns, w.stopClaiming = runCtx, endRuns, stopClaiming
 	cancel := func(err error) { stopClaiming(err); endRuns(err) }
 	w.started = w.now()
+	switch s := w.sandbox; {
+	case s.unavailable != nil:
+		w.log.Error("sandbox unavailable: claiming nothing", "err", s.unavailable)
+	case s.sb == nil:
+		w.log.Error("SANDBOX OFF: CLIs will run with this worker's own access", "why", s.off)
+	default:
+		w.log.Info("sandbox on", "landlock", s.String())
+	}
 	if w.checkHealth(ctx) == 0 {
 		cancel(nil)
 		return fmt.Errorf("worker: none of the runtimes %v is available on this host", w.cfg.Worker.Runtimes)
@@ -230,9 +251,12 @@ func (w *Worker) registration() *queue.Registration {
 	r := &queue.Registration{
 		ID: w.cfg.Worker.ID, Host: host, Pool: w.cfg.Worker.Pool, Slots: w.cfg.Worker.Slots,
 		Busy: len(w.running), Started: w.started.UTC(), Seen: w.now().UTC(), NotClaiming: w.notClaiming,
+		Sandbox: w.sandbox.String(),
 	}
 	for _, h := range w.health {
-		r.Runtimes = append(r.Runtimes, *h)
+		rh := *h
+		rh.Sandbox = r.Sandbox
+		r.Runtimes = append(r.Runtimes, rh)
 	}
 	sort.Slice(r.Runtimes, func(i, j int) bool { return r.Runtimes[i].Name < r.Runtimes[j].Name })
 	return r
@@ -349,6 +373,17 @@ func (w *Worker) setNotClaiming(why string) {
 func (w *Worker) claimLoop(ctx context.Context, runtime string, ad adapter.Adapter, cons jetstream.Consumer) {
 	backoff := 100 * time.Millisecond
 	for {
+		if err := w.sandbox.unavailable; err != nil {
+			// No silent downgrade: nothing runs unconfined unless an
+			// operator said so (worker.sandbox: off).
+			w.setNotClaiming("sandbox unavailable: " + err.Error())
+			select {
+			case <-time.After(w.cfg.Worker.HealthInterval):
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
 		if err := w.disk.check(ctx); err != nil {
 			// No room for another worktree: claim nothing until there is.
 			w.setNotClaiming(err.Error())
@@ -442,6 +477,9 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 	defer jt.end()
 	bg = context.WithoutCancel(ctx) // hand-backs are recorded on the job's span
 	log := w.log.With("attempt", job.Attempt)
+	if w.sandbox.sb == nil {
+		log.Warn("this attempt runs without the sandbox", "why", w.sandbox.off)
+	}
 	if md, err := msg.Metadata(); err == nil && md.NumDelivered > 1 {
 		log.Info("job redelivered", "delivery", md.NumDelivered)
 	}
