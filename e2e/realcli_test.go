@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/sandbox"
 )
 
 // The real CLIs this test installs from npm: the versions /work/shared
@@ -71,6 +72,10 @@ wire_api = "responses"
 		"DROVER_RUNTIMES_CODEX_BINARY=" + clis.codex,
 		// Lists replace: the built-in passes OPENAI_API_KEY and CODEX_HOME.
 		"DROVER_RUNTIMES_CODEX_ENV_PASSTHROUGH=OPENAI_API_KEY,CODEX_HOME,MOCK_API_KEY",
+		// Confined, codex may connect to its model's port: its provider's
+		// base_url is in config.toml, where Drover does not look (claude's
+		// is ANTHROPIC_BASE_URL, whose port is allowed by itself).
+		"DROVER_RUNTIMES_CODEX_SANDBOX_CONNECT=" + mock.URL(),
 	}
 	c := startController(t, runtimes...)
 	c.startWorker("worker-1", 2, append(runtimes,
@@ -119,7 +124,10 @@ wire_api = "responses"
 		if task == nil || a == nil || a.Report == nil {
 			t.Fatalf("%s: no task or attempt report: %+v %+v", id, task, a)
 		}
-		t.Logf("  %s: %s in %d ms, usage %+v, final text %q", id, task.State, a.Report.DurationMS, a.Report.Usage, a.Report.FinalText)
+		t.Logf("  %s: %s in %d ms, usage %+v, final text %q, sandbox %q", id, task.State, a.Report.DurationMS, a.Report.Usage, a.Report.FinalText, a.Report.Sandbox)
+		if sandbox.Probe().Usable() == nil && !strings.HasPrefix(a.Report.Sandbox, "landlock ABI") {
+			t.Errorf("%s ran unconfined on a kernel that confines: sandbox %q", id, a.Report.Sandbox)
+		}
 		if task.State != eventlog.TaskSucceeded {
 			rep := c.report(a.ID)
 			t.Errorf("%s: state %s (error %+v)\nstdout:\n%s\nstderr:\n%s", id, task.State, task.Error,

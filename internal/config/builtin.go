@@ -85,10 +85,22 @@ func builtinRuntimes() map[string]Runtime {
 		},
 	}
 	// The seed CLIs talk to their models over HTTPS; a *_BASE_URL variable
-	// they get adds its port (docs/security.md has each one's policy).
-	for _, name := range []string{"claude-code", "codex", "opencode", "kilo", "gemini", "pi", "copilot"} {
+	// they get adds its port. Their own HOME and TMPDIR cover their
+	// caches and temp files; a config or state dir the worker's
+	// environment points them at (passed through) is theirs too
+	// (docs/security.md has each one's policy).
+	for name, sb := range map[string]RuntimeSandbox{
+		"claude-code": {},
+		"codex":       {Write: []string{"$CODEX_HOME"}},
+		"opencode":    {Read: []string{"$OPENCODE_CONFIG"}},
+		"kilo":        {Read: []string{"$KILO_CONFIG"}},
+		"gemini":      {},
+		"pi":          {Write: []string{"$PI_CODING_AGENT_DIR"}},
+		"copilot":     {},
+	} {
 		rt := rts[name]
-		rt.Sandbox = RuntimeSandbox{Connect: []string{"443"}}
+		sb.Connect = []string{"443"}
+		rt.Sandbox = sb
 		rts[name] = rt
 	}
 	return rts
