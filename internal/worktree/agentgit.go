@@ -157,6 +157,12 @@ func (w *Worktree) importAgentCommits(ctx context.Context) error {
 // leave open (a packed ref, a symbolic ref git would resolve further) is
 // asked of git, confined and bounded in time.
 func (w *Worktree) readAgentHead(ctx context.Context) (string, error) {
+	if info, err := os.Lstat(filepath.Join(w.Path, ".git")); err != nil || !info.IsDir() {
+		// Deleted, or replaced by a file or a link: there is no
+		// repository of the agent's to take commits from (scope.Guard
+		// reports a replaced .git).
+		return "", nil
+	}
 	b, err := readBeneath(w.Path, ".git/HEAD", 4096)
 	switch {
 	case errors.Is(err, os.ErrNotExist):

@@ -37,6 +37,12 @@ type Changes struct {
 	Diff          string
 	DiffTruncated bool   // Diff was cut at CacheOptions.MaxDiffBytes
 	DiffStat      string // `--stat` of the same
+
+	// AgentGit says why the commits in the agent's repository were not
+	// taken (agentgit.go): its HEAD is not a plain file, its objects do
+	// not verify, it reads another repository's. Its files are in the
+	// diff all the same, and the checkpoint commits them on the baseline.
+	AgentGit string
 }
 
 // Commit is one commit made on top of the baseline.
@@ -52,15 +58,19 @@ func (w *Worktree) Observe(ctx context.Context) (*Changes, error) {
 	if err := w.usable(); err != nil {
 		return nil, err
 	}
+	ch := &Changes{}
 	if err := w.importAgentCommits(ctx); err != nil {
-		return nil, err
+		if ctx.Err() != nil || !errors.Is(err, ErrAgentGit) {
+			return nil, err
+		}
+		ch.AgentGit = err.Error()
+		w.cache.log.WarnContext(ctx, "the agent's commits are not taken", "path", w.Path, "err", err)
 	}
 	cur, err := takeSnapshot(ctx, w.Path, w.gitDir, w.baseline)
 	if err != nil {
 		return nil, err
 	}
 	w.last = cur
-	ch := &Changes{}
 	ch.Created, ch.Modified, ch.Deleted = compare(w.baseline, cur)
 	if ch.Commits, err = w.commits(ctx); err != nil {
 		return nil, err
