@@ -89,8 +89,10 @@ var (
 	bare   = regexp.MustCompile(`(?:^|[\s:(=,'"` + "`" + `])((?:/|\.{1,2}/)[^\s:'"` + "`" + `,()\\]*)`)
 	// quoteless turns the quotes programs and JSON use into plain ones:
 	// \" of a JSON string, and GNU's ‘’ (or their \u escapes).
-	quoteless = strings.NewReplacer(`\"`, `"`, "‘", "'", "’", "'", `\u2018`, "'", `\u2019`, "'")
-	port      = regexp.MustCompile(`(?i)\bport (\d{1,5})\b|(?:\d{1,3}(?:\.\d{1,3}){3}|\]|localhost):(\d{1,5})\b`)
+	quoteless  = strings.NewReplacer(`\"`, `"`, "‘", "'", "’", "'", `\u2018`, "'", `\u2019`, "'")
+	verbObject = regexp.MustCompile(`(?i)cannot (?:create|open|touch|remove|access|stat|write)(?: directory| regular file)? '?([^\s:']+)'?`)
+	devTCP     = regexp.MustCompile(`/dev/tcp/[^/\s]+/(\d{1,5})\b`)
+	port       = regexp.MustCompile(`(?i)\bport (\d{1,5})\b|(?:\d{1,3}(?:\.\d{1,3}){3}|\]|localhost):(\d{1,5})\b`)
 )
 
 // line reads one line, or each line a JSON string in it holds.
@@ -122,9 +124,19 @@ func (d *Denials) judge(l string) {
 	if !found {
 		return
 	}
-	for _, p := range d.paths(l) {
-		if !d.c.Writable(p) {
-			d.add(p, l)
+	// bash's /dev/tcp/HOST/PORT is a connection, not a file.
+	if m := devTCP.FindStringSubmatch(l); m != nil {
+		if n, err := strconv.Atoi(m[1]); err == nil && n > 0 && n < 1<<16 && !d.c.ConnectAllowed(uint16(n)) {
+			d.add(fmt.Sprintf("tcp/%d", n), l)
+		}
+		return
+	}
+	// The path a program names last is the one it was refused: the first
+	// is often the program itself ("/bin/sh: 2: cannot create x: …").
+	paths := d.paths(l)
+	for i := len(paths) - 1; i >= 0; i-- {
+		if !d.c.Writable(paths[i]) {
+			d.add(paths[i], l)
 			return
 		}
 	}
@@ -144,8 +156,20 @@ func (d *Denials) paths(l string) []string {
 	for _, m := range quoted.FindAllStringSubmatch(l, -1) {
 		cands = append(cands, m[1]+m[2]+m[3])
 	}
-	for _, m := range bare.FindAllStringSubmatch(l, -1) {
-		cands = append(cands, m[1])
+	for _, m := range bare.FindAllStringSubmatchIndex(l, -1) {
+		// A program naming itself first ("/bin/sh: 2: …") is not a path
+		// it was refused.
+		if m[2] == 0 && strings.HasPrefix(l[m[3]:], ":") {
+			continue
+		}
+		cands = append(cands, l[m[2]:m[3]])
+	}
+	// A name without a slash after what a program could not do to it
+	// ("cannot create out.txt") is relative to the working directory.
+	for _, m := range verbObject.FindAllStringSubmatch(l, -1) {
+		if !strings.Contains(m[1], "/") {
+			cands = append(cands, "./"+m[1])
+		}
 	}
 	var out []string
 	for _, c := range cands {

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,9 +16,13 @@ func TestDenials(t *testing.T) {
 		Own:     []Grant{{Path: wt, Write: true}, {Path: filepath.Join(root, "work/tmp"), Write: true}},
 		Connect: []uint16{443},
 	})
+	if err := os.Symlink("/etc/hosts", filepath.Join(wt, "link-out")); err != nil {
+		t.Fatal(err)
+	}
 	d := c.Denials(wt)
 	out := strings.Join([]string{
-		"sh: 1: cannot create ../escape.txt: Permission denied",
+		"/bin/sh: 1: cannot create ../escape.txt: Permission denied",
+		"/bin/sh: 9: cannot create link-out: Permission denied", // a symlink in the worktree, to outside
 		"touch: cannot touch '/etc/drover-x': Permission denied",
 		"touch: cannot touch '" + wt + "/mode-bits': Permission denied", // inside what it may write: not the sandbox
 		`{"type":"user","message":{"content":[{"type":"tool_result","content":"mkdir: cannot create directory \u2018/srv/x\u2019: Permission denied\nError: EACCES: permission denied, open '/root/.ssh/id_rsa'"}]}}`,
@@ -26,6 +31,7 @@ func TestDenials(t *testing.T) {
 		"PermissionError: [Errno 13] Permission denied: '/var/lib/drover/worker.creds'",
 		"curl: (7) Failed to connect to 127.0.0.1 port 4222 after 0 ms: Permission denied",
 		"Error: connect EACCES 10.0.0.1:5432",
+		"bash: line 1: /dev/tcp/127.0.0.1/6222: Permission denied",
 		"dial tcp 127.0.0.1:443: connect: permission denied", // 443 is allowed: not the sandbox
 		"Permission denied (publickey).",                     // no path, no port
 		"cat: /etc/drover-x: Permission denied",              // seen already
@@ -42,9 +48,9 @@ func TestDenials(t *testing.T) {
 		what = append(what, strings.SplitN(g, ": ", 2)[0])
 	}
 	want := []string{
-		filepath.Join(root, "work/escape.txt"), "/etc/drover-x", "/srv/x", "/root/.ssh/id_rsa",
+		filepath.Join(root, "work/escape.txt"), filepath.Join(wt, "link-out"), "/etc/drover-x", "/srv/x", "/root/.ssh/id_rsa",
 		filepath.Join(root, "work/repos/a.git/config"), filepath.Join(root, "work/repos/a.git/index.lock"),
-		"/var/lib/drover/worker.creds", "tcp/4222", "tcp/5432", "/usr/bin/git",
+		"/var/lib/drover/worker.creds", "tcp/4222", "tcp/5432", "tcp/6222", "/usr/bin/git",
 	}
 	if !slices.Equal(what, want) {
 		t.Errorf("denied:\n got %q\nwant %q\n%s", what, want, strings.Join(got, "\n"))

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // MinABI is the lowest Landlock ABI the sandbox confines with: 2 makes
@@ -57,7 +58,7 @@ func missing(abi int) string {
 // what it lacks.
 func (s Support) String() string {
 	if err := s.Usable(); err != nil {
-		return "unavailable: " + err.Error()
+		return "unavailable: " + Reason(err)
 	}
 	out := fmt.Sprintf("landlock ABI %d", s.ABI)
 	var gaps []string
@@ -79,4 +80,10 @@ func (s Support) String() string {
 		out += g
 	}
 	return out
+}
+
+// Reason is err without the package's "sandbox: unavailable: " prefix, for
+// messages that say "unavailable" themselves.
+func Reason(err error) string {
+	return strings.TrimPrefix(err.Error(), ErrUnavailable.Error()+": ")
 }

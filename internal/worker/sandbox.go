@@ -57,7 +57,7 @@ func resolveSandbox(cfg *config.Config, probe sandbox.Prober, dev bool) sandboxS
 	case err == nil:
 		return sandboxState{sb: sb}
 	case dev:
-		return sandboxState{off: fmt.Sprintf("off: controller dev on a kernel that cannot confine (%v); CLIs run with the worker's own access", err)}
+		return sandboxState{off: fmt.Sprintf("off: controller dev on a kernel that cannot confine (%s); CLIs run with the worker's own access", sandbox.Reason(err))}
 	}
 	return sandboxState{unavailable: fmt.Errorf("%w; set worker.sandbox: off to run CLIs unconfined", err)}
 }
@@ -69,7 +69,7 @@ func (s sandboxState) String() string {
 	case s.sb != nil:
 		return s.sb.Support().String()
 	case s.unavailable != nil:
-		return "unavailable: " + s.unavailable.Error()
+		return "unavailable: " + sandbox.Reason(s.unavailable)
 	}
 	return s.off
 }

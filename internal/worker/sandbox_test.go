@@ -44,7 +44,7 @@ func testConfig(t *testing.T, env ...string) *config.Config {
 func TestResolveSandbox(t *testing.T) {
 	on := testConfig(t)
 	if s := resolveSandbox(on, noLandlockProbe, false); s.sb != nil || s.unavailable == nil ||
-		!strings.Contains(s.String(), "unavailable: sandbox: unavailable: this kernel has no Landlock (simulated") ||
+		!strings.Contains(s.String(), "unavailable: this kernel has no Landlock (simulated") ||
 		!strings.Contains(s.String(), "set worker.sandbox: off") {
 		t.Errorf("on, no Landlock: %q", s)
 	}

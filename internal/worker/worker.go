@@ -25,6 +25,7 @@ import (
 	"github.com/drover-dev/drover/internal/eventlog"
 	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/redact"
+	"github.com/drover-dev/drover/internal/sandbox"
 	"github.com/drover-dev/drover/internal/worktree"
 )
 
@@ -66,6 +67,11 @@ type Worker struct {
 	rmChecks    []func()
 
 	sandbox sandboxState // how attempts are confined (sandbox.go)
+
+	// regMu makes each registration write the state it read: two writers
+	// (the claim loops saying why they claim nothing, the start and the
+	// health loop) would otherwise let an older snapshot land last.
+	regMu sync.Mutex
 }
 
 // New builds a worker from its configuration and a NATS connection.
@@ -140,7 +146,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.started = w.now()
 	switch s := w.sandbox; {
 	case s.unavailable != nil:
-		w.log.Error("sandbox unavailable: claiming nothing", "err", s.unavailable)
+		w.log.Error("sandbox unavailable: claiming nothing", "err", sandbox.Reason(s.unavailable))
 	case s.sb == nil:
 		w.log.Error("SANDBOX OFF: CLIs will run with this worker's own access", "why", s.off)
 	default:
@@ -177,7 +183,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		<-runCtx.Done()
 		_ = sub.Unsubscribe()
 	}()
-	if err := queue.Register(ctx, w.js, w.registration()); err != nil {
+	if err := w.register(ctx); err != nil {
 		w.log.Warn("register worker", "err", err)
 	}
 	w.wg.Add(1)
@@ -262,6 +268,13 @@ func (w *Worker) registration() *queue.Registration {
 	return r
 }
 
+// register writes the worker's registration as it is now.
+func (w *Worker) register(ctx context.Context) error {
+	w.regMu.Lock()
+	defer w.regMu.Unlock()
+	return queue.Register(ctx, w.js, w.registration())
+}
+
 // healthLoop re-fingerprints the runtimes and renews the registration; on
 // stop it deregisters.
 func (w *Worker) healthLoop(ctx context.Context) {
@@ -279,7 +292,7 @@ func (w *Worker) healthLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		w.checkHealth(ctx)
-		if err := queue.Register(ctx, w.js, w.registration()); err != nil && ctx.Err() == nil {
+		if err := w.register(ctx); err != nil && ctx.Err() == nil {
 			w.log.Warn("renew worker registration", "err", err)
 		}
 		if err := w.runner.Sweep(ctx, nil); err != nil && ctx.Err() == nil {
@@ -364,7 +377,7 @@ func (w *Worker) setNotClaiming(why string) {
 	// Tell the fleet now rather than at the next health check.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := queue.Register(ctx, w.js, w.registration()); err != nil {
+	if err := w.register(ctx); err != nil {
 		w.log.Warn("update worker registration", "err", err)
 	}
 }
@@ -376,7 +389,7 @@ func (w *Worker) claimLoop(ctx context.Context, runtime string, ad adapter.Adapt
 		if err := w.sandbox.unavailable; err != nil {
 			// No silent downgrade: nothing runs unconfined unless an
 			// operator said so (worker.sandbox: off).
-			w.setNotClaiming("sandbox unavailable: " + err.Error())
+			w.setNotClaiming("sandbox unavailable: " + sandbox.Reason(err))
 			select {
 			case <-time.After(w.cfg.Worker.HealthInterval):
 				continue
