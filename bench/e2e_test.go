@@ -91,6 +91,8 @@ func claudeEnv() []string {
 		"DROVER_WORKER_RUNTIMES=claude-code",
 		"DROVER_RUNTIMES_CLAUDE_CODE_BINARY=" + filepath.Join(bin, "claude"),
 		"DROVER_RUNTIMES_CLAUDE_CODE_ENV=DEMO_AGENT_TRANSCRIPTS=" + transcripts,
+		// Confined (the default), the fake may read its transcripts.
+		"DROVER_RUNTIMES_CLAUDE_CODE_SANDBOX_READ=" + transcripts,
 		// claude refuses to skip permissions as root unless sandboxed.
 		"IS_SANDBOX=1",
 	}
@@ -117,9 +119,9 @@ func (r *e2eResult) add(o e2eResult) {
 }
 
 // e2eDrover runs the tasks as one flow through a fresh controller and two
-// warmed-up workers.
-func e2eDrover(b *testing.B, origin string, prompts []string) e2eResult {
-	c := newCluster(b, claudeEnv()...)
+// warmed-up workers, whose environment env adds to.
+func e2eDrover(b *testing.B, origin string, prompts []string, env ...string) e2eResult {
+	c := newCluster(b, append(claudeEnv(), env...)...)
 	defer func() {
 		c.stop()
 		settle(b, c.dirs...)

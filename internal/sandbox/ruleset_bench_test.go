@@ -1,0 +1,38 @@
+package sandbox
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+// BenchmarkRuleset makes the ruleset of an attempt's policy, as every
+// confined launch does: the part of BenchmarkStart's difference that is
+// not the re-exec step.
+func BenchmarkRuleset(b *testing.B) {
+	sb := mustSandbox(b)
+	root := b.TempDir()
+	for _, d := range []string{"wt", "tmp", "home", "repo.git/objects"} {
+		if err := mkdirAll(filepath.Join(root, d)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c, err := sb.Compile(Policy{
+		Own: []Grant{{Path: filepath.Join(root, "wt"), Write: true}, {Path: filepath.Join(root, "tmp"), Write: true},
+			{Path: filepath.Join(root, "home"), Write: true}, {Path: filepath.Join(root, "repo.git/objects")}},
+		Deny:    []string{root, "/etc/drover"},
+		Exec:    "/bin/true",
+		PATH:    []string{"/usr/local/bin", "/usr/bin", "/bin"},
+		Connect: []uint16{443},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(len(c.rules)), "rules")
+	for b.Loop() {
+		f, err := c.ruleset()
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+	}
+}
