@@ -86,6 +86,12 @@ func printReport(ctx context.Context, cl *controller.Client, t controller.Target
 	if u := r.Usage; u != nil {
 		fmt.Fprintf(w, "usage: %d tokens in, %d out\n", u.InputTokens, u.OutputTokens)
 	}
+	if r.Sandbox != "" {
+		fmt.Fprintf(w, "sandbox: %s\n", r.Sandbox)
+	}
+	for _, d := range r.SandboxDenied {
+		fmt.Fprintf(w, "denied by the sandbox: %s\n", d)
+	}
 	for _, s := range []struct{ name, tail string }{{"stdout", r.StdoutTail}, {"stderr", r.StderrTail}} {
 		if s.tail == "" {
 			continue

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // Bounds of what Denials keeps.
@@ -190,6 +191,8 @@ func (d *Denials) paths(l string) []string {
 }
 
 func (d *Denials) add(what, l string) {
+	// What a process printed reaches a terminal: no control characters.
+	what, l = printable(what), printable(l)
 	if d.seen[what] {
 		return
 	}
@@ -202,4 +205,14 @@ func (d *Denials) add(what, l string) {
 		l = l[:maxDenialLine] + "…"
 	}
 	d.list = append(d.list, what+": "+l)
+}
+
+// printable replaces control characters and invalid UTF-8.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == utf8.RuneError {
+			return '?'
+		}
+		return r
+	}, strings.ToValidUTF8(s, "?"))
 }

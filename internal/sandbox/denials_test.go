@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestDenials(t *testing.T) {
@@ -76,6 +77,12 @@ func TestDenialsBounded(t *testing.T) {
 			t.Fatalf("entry of %d bytes", len(g))
 		}
 	}
+	// Control characters never reach a terminal.
+	d3 := c.Denials("/")
+	d3.Write(1, []byte("touch: cannot touch '/srv/\x1b[2Jx': Permission denied \x07\xff\n"))
+	if got := d3.List(); len(got) != 1 || strings.ContainsAny(got[0], "\x1b\x07") || !utf8.ValidString(got[0]) {
+		t.Errorf("%q", got)
+	}
 	// A line longer than the buffer is read in pieces, not kept whole.
 	d2 := c.Denials("/")
 	d2.Write(1, []byte(strings.Repeat("z", 3*maxLine)+" cannot touch '/srv/q': Permission denied"))
@@ -100,6 +107,9 @@ func FuzzDenials(f *testing.F) {
 		for _, l := range d.List() {
 			if len(l) > maxLine+maxDenialLine+64 {
 				t.Fatalf("entry of %d bytes", len(l))
+			}
+			if !utf8.ValidString(l) || strings.ContainsAny(l, "\x1b\r") {
+				t.Fatalf("unprintable entry %q", l)
 			}
 			what := strings.SplitN(l, ": ", 2)[0]
 			if strings.HasPrefix(what, "/") && c.Writable(what) {
