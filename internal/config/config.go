@@ -286,7 +286,9 @@ type Runtime struct {
 	// Model is passed with ModelFlag when set. Defaults to the CLI's own choice.
 	Model string `mapstructure:"model"`
 	// Home is "worker" (the CLI sees the worker's HOME) or "isolated" (a fresh
-	// HOME per attempt, into which HomeFiles are copied). Defaults to worker.
+	// HOME per attempt, into which HomeFiles are copied). Defaults to
+	// isolated with worker.sandbox on (a confined CLI writes only its own
+	// HOME), worker with it off.
 	Home string `mapstructure:"home"`
 	// HomeFiles are files or directories, relative to the worker's HOME, that
 	// an isolated HOME needs — a CLI's login or settings, e.g.
