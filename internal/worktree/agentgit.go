@@ -53,33 +53,34 @@ const agentConfig = `[core]
 `
 
 // makeAgentGitDir makes the worktree's .git the agent's repository, with
-// the attempt's branch at head and a copy of the admin dir's index.
+// the attempt's branch at head and a copy of the admin dir's index. It
+// writes only beneath a directory it made itself, through descriptors,
+// never following a name a process of the agent (one still running) may
+// have swapped for a symlink since (newDirAt).
 func (w *Worktree) makeAgentGitDir(head string) error {
-	dir := filepath.Join(w.Path, ".git")
-	if err := os.RemoveAll(dir); err != nil {
+	if err := os.RemoveAll(filepath.Join(w.Path, ".git")); err != nil {
 		return fmt.Errorf("worktree: agent git dir: %w", err)
 	}
 	version, ext := 0, ""
 	if b, err := os.ReadFile(filepath.Join(w.repo.dir, "config")); err == nil && bytes.Contains(b, []byte("objectformat = sha256")) {
 		version, ext = 1, "[extensions]\n\tobjectformat = sha256\n"
 	}
-	files := map[string]string{
-		"HEAD":                    "ref: refs/heads/" + w.Branch + "\n",
-		"refs/heads/" + w.Branch:  head + "\n",
-		"objects/info/alternates": filepath.Join(w.repo.dir, "objects") + "\n",
-		"config":                  fmt.Sprintf(agentConfig, version, ext, w.cache.authorName, w.cache.authorEmail),
+	index, err := os.ReadFile(filepath.Join(w.gitDir, "index"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("worktree: agent git dir: %w", err)
 	}
-	for _, d := range []string{"objects/info", "objects/pack", "refs/tags", filepath.Dir("refs/heads/" + w.Branch)} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
-			return fmt.Errorf("worktree: agent git dir: %w", err)
-		}
+	files := map[string][]byte{
+		"HEAD":                    []byte("ref: refs/heads/" + w.Branch + "\n"),
+		"refs/heads/" + w.Branch:  []byte(head + "\n"),
+		"objects/info/alternates": []byte(filepath.Join(w.repo.dir, "objects") + "\n"),
+		"config":                  fmt.Appendf(nil, agentConfig, version, ext, w.cache.authorName, w.cache.authorEmail),
+		"objects/pack/":           nil,
+		"refs/tags/":              nil,
 	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			return fmt.Errorf("worktree: agent git dir: %w", err)
-		}
+	if index != nil {
+		files["index"] = index
 	}
-	if err := copyFile(filepath.Join(w.gitDir, "index"), filepath.Join(dir, "index")); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := newDirAt(w.Path, ".git", files); err != nil {
 		return fmt.Errorf("worktree: agent git dir: %w", err)
 	}
 	w.agentHead = head
@@ -92,31 +93,13 @@ func (w *Worktree) restoreGitFile() error {
 	if !w.agentGit {
 		return nil
 	}
-	p := filepath.Join(w.Path, ".git")
-	if err := os.RemoveAll(p); err != nil {
+	if err := os.RemoveAll(filepath.Join(w.Path, ".git")); err != nil {
 		return fmt.Errorf("worktree: restore .git file: %w", err)
 	}
-	if err := os.WriteFile(p, []byte("gitdir: "+w.gitDir+"\n"), 0o644); err != nil {
+	if err := newFileAt(w.Path, ".git", []byte("gitdir: "+w.gitDir+"\n")); err != nil {
 		return fmt.Errorf("worktree: restore .git file: %w", err)
 	}
 	return nil
-}
-
-func copyFile(from, to string) error {
-	src, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		dst.Close()
-		return err
-	}
-	return dst.Close()
 }
 
 // agentGitTimeout bounds each git command in the agent's repository.
