@@ -224,3 +224,50 @@ func TestStepPassesEnvAndArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestConfinedRules checks each kind of rule on its own: a directory to
+// read (and run from), one to write, a file to read, a file to write,
+// device files.
+func TestConfinedRules(t *testing.T) {
+	sb := mustSandbox(t)
+	root := t.TempDir()
+	tree(t, root, "ro/data.txt", "rw/", "prompt.md", "state.json", "other.txt")
+	p := func(rel string) string { return filepath.Join(root, rel) }
+	tool := p("ro/tool.sh")
+	if err := os.WriteFile(tool, []byte("#!/bin/sh\necho ran\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := compile(t, sb, Policy{
+		Own: []Grant{{Path: p("ro")}, {Path: p("rw"), Write: true}, {Path: p("prompt.md")}, {Path: p("state.json"), Write: true}},
+	})
+	for _, tc := range []struct {
+		action string
+		args   []string
+		ok     bool
+	}{
+		{"read", []string{p("ro/data.txt")}, true},
+		{"list", []string{p("ro")}, true},
+		{"exec", []string{tool}, true},
+		{"write", []string{p("ro/new.txt")}, false},
+		{"append", []string{p("ro/data.txt")}, false},
+		{"write", []string{p("rw/new.txt")}, true},
+		{"mkdir", []string{p("rw/sub")}, true},
+		{"read", []string{p("prompt.md")}, true},
+		{"append", []string{p("prompt.md")}, false},
+		{"truncate", []string{p("prompt.md")}, false},
+		{"append", []string{p("state.json")}, true},
+		{"truncate", []string{p("state.json")}, true},
+		{"read", []string{p("other.txt")}, false},
+		{"write", []string{p("sibling.txt")}, false},
+		{"append", []string{"/dev/null"}, true},
+		{"read", []string{"/dev/null"}, true},
+		{"read", []string{"/etc/hosts"}, true},
+		{"append", []string{"/etc/hosts"}, false},
+		{"list", []string{"/root"}, false},
+	} {
+		got := confined(t, c, tc.action, tc.args...)
+		if tc.ok && got != "ok" || !tc.ok && !strings.HasPrefix(got, "denied:") {
+			t.Errorf("%s %v: %s", tc.action, tc.args, got)
+		}
+	}
+}
