@@ -119,9 +119,9 @@ func (r *e2eResult) add(o e2eResult) {
 }
 
 // e2eDrover runs the tasks as one flow through a fresh controller and two
-// warmed-up workers, whose environment env adds to.
-func e2eDrover(b *testing.B, origin string, prompts []string, env ...string) e2eResult {
-	c := newCluster(b, append(claudeEnv(), env...)...)
+// warmed-up workers.
+func e2eDrover(b *testing.B, origin string, prompts []string) e2eResult {
+	c := newCluster(b, claudeEnv()...)
 	defer func() {
 		c.stop()
 		settle(b, c.dirs...)
