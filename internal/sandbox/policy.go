@@ -254,7 +254,10 @@ func under(deny []string, dir string) []string {
 	return out
 }
 
-// merge gives each path one rule with the widest of its kinds.
+// merge gives each path one rule with the widest of its kinds, and drops
+// a rule beneath another that grants all it does: Landlock unions the
+// rules on a path's ancestors, so it grants nothing more, and every rule
+// costs each launch two system calls.
 func merge(rules []rule) []rule {
 	best := map[string]kind{}
 	for _, r := range rules {
@@ -262,12 +265,31 @@ func merge(rules []rule) []rule {
 			best[r.path] = r.kind
 		}
 	}
-	out := make([]rule, 0, len(best))
+	all := make([]rule, 0, len(best))
 	for p, k := range best {
-		out = append(out, rule{p, k})
+		all = append(all, rule{p, k})
 	}
-	slices.SortFunc(out, func(a, b rule) int { return strings.Compare(a.path, b.path) })
+	// Sorted, an ancestor comes before what is beneath it.
+	slices.SortFunc(all, func(a, b rule) int { return strings.Compare(a.path, b.path) })
+	var out []rule
+	for _, r := range all {
+		if !slices.ContainsFunc(out, func(a rule) bool { return a.path != r.path && inside(a.path, r.path) && a.kind.covers(r.kind) }) {
+			out = append(out, r)
+		}
+	}
 	return out
+}
+
+// covers reports whether a rule of kind k on a directory grants all a rule
+// of kind o beneath it would.
+func (k kind) covers(o kind) bool {
+	switch k {
+	case writeDir:
+		return o != device
+	case readDir:
+		return o == readDir || o == readFile
+	}
+	return false
 }
 
 // wider orders kinds of the same shape (a path is a directory or not).

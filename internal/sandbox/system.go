@@ -18,7 +18,7 @@ var systemPaths = []string{
 // they, so DNS resolution and TLS verification work.
 var systemLinks = []string{
 	"/etc/resolv.conf", "/etc/hosts", "/etc/localtime", "/etc/ssl/certs", "/etc/ssl/cert.pem",
-	"/etc/pki/tls/certs", "/etc/ca-certificates", "/etc/nsswitch.conf", "/etc/mtab",
+	"/etc/pki/tls/certs", "/etc/ca-certificates", "/etc/nsswitch.conf",
 }
 
 // devices are the device files a process may read and write (with ioctl:
