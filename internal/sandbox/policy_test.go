@@ -259,3 +259,18 @@ func TestSupport(t *testing.T) {
 		}
 	}
 }
+
+// TestNestedRulesDropped: a rule beneath one that grants all it does is
+// left out (Landlock unions rules along the path); one granting more stays.
+func TestNestedRulesDropped(t *testing.T) {
+	root := t.TempDir()
+	tree(t, root, "ro/bin/tool", "ro/state/", "rw/sub/f", "rw/file")
+	p := func(rel string) string { return filepath.Join(root, rel) }
+	c := compileOnly(t, Policy{
+		Own:  []Grant{{Path: p("ro")}, {Path: p("ro/state"), Write: true}, {Path: p("rw"), Write: true}, {Path: p("rw/sub")}, {Path: p("rw/file"), Write: true}},
+		PATH: []string{p("ro/bin")},
+	})
+	if got, want := rulesUnder(c, root), []string{"read ro", "write ro/state", "write rw"}; !slices.Equal(got, want) {
+		t.Errorf("rules:\n got %q\nwant %q", got, want)
+	}
+}
