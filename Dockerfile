@@ -62,6 +62,7 @@ RUN ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm \
 # The CLIs to install (npm package names, pinned versions recommended). The seven the
 # built-in runtimes know: @anthropic-ai/claude-code @openai/codex opencode-ai
 # @kilocode/cli @google/gemini-cli @mariozechner/pi-coding-agent @github/copilot
+# (kilo: pin @kilocode/cli@7.7.7, 7.8.1 does not install; see docs/runtimes.md#kilo).
 ARG CLIS="@anthropic-ai/claude-code @openai/codex"
 RUN npm install --global --no-fund --no-audit --update-notifier=false ${CLIS} \
  && npm cache clean --force \

@@ -16,8 +16,12 @@ help: ## Show the targets and what they do
 build: ## Build controller, worker and demo-agent into bin/
 	$(GO) build -o $(BIN)/ ./cmd/controller ./cmd/worker ./cmd/demo-agent
 
+.PHONY: chromium
+chromium: ## Install Debian's chromium for the console's browser tests, if missing
+	@./scripts/chromium.sh
+
 .PHONY: test
-test: ## Run every test, unit and e2e, with the race detector (what CI runs)
+test: chromium ## Run every test, unit and e2e, with the race detector (what CI runs)
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 
 .PHONY: test-race
@@ -28,7 +32,7 @@ test-short: ## Run the unit tests only (no e2e), quickly
 	$(GO) test -short -count=1 $(PKGS)
 
 .PHONY: e2e
-e2e: ## Run the end-to-end tests verbosely, with the full chaos run (DROVER_CHAOS_SEED=N replays one)
+e2e: chromium ## Run the end-to-end tests verbosely, with the full chaos run (DROVER_CHAOS_SEED=N replays one)
 	DROVER_CHAOS=full $(GO) test -count=1 -timeout 30m -v ./e2e/...
 
 .PHONY: lint
@@ -42,12 +46,16 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 30s)
 	FUZZTIME=$(FUZZTIME) FUZZMINTIME=$(FUZZMINTIME) ./scripts/fuzz.sh
 
 .PHONY: bench
-bench: ## Run every benchmark scenario several times and print median/min/max per figure (docs/benchmarks.md)
+bench: chromium ## Run every benchmark scenario several times and print median/min/max per figure (docs/benchmarks.md)
 	GO=$(GO) ./scripts/bench.sh
 
 .PHONY: bench-scale
 bench-scale: ## The scale scenario as specified: a 10,000-task flow against a 1,000-task one, one run (~10 min)
 	GO=$(GO) BENCH_ONLY=scale BENCH_SCALE_TASKS=10000 BENCH_COUNT_SCALE=1 BENCH_OUT=bin/bench-scale.txt ./scripts/bench.sh
+
+.PHONY: screenshots
+screenshots: chromium ## Take the console's screenshots for docs/console.md (a live flow in headless Chromium)
+	DROVER_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run 'TestConsoleScreenshots' -v ./e2e/
 
 .PHONY: demo
 demo: build ## Run the demo flow: embedded NATS, controller, 2 workers, the demo agent, a throwaway repo

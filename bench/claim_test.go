@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/queue"
 )
 
@@ -95,9 +96,9 @@ func claimLatency(b *testing.B, nJobs int) {
 		for j := range nJobs + warmup {
 			c.waitIdle("demo", 2, time.Millisecond)
 			task := fmt.Sprintf("t%d", j)
-			job := &queue.Job{Attempt: queue.AttemptID(flowID, task, 1), Flow: flowID, Task: task, N: 1,
+			job := &queue.Job{Attempt: drovertype.AttemptID(flowID, task, 1), Flow: flowID, Task: task, N: 1,
 				Pool: "default", Runtime: "demo", Repo: "unusable-repo", Base: "main",
-				Branch: queue.AttemptBranch(flowID, task, 1), Prompt: "@exit 0"}
+				Branch: drovertype.AttemptBranch(flowID, task, 1), Prompt: "@exit 0"}
 			t0 := time.Now()
 			if err := queue.PublishJob(ctx, c.js, job); err != nil {
 				b.Fatal(err)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/event"
 )
 
 // BenchmarkEndToEnd runs the same independent tasks through Drover and
@@ -145,7 +145,7 @@ func e2eDrover(b *testing.B, origin string, prompts []string) e2eResult {
 	done := c.completed(id, 30*time.Minute)
 	cpu := c.cpu() - cpu0
 	profiled()
-	ended := c.events.wait(id, eventlog.IntegrationScheduled, time.Minute)
+	ended := c.events.wait(id, event.IntegrationScheduled, time.Minute)
 	return e2eResult{total: done.at.Sub(began), tasks: ended.at.Sub(began), cpu: cpu, phases: phaseMetrics(c.flowEvents(id))}
 }
 

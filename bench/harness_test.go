@@ -19,10 +19,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/event"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/drover-dev/drover/internal/eventlog"
 	"github.com/drover-dev/drover/internal/queue"
 )
 
@@ -216,7 +218,7 @@ func (p *proc) stop() {
 	}
 }
 
-// exited fails the benchmark if the process has ended.
+// checkAlive fails the benchmark if the process has ended.
 func (p *proc) checkAlive() {
 	p.tb.Helper()
 	select {
@@ -542,11 +544,11 @@ type eventWatch struct {
 
 type arrival struct {
 	at time.Time
-	ev *eventlog.Event
+	ev *event.Event
 }
 
 // watched are the event types the benchmarks wait for.
-var watched = []eventlog.Type{eventlog.IntegrationScheduled, eventlog.FlowCompleted}
+var watched = []event.Type{event.IntegrationScheduled, event.FlowCompleted}
 
 func watchEvents(tb testing.TB, nc *nats.Conn) *eventWatch {
 	tb.Helper()
@@ -554,7 +556,7 @@ func watchEvents(tb testing.TB, nc *nats.Conn) *eventWatch {
 	for _, typ := range watched {
 		sub, err := nc.Subscribe(queue.EventSubject("*", string(typ)), func(m *nats.Msg) {
 			at := time.Now()
-			ev, err := eventlog.Decode(m.Data)
+			ev, err := event.Decode(m.Data)
 			if err != nil {
 				return
 			}
@@ -582,7 +584,7 @@ func watchEvents(tb testing.TB, nc *nats.Conn) *eventWatch {
 
 // wait returns the first typ event of flowID, failing after timeout or when
 // one of procs exits.
-func (w *eventWatch) wait(flowID string, typ eventlog.Type, timeout time.Duration, procs ...*proc) arrival {
+func (w *eventWatch) wait(flowID string, typ event.Type, timeout time.Duration, procs ...*proc) arrival {
 	w.tb.Helper()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
@@ -618,7 +620,7 @@ func (c *cluster) cpu() time.Duration {
 }
 
 // count returns how many typ events of the flow the EVENTS stream holds.
-func (c *cluster) count(flowID string, typ eventlog.Type) int {
+func (c *cluster) count(flowID string, typ event.Type) int {
 	c.tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -635,7 +637,7 @@ func (c *cluster) count(flowID string, typ eventlog.Type) int {
 }
 
 // flowEvents reads the flow's events from the EVENTS stream, in order.
-func (c *cluster) flowEvents(flowID string) []*eventlog.Event {
+func (c *cluster) flowEvents(flowID string) []*event.Event {
 	c.tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -645,7 +647,7 @@ func (c *cluster) flowEvents(flowID string) []*eventlog.Event {
 	if err != nil {
 		c.tb.Fatal(err)
 	}
-	var evs []*eventlog.Event
+	var evs []*event.Event
 	for {
 		batch, err := cons.Fetch(1024, jetstream.FetchMaxWait(2*time.Second))
 		if err != nil {
@@ -655,7 +657,7 @@ func (c *cluster) flowEvents(flowID string) []*eventlog.Event {
 		pending := uint64(0)
 		for msg := range batch.Messages() {
 			n++
-			ev, err := eventlog.Decode(msg.Data())
+			ev, err := event.Decode(msg.Data())
 			if err != nil {
 				c.tb.Fatal(err)
 			}
@@ -673,12 +675,12 @@ func (c *cluster) flowEvents(flowID string) []*eventlog.Event {
 // completed waits for the flow's completion and checks it succeeded.
 func (c *cluster) completed(flowID string, timeout time.Duration) arrival {
 	c.tb.Helper()
-	a := c.events.wait(flowID, eventlog.FlowCompleted, timeout, append([]*proc{c.ctrl}, c.workers...)...)
-	var d eventlog.FlowCompletedData
+	a := c.events.wait(flowID, event.FlowCompleted, timeout, append([]*proc{c.ctrl}, c.workers...)...)
+	var d event.FlowCompletedData
 	if err := a.ev.Payload(&d); err != nil {
 		c.tb.Fatal(err)
 	}
-	if d.State != eventlog.FlowSucceeded {
+	if d.State != drovertype.FlowSucceeded {
 		c.tb.Fatalf("flow %s completed %s, want succeeded", flowID, d.State)
 	}
 	return a
@@ -774,10 +776,10 @@ func mb(n int64) float64 { return float64(n) / (1 << 20) }
 // removed); attempt_ms is claimed → reported, and gap_ms the time a worker
 // takes from one report to its next claim. retries counts the attempts
 // beyond each task's first (a worker lost on an overloaded machine, say).
-func phaseMetrics(evs []*eventlog.Event) map[string]float64 {
+func phaseMetrics(evs []*event.Event) map[string]float64 {
 	type attempt struct {
 		worker string
-		at     map[eventlog.Type]time.Time
+		at     map[event.Type]time.Time
 	}
 	attempts := map[string]*attempt{}
 	var order []string
@@ -787,13 +789,13 @@ func phaseMetrics(evs []*eventlog.Event) map[string]float64 {
 		}
 		a := attempts[ev.Attempt]
 		if a == nil {
-			a = &attempt{at: map[eventlog.Type]time.Time{}}
+			a = &attempt{at: map[event.Type]time.Time{}}
 			attempts[ev.Attempt] = a
 			order = append(order, ev.Attempt)
 		}
 		a.at[ev.Type] = ev.Time
-		if ev.Type == eventlog.AttemptClaimed {
-			var d eventlog.AttemptClaimedData
+		if ev.Type == event.AttemptClaimed {
+			var d event.AttemptClaimedData
 			if ev.Payload(&d) == nil {
 				a.worker = d.Worker
 			}
@@ -801,14 +803,14 @@ func phaseMetrics(evs []*eventlog.Event) map[string]float64 {
 	}
 	chain := []struct {
 		name     string
-		from, to eventlog.Type
+		from, to event.Type
 	}{
-		{"prepare_ms", eventlog.AttemptClaimed, eventlog.PrepareCompleted},
-		{"cli_ms", eventlog.PrepareCompleted, eventlog.RuntimeExited},
-		{"observe_ms", eventlog.RuntimeExited, eventlog.DiffComputed},
-		{"push_ms", eventlog.DiffComputed, eventlog.CheckpointCommitCreated},
-		{"report_ms", eventlog.CheckpointCommitCreated, eventlog.AttemptReported},
-		{"attempt_ms", eventlog.AttemptClaimed, eventlog.AttemptReported},
+		{"prepare_ms", event.AttemptClaimed, event.PrepareCompleted},
+		{"cli_ms", event.PrepareCompleted, event.RuntimeExited},
+		{"observe_ms", event.RuntimeExited, event.DiffComputed},
+		{"push_ms", event.DiffComputed, event.CheckpointCommitCreated},
+		{"report_ms", event.CheckpointCommitCreated, event.AttemptReported},
+		{"attempt_ms", event.AttemptClaimed, event.AttemptReported},
 	}
 	sums := map[string]time.Duration{}
 	counts := map[string]int{}
@@ -824,8 +826,8 @@ func phaseMetrics(evs []*eventlog.Event) map[string]float64 {
 				counts[c.name]++
 			}
 		}
-		if c, ok := a.at[eventlog.AttemptClaimed]; ok {
-			if r, ok := a.at[eventlog.AttemptReported]; ok {
+		if c, ok := a.at[event.AttemptClaimed]; ok {
+			if r, ok := a.at[event.AttemptReported]; ok {
 				byWorker[a.worker] = append(byWorker[a.worker], span{c, r})
 			}
 		}
@@ -846,7 +848,7 @@ func phaseMetrics(evs []*eventlog.Event) map[string]float64 {
 	tasks := map[string]bool{}
 	scheduled := 0
 	for _, ev := range evs {
-		if ev.Type == eventlog.AttemptScheduled {
+		if ev.Type == event.AttemptScheduled {
 			scheduled++
 			tasks[ev.Task] = true
 		}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/event"
 )
 
 // BenchmarkSandbox measures what the sandbox adds to an attempt. One flow
@@ -72,7 +72,7 @@ func BenchmarkSandbox(b *testing.B) {
 // sandboxSideBySide runs the tasks as one flow on a worker with the
 // sandbox on and one with it off, both warmed up, and returns the flow's
 // events and each worker's CPU time (its children's included) over it.
-func sandboxSideBySide(b *testing.B, origin string, prompts []string) (evs []*eventlog.Event, onCPU, offCPU time.Duration) {
+func sandboxSideBySide(b *testing.B, origin string, prompts []string) (evs []*event.Event, onCPU, offCPU time.Duration) {
 	c := newCluster(b, claudeEnv()...)
 	defer func() {
 		c.stop()
@@ -93,15 +93,15 @@ func sandboxSideBySide(b *testing.B, origin string, prompts []string) (evs []*ev
 
 // byWorker keeps the events of the attempts a worker claimed, and counts
 // those attempts.
-func byWorker(evs []*eventlog.Event, worker string) ([]*eventlog.Event, int) {
+func byWorker(evs []*event.Event, worker string) ([]*event.Event, int) {
 	mine := map[string]bool{}
 	for _, ev := range evs {
-		var d eventlog.AttemptClaimedData
-		if ev.Type == eventlog.AttemptClaimed && ev.Payload(&d) == nil && d.Worker == worker {
+		var d event.AttemptClaimedData
+		if ev.Type == event.AttemptClaimed && ev.Payload(&d) == nil && d.Worker == worker {
 			mine[ev.Attempt] = true
 		}
 	}
-	var out []*eventlog.Event
+	var out []*event.Event
 	for _, ev := range evs {
 		if mine[ev.Attempt] {
 			out = append(out, ev)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/event"
 )
 
 // maintainRemote packs the refs of a bare repository every interval until
@@ -131,7 +131,7 @@ func scaleFlow(b *testing.B, repo string, n int) scaleResult {
 	profiled := c.profile(fmt.Sprintf("scale%d", n))
 	done := c.completed(id, time.Duration(n)*time.Second+10*time.Minute)
 	r := scaleResult{submit: submit, total: done.at.Sub(began), ctrlCPU: c.ctrl.cpu() - cpu0, peak: c.ctrl.memory().Peak,
-		retries: c.count(id, eventlog.AttemptScheduled) - n}
+		retries: c.count(id, event.AttemptScheduled) - n}
 	profiled()
 	c.heapProfile(fmt.Sprintf("scale%d", n))
 	return r

@@ -12,10 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/projection"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/drover-dev/drover/internal/eventlog"
 )
 
 // chaosPlan sizes a chaos run.
@@ -111,7 +113,7 @@ func TestChaos(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("chaos: fault %d of %d not reached in %s (progress %d, due at %d)", i+1, len(faults), plan.timeout, progress, due)
 			}
-			if n := countEvents(js, id, eventlog.AttemptReported); n > progress {
+			if n := countEvents(js, id, event.AttemptReported); n > progress {
 				progress = n
 			}
 			if progress >= due {
@@ -135,10 +137,10 @@ func TestChaos(t *testing.T) {
 		time.Sleep(time.Duration(100+rng.IntN(400)) * time.Millisecond)
 	}
 
-	st := c.waitFlow(id, time.Until(deadline), eventlog.FlowFailed)
+	st := c.waitFlow(id, time.Until(deadline), drovertype.FlowFailed)
 
 	// Every task ended as its fake CLI dictates.
-	tasks := map[string]*eventlog.Task{}
+	tasks := map[string]*projection.Task{}
 	for _, task := range st.Detail.Tasks {
 		tasks[task.ID] = task
 		if task.State != want[task.ID] {
@@ -148,11 +150,11 @@ func TestChaos(t *testing.T) {
 	// Each success recorded exactly once: one succeeded attempt per
 	// succeeded task, its result pushed, and no successful report of an
 	// attempt's claim in the log twice.
-	succeeded := map[string][]*eventlog.Attempt{}
+	succeeded := map[string][]*projection.Attempt{}
 	lostRetried, fenced := 0, 0
 	for _, a := range st.Detail.Attempts {
 		fenced += a.Fenced
-		if a.State == eventlog.AttemptSucceeded {
+		if a.State == drovertype.AttemptSucceeded {
 			succeeded[a.Task] = append(succeeded[a.Task], a)
 		}
 		if a.Error != nil && a.Error.Class == "WORKER_LOST" {
@@ -161,13 +163,13 @@ func TestChaos(t *testing.T) {
 	}
 	for name, task := range tasks {
 		n := len(succeeded[name])
-		if (task.State == eventlog.TaskSucceeded) != (n == 1) || n > 1 {
+		if (task.State == drovertype.TaskSucceeded) != (n == 1) || n > 1 {
 			t.Errorf("task %s (%s) has %d succeeded attempts", name, task.State, n)
 		}
 	}
 	evs := c.events(id)
 	reports := map[string]int{}
-	for _, ev := range ofType(evs, eventlog.AttemptReported, "") {
+	for _, ev := range ofType(evs, event.AttemptReported, "") {
 		reports[fmt.Sprintf("%s@%d", ev.Attempt, ev.Epoch)]++
 	}
 	for claim, n := range reports {
@@ -177,7 +179,7 @@ func TestChaos(t *testing.T) {
 	}
 	branches := strings.Fields(git(t, repo, "for-each-ref", "--format=%(refname:lstrip=2)", "refs/heads/drover/"+id+"/"))
 	for name, task := range tasks {
-		if task.State == eventlog.TaskSucceeded && !slices.Contains(branches, task.ResultBranch) {
+		if task.State == drovertype.TaskSucceeded && !slices.Contains(branches, task.ResultBranch) {
 			t.Errorf("task %s: result branch %s not pushed", name, task.ResultBranch)
 		}
 	}
@@ -196,7 +198,7 @@ func TestChaos(t *testing.T) {
 	t.Logf("chaos seed %d: %d tasks (%d succeeded) in %d attempts; kills: %d workers, %d controller, %d NATS; "+
 		"redeliveries %d, lost attempts retried %d (attempt_lost events %d), duplicate deliveries rejected %d, fenced events %d",
 		seed, len(tasks), len(succeeded), len(st.Detail.Attempts), done["worker"], done["controller"], done["nats"],
-		redeliveries, lostRetried, len(ofType(evs, eventlog.AttemptLost, "")), rejected, fenced)
+		redeliveries, lostRetried, len(ofType(evs, event.AttemptLost, "")), rejected, fenced)
 	if lostRetried == 0 {
 		t.Errorf("no attempt was lost: the worker kills missed every attempt")
 	}
@@ -206,27 +208,27 @@ func TestChaos(t *testing.T) {
 // tenth task fails on purpose (exit 3, not retried); every fifth depends on
 // the one before it, so a failure blocks it. Retries cover what the faults
 // cause: lost workers, and prepares that raced a killed worker's git.
-func chaosFlow(repo string, n int, rng *rand.Rand) (string, map[string]eventlog.TaskState) {
+func chaosFlow(repo string, n int, rng *rand.Rand) (string, map[string]drovertype.TaskState) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "name: chaos\nrepo: %s\nbase: main\nruntime: demo\n", repo)
 	b.WriteString("retry: {max_attempts: 40, initial_backoff: 100ms, max_backoff: 1s, " +
 		"retry_on: [WORKER_LOST, PREPARE_FAILED, OBSERVE_FAILED, RUNTIME_CONNECTION_FAILED, RUNTIME_CRASHED]}\ntasks:\n")
-	want := map[string]eventlog.TaskState{}
+	want := map[string]drovertype.TaskState{}
 	for i := range n {
 		id := fmt.Sprintf("t%03d", i)
 		fmt.Fprintf(&b, "  - id: %s\n", id)
-		want[id] = eventlog.TaskSucceeded
+		want[id] = drovertype.TaskSucceeded
 		if i%5 == 4 {
 			dep := fmt.Sprintf("t%03d", i-1)
 			fmt.Fprintf(&b, "    depends_on: [%s]\n", dep)
-			if want[dep] != eventlog.TaskSucceeded {
-				want[id] = eventlog.TaskBlocked
+			if want[dep] != drovertype.TaskSucceeded {
+				want[id] = drovertype.TaskBlocked
 			}
 		}
 		fmt.Fprintf(&b, "    prompt: |\n      @sleep %dms\n", 100+rng.IntN(600))
 		if i%10 == 3 {
 			b.WriteString("      @stderr failing on purpose\n      @exit 3\n")
-			want[id] = eventlog.TaskFailed
+			want[id] = drovertype.TaskFailed
 			continue
 		}
 		fmt.Fprintf(&b, "      @write out/%s.txt %s\n", id, id)

@@ -9,11 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/projection"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/drover-dev/drover/internal/controller"
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/queue"
 )
 
@@ -22,7 +25,7 @@ import (
 const lease = "DROVER_QUEUE_ACK_WAIT=2s"
 
 // attemptOf returns the attempt of a status by id.
-func attemptOf(st *controller.StatusResponse, id string) *eventlog.Attempt {
+func attemptOf(st *controller.StatusResponse, id string) *projection.Attempt {
 	for _, a := range st.Detail.Attempts {
 		if a.ID == id {
 			return a
@@ -37,7 +40,7 @@ func (c *cluster) running(flowID, attempt string) int {
 	pid := 0
 	waitFor(c.t, 60*time.Second, attempt+"'s CLI to start", func() bool {
 		for _, a := range c.status(flowID).Detail.Attempts {
-			if a.ID == attempt && a.Pid > 0 && a.State == eventlog.AttemptClaimedSt {
+			if a.ID == attempt && a.Pid > 0 && a.State == drovertype.AttemptClaimed {
 				pid = a.Pid
 				return true
 			}
@@ -68,7 +71,7 @@ func (c *cluster) submit(flowYAML string) string {
 	return submittedID(c.t, out)
 }
 
-func (c *cluster) waitFlow(id string, timeout time.Duration, want eventlog.FlowState) *controller.StatusResponse {
+func (c *cluster) waitFlow(id string, timeout time.Duration, want drovertype.FlowState) *controller.StatusResponse {
 	c.t.Helper()
 	var st *controller.StatusResponse
 	waitFor(c.t, timeout, "flow "+id+" to end", func() bool {
@@ -117,21 +120,21 @@ func TestWorkerKilledMidAttempt(t *testing.T) {
 	victim := c.startWorker("victim", 1, lease)
 	repo := newRepo(t)
 	id := c.submit(slowFlow("killed", repo, "10m"))
-	a1, a2 := queue.AttemptID(id, "slow", 1), queue.AttemptID(id, "slow", 2)
+	a1, a2 := drovertype.AttemptID(id, "slow", 1), drovertype.AttemptID(id, "slow", 2)
 	pid := c.running(id, a1)
 	victim.kill()
 	waitFor(t, 10*time.Second, "the killed worker's CLI to die with it", func() bool { return gone(pid) })
 	c.startWorker("rescuer", 1, lease)
 
-	st := c.waitFlow(id, 60*time.Second, eventlog.FlowSucceeded)
+	st := c.waitFlow(id, 60*time.Second, drovertype.FlowSucceeded)
 	lost, retry := attemptOf(st, a1), attemptOf(st, a2)
-	if lost == nil || lost.State != eventlog.AttemptFailed || lost.Error == nil || lost.Error.Class != "WORKER_LOST" || lost.Worker != "victim" {
+	if lost == nil || lost.State != drovertype.AttemptFailed || lost.Error == nil || lost.Error.Class != "WORKER_LOST" || lost.Worker != "victim" {
 		t.Errorf("attempt 1: %+v", lost)
 	}
-	if retry == nil || retry.State != eventlog.AttemptSucceeded || retry.Worker != "rescuer" {
+	if retry == nil || retry.State != drovertype.AttemptSucceeded || retry.Worker != "rescuer" {
 		t.Errorf("attempt 2: %+v", retry)
 	}
-	if evs := ofType(c.events(id), eventlog.AttemptLost, ""); len(evs) != 1 || evs[0].Epoch != 1 {
+	if evs := ofType(c.events(id), event.AttemptLost, ""); len(evs) != 1 || evs[0].Epoch != 1 {
 		t.Errorf("attempt_lost events: %d, want 1 at epoch 1", len(evs))
 	}
 	if got := show(t, repo, retry.Branch, "slow.txt"); got != "done" {
@@ -152,21 +155,21 @@ func TestSlowWorkerIsFenced(t *testing.T) {
 	frozen := c.startWorker("frozen", 1, lease)
 	repo := newRepo(t)
 	id := c.submit(slowFlow("fenced", repo, "6s"))
-	a1 := queue.AttemptID(id, "slow", 1)
+	a1 := drovertype.AttemptID(id, "slow", 1)
 	c.running(id, a1)
 	if err := syscall.Kill(frozen.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	other := c.startWorker("other", 1, lease)
-	st := c.waitFlow(id, 60*time.Second, eventlog.FlowSucceeded)
+	st := c.waitFlow(id, 60*time.Second, drovertype.FlowSucceeded)
 	if err := syscall.Kill(frozen.cmd.Process.Pid, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	frozen.waitLog(30*time.Second, "claim superseded")
 
-	var ok []*eventlog.Attempt
+	var ok []*projection.Attempt
 	for _, a := range st.Detail.Attempts {
-		if a.State == eventlog.AttemptSucceeded {
+		if a.State == drovertype.AttemptSucceeded {
 			ok = append(ok, a)
 		}
 	}
@@ -177,7 +180,7 @@ func TestSlowWorkerIsFenced(t *testing.T) {
 		t.Errorf("the stopped worker's attempt: %+v", a)
 	}
 	evs := c.events(id)
-	for _, ev := range ofType(evs, eventlog.AttemptClaimed, "") {
+	for _, ev := range ofType(evs, event.AttemptClaimed, "") {
 		if ev.Attempt == a1 && ev.Epoch != 1 {
 			t.Errorf("attempt 1 was claimed again at epoch %d: run twice", ev.Epoch)
 		}
@@ -199,10 +202,10 @@ func TestSlowWorkerIsFenced(t *testing.T) {
 	// Whatever the resumed worker published afterwards is fenced off.
 	c.waitQuiet(id)
 	final := c.status(id)
-	if n := len(ofType(c.events(id), eventlog.AttemptReported, "")); n != 1 {
+	if n := len(ofType(c.events(id), event.AttemptReported, "")); n != 1 {
 		t.Errorf("%d attempt_reported events, want 1: the resumed worker reported", n)
 	}
-	if final.Detail.Flow.State != eventlog.FlowSucceeded {
+	if final.Detail.Flow.State != drovertype.FlowSucceeded {
 		t.Errorf("flow %s after the resumed worker", final.Detail.Flow.State)
 	}
 	c.rebuildEqual()
@@ -242,7 +245,7 @@ tasks:
       @sleep 2s
       @write finish.txt done
 `)
-	c.running(id, queue.AttemptID(id, "finish", 1))
+	c.running(id, drovertype.AttemptID(id, "finish", 1))
 	_ = patient.cmd.Process.Signal(syscall.SIGTERM)
 	patient.waitLog(10*time.Second, "draining")
 	select {
@@ -255,7 +258,7 @@ tasks:
 	}
 	// The task is done; the flow's integration waits for a worker.
 	st := c.status(id)
-	if a := st.Detail.Attempts[0]; a.Worker != "patient" || a.Epoch != 1 || a.State != eventlog.AttemptSucceeded || len(st.Detail.Attempts) != 1 {
+	if a := st.Detail.Attempts[0]; a.Worker != "patient" || a.Epoch != 1 || a.State != drovertype.AttemptSucceeded || len(st.Detail.Attempts) != 1 {
 		t.Errorf("attempt %+v: want it finished by the draining worker", a)
 	}
 	first := id
@@ -271,7 +274,7 @@ tasks:
       @sleep 4s
       @write long.txt done
 `)
-	a1 := queue.AttemptID(id, "long", 1)
+	a1 := drovertype.AttemptID(id, "long", 1)
 	pid := c.running(id, a1)
 	_ = quitter.cmd.Process.Signal(syscall.SIGTERM)
 	quitter.waitLog(10*time.Second, "drain timeout: handing running attempts back")
@@ -280,15 +283,15 @@ tasks:
 		t.Errorf("the handed-back attempt's CLI (pid %d) still runs", pid)
 	}
 	c.startWorker("taker", 1)
-	c.waitFlow(first, 60*time.Second, eventlog.FlowSucceeded)
-	st = c.waitFlow(id, 60*time.Second, eventlog.FlowSucceeded)
+	c.waitFlow(first, 60*time.Second, drovertype.FlowSucceeded)
+	st = c.waitFlow(id, 60*time.Second, drovertype.FlowSucceeded)
 	if len(st.Detail.Attempts) != 1 {
 		t.Fatalf("%d attempts, want the one handed back", len(st.Detail.Attempts))
 	}
 	if a := st.Detail.Attempts[0]; a.Worker != "taker" || a.Epoch != 2 || a.Error != nil {
 		t.Errorf("attempt %+v: want it taken over at epoch 2", a)
 	}
-	if n := len(ofType(c.events(id), eventlog.AttemptLost, "")); n != 0 {
+	if n := len(ofType(c.events(id), event.AttemptLost, "")); n != 0 {
 		t.Errorf("a handed-back attempt was declared lost")
 	}
 	c.rebuildEqual()
@@ -315,7 +318,7 @@ tasks:
   - {id: b, prompt: "@write b.txt b"}
 `)
 	c.startWorker("roomy", 1)
-	st := c.waitFlow(id, 60*time.Second, eventlog.FlowSucceeded)
+	st := c.waitFlow(id, 60*time.Second, drovertype.FlowSucceeded)
 	for _, a := range st.Detail.Attempts {
 		if a.Worker != "roomy" {
 			t.Errorf("attempt %s ran on %s, the worker without disk space", a.ID, a.Worker)
@@ -348,7 +351,7 @@ func TestJetStreamClusterNodeKilled(t *testing.T) {
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
 	waitFor(t, 60*time.Second, "a few attempts to report", func() bool {
-		return countEvents(js, id, eventlog.AttemptReported) >= 3
+		return countEvents(js, id, event.AttemptReported) >= 3
 	})
 	info, err := js.Stream(context.Background(), queue.EventsStream)
 	if err != nil {
@@ -370,9 +373,9 @@ func TestJetStreamClusterNodeKilled(t *testing.T) {
 	victim.kill()
 	t.Logf("killed %s, the events stream's leader", leader)
 
-	st := c.waitFlow(id, 2*time.Minute, eventlog.FlowSucceeded)
+	st := c.waitFlow(id, 2*time.Minute, drovertype.FlowSucceeded)
 	for _, task := range st.Detail.Tasks {
-		if task.State != eventlog.TaskSucceeded {
+		if task.State != drovertype.TaskSucceeded {
 			t.Errorf("task %s: %s", task.ID, task.State)
 		}
 	}
@@ -383,7 +386,7 @@ func TestJetStreamClusterNodeKilled(t *testing.T) {
 }
 
 // countEvents counts the flow's events of one type in the EVENTS stream.
-func countEvents(js jetstream.JetStream, flowID string, typ eventlog.Type) int {
+func countEvents(js jetstream.JetStream, flowID string, typ event.Type) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	s, err := js.Stream(ctx, queue.EventsStream)

@@ -6,8 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drover-dev/drover/internal/eventlog"
-	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/fleet"
+
+	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/projection"
 )
 
 // TestFlowAcrossWorkers runs a flow of four tasks through a controller and
@@ -54,11 +56,11 @@ tasks:
 	}
 	id := submittedID(t, out)
 	st := c.status(id)
-	if st.Detail.Flow.State != eventlog.FlowFailed {
+	if st.Detail.Flow.State != drovertype.FlowFailed {
 		t.Errorf("flow state %s, want failed", st.Detail.Flow.State)
 	}
-	want := map[string]eventlog.TaskState{"a": eventlog.TaskSucceeded, "b": eventlog.TaskSucceeded, "c": eventlog.TaskSucceeded, "d": eventlog.TaskFailed}
-	tasks := map[string]*eventlog.Task{}
+	want := map[string]drovertype.TaskState{"a": drovertype.TaskSucceeded, "b": drovertype.TaskSucceeded, "c": drovertype.TaskSucceeded, "d": drovertype.TaskFailed}
+	tasks := map[string]*projection.Task{}
 	for _, task := range st.Detail.Tasks {
 		tasks[task.ID] = task
 		if task.State != want[task.ID] {
@@ -81,7 +83,7 @@ tasks:
 		t.Errorf("c's a.txt = %q", got)
 	}
 
-	attempts := map[string]*eventlog.Attempt{}
+	attempts := map[string]*projection.Attempt{}
 	for _, a := range st.Detail.Attempts {
 		attempts[a.Task] = a
 	}
@@ -106,12 +108,12 @@ tasks:
 	// The fleet: both workers registered, demo healthy on each, codex (no
 	// binary here) reported unhealthy with the reason.
 	out, _, code = c.cli("workers", "-o", "json")
-	var ws []queue.Registration
+	var ws []fleet.Registration
 	if code != 0 || json.Unmarshal([]byte(out), &ws) != nil || len(ws) != 2 {
 		t.Fatalf("workers: exit %d\n%s", code, out)
 	}
 	for _, w := range ws {
-		health := map[string]queue.RuntimeHealth{}
+		health := map[string]fleet.RuntimeHealth{}
 		for _, r := range w.Runtimes {
 			health[r.Name] = r
 		}

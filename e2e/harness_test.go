@@ -17,8 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/event"
+
 	"github.com/drover-dev/drover/internal/controller"
-	"github.com/drover-dev/drover/internal/eventlog"
 )
 
 // bin holds the binaries built once for the whole package.
@@ -324,7 +325,7 @@ func (c *cluster) status(flowID string) *controller.StatusResponse {
 
 // report returns an attempt's whole report, stdout tail included, as
 // `controller report -o json` prints it.
-func (c *cluster) report(target string) *eventlog.Report {
+func (c *cluster) report(target string) *event.Report {
 	c.t.Helper()
 	out, errOut, code := c.cli("report", target, "-o", "json")
 	var resp controller.ReportResponse

@@ -51,6 +51,19 @@ func startNATS(t *testing.T) *natsNode {
 // answers.
 func startNATSCluster(t *testing.T, n int) []*natsNode {
 	t.Helper()
+	nodes := newNATSCluster(t, n)
+	for _, node := range nodes {
+		node.start()
+	}
+	waitJetStream(t, clusterURL(nodes), n)
+	return nodes
+}
+
+// newNATSCluster configures n nats-server nodes routed into one JetStream
+// cluster (n=1: a standalone server), on ports of their own, and starts
+// none of them.
+func newNATSCluster(t *testing.T, n int) []*natsNode {
+	t.Helper()
 	dir := t.TempDir()
 	ports, routes := make([]int, n), make([]int, n)
 	for i := range n {
@@ -75,9 +88,7 @@ func startNATSCluster(t *testing.T, n int) []*natsNode {
 			t.Fatal(err)
 		}
 		nodes[i] = &natsNode{t: t, name: name, port: ports[i], conf: path}
-		nodes[i].start()
 	}
-	waitJetStream(t, clusterURL(nodes), n)
 	return nodes
 }
 

@@ -12,8 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/internal/eventlog"
-	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/fleet"
+
+	"github.com/drover-dev/drover/internal/drovertype"
 )
 
 // hosts are network namespaces standing in for separate machines: the
@@ -101,7 +102,9 @@ func newHosts(t *testing.T, workers int) *hosts {
 func TestFlowAcrossHosts(t *testing.T) {
 	t.Parallel()
 	h := newHosts(t, 2)
-	c := &cluster{t: t, dataDir: t.TempDir(), env: []string{"DROVER_QUEUE_ACK_WAIT=5s"}, prefix: h.exec(h.ctrl)}
+	// The embedded server listens on the namespace's address without
+	// authentication: refused unless the test says it means it.
+	c := &cluster{t: t, dataDir: t.TempDir(), env: []string{"DROVER_QUEUE_ACK_WAIT=5s", "DROVER_INSECURE_LISTEN=true"}, prefix: h.exec(h.ctrl)}
 	c.startCtrl(h.ctrlIP + ":4222")
 	if want := "nats://" + h.ctrlIP + ":4222"; c.url != want {
 		t.Fatalf("controller's NATS at %s, want %s", c.url, want)
@@ -116,7 +119,7 @@ func TestFlowAcrossHosts(t *testing.T) {
 	// Both workers registered over their links before the flow is queued.
 	waitFor(t, 30*time.Second, "both workers to register", func() bool {
 		out, _, code := c.cli("workers", "-o", "json")
-		var ws []queue.Registration
+		var ws []fleet.Registration
 		return code == 0 && json.Unmarshal([]byte(out), &ws) == nil && len(ws) == 2
 	})
 
@@ -147,11 +150,11 @@ tasks:
 		t.Fatalf("submit --watch: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 	st := c.status(submittedID(t, out))
-	if st.Detail.Flow.State != eventlog.FlowSucceeded {
+	if st.Detail.Flow.State != drovertype.FlowSucceeded {
 		t.Errorf("flow %s", st.Detail.Flow.State)
 	}
 	for _, task := range st.Detail.Tasks {
-		if task.State != eventlog.TaskSucceeded {
+		if task.State != drovertype.TaskSucceeded {
 			t.Errorf("task %s: %s (%+v)", task.ID, task.State, task.Error)
 		}
 		if task.ID == "c" {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/fleet"
 	"github.com/drover-dev/drover/internal/sandbox"
 )
 
@@ -45,7 +45,7 @@ func TestNoLandlock(t *testing.T) {
 	if !strings.Contains(readLog(refusing), `err="this kernel has no Landlock (the kernel was built without it); set worker.sandbox: off`) {
 		t.Errorf("the worker's log does not say why:\n%s", readLog(refusing))
 	}
-	var reg *queue.Registration
+	var reg *fleet.Registration
 	var last string
 	defer func() {
 		if t.Failed() {
@@ -55,7 +55,7 @@ func TestNoLandlock(t *testing.T) {
 	waitFor(t, 30*time.Second, "the registration to say why it claims nothing", func() bool {
 		stdout, _, code := c.cli("workers", "-o", "json")
 		last = stdout
-		var ws []*queue.Registration
+		var ws []*fleet.Registration
 		if code != 0 || json.Unmarshal([]byte(stdout), &ws) != nil || len(ws) != 1 {
 			return false
 		}

@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/internal/eventlog"
-	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/projection"
+
+	"github.com/drover-dev/drover/internal/drovertype"
 )
 
 // personaEnv points built-in runtimes at the demo agent impersonating their
@@ -40,15 +42,15 @@ func personaEnv(t *testing.T, clis map[string]string) []string {
 }
 
 // events returns a flow's events in stream order.
-func (c *cluster) events(flowID string) []*eventlog.Event {
+func (c *cluster) events(flowID string) []*event.Event {
 	c.t.Helper()
 	out, errOut, code := c.cli("events", flowID, "-o", "json")
 	if code != 0 {
 		c.t.Fatalf("events: exit %d: %s", code, errOut)
 	}
-	var evs []*eventlog.Event
+	var evs []*event.Event
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		var ev eventlog.Event
+		var ev event.Event
 		if err := json.Unmarshal([]byte(line), &ev); err != nil {
 			c.t.Fatalf("events: %v: %s", err, line)
 		}
@@ -57,8 +59,8 @@ func (c *cluster) events(flowID string) []*eventlog.Event {
 	return evs
 }
 
-func ofType(evs []*eventlog.Event, typ eventlog.Type, task string) []*eventlog.Event {
-	var out []*eventlog.Event
+func ofType(evs []*event.Event, typ event.Type, task string) []*event.Event {
+	var out []*event.Event
 	for _, ev := range evs {
 		if ev.Type == typ && (task == "" || ev.Task == task) {
 			out = append(out, ev)
@@ -67,7 +69,7 @@ func ofType(evs []*eventlog.Event, typ eventlog.Type, task string) []*eventlog.E
 	return out
 }
 
-func byTask(st *eventlog.Attempt, d map[string][]*eventlog.Attempt) {
+func byTask(st *projection.Attempt, d map[string][]*projection.Attempt) {
 	d[st.Task] = append(d[st.Task], st)
 }
 
@@ -142,35 +144,35 @@ tasks:
 	}
 	id := submittedID(t, out)
 	st := c.status(id)
-	tasks := map[string]*eventlog.Task{}
+	tasks := map[string]*projection.Task{}
 	for _, task := range st.Detail.Tasks {
 		tasks[task.ID] = task
 	}
-	attempts := map[string][]*eventlog.Attempt{}
+	attempts := map[string][]*projection.Attempt{}
 	for _, a := range st.Detail.Attempts {
 		byTask(a, attempts)
 	}
 	for _, at := range attempts {
-		slices.SortFunc(at, func(a, b *eventlog.Attempt) int { return a.N - b.N })
+		slices.SortFunc(at, func(a, b *projection.Attempt) int { return a.N - b.N })
 	}
 	evs := c.events(id)
-	recovery := func(task string) eventlog.RuntimeRecoveryScheduledData {
+	recovery := func(task string) event.RuntimeRecoveryScheduledData {
 		t.Helper()
-		rs := ofType(evs, eventlog.RuntimeRecoveryScheduled, task)
+		rs := ofType(evs, event.RuntimeRecoveryScheduled, task)
 		if len(rs) != 1 {
 			t.Fatalf("%s: %d runtime_recovery_scheduled events, want 1", task, len(rs))
 		}
-		var d eventlog.RuntimeRecoveryScheduledData
+		var d event.RuntimeRecoveryScheduledData
 		if err := rs[0].Payload(&d); err != nil {
 			t.Fatal(err)
 		}
-		if len(ofType(evs, eventlog.RuntimeErrorClassified, task)) != 1 {
+		if len(ofType(evs, event.RuntimeErrorClassified, task)) != 1 {
 			t.Errorf("%s: want one runtime_error_classified before the recovery", task)
 		}
 		return d
 	}
 	for _, id := range []string{"fallback", "slow", "verified", "reviewed"} {
-		if tasks[id].State != eventlog.TaskSucceeded || len(attempts[id]) != 2 {
+		if tasks[id].State != drovertype.TaskSucceeded || len(attempts[id]) != 2 {
 			t.Errorf("%s: %s after %d attempts, want succeeded after 2 (error %+v)", id, tasks[id].State, len(attempts[id]), tasks[id].Error)
 		}
 	}
@@ -179,7 +181,7 @@ tasks:
 	}
 
 	// A rate limit falls back to the next runtime at once.
-	if d := recovery("fallback"); d.Strategy != eventlog.StrategyFallback || d.Runtime != "codex" || d.DelayMS != 0 {
+	if d := recovery("fallback"); d.Strategy != drovertype.StrategyFallback || d.Runtime != "codex" || d.DelayMS != 0 {
 		t.Errorf("fallback recovery %+v", d)
 	}
 	if a := attempts["fallback"]; a[0].Runtime != "claude-code" || a[0].Error.Class != "RATE_LIMITED" || a[1].Runtime != "codex" {
@@ -188,7 +190,7 @@ tasks:
 
 	// A timeout retries on the same runtime after the backoff.
 	d := recovery("slow")
-	if d.Strategy != eventlog.StrategySameRuntime || d.Runtime != "demo" || d.DelayMS < 800 || d.DelayMS > 1200 {
+	if d.Strategy != drovertype.StrategySameRuntime || d.Runtime != "demo" || d.DelayMS < 800 || d.DelayMS > 1200 {
 		t.Errorf("slow recovery %+v, want same runtime after 1s±20%%", d)
 	}
 	if a := attempts["slow"]; a[0].Error.Class != "RUNTIME_TIMEOUT" || a[1].ScheduledAt.Before(a[0].EndedAt.Add(time.Duration(d.DelayMS)*time.Millisecond)) {
@@ -209,7 +211,7 @@ tasks:
 	}
 
 	// A scope violation fails at once, is not pushed, and blocks its dependent.
-	if s := tasks["scoped"]; s.State != eventlog.TaskFailed || s.Error.Class != "SCOPE_VIOLATION" || len(attempts["scoped"]) != 1 {
+	if s := tasks["scoped"]; s.State != drovertype.TaskFailed || s.Error.Class != "SCOPE_VIOLATION" || len(attempts["scoped"]) != 1 {
 		t.Errorf("scoped: %s %+v after %d attempts", s.State, s.Error, len(attempts["scoped"]))
 	}
 	if v := attempts["scoped"][0].Report; v == nil || !slices.ContainsFunc(v.ScopeViolations, func(s string) bool { return strings.HasPrefix(s, "secrets.txt") }) {
@@ -218,13 +220,13 @@ tasks:
 	if refs := git(t, repo, "branch", "--list", "drover/"+id+"/scoped/*"); refs != "" {
 		t.Errorf("the out-of-scope attempt was pushed: %s", refs)
 	}
-	if b := tasks["after-scoped"]; b.State != eventlog.TaskBlocked || b.BlockedBy != "scoped" {
+	if b := tasks["after-scoped"]; b.State != drovertype.TaskBlocked || b.BlockedBy != "scoped" {
 		t.Errorf("after-scoped: %s by %q", b.State, b.BlockedBy)
 	}
 
 	// The integration branch has every succeeded task's work and nothing else.
 	in := st.Detail.Flow.Integration
-	if in == nil || in.State != eventlog.IntegrationSucceeded || in.Branch != queue.IntegrationBranch(id, 1) {
+	if in == nil || in.State != drovertype.IntegrationSucceeded || in.Branch != drovertype.IntegrationBranch(id, 1) {
 		t.Fatalf("integration %+v", in)
 	}
 	got := files(t, repo, in.Branch)
@@ -272,7 +274,7 @@ tasks:
 	id := submittedID(t, out)
 	waitFor(t, 60*time.Second, "the CLI to run", func() bool {
 		for _, a := range c.status(id).Detail.Attempts {
-			if a.Phase == eventlog.RuntimeStarted {
+			if a.Phase == event.RuntimeStarted {
 				return true
 			}
 		}
@@ -285,19 +287,19 @@ tasks:
 	var st = c.status(id)
 	waitFor(t, 30*time.Second, "the flow to end cancelled", func() bool {
 		st = c.status(id)
-		return st.Detail.Flow.State == eventlog.FlowCancelled
+		return st.Detail.Flow.State == drovertype.FlowCancelled
 	})
 	t.Logf("cancelled in %s", time.Since(began).Round(time.Millisecond))
 	if c := st.Detail.Flow.Cancel; c == nil || c.Reason != "test" {
 		t.Errorf("the cancel request's reason is not recorded: %+v", c)
 	}
 	a := st.Detail.Attempts[0]
-	if len(st.Detail.Attempts) != 1 || a.State != eventlog.AttemptFailed || a.Report == nil || a.Report.Error == nil || a.Report.Error.Class != "CANCELLED" {
+	if len(st.Detail.Attempts) != 1 || a.State != drovertype.AttemptFailed || a.Report == nil || a.Report.Error == nil || a.Report.Error.Class != "CANCELLED" {
 		t.Fatalf("attempts: %+v", st.Detail.Attempts)
 	}
 	for _, task := range st.Detail.Tasks {
 		// The dependent is blocked by the cancelled task, or cancelled itself.
-		if task.State != eventlog.TaskCancelled && (task.ID != "next" || task.State != eventlog.TaskBlocked) {
+		if task.State != drovertype.TaskCancelled && (task.ID != "next" || task.State != drovertype.TaskBlocked) {
 			t.Errorf("%s: %s, want cancelled", task.ID, task.State)
 		}
 	}
@@ -347,9 +349,9 @@ tasks:
 	var st = c.status(id)
 	waitFor(t, 60*time.Second, "the flow to succeed after the retry", func() bool {
 		st = c.status(id)
-		return st.Detail.Flow.State == eventlog.FlowSucceeded
+		return st.Detail.Flow.State == drovertype.FlowSucceeded
 	})
-	if in := st.Detail.Flow.Integration; in == nil || in.Branch != queue.IntegrationBranch(id, 2) ||
+	if in := st.Detail.Flow.Integration; in == nil || in.Branch != drovertype.IntegrationBranch(id, 2) ||
 		!slices.Contains(files(t, repo, in.Branch), "next.txt") {
 		t.Errorf("integration after the retry: %+v", in)
 	}
@@ -376,7 +378,7 @@ tasks:
 	time.Sleep(4 * time.Second)
 	st = c.status(id2)
 	for _, task := range st.Detail.Tasks {
-		if task.ID == "next" && task.State != eventlog.TaskPending && task.State != eventlog.TaskBlocked {
+		if task.ID == "next" && task.State != drovertype.TaskPending && task.State != drovertype.TaskBlocked {
 			t.Errorf("next started while the flow was paused: %s", task.State)
 		}
 	}
@@ -384,7 +386,7 @@ tasks:
 		t.Fatalf("resume: exit %d: %s", code, errOut)
 	}
 	waitFor(t, 60*time.Second, "the resumed flow to succeed", func() bool {
-		return c.status(id2).Detail.Flow.State == eventlog.FlowSucceeded
+		return c.status(id2).Detail.Flow.State == drovertype.FlowSucceeded
 	})
 }
 
@@ -415,7 +417,7 @@ tasks:
 	var due time.Time
 	waitFor(t, 60*time.Second, "the retry to be scheduled", func() bool {
 		task := c.status(id).Detail.Tasks[0]
-		if task.State == eventlog.TaskRetrying && task.Retry != nil {
+		if task.State == drovertype.TaskRetrying && task.Retry != nil {
 			due = task.Retry.DueAt
 			return true
 		}
@@ -425,7 +427,7 @@ tasks:
 	var st = c.status(id)
 	waitFor(t, 60*time.Second, "the flow to succeed", func() bool {
 		st = c.status(id)
-		return st.Detail.Flow.State == eventlog.FlowSucceeded
+		return st.Detail.Flow.State == drovertype.FlowSucceeded
 	})
 	if len(st.Detail.Attempts) != 2 {
 		t.Fatalf("%d attempts, want 2", len(st.Detail.Attempts))
@@ -434,7 +436,7 @@ tasks:
 		t.Errorf("retry scheduled at %s, before its due time %s", a.ScheduledAt, due)
 	}
 	evs := c.events(id)
-	if n, m := len(ofType(evs, eventlog.AttemptScheduled, "")), len(ofType(evs, eventlog.RuntimeRecoveryScheduled, "")); n != 2 || m != 1 {
+	if n, m := len(ofType(evs, event.AttemptScheduled, "")), len(ofType(evs, event.RuntimeRecoveryScheduled, "")); n != 2 || m != 1 {
 		t.Errorf("attempt_scheduled %d (want 2), runtime_recovery_scheduled %d (want 1)", n, m)
 	}
 	if r, _, _ := c.cli("rebuild"); !strings.Contains(r, "equal") {
@@ -468,12 +470,12 @@ tasks:
 		if task.ID != "both" {
 			continue
 		}
-		if task.State != eventlog.TaskFailed || task.Error.Class != "MERGE_CONFLICT" || !strings.Contains(task.Error.Message, "same.txt") || task.Attempts != 1 {
+		if task.State != drovertype.TaskFailed || task.Error.Class != "MERGE_CONFLICT" || !strings.Contains(task.Error.Message, "same.txt") || task.Attempts != 1 {
 			t.Errorf("both: %s after %d attempts: %+v", task.State, task.Attempts, task.Error)
 		}
 	}
 	in := st.Detail.Flow.Integration
-	if in == nil || in.State != eventlog.IntegrationFailed || in.Error.Class != "MERGE_CONFLICT" || !strings.Contains(in.Error.Message, "same.txt") {
+	if in == nil || in.State != drovertype.IntegrationFailed || in.Error.Class != "MERGE_CONFLICT" || !strings.Contains(in.Error.Message, "same.txt") {
 		t.Errorf("integration: %+v", in)
 	}
 }

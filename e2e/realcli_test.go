@@ -11,12 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/projection"
 	"github.com/drover-dev/drover/internal/sandbox"
 )
 
-// The real CLIs this test installs from npm: the versions /work/shared
-// RUNTIMES.md and testdata/transcripts were recorded with.
+// The real CLIs this test installs from npm: the versions docs/runtimes.md
+// and testdata/transcripts were recorded with.
 const (
 	realClaudeVersion = "2.1.197"
 	realCodexVersion  = "0.169.0"
@@ -48,9 +49,9 @@ func TestRealCLIs(t *testing.T) {
 
 	mock := newMockModel(t)
 	codexHome := t.TempDir()
-	// RUNTIMES.md §2: a custom provider speaking the Responses API (the
-	// built-in one would try a WebSocket first), analytics off (else exit
-	// waits ~5 s on an upload that cannot resolve).
+	// docs/runtimes.md#codex: a custom provider speaking the Responses API
+	// (the built-in one would try a WebSocket first), analytics off (else
+	// exit waits ~5 s on an upload that cannot resolve).
 	config := fmt.Sprintf(`model = "mock-model"
 model_provider = "mock"
 
@@ -106,7 +107,7 @@ wire_api = "responses"
 				strings.Join(mock.requests(), "\n"))
 		}
 		st := c.status(submittedID(t, out))
-		r := &flowResult{tasks: map[string]*eventlog.Task{}, attempts: map[string]*eventlog.Attempt{}}
+		r := &flowResult{tasks: map[string]*projection.Task{}, attempts: map[string]*projection.Attempt{}}
 		for _, task := range st.Detail.Tasks {
 			r.tasks[task.ID] = task
 		}
@@ -128,7 +129,7 @@ wire_api = "responses"
 		if sandbox.Probe().Usable() == nil && !strings.HasPrefix(a.Report.Sandbox, "landlock ABI") {
 			t.Errorf("%s ran unconfined on a kernel that confines: sandbox %q", id, a.Report.Sandbox)
 		}
-		if task.State != eventlog.TaskSucceeded {
+		if task.State != drovertype.TaskSucceeded {
 			rep := c.report(a.ID)
 			t.Errorf("%s: state %s (error %+v)\nstdout:\n%s\nstderr:\n%s", id, task.State, task.Error,
 				rep.StdoutTail, rep.StderrTail)
@@ -155,7 +156,7 @@ wire_api = "responses"
 			t.Fatalf("%s: no task or attempt report: %+v %+v", id, task, a)
 		}
 		t.Logf("  %s: %s in %d ms, error %+v", id, task.State, a.Report.DurationMS, a.Report.Error)
-		if task.State != eventlog.TaskFailed {
+		if task.State != drovertype.TaskFailed {
 			t.Errorf("%s: state %s, want failed", id, task.State)
 		}
 		if e := a.Report.Error; e == nil || e.Class != "RATE_LIMITED" || e.Status != 429 {
@@ -169,8 +170,8 @@ wire_api = "responses"
 }
 
 type flowResult struct {
-	tasks    map[string]*eventlog.Task
-	attempts map[string]*eventlog.Attempt // the last attempt of each task
+	tasks    map[string]*projection.Task
+	attempts map[string]*projection.Attempt // the last attempt of each task
 }
 
 // realCLIs are the installed binaries.

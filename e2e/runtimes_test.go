@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/projection"
+
+	"github.com/drover-dev/drover/internal/drovertype"
 )
 
 // TestBuiltinRuntimesWithFakeCLIs runs the built-in runtimes' exact argv
@@ -24,8 +26,8 @@ func TestBuiltinRuntimesWithFakeCLIs(t *testing.T) {
 
 	var tasks strings.Builder
 	type want struct {
-		state  eventlog.TaskState
-		class  string
+		state  drovertype.TaskState
+		class  drovertype.ErrorClass
 		status int
 	}
 	wants := map[string]want{}
@@ -35,11 +37,11 @@ func TestBuiltinRuntimesWithFakeCLIs(t *testing.T) {
 			fmt.Fprintf(&tasks, "  - id: %s\n    runtime: %s\n    prompt: \"create hello.txt containing hi\\n@case %s\"\n", id, runtime, cs)
 			switch cs {
 			case "success":
-				wants[id] = want{state: eventlog.TaskSucceeded}
+				wants[id] = want{state: drovertype.TaskSucceeded}
 			case "fail-401":
-				wants[id] = want{eventlog.TaskFailed, "AUTH_FAILED", 401}
+				wants[id] = want{drovertype.TaskFailed, "AUTH_FAILED", 401}
 			case "fail-429":
-				wants[id] = want{eventlog.TaskFailed, "RATE_LIMITED", 429}
+				wants[id] = want{drovertype.TaskFailed, "RATE_LIMITED", 429}
 			}
 		}
 	}
@@ -50,7 +52,7 @@ func TestBuiltinRuntimesWithFakeCLIs(t *testing.T) {
 		t.Fatalf("submit: exit %d, want 1 (some tasks fail)\n%s\n%s", code, out, errOut)
 	}
 	st := c.status(submittedID(t, out))
-	attempts := map[string]*eventlog.Attempt{}
+	attempts := map[string]*projection.Attempt{}
 	for _, a := range st.Detail.Attempts {
 		attempts[a.Task] = a
 	}
@@ -61,7 +63,7 @@ func TestBuiltinRuntimesWithFakeCLIs(t *testing.T) {
 			t.Errorf("%s: state %s, want %s (error %+v)", task.ID, task.State, w.state, task.Error)
 			continue
 		}
-		if w.state == eventlog.TaskSucceeded {
+		if w.state == drovertype.TaskSucceeded {
 			if got := show(t, repo, task.ResultBranch, "hello.txt"); got != "hi" {
 				t.Errorf("%s: hello.txt = %q", task.ID, got)
 			}

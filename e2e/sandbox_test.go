@@ -10,8 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/event"
 	"github.com/drover-dev/drover/internal/natstest"
+	"github.com/drover-dev/drover/internal/projection"
 	"github.com/drover-dev/drover/internal/sandbox"
 )
 
@@ -85,7 +86,7 @@ func TestHostileAgentIsContained(t *testing.T) {
 			t.Fatalf("flow %s: exit %d, want %d\n%s\n%s", name, code, wantCode, out, errOut)
 		}
 		st := c.status(submittedID(t, out))
-		r := &flowResult{tasks: map[string]*eventlog.Task{}, attempts: map[string]*eventlog.Attempt{}}
+		r := &flowResult{tasks: map[string]*projection.Task{}, attempts: map[string]*projection.Attempt{}}
 		for _, task := range st.Detail.Tasks {
 			r.tasks[task.ID] = task
 		}
@@ -214,7 +215,7 @@ func TestHostileAgentIsContained(t *testing.T) {
 			t.Errorf("scope violations %q lack %q", rep.ScopeViolations, want)
 		}
 	}
-	exited := ofType(c.events(hostile.tasks["h"].Flow), eventlog.RuntimeExited, "h")
+	exited := ofType(c.events(hostile.tasks["h"].Flow), event.RuntimeExited, "h")
 	if len(exited) != 1 || !bytes.Contains(exited[0].Data, []byte(`"denied":[`)) {
 		t.Errorf("runtime_exited does not carry the denials: %v", exited)
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"github.com/drover-dev/drover/internal/objstore"
 	"io"
 	"os"
 	"strings"
@@ -88,7 +89,7 @@ func TestSecretsRedacted(t *testing.T) {
 			t.Errorf("report names no artifact: %+v", rep)
 			continue
 		}
-		rc, err := queue.NewArtifacts(js).Get(ctx, name)
+		rc, err := objstore.NewArtifacts(js).Get(ctx, name)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/drover-dev/drover/internal/natsconn"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -12,9 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/drovertype"
+
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/drover-dev/drover/internal/eventlog"
 	"github.com/drover-dev/drover/internal/natstest"
 	"github.com/drover-dev/drover/internal/queue"
 )
@@ -111,7 +113,7 @@ tasks:
 	}
 	id := submittedID(t, out)
 	st := c.status(id)
-	if st.Detail.Flow.State != eventlog.FlowSucceeded {
+	if st.Detail.Flow.State != drovertype.FlowSucceeded {
 		t.Errorf("flow %s, want succeeded", st.Detail.Flow.State)
 	}
 	for _, a := range st.Detail.Attempts {
@@ -147,7 +149,7 @@ tasks:
 	if code != 0 || len(out) <= 1<<20 {
 		t.Fatalf("status of the large flow: exit %d, %d bytes (want more than a message)\n%s", code, len(out), errOut)
 	}
-	if st := c.status(largeID); st.Detail.Flow.State != eventlog.FlowFailed || len(st.Detail.Tasks) != 2501 {
+	if st := c.status(largeID); st.Detail.Flow.State != drovertype.FlowFailed || len(st.Detail.Tasks) != 2501 {
 		t.Errorf("large flow %s with %d tasks, want failed with 2501", st.Detail.Flow.State, len(st.Detail.Tasks))
 	}
 
@@ -160,12 +162,12 @@ tasks:
 	// The worker role cannot reach the operator API, delete a stream, take
 	// another pool's jobs or record a decision.
 	violations := make(chan string, 16)
-	co := queue.ClientOptions{
-		URL: c.url, Name: "intruder", Role: queue.RoleWorker, ID: "intruder", NKeyFile: seedFile,
-		TLS:    queue.ClientTLS{CAFile: pki.CA, CertFile: pki.ClientCert, KeyFile: pki.ClientKey},
+	co := natsconn.ClientOptions{
+		URL: c.url, Name: "intruder", Role: natsconn.RoleWorker, ID: "intruder", NKeyFile: seedFile,
+		TLS:    natsconn.ClientTLS{CAFile: pki.CA, CertFile: pki.ClientCert, KeyFile: pki.ClientKey},
 		Logger: slog.New(&recordHandler{msgs: violations}),
 	}
-	nc, err := queue.Connect(co)
+	nc, err := natsconn.Connect(co)
 	if err != nil {
 		t.Fatalf("worker-role connection: %v", err)
 	}
@@ -292,7 +294,7 @@ func TestSecureExampleServerConfig(t *testing.T) {
 	}
 	t.Setenv("DROVER_CONTROLLER_PASSWORD", "c")
 	t.Setenv("DROVER_OPERATOR_PASSWORD", "o")
-	o, err := queue.ServerOptions(queue.EmbeddedOptions{StoreDir: filepath.Join(dir, "nats"), Port: -1, ConfigFile: filepath.Join(dir, "server.conf")})
+	o, err := natsconn.ServerOptions(natsconn.EmbeddedOptions{StoreDir: filepath.Join(dir, "nats"), Port: -1, ConfigFile: filepath.Join(dir, "server.conf")})
 	if err != nil {
 		t.Fatal(err)
 	}

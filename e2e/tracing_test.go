@@ -1,7 +1,11 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -9,6 +13,7 @@ import (
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/tracing"
 	"github.com/drover-dev/drover/internal/tracing/tracingtest"
@@ -53,17 +58,23 @@ tasks:
 		t.Fatalf("submit --watch: exit %d\n%s\n%s", code, out, errOut)
 	}
 	id := submittedID(t, out)
-	attOK, flaky1, flaky2 := queue.AttemptID(id, "ok", 1), queue.AttemptID(id, "flaky", 1), queue.AttemptID(id, "flaky", 2)
-	integration := queue.IntegrationID(id, 1)
+	attOK, flaky1, flaky2 := drovertype.AttemptID(id, "ok", 1), drovertype.AttemptID(id, "flaky", 1), drovertype.AttemptID(id, "flaky", 2)
+	integration := drovertype.IntegrationID(id, 1)
 
 	// Wait until every process has exported its last span of the flow: the
 	// flow span (the controller's last) and the report phase of each of the
 	// four jobs (each worker's last).
 	var tr *traceTree
-	waitFor(t, 60*time.Second, "the flow's spans from every process", func() bool {
-		tr = newTraceTree(append(ctlRcv.Spans(), wrkRcv.Spans()...))
-		return tr.named("flow traced") != nil && len(tr.all("report")) >= 4
+	t.Cleanup(func() {
+		if t.Failed() && tr != nil {
+			t.Log(tr)
+		}
 	})
+	waitFor(t, 60*time.Second, "the flow's spans from every process, every parent among them", func() bool {
+		tr = newTraceTree(append(ctlRcv.Spans(), wrkRcv.Spans()...))
+		return tr.named("flow traced") != nil && len(tr.all("report")) >= 4 && len(tr.orphans()) == 0
+	})
+	tr.checkEverySpan(t, id, map[string][]string{"drover-worker": {"worker-1", "worker-2"}})
 
 	// One trace, the flow's, derived from its id in every process.
 	wantTrace := tracing.TraceID(id).String()
@@ -183,9 +194,124 @@ tasks:
 			t.Errorf("%s: attempt span links %v, want the fold of its report %s", job, a.Links, fold.SpanID)
 		}
 	}
-	if t.Failed() {
-		t.Log(tr)
+}
+
+// TestTracingAfterRetry runs a flow in `controller dev` (the controller
+// and its workers in one process) that fails, retries its failed task with
+// `controller retry`, and checks the whole trace: the spans of the first
+// round and of the second each sent once (no span id twice, which a
+// backend would show twice), the second round's task and flow spans under
+// the flow's root, the retried attempt under its round's task span, every
+// span with drover.flow.id and the process's service.instance.id, every
+// parent in the trace. Exported over OTLP/gRPC to a receiver.
+func TestTracingAfterRetry(t *testing.T) {
+	t.Parallel()
+	rcv := tracingtest.NewGRPC(t)
+	c := startDev(t, 1, "DROVER_TRACING_EXPORTER=otlp", "DROVER_TRACING_PROTOCOL=grpc", "DROVER_TRACING_ENDPOINT="+rcv.URL(),
+		"OTEL_BSP_SCHEDULE_DELAY=100")
+	repo := newRepo(t)
+	flowFile := writeFlow(t, `name: again
+repo: `+repo+`
+base: main
+runtime: demo
+tasks:
+  - id: flaky
+    prompt: |
+      @on-attempt 1 @exit 3
+      @write flaky.txt ok
+  - id: next
+    depends_on: [flaky]
+    prompt: "@write next.txt ok"
+`)
+	out, _, code := c.cli("submit", flowFile, "--watch")
+	if code != 1 {
+		t.Fatalf("submit: exit %d, want 1\n%s", code, out)
 	}
+	id := submittedID(t, out)
+	if out, errOut, code := c.cli("retry", id+"/flaky"); code != 0 {
+		t.Fatalf("retry: exit %d\n%s\n%s", code, out, errOut)
+	}
+	var tr *traceTree
+	t.Cleanup(func() {
+		if t.Failed() && tr != nil {
+			t.Log(tr)
+		}
+	})
+	waitFor(t, 90*time.Second, "the second round's flow span, every parent sent", func() bool {
+		tr = newTraceTree(rcv.Spans())
+		return tr.named("flow again (round 1)") != nil && len(tr.all("report")) >= 4 && len(tr.orphans()) == 0
+	})
+	tr.checkEverySpan(t, id, nil)
+	flaky1, flaky2, next1 := drovertype.AttemptID(id, "flaky", 1), drovertype.AttemptID(id, "flaky", 2), drovertype.AttemptID(id, "next", 1)
+	root := tr.byID[tracing.FlowSpanID(id).String()]
+	if root == nil || root.Name != "flow again" || !root.Error || root.Parent != "" {
+		t.Errorf("the root: %+v, want the first round's failure", root)
+	}
+	for _, want := range []struct{ name, span, parent string }{
+		{"flow again (round 1)", tracing.FlowRoundSpanID(id, 1).String(), tracing.FlowSpanID(id).String()},
+		{"task flaky", tracing.TaskSpanID(id, "flaky").String(), tracing.FlowSpanID(id).String()},
+		{"task flaky (round 1)", tracing.TaskRoundSpanID(id, "flaky", 1).String(), tracing.FlowSpanID(id).String()},
+		{"task next (blocked)", tracing.BlockedTaskSpanID(id, "next", 0).String(), tracing.FlowSpanID(id).String()},
+		{"task next", tracing.TaskSpanID(id, "next").String(), tracing.FlowSpanID(id).String()},
+		{"attempt 1", tracing.AttemptSpanID(flaky1).String(), tracing.TaskSpanID(id, "flaky").String()},
+		{"attempt 2", tracing.AttemptSpanID(flaky2).String(), tracing.TaskRoundSpanID(id, "flaky", 1).String()},
+		{"attempt 1", tracing.AttemptSpanID(next1).String(), tracing.TaskSpanID(id, "next").String()},
+	} {
+		if s := tr.byID[want.span]; s == nil || s.Name != want.name || s.Parent != want.parent {
+			t.Errorf("%s: %+v, want span %s under %s", want.name, s, want.span, want.parent)
+		}
+	}
+	if s := tr.byID[tracing.FlowRoundSpanID(id, 1).String()]; s != nil && s.Error {
+		t.Errorf("the second round succeeded; its span: %+v", s)
+	}
+	// The process is one instance; its workers' spans say which worker.
+	for _, s := range tr.spans {
+		if s.Name == "claim" && s.Attrs["drover.worker.id"] != "dev-worker-1" {
+			t.Errorf("claim phase of %s: worker %q", s.Attrs["drover.attempt.id"], s.Attrs["drover.worker.id"])
+		}
+	}
+}
+
+// checkEverySpan checks what holds for every span of a flow's trace: the
+// flow's trace and drover.flow.id, a service.instance.id (one per
+// service, or one of instances[service] where several processes run it),
+// and no span id received twice.
+func (tr *traceTree) checkEverySpan(t *testing.T, flowID string, instances map[string][]string) {
+	t.Helper()
+	seen := map[string]*tracingtest.Span{}
+	one := map[string]string{} // service -> its instance, for services of one process
+	for i := range tr.spans {
+		s := &tr.spans[i]
+		if s.Attrs["drover.flow.id"] != flowID || s.TraceID != tracing.TraceID(flowID).String() {
+			t.Errorf("%s [%s]: drover.flow.id %q, trace %s", s.Name, s.Service(), s.Attrs["drover.flow.id"], s.TraceID)
+		}
+		inst := s.Resource["service.instance.id"]
+		switch allowed, several := instances[s.Service()]; {
+		case inst == "":
+			t.Errorf("%s [%s]: no service.instance.id", s.Name, s.Service())
+		case several && !slices.Contains(allowed, inst):
+			t.Errorf("%s [%s]: service.instance.id %q, want one of %v", s.Name, s.Service(), inst, allowed)
+		case !several && one[s.Service()] == "":
+			one[s.Service()] = inst
+		case !several && one[s.Service()] != inst:
+			t.Errorf("%s [%s]: service.instance.id %q, and %q elsewhere in one process", s.Name, s.Service(), inst, one[s.Service()])
+		}
+		if prev := seen[s.SpanID]; prev != nil {
+			t.Errorf("span id %s received twice: %q [%s] and %q [%s]", s.SpanID, prev.Name, prev.Service(), s.Name, s.Service())
+		}
+		seen[s.SpanID] = s
+	}
+}
+
+// orphans are the spans whose parent was not received.
+func (tr *traceTree) orphans() []*tracingtest.Span {
+	var out []*tracingtest.Span
+	for i := range tr.spans {
+		if p := tr.spans[i].Parent; p != "" && tr.byID[p] == nil {
+			out = append(out, &tr.spans[i])
+		}
+	}
+	return out
 }
 
 // traceTree indexes received spans.
@@ -254,4 +380,27 @@ func (tr *traceTree) String() string {
 		}
 	}
 	return b.String()
+}
+
+// startDev starts `controller dev`: a controller with embedded NATS and
+// its workers in one process.
+func startDev(t *testing.T, workers int, extraEnv ...string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, dataDir: t.TempDir(), env: append(append([]string{}, workerEnv...), extraEnv...)}
+	c.ctrl = start(t, "controller", c.env, "controller", "dev", "--data-dir", c.dataDir, "--nats-listen", "127.0.0.1:-1",
+		"--workers", fmt.Sprint(workers), "--log-level", "debug")
+	waitFor(t, 30*time.Second, "controller dev to write nats.url", func() bool {
+		b, err := os.ReadFile(filepath.Join(c.dataDir, "nats.url"))
+		if err == nil && len(bytes.TrimSpace(b)) > 0 {
+			c.url = strings.TrimSpace(string(b))
+			return true
+		}
+		select {
+		case <-c.ctrl.done:
+			t.Fatalf("controller dev exited: %v", c.ctrl.err)
+		default:
+		}
+		return false
+	})
+	return c
 }

@@ -9,10 +9,10 @@
 # Counts and the scale scenario's size can be changed:
 #   BENCH_COUNT_E2E (3) BENCH_COUNT_FOLD (5) BENCH_COUNT_CLAIM (3)
 #   BENCH_COUNT_FLOOD (3) BENCH_COUNT_SCALE (2) BENCH_SCALE_TASKS (1000)
-#   BENCH_COUNT_SANDBOX (3)
+#   BENCH_COUNT_CONSOLE (3) BENCH_COUNT_SANDBOX (3)
 # and each scenario's size by its DROVER_BENCH_* variable (see bench/doc.go).
 # BENCH_ONLY="scale e2e" runs only those scenarios (fold, claim, flood, scale,
-# e2e, sandbox, micro); `make bench-scale` runs the scale scenario as the issue
+# e2e, console, sandbox, micro); `make bench-scale` runs the scale scenario as the issue
 # specifies it, 10,000 vs 1,000 tasks, which takes longer than the rest.
 #
 # Repositories, repo caches and worktrees go to BENCH_WORKDIR, by default
@@ -45,7 +45,7 @@ fi
 export DROVER_BENCH_WORKDIR=${BENCH_WORKDIR:-}
 [ -z "$DROVER_BENCH_WORKDIR" ] || mkdir -p "$DROVER_BENCH_WORKDIR"
 
-only=" ${BENCH_ONLY:-fold claim flood scale e2e sandbox micro} "
+only=" ${BENCH_ONLY:-fold claim flood scale e2e console sandbox micro} "
 want() { [[ "$only" == *" $1 "* ]]; }
 
 bench() { # PATTERN COUNT PACKAGE
@@ -66,12 +66,16 @@ want flood && bench 'BenchmarkOutputFlood$' "${BENCH_COUNT_FLOOD:-3}" ./bench/
 # here on their own (docs/benchmarks.md, `make bench-scale`).
 want scale && DROVER_BENCH_SCALE_TASKS=${BENCH_SCALE_TASKS:-1000} bench 'BenchmarkScale$' "${BENCH_COUNT_SCALE:-2}" ./bench/
 want e2e && bench 'BenchmarkEndToEnd$' "${BENCH_COUNT_E2E:-3}" ./bench/
+# The console with a 10,000-task flow: the server's rendering and layout,
+# then the page in headless Chromium and its live updates (skipped, saying
+# why, without chromium: make bench installs it).
+want console && bench 'BenchmarkFlowPage10k$|BenchmarkConsoleBrowser10k$' "${BENCH_COUNT_CONSOLE:-3}" ./internal/console/
 want sandbox && bench 'BenchmarkSandbox$' "${BENCH_COUNT_SANDBOX:-3}" ./bench/
 # The packages' micro-benchmarks (publishing and fsync, tracing, parsing,
 # planning), at go test's default benchtime.
 if want micro; then
 	echo "== micro-benchmarks" >&2
-	"$GO" test -run '^$' -bench . -skip 'BenchmarkFold$' -benchmem -count 1 ./internal/... | tee -a "$out"
+	"$GO" test -run '^$' -bench . -skip 'BenchmarkFold$|BenchmarkFlowPage10k$|BenchmarkConsoleBrowser10k$' -benchmem -count 1 ./internal/... | tee -a "$out"
 fi
 
 echo
@@ -81,6 +85,7 @@ echo
 	-target 'ClaimLatency:p50_ms<=2' -target 'ClaimLatency:p99_ms<=10' \
 	-target 'Scale:peak_rss_MB<=256' -target 'Scale:ratio<=11' \
 	-target 'OutputFlood:rss_growth_MB<=64' \
+	-target 'ConsoleBrowser10k:load_ms<=2000' -target 'ConsoleBrowser10k:lag_ms<=2000' \
 	-target 'Sandbox:attempt_delta_ms<=5' \
 	"$out"
 echo

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/controller"
+	"github.com/drover-dev/drover/internal/termsafe"
 )
 
 // What a command's argument may name, for shell completion.
@@ -49,15 +50,15 @@ func completeTarget(kinds targetKinds) cobra.CompletionFunc {
 			var out []cobra.Completion
 			if hasTask && kinds&completeTasks != 0 {
 				for _, t := range st.Detail.Tasks {
-					if strings.HasPrefix(t.ID, rest) {
-						out = append(out, cobra.CompletionWithDesc(flowID+"/"+t.ID, string(t.State)))
+					if strings.HasPrefix(t.ID, rest) && clean(t.ID) {
+						out = append(out, cobra.CompletionWithDesc(flowID+"/"+t.ID, termsafe.Line(string(t.State))))
 					}
 				}
 			}
 			if !hasTask && kinds&completeAttempts != 0 {
 				for _, a := range st.Detail.Attempts {
-					if strings.HasPrefix(a.ID, toComplete) {
-						out = append(out, cobra.CompletionWithDesc(a.ID, string(a.State)))
+					if strings.HasPrefix(a.ID, toComplete) && clean(a.ID) {
+						out = append(out, cobra.CompletionWithDesc(a.ID, termsafe.Line(string(a.State))))
 					}
 				}
 			}
@@ -69,8 +70,8 @@ func completeTarget(kinds targetKinds) cobra.CompletionFunc {
 		}
 		var out []cobra.Completion
 		for _, f := range st.Flows {
-			if strings.HasPrefix(f.ID, toComplete) {
-				out = append(out, cobra.CompletionWithDesc(f.ID, string(f.State)+" "+f.Name))
+			if strings.HasPrefix(f.ID, toComplete) && clean(f.ID) {
+				out = append(out, cobra.CompletionWithDesc(f.ID, termsafe.Line(string(f.State)+" "+f.Name)))
 			}
 		}
 		// Only flows: the id is the whole argument. Otherwise the user may
@@ -80,6 +81,12 @@ func completeTarget(kinds targetKinds) cobra.CompletionFunc {
 		}
 		return out, none
 	}
+}
+
+// clean reports whether an id can be offered to a shell as it is: one that
+// would need escaping is not an id anyone can type.
+func clean(id string) bool {
+	return id != "" && termsafe.Line(id) == id && !strings.ContainsAny(id, " '\"\\$`")
 }
 
 // withCompletion sets cmd's argument completion.

@@ -3,19 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/termsafe"
 )
 
 // deadLetter is one parked message as `controller dead-letters` shows it.
@@ -43,8 +40,11 @@ the EVENTS stream are also counted by ` + "`controller status`" + ` (poison_even
   controller dead-letters --limit 5 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "text" && output != "json" {
-				return &exitError{2, fmt.Errorf("-o must be text or json")}
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			if limit < 1 || limit > maxDeadLetters {
+				return usageError(fmt.Errorf("--limit must be 1..%d (got %d)", maxDeadLetters, limit))
 			}
 			nc, err := connect(cmd)
 			if err != nil {
@@ -63,56 +63,24 @@ the EVENTS stream are also counted by ` + "`controller status`" + ` (poison_even
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
-	cmd.Flags().IntVar(&limit, "limit", 100, "show at most this many, the newest")
+	cmd.Flags().IntVar(&limit, "limit", 100, fmt.Sprintf("show at most this many, the newest (1..%d)", maxDeadLetters))
 	return cmd
 }
 
+// maxDeadLetters bounds --limit: each is read from the stream and kept
+// until printed.
+const maxDeadLetters = 10_000
+
 // readDeadLetters reads the last limit messages of the dead-letter stream.
 func readDeadLetters(ctx context.Context, js jetstream.JetStream, limit int) ([]deadLetter, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	s, err := js.Stream(ctx, queue.DeadLetterStream)
-	if err != nil {
-		return nil, fmt.Errorf("dead-letter stream: %w", err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if info.State.Msgs == 0 || limit <= 0 {
-		return nil, nil
-	}
-	start := info.State.FirstSeq
-	if info.State.Msgs > uint64(limit) {
-		start = info.State.LastSeq - uint64(limit) + 1
-	}
-	cons, err := js.OrderedConsumer(ctx, queue.DeadLetterStream, jetstream.OrderedConsumerConfig{
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start,
-	})
+	dls, err := queue.ReadDeadLetters(ctx, js, limit)
 	if err != nil {
 		return nil, err
 	}
 	var out []deadLetter
-	for len(out) < limit {
-		msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
-		if err != nil {
-			if errors.Is(err, jetstream.ErrNoMessages) || errors.Is(err, context.DeadlineExceeded) {
-				break
-			}
-			return nil, err
-		}
-		md, err := msg.Metadata()
-		if err != nil {
-			return nil, err
-		}
-		size, _ := strconv.Atoi(msg.Headers().Get(queue.DeadLetterSizeHeader))
-		out = append(out, deadLetter{
-			Seq: md.Sequence.Stream, Time: md.Timestamp, Source: strings.TrimPrefix(msg.Subject(), queue.DeadLetterSubject("")),
-			Reason: msg.Headers().Get(queue.DeadLetterReasonHeader), Size: size, Kept: len(msg.Data()), Preview: preview(msg.Data(), 80),
-		})
-		if md.NumPending == 0 {
-			break
-		}
+	for _, d := range dls {
+		out = append(out, deadLetter{Seq: d.Seq, Time: d.Time, Source: d.Source, Reason: d.Reason, Size: d.Size,
+			Kept: len(d.Data), Preview: preview(d.Data, 80)})
 	}
 	return out, nil
 }
@@ -123,20 +91,7 @@ func preview(b []byte, n int) string {
 	if len(b) > n {
 		b = b[:n]
 	}
-	var sb strings.Builder
-	for len(b) > 0 {
-		r, size := utf8.DecodeRune(b)
-		switch {
-		case r == utf8.RuneError && size <= 1:
-			fmt.Fprintf(&sb, `\x%02x`, b[0])
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
-			sb.WriteString(strconv.QuoteRune(r)[1 : len(strconv.QuoteRune(r))-1])
-		default:
-			sb.WriteRune(r)
-		}
-		b = b[size:]
-	}
-	return sb.String()
+	return termsafe.Line(string(b))
 }
 
 func printDeadLetters(w io.Writer, dls []deadLetter, output string) error {
@@ -153,7 +108,7 @@ func printDeadLetters(w io.Writer, dls []deadLetter, output string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tTIME\tSOURCE\tSIZE\tREASON\tSTART")
 	for _, d := range dls {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", d.Seq, d.Time.Local().Format(time.DateTime), d.Source, d.Size,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", d.Seq, d.Time.Local().Format(time.DateTime), termsafe.Line(d.Source), d.Size,
 			preview([]byte(d.Reason), 120), d.Preview)
 	}
 	return tw.Flush()

@@ -7,13 +7,15 @@ import (
 	"io"
 	"time"
 
+	"github.com/drover-dev/drover/internal/event"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/controller"
-	"github.com/drover-dev/drover/internal/eventlog"
-	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/termsafe"
 )
 
 func newEvents() *cobra.Command {
@@ -24,13 +26,13 @@ func newEvents() *cobra.Command {
 		Example: "  controller events hello-x1y2z3\n  controller events hello-x1y2z3 -o json | jq .type",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "text" && output != "json" {
-				return &exitError{2, fmt.Errorf("-o must be text or json")}
+			if err := checkOutput(output); err != nil {
+				return err
 			}
 			// The id becomes a subject filter: "*" or "a.>" would read
 			// other flows' events.
-			if err := flow.ValidID(args[0]); err != nil {
-				return &exitError{2, fmt.Errorf("flow id %q: %v", args[0], err)}
+			if err := drovertype.ValidID(args[0]); err != nil {
+				return usageError(fmt.Errorf("flow id %q: %v", args[0], err))
 			}
 			nc, err := connect(cmd)
 			if err != nil {
@@ -63,7 +65,7 @@ func printEvents(ctx context.Context, js jetstream.JetStream, flowID, output str
 		return err
 	}
 	if info.NumPending == 0 {
-		return fmt.Errorf("no events for flow %q", flowID)
+		return notFound(fmt.Errorf("no events for flow %q", flowID))
 	}
 	for {
 		msg, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
@@ -74,14 +76,15 @@ func printEvents(ctx context.Context, js jetstream.JetStream, flowID, output str
 		if err != nil {
 			return err
 		}
-		ev, err := eventlog.Decode(msg.Data())
+		ev, err := event.Decode(msg.Data())
 		switch {
 		case err != nil:
-			fmt.Fprintf(w, "%6d  undecodable: %v\n", md.Sequence.Stream, err)
+			// Whoever can publish on the subject wrote these bytes.
+			fmt.Fprintf(w, "%6d  undecodable: %s\n", md.Sequence.Stream, termsafe.Line(err.Error()))
 		case output == "json":
 			line, _ := json.Marshal(struct {
 				Seq uint64 `json:"seq"`
-				*eventlog.Event
+				*event.Event
 			}{md.Sequence.Stream, ev})
 			fmt.Fprintf(w, "%s\n", line)
 		default:
@@ -89,7 +92,7 @@ func printEvents(ctx context.Context, js jetstream.JetStream, flowID, output str
 			if ev.Attempt != "" {
 				who = fmt.Sprintf("%s#%d", ev.Attempt, ev.Epoch)
 			}
-			fmt.Fprintf(w, "%6d  %s  %-26s %s\n", md.Sequence.Stream, ev.Time.Local().Format("15:04:05.000"), ev.Type, who)
+			fmt.Fprintf(w, "%6d  %s  %-26s %s\n", md.Sequence.Stream, ev.Time.Local().Format("15:04:05.000"), termsafe.Line(string(ev.Type)), termsafe.Line(who))
 		}
 		if md.NumPending == 0 {
 			return nil
@@ -109,6 +112,9 @@ byte. It exits 0 when they are equal and 1 with the differences when not.`,
   controller rebuild -o json | jq .equal`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			nc, err := connect(cmd)
 			if err != nil {
 				return err
@@ -126,14 +132,14 @@ byte. It exits 0 when they are equal and 1 with the differences when not.`,
 			} else {
 				fmt.Fprintf(out, "replayed %d events (seq 1..%d) into %d records in %dms\n", res.Events, res.RebuiltSeq, res.Records, res.Millis)
 				for _, d := range res.Diffs {
-					fmt.Fprintln(out, d)
+					fmt.Fprintln(out, termsafe.Line(d))
 				}
 				if res.Equal {
 					fmt.Fprintln(out, "rebuilt projection equals the live projection")
 				}
 			}
 			if !res.Equal {
-				return &exitError{1, fmt.Errorf("rebuilt projection differs from the live one (%d differences shown)", len(res.Diffs))}
+				return failed(fmt.Errorf("rebuilt projection differs from the live one (%d differences shown)", len(res.Diffs)))
 			}
 			return nil
 		},

@@ -10,14 +10,15 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/drover-dev/drover/internal/fleet"
+	"github.com/drover-dev/drover/internal/termsafe"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
-
-	"github.com/drover-dev/drover/internal/queue"
 )
 
-// fleet reads the worker registrations from NATS.
-func fleet(cmd *cobra.Command) ([]*queue.Registration, error) {
+// registrations reads the worker registrations from NATS.
+func registrations(cmd *cobra.Command) ([]*fleet.Registration, error) {
 	nc, err := connect(cmd)
 	if err != nil {
 		return nil, err
@@ -27,7 +28,7 @@ func fleet(cmd *cobra.Command) ([]*queue.Registration, error) {
 	if err != nil {
 		return nil, err
 	}
-	return queue.Workers(cmd.Context(), js)
+	return fleet.Workers(cmd.Context(), js)
 }
 
 func newWorkers() *cobra.Command {
@@ -38,13 +39,19 @@ func newWorkers() *cobra.Command {
 		Example: "  controller workers\n  controller workers -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ws, err := fleet(cmd)
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			ws, err := registrations(cmd)
 			if err != nil {
 				return err
 			}
 			if output == "json" {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(ws)
 			}
+			// Registrations are written by whoever holds a worker credential,
+			// and versions are what a CLI printed: every field is escaped.
+			l := termsafe.Line
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "WORKER\tHOST\tPOOL\tBUSY\tRUNTIMES (healthy)\tSANDBOX\tLAST SEEN\tNOT CLAIMING")
 			for _, w := range ws {
@@ -54,8 +61,8 @@ func newWorkers() *cobra.Command {
 						rts = append(rts, strings.TrimSpace(r.Name+" "+r.Version))
 					}
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s ago\t%s\n", w.ID, w.Host, w.Pool, w.Busy, w.Slots,
-					strings.Join(rts, ", "), sandboxColumn(w.Sandbox), time.Since(w.Seen).Round(time.Second), w.NotClaiming)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s ago\t%s\n", l(w.ID), l(w.Host), l(w.Pool), w.Busy, w.Slots,
+					l(strings.Join(rts, ", ")), l(sandboxColumn(w.Sandbox)), time.Since(w.Seen).Round(time.Second), l(w.NotClaiming))
 			}
 			return tw.Flush()
 		},
@@ -65,7 +72,8 @@ func newWorkers() *cobra.Command {
 }
 
 func newRuntimeCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "runtime", Short: "The fleet's runtimes as the workers report them, and how tasks resolve them"}
+	cmd := &cobra.Command{Use: "runtime", Short: "The fleet's runtimes as the workers report them, and how tasks resolve them",
+		Args: cobra.ArbitraryArgs, RunE: group}
 	var output string
 	list := &cobra.Command{
 		Use:     "list",
@@ -73,7 +81,10 @@ func newRuntimeCmd() *cobra.Command {
 		Example: "  controller runtime list",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ws, err := fleet(cmd)
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			ws, err := registrations(cmd)
 			if err != nil {
 				return err
 			}
@@ -110,7 +121,7 @@ func newRuntimeCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUNTIME\tWORKERS\tVERSIONS")
 			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Runtime, strings.Join(r.Workers, ", "), strings.Join(r.Versions, ", "))
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", termsafe.Line(r.Runtime), termsafe.Line(strings.Join(r.Workers, ", ")), termsafe.Line(strings.Join(r.Versions, ", ")))
 			}
 			return tw.Flush()
 		},
@@ -123,7 +134,10 @@ func newRuntimeCmd() *cobra.Command {
 		Example: "  controller runtime health -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ws, err := fleet(cmd)
+			if err := checkOutput(hOutput); err != nil {
+				return err
+			}
+			ws, err := registrations(cmd)
 			if err != nil {
 				return err
 			}
@@ -139,14 +153,15 @@ func newRuntimeCmd() *cobra.Command {
 	return cmd
 }
 
-func printHealth(out io.Writer, ws []*queue.Registration) {
+func printHealth(out io.Writer, ws []*fleet.Registration) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	defer tw.Flush()
 	fmt.Fprintln(tw, "WORKER\tRUNTIME\tHEALTHY\tVERSION\tCHECKED\tERROR")
+	l := termsafe.Line
 	for _, w := range ws {
 		for _, r := range w.Runtimes {
-			fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s ago\t%s\n", w.ID, r.Name, r.Healthy, r.Version,
-				time.Since(r.Checked).Round(time.Second), r.Error)
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s ago\t%s\n", l(w.ID), l(r.Name), r.Healthy, l(r.Version),
+				time.Since(r.Checked).Round(time.Second), l(r.Error))
 		}
 	}
 }
@@ -166,4 +181,14 @@ func sandboxColumn(s string) string {
 		return s[:i] // "landlock ABI 7"
 	}
 	return s
+}
+
+// group is the RunE of a command that only groups others: alone it shows
+// its help; with an argument it is a misspelt subcommand, a usage error
+// (cobra would show the help and exit 0).
+func group(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError(fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath()))
+	}
+	return cmd.Help()
 }

@@ -6,21 +6,26 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/drover-dev/drover/internal/objstore"
 	"io"
 	"time"
+
+	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/projection"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/controller"
-	"github.com/drover-dev/drover/internal/eventlog"
 	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/termsafe"
 )
 
 func newLogs() *cobra.Command {
 	var output string
-	var follow bool
+	var follow, raw bool
 	cmd := &cobra.Command{
 		Use:   "logs ATTEMPT|FLOW/TASK",
 		Short: "Print the output of an attempt's CLI, live while it runs",
@@ -30,24 +35,37 @@ is an attempt id (FLOW_TASK_N) or FLOW/TASK, which means the task's current (lat
 Once the attempt has reported, its full log is read from the object store. While it runs,
 the output streamed so far is printed; with -f, logs keeps following until the attempt
 reports, then exits 0. With -f on a task with no attempt yet, it waits for the first one.
--o json prints one JSON object per chunk: {"attempt", "stream", "offset", "text"}.`,
+-o json prints one JSON object per chunk: {"attempt", "stream", "offset", "text"}.
+
+The output is the agent's: on a terminal its control characters (escape sequences, carriage
+returns, invalid UTF-8) are shown escaped, as \x1b, \r, \xff, so that it cannot drive the
+terminal; to a pipe or a file it is written as it is. --raw writes it as it is to a
+terminal too.`,
 		Example: `  controller logs hello-x1y2z3/greet
   controller logs hello-x1y2z3/greet -f               # follow a running attempt to its end
   controller logs hello-x1y2z3_greet_2                # one attempt in particular
-  controller logs hello-x1y2z3/greet -o json | jq -r .text`,
+  controller logs hello-x1y2z3/greet -o json | jq -r .text
+  controller logs hello-x1y2z3/greet --raw            # the agent's colours, on a terminal you trust it with`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := attemptCommand(output, args[0])
 			if err != nil {
 				return err
 			}
+			w := cmd.OutOrStdout()
+			if output == "text" && !raw && termsafe.IsTerminal(w) {
+				tw := termsafe.NewWriter(w)
+				defer tw.Flush()
+				w = tw
+			}
 			return withJS(cmd, func(cl *controller.Client, js jetstream.JetStream) error {
-				return printLogs(cmd.Context(), cl, js, t, follow, output, cmd.OutOrStdout(), cmd.ErrOrStderr())
+				return printLogs(cmd.Context(), cl, js, t, follow, output, w, cmd.ErrOrStderr())
 			})
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json (one object per chunk)")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing output until the attempt reports")
+	cmd.Flags().BoolVar(&raw, "raw", false, "write the output's bytes as they are, control characters included, even to a terminal")
 	return cmd
 }
 
@@ -60,7 +78,9 @@ func newDiff() *cobra.Command {
 from the object store. For FLOW/TASK it is the task's result: its succeeded attempt, or
 else its latest. When the patch is not in the object store (too old, or never stored), the
 report's diff stat is printed instead, with a note on stderr.
--o json prints {"attempt", "stat", "patch"}.`,
+-o json prints {"attempt", "stat", "patch"}. The patch holds the agent's file contents: on a
+terminal their control characters are shown escaped; to a pipe or a file it is written
+byte for byte, for git apply.`,
 		Example: `  controller diff hello-x1y2z3/greet
   controller diff hello-x1y2z3_greet_1 | git apply --stat
   controller diff hello-x1y2z3/greet -o json | jq -r .stat`,
@@ -83,10 +103,10 @@ report's diff stat is printed instead, with a note on stderr.
 func parseAttemptTarget(s string) (controller.Target, error) {
 	t, err := controller.ParseTarget(s)
 	if err != nil {
-		return t, &exitError{2, err}
+		return t, usageError(err)
 	}
 	if t.Task == "" {
-		return t, &exitError{2, fmt.Errorf("%q is a flow: give FLOW/TASK or an attempt id (FLOW_TASK_N)", s)}
+		return t, usageError(fmt.Errorf("%q is a flow: give FLOW/TASK or an attempt id (FLOW_TASK_N)", s))
 	}
 	return t, nil
 }
@@ -94,8 +114,8 @@ func parseAttemptTarget(s string) (controller.Target, error) {
 // attemptCommand checks the arguments of a command about one attempt: its
 // -o and its ATTEMPT|FLOW/TASK.
 func attemptCommand(output, target string) (controller.Target, error) {
-	if output != "text" && output != "json" {
-		return controller.Target{}, &exitError{2, fmt.Errorf("-o must be text or json")}
+	if err := checkOutput(output); err != nil {
+		return controller.Target{}, err
 	}
 	return parseAttemptTarget(target)
 }
@@ -114,22 +134,22 @@ func withJS(cmd *cobra.Command, fn func(cl *controller.Client, js jetstream.JetS
 // pick chooses the attempt a target names. For FLOW/TASK: with result, the
 // task's latest succeeded attempt first; then its current attempt; then its
 // latest. It returns nil, nil when the task exists but has no attempt yet.
-func pick(ctx context.Context, cl *controller.Client, t controller.Target, result bool) (*eventlog.Attempt, error) {
+func pick(ctx context.Context, cl *controller.Client, t controller.Target, result bool) (*projection.Attempt, error) {
 	st, err := cl.Status(ctx, t.Flow)
 	if err != nil {
 		return nil, err
 	}
 	d := st.Detail
-	var task *eventlog.Task
+	var task *projection.Task
 	for _, x := range d.Tasks {
 		if x.ID == t.Task {
 			task = x
 		}
 	}
 	if task == nil {
-		return nil, &exitError{2, fmt.Errorf("flow %s has no task %s", t.Flow, t.Task)}
+		return nil, notFound(fmt.Errorf("flow %s has no task %s", t.Flow, t.Task))
 	}
-	var current, latest, succeeded *eventlog.Attempt
+	var current, latest, succeeded *projection.Attempt
 	for _, a := range d.Attempts {
 		if a.Task != t.Task {
 			continue
@@ -143,13 +163,13 @@ func pick(ctx context.Context, cl *controller.Client, t controller.Target, resul
 		if latest == nil || a.N > latest.N {
 			latest = a
 		}
-		if a.State == eventlog.AttemptSucceeded && (succeeded == nil || a.N > succeeded.N) {
+		if a.State == drovertype.AttemptSucceeded && (succeeded == nil || a.N > succeeded.N) {
 			succeeded = a
 		}
 	}
 	switch {
 	case t.Attempt != "":
-		return nil, &exitError{2, fmt.Errorf("flow %s has no attempt %s (task %s has %d)", t.Flow, t.Attempt, t.Task, task.Attempts)}
+		return nil, notFound(fmt.Errorf("flow %s has no attempt %s (task %s has %d)", t.Flow, t.Attempt, t.Task, task.Attempts))
 	case result && succeeded != nil:
 		return succeeded, nil
 	case current != nil:
@@ -173,7 +193,7 @@ func printLogs(ctx context.Context, cl *controller.Client, js jetstream.JetStrea
 	}
 	for a == nil {
 		if !follow {
-			return &exitError{2, fmt.Errorf("task %s/%s has no attempt yet (use -f to wait for it)", t.Flow, t.Task)}
+			return notFound(fmt.Errorf("task %s/%s has no attempt yet (use -f to wait for it)", t.Flow, t.Task))
 		}
 		select {
 		case <-ctx.Done():
@@ -197,14 +217,14 @@ func printLogs(ctx context.Context, cl *controller.Client, js jetstream.JetStrea
 		if err == nil {
 			return nil
 		}
-		fmt.Fprintf(errw, "note: the stored log of %s cannot be read (%v); printing the streamed output\n", a.ID, err)
+		fmt.Fprintf(errw, "note: the stored log of %s cannot be read (%s); printing the streamed output\n", termsafe.Line(a.ID), termsafe.Line(err.Error()))
 	}
 	return streamOutput(ctx, cl, js, a, follow, emit)
 }
 
 // printStoredLog prints the log object in chunks of whole lines.
 func printStoredLog(ctx context.Context, js jetstream.JetStream, attempt, name string, emit func(logChunk)) error {
-	rc, err := queue.NewArtifacts(js).Get(ctx, name)
+	rc, err := objstore.NewArtifacts(js).Get(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -242,7 +262,7 @@ func printStoredLog(ctx context.Context, js jetstream.JetStream, attempt, name s
 // streamOutput prints the attempt's chunks from the OUTPUT stream; with
 // follow it goes on until the attempt has reported (or ended without a
 // report), then drains what is left.
-func streamOutput(ctx context.Context, cl *controller.Client, js jetstream.JetStream, a *eventlog.Attempt, follow bool, emit func(logChunk)) error {
+func streamOutput(ctx context.Context, cl *controller.Client, js jetstream.JetStream, a *projection.Attempt, follow bool, emit func(logChunk)) error {
 	cons, err := js.OrderedConsumer(ctx, queue.OutputStream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{queue.OutputSubject(a.Flow, a.ID)},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
@@ -250,7 +270,7 @@ func streamOutput(ctx context.Context, cl *controller.Client, js jetstream.JetSt
 	if err != nil {
 		return err
 	}
-	ended := func(a *eventlog.Attempt) bool { return a.Report != nil || a.State.Terminal() }
+	ended := func(a *projection.Attempt) bool { return a.Report != nil || a.State.Terminal() }
 	done := !follow || ended(a)
 	if done {
 		info, err := cons.Info(ctx)
@@ -270,8 +290,8 @@ func streamOutput(ctx context.Context, cl *controller.Client, js jetstream.JetSt
 		msg, err := cons.Next(jetstream.FetchMaxWait(time.Second))
 		switch {
 		case err == nil:
-			if ev, derr := eventlog.Decode(msg.Data()); derr == nil {
-				var c eventlog.OutputChunkData
+			if ev, derr := event.Decode(msg.Data()); derr == nil {
+				var c event.OutputChunkData
 				if ev.Payload(&c) == nil {
 					emit(logChunk{Attempt: a.ID, Stream: c.Stream, Offset: c.Offset, Text: c.Text})
 				}
@@ -313,18 +333,18 @@ func printDiff(ctx context.Context, cl *controller.Client, js jetstream.JetStrea
 		return err
 	}
 	if a == nil {
-		return &exitError{2, fmt.Errorf("task %s/%s has no attempt yet", t.Flow, t.Task)}
+		return notFound(fmt.Errorf("task %s/%s has no attempt yet", t.Flow, t.Task))
 	}
 	r := a.Report
 	if r == nil {
-		return &exitError{1, fmt.Errorf("attempt %s has not reported yet (state %s); its diff exists once it has", a.ID, a.State)}
+		return notFound(fmt.Errorf("attempt %s has not reported yet (state %s); its diff exists once it has", a.ID, a.State))
 	}
 	res := diffResult{Attempt: a.ID, Stat: r.DiffSummary}
 	if res.Stat == "" {
 		res.Stat = a.DiffStat
 	}
 	if r.PatchObject != "" {
-		rc, err := queue.NewArtifacts(js).Get(ctx, r.PatchObject)
+		rc, err := objstore.NewArtifacts(js).Get(ctx, r.PatchObject)
 		if err == nil {
 			b, rerr := io.ReadAll(rc)
 			rc.Close()
@@ -335,20 +355,28 @@ func printDiff(ctx context.Context, cl *controller.Client, js jetstream.JetStrea
 			}
 		}
 		if err != nil {
-			fmt.Fprintf(errw, "note: the patch of %s cannot be read from the object store (%v); showing the report's diff stat\n", a.ID, err)
+			fmt.Fprintf(errw, "note: the patch of %s cannot be read from the object store (%s); showing the report's diff stat\n",
+				termsafe.Line(a.ID), termsafe.Line(err.Error()))
 		}
 	} else if res.Stat != "" {
-		fmt.Fprintf(errw, "note: attempt %s stored no patch; showing the report's diff stat\n", a.ID)
+		fmt.Fprintf(errw, "note: attempt %s stored no patch; showing the report's diff stat\n", termsafe.Line(a.ID))
 	} else {
-		fmt.Fprintf(errw, "attempt %s changed no file\n", a.ID)
+		fmt.Fprintf(errw, "attempt %s changed no file\n", termsafe.Line(a.ID))
 	}
 	if output == "json" {
 		return json.NewEncoder(w).Encode(res)
 	}
+	return writeDiff(w, res)
+}
+
+// writeDiff prints a patch as text. It holds the agent's file contents:
+// escaped on a terminal, byte for byte to a pipe (`diff | git apply`).
+func writeDiff(w io.Writer, res diffResult) error {
+	body := bodyText(w)
 	if res.Patch != "" {
-		_, err = io.WriteString(w, res.Patch)
+		_, err := io.WriteString(w, body(res.Patch))
 		return err
 	}
-	_, err = io.WriteString(w, res.Stat)
+	_, err := io.WriteString(w, body(res.Stat))
 	return err
 }

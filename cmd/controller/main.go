@@ -5,46 +5,105 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/controller"
+	"github.com/drover-dev/drover/internal/dirlock"
+	"github.com/drover-dev/drover/internal/exitcode"
+	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/natsconn"
+	"github.com/drover-dev/drover/internal/readlimit"
 	"github.com/drover-dev/drover/internal/sandbox"
+	"github.com/drover-dev/drover/internal/termsafe"
 )
-
-// exitError carries a process exit code: 2 for bad input, 1 for a failed flow.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
 	// The sandbox's re-exec step for `controller dev`'s local workers,
 	// where package stub could not run it before main.
 	sandbox.Main()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newRoot().ExecuteContext(ctx)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		var ee *exitError
-		if errors.As(err, &ee) {
-			os.Exit(ee.code)
-		}
-		if errors.Is(err, config.ErrInvalid) {
-			os.Exit(2)
-		}
-		os.Exit(1)
-	}
+	os.Exit(code)
 }
+
+// run executes one command line and returns its exit code (docs/cli.md).
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRoot()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	// Cobra checks the command, its flags and its arguments before this
+	// hook: an error before it is a usage error.
+	ran := false
+	root.PersistentPreRun = func(*cobra.Command, []string) { ran = true }
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitcode.OK
+	}
+	code := exitCode(ctx, err, ran)
+	if code == exitcode.Interrupted {
+		fmt.Fprintln(stderr, "interrupted")
+	} else {
+		// Errors quote input: a flow file, a controller's reply, a holder.
+		fmt.Fprintln(stderr, "error:", termsafe.Text(err.Error()))
+	}
+	return code
+}
+
+// exitCode maps an error to the exit code table of internal/exitcode: the
+// one place the controller CLI decides its codes.
+func exitCode(ctx context.Context, err error, ran bool) int {
+	if !ran {
+		return exitcode.Usage
+	}
+	if code, ok := exitcode.Of(err); ok {
+		return code
+	}
+	var apiErr *controller.APIError
+	var connErr *natsconn.ConnectError
+	switch {
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		return exitcode.Interrupted
+	case errors.Is(err, config.ErrInvalid), errors.Is(err, flow.ErrInvalid),
+		errors.Is(err, readlimit.ErrTooLarge), errors.Is(err, readlimit.ErrNotRegular):
+		return exitcode.Usage
+	case errors.Is(err, dirlock.ErrHeld):
+		return exitcode.Busy
+	case errors.As(err, &apiErr):
+		switch apiErr.Code {
+		case controller.CodeBadRequest:
+			return exitcode.Usage
+		case controller.CodeNotFound:
+			return exitcode.NotFound
+		}
+	case errors.Is(err, controller.ErrNoController),
+		// A NATS no controller ever set up: its streams and buckets are missing.
+		errors.Is(err, jetstream.ErrStreamNotFound), errors.Is(err, jetstream.ErrBucketNotFound):
+		return exitcode.Unreachable
+	case errors.As(err, &connErr) && connErr.Unreachable:
+		return exitcode.Unreachable
+	}
+	return exitcode.Failed
+}
+
+// usageError marks bad flags, arguments or input (exit 2).
+func usageError(err error) error { return exitcode.With(exitcode.Usage, err) }
+
+// notFound marks a flow, task or attempt that does not exist (exit 3).
+func notFound(err error) error { return exitcode.With(exitcode.NotFound, err) }
+
+// failed marks an operation that ran and failed (exit 1).
+func failed(err error) error { return exitcode.With(exitcode.Failed, err) }
 
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
@@ -74,7 +133,7 @@ Configuration comes from flags, then DROVER_* environment variables, then the
 		withCompletion(completeTasks|completeAttempts, newLogs()), withCompletion(completeTasks|completeAttempts, newDiff()),
 		withCompletion(completeTasks|completeAttempts, newReport()),
 		newCancel(), newRetry(), newPause(), newResume(), newDeadLetters(),
-		newWorkers(), newRuntimeCmd())
+		newWorkers(), newRuntimeCmd(), newConsoleCmd())
 	if resolve, _, err := root.Find([]string{"runtime", "resolve"}); err == nil {
 		// --flow takes a flow id or a flow file.
 		complete := completeTarget(completeFlows)
@@ -86,7 +145,6 @@ Configuration comes from flags, then DROVER_* environment variables, then the
 	return root
 }
 
-// loadConfig reads the configuration for cmd with its flags bound.
 // connect loads the configuration and connects to the controller's NATS.
 func connect(cmd *cobra.Command) (*nats.Conn, error) {
 	cfg, err := loadConfig(cmd)
@@ -96,7 +154,15 @@ func connect(cmd *cobra.Command) (*nats.Conn, error) {
 	return controller.Connect(cfg)
 }
 
+// loadConfig reads the configuration for cmd with its flags bound.
 func loadConfig(cmd *cobra.Command) (*config.Config, error) {
 	file, _ := cmd.Flags().GetString("config")
-	return config.Load(config.LoadOptions{File: file, Flags: cmd.Flags(), Bind: config.FlagBindings})
+	cfg, err := config.Load(config.LoadOptions{File: file, Flags: cmd.Flags(), Bind: config.FlagBindings})
+	if err != nil {
+		return nil, err
+	}
+	if err := natsconn.CheckConfig(cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }

@@ -11,12 +11,16 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/drover-dev/drover/internal/projection"
+
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/controller"
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/policy"
+	"github.com/drover-dev/drover/internal/readlimit"
+	"github.com/drover-dev/drover/internal/termsafe"
 )
 
 // withClient connects to the controller's API for one command.
@@ -26,12 +30,7 @@ func withClient(cmd *cobra.Command, fn func(cl *controller.Client) error) error 
 		return err
 	}
 	defer nc.Close()
-	err = fn(&controller.Client{NC: nc})
-	var apiErr *controller.APIError
-	if errors.As(err, &apiErr) && (apiErr.Code == controller.CodeBadRequest || apiErr.Code == controller.CodeNotFound) {
-		return &exitError{2, err}
-	}
-	return err
+	return fn(&controller.Client{NC: nc})
 }
 
 // newOperatorCmd builds cancel, retry, pause and resume: each records an
@@ -42,8 +41,11 @@ func newOperatorCmd(use, short, long, example string, call func(ctx context.Cont
 		Use: use, Short: short, Long: long, Example: example,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			if _, err := controller.ParseTarget(args[0]); err != nil {
-				return &exitError{2, err}
+				return usageError(err)
 			}
 			return withClient(cmd, func(cl *controller.Client) error {
 				resp, err := call(cmd.Context(), cl, args[0], reason)
@@ -53,7 +55,7 @@ func newOperatorCmd(use, short, long, example string, call func(ctx context.Cont
 				if output == "json" {
 					return json.NewEncoder(cmd.OutOrStdout()).Encode(resp)
 				}
-				fmt.Fprintln(cmd.OutOrStdout(), resp.Message)
+				fmt.Fprintln(cmd.OutOrStdout(), termsafe.Text(resp.Message))
 				return nil
 			})
 		},
@@ -116,28 +118,34 @@ func newResolve() *cobra.Command {
 arguments, the timeout, the retry policy and the scope, and the level each was taken from:
 task > flow > project > global (the controller's defaults) > builtin. For a submitted flow it
 shows what the flow was accepted with; for a flow file, what it would run with now.`,
-		Example: `  controller runtime resolve --flow examples/retry.yaml --task flaky
+		Example: `  controller runtime resolve --flow examples/checked.yaml --task greeting
   controller runtime resolve --flow hello-x1y2z3 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if flowArg == "" {
-				return &exitError{2, fmt.Errorf("--flow is required")}
+				return usageError(fmt.Errorf("--flow is required"))
+			}
+			if err := checkOutput(output); err != nil {
+				return err
 			}
 			cfg, err := loadConfig(cmd)
 			if err != nil {
 				return err
 			}
 			req := controller.ResolveRequest{Task: task}
-			if data, err := os.ReadFile(flowArg); err == nil {
+			switch data, err := readlimit.File(flowArg, flow.MaxFileSize); {
+			case err == nil:
 				spec, err := flow.Parse(flowArg, data, flow.Options{RepoOverride: repo, DefaultRuntime: cfg.Defaults.Runtime})
 				if err != nil {
-					return &exitError{2, err}
+					return usageError(err)
 				}
 				req.Spec = spec
-			} else if ferr := flow.ValidID(flowArg); ferr != nil {
-				return &exitError{2, fmt.Errorf("--flow %q is neither a readable file (%v) nor a flow id", flowArg, err)}
-			} else {
+			case drovertype.ValidID(flowArg) == nil && (errors.Is(err, os.ErrNotExist) || isDir(flowArg)):
 				req.Flow = flowArg
+			case errors.Is(err, os.ErrNotExist):
+				return usageError(fmt.Errorf("--flow %q is neither a file nor a flow id", flowArg))
+			default:
+				return usageError(err)
 			}
 			return withClient(cmd, func(cl *controller.Client) error {
 				res, err := cl.Resolve(cmd.Context(), req)
@@ -161,20 +169,27 @@ shows what the flow was accepted with; for a flow file, what it would run with n
 	return cmd
 }
 
+// isDir reports whether path is a directory: a flow id may name one by chance.
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
+
 func printResolution(w io.Writer, res *controller.Resolution) {
+	l := termsafe.Line
 	ids := make([]string, 0, len(res.Tasks))
 	for id := range res.Tasks {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	fmt.Fprintf(w, "repo %s, max_parallel %s\n", res.Repo, orNone(res.MaxParallel))
+	fmt.Fprintf(w, "repo %s, max_parallel %s\n", l(res.Repo), orNone(res.MaxParallel))
 	for _, id := range ids {
 		r := res.Tasks[id]
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(tw, "\ntask %s\n", id)
-		fmt.Fprintf(tw, "  worker\t%s\tfrom %s\n", choice(&r.Worker), r.Worker.From)
+		fmt.Fprintf(tw, "\ntask %s\n", l(id))
+		fmt.Fprintf(tw, "  worker\t%s\tfrom %s\n", l(choice(&r.Worker)), r.Worker.From)
 		if r.Validator != nil {
-			fmt.Fprintf(tw, "  validator\t%s\tfrom %s\n", choice(r.Validator), r.Validator.From)
+			fmt.Fprintf(tw, "  validator\t%s\tfrom %s\n", l(choice(r.Validator)), r.Validator.From)
 		}
 		fmt.Fprintf(tw, "  review\t%t\t\n", r.Review)
 		if r.Timeout > 0 {
@@ -189,17 +204,17 @@ func printResolution(w io.Writer, res *controller.Resolution) {
 			{"coefficient", fmt.Sprint(rt.Coefficient)},
 			{"max_backoff", rt.MaxBackoff.String()},
 			{"jitter", fmt.Sprint(rt.Jitter)},
-			{"retry_on", strings.Join(rt.RetryOn, " ")},
+			{"retry_on", strings.Trim(fmt.Sprint(rt.RetryOn), "[]")},
 			{"fallback", strings.Join(rt.Fallback, " ")},
 		} {
 			from := r.RetryFrom[f.name]
 			if from == "" {
 				from = policy.LevelBuiltin
 			}
-			fmt.Fprintf(tw, "  retry.%s\t%s\tfrom %s\n", f.name, f.value, from)
+			fmt.Fprintf(tw, "  retry.%s\t%s\tfrom %s\n", f.name, l(f.value), from)
 		}
 		if r.Scope != nil {
-			fmt.Fprintf(tw, "  scope\tallow %v deny %v\tfrom %s\n", r.Scope.Allow, r.Scope.Deny, r.ScopeFrom)
+			fmt.Fprintf(tw, "  scope\t%s\tfrom %s\n", l(fmt.Sprintf("allow %v deny %v", r.Scope.Allow, r.Scope.Deny)), r.ScopeFrom)
 		}
 		tw.Flush()
 	}
@@ -224,59 +239,61 @@ func orNone(n int) string {
 }
 
 // printTask is `controller status FLOW --task TASK`: the task, its plan and
-// every attempt with the prompt it was given.
+// every attempt with the prompt it was given. Fields are escaped; the
+// prompts are escaped on a terminal and written as they are to a pipe.
 func printTask(w io.Writer, d *controller.FlowDetail, id string) error {
-	var t *eventlog.Task
+	var t *projection.Task
 	for _, x := range d.Tasks {
 		if x.ID == id {
 			t = x
 		}
 	}
 	if t == nil {
-		return &exitError{2, fmt.Errorf("flow %s has no task %s", d.Flow.ID, id)}
+		return notFound(fmt.Errorf("flow %s has no task %s", d.Flow.ID, id))
 	}
+	l, body := termsafe.Line, bodyText(w)
 	spec, _ := d.Flow.Spec.Task(id)
-	fmt.Fprintf(w, "task %s of flow %s: %s, %d attempt(s)\n", t.ID, d.Flow.ID, t.State, t.Attempts)
+	fmt.Fprintf(w, "task %s of flow %s: %s, %d attempt(s)\n", l(t.ID), l(d.Flow.ID), l(string(t.State)), t.Attempts)
 	if t.Error != nil {
-		fmt.Fprintf(w, "error: %s: %s\n", t.Error.Class, t.Error.Message)
+		fmt.Fprintf(w, "error: %s: %s\n", l(string(t.Error.Class)), l(t.Error.Message))
 	}
 	if t.BlockedBy != "" {
-		fmt.Fprintf(w, "blocked by: %s\n", t.BlockedBy)
+		fmt.Fprintf(w, "blocked by: %s\n", l(t.BlockedBy))
 	}
 	if r := t.Retry; r != nil {
-		fmt.Fprintf(w, "retry: attempt %d on %s (%s) at %s: %s\n", r.N, r.Runtime, r.Strategy, r.DueAt.Local().Format("15:04:05.000"), r.Reason)
+		fmt.Fprintf(w, "retry: attempt %d on %s (%s) at %s: %s\n", r.N, l(r.Runtime), l(string(r.Strategy)), r.DueAt.Local().Format("15:04:05.000"), l(r.Reason))
 	}
 	if t.ResultBranch != "" {
-		fmt.Fprintf(w, "result: %s @ %s\n", t.ResultBranch, t.ResultCommit)
+		fmt.Fprintf(w, "result: %s @ %s\n", l(t.ResultBranch), l(t.ResultCommit))
 	}
 	for _, a := range d.Attempts {
 		if a.Task != id {
 			continue
 		}
-		fmt.Fprintf(w, "\n── attempt %d (%s) on %s: %s", a.N, a.ID, a.Runtime, a.State)
+		fmt.Fprintf(w, "\n── attempt %d (%s) on %s: %s", a.N, l(a.ID), l(a.Runtime), l(string(a.State)))
 		if a.Worker != "" {
-			fmt.Fprintf(w, ", worker %s", a.Worker)
+			fmt.Fprintf(w, ", worker %s", l(a.Worker))
 		}
 		fmt.Fprintln(w)
 		if a.Error != nil {
-			fmt.Fprintf(w, "error: %s: %s\n", a.Error.Class, a.Error.Message)
+			fmt.Fprintf(w, "error: %s: %s\n", l(string(a.Error.Class)), l(a.Error.Message))
 		}
 		if v := a.Verification; v != nil {
 			for _, c := range v.Commands {
-				fmt.Fprintf(w, "verify `%s`: exit %d\n", c.Command, c.ExitCode)
+				fmt.Fprintf(w, "verify `%s`: exit %d\n", l(c.Command), c.ExitCode)
 			}
 			if v.Review != nil {
-				fmt.Fprintf(w, "review by %s: passed=%t %s\n", v.Review.Runtime, v.Review.Passed, strings.Join(v.Review.Reasons, "; "))
+				fmt.Fprintf(w, "review by %s: passed=%t %s\n", l(v.Review.Runtime), v.Review.Passed, l(strings.Join(v.Review.Reasons, "; ")))
 			}
 			for _, s := range v.ScopeViolations {
-				fmt.Fprintf(w, "scope violation: %s\n", s)
+				fmt.Fprintf(w, "scope violation: %s\n", l(s))
 			}
 		}
 		prompt := a.Prompt
 		if prompt == "" && spec != nil {
 			prompt = spec.Prompt
 		}
-		fmt.Fprintf(w, "prompt:\n%s\n", indent(prompt))
+		fmt.Fprintf(w, "prompt:\n%s\n", body(indent(prompt)))
 	}
 	return nil
 }
@@ -287,4 +304,14 @@ func indent(s string) string {
 		lines[i] = "    " + l
 	}
 	return strings.Join(lines, "\n")
+}
+
+// bodyText is how multi-line text from outside (a prompt, a patch, a
+// report's output tail) is written to w: escaped (newlines and tabs kept)
+// on a terminal, as it is to a pipe or a file, where the bytes may matter.
+func bodyText(w io.Writer) func(string) string {
+	if termsafe.IsTerminal(w) {
+		return termsafe.Text
+	}
+	return func(s string) string { return s }
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/controller"
+	"github.com/drover-dev/drover/internal/termsafe"
 )
 
 func newReport() *cobra.Command {
@@ -23,7 +24,8 @@ attempt id (FLOW_TASK_N) or FLOW/TASK, which means the task's current (latest) a
 
 The report is read whole from its event on the EVENTS stream: status shows it without the
 stdout tail, which the controller does not keep in its state. -o json prints
-{"attempt", "event", "seq", "report"}.`,
+{"attempt", "event", "seq", "report"}. The tails are the agent's output: escaped on a
+terminal (see logs), as they are to a pipe.`,
 		Example: `  controller report hello-x1y2z3/greet
   controller report hello-x1y2z3_greet_2 -o json | jq -r .report.stdout_tail`,
 		Args: cobra.ExactArgs(1),
@@ -47,10 +49,10 @@ func printReport(ctx context.Context, cl *controller.Client, t controller.Target
 		return err
 	}
 	if a == nil {
-		return &exitError{2, fmt.Errorf("task %s/%s has no attempt yet", t.Flow, t.Task)}
+		return notFound(fmt.Errorf("task %s/%s has no attempt yet", t.Flow, t.Task))
 	}
-	if a.ReportEvent == "" {
-		return &exitError{1, fmt.Errorf("attempt %s has not reported yet (state %s)", a.ID, a.State)}
+	if a.ReportEventID == "" {
+		return notFound(fmt.Errorf("attempt %s has not reported yet (state %s)", a.ID, a.State))
 	}
 	resp, err := cl.Report(ctx, a.ID)
 	if err != nil {
@@ -64,24 +66,33 @@ func printReport(ctx context.Context, cl *controller.Client, t controller.Target
 		fmt.Fprintf(w, "%s\n", b)
 		return nil
 	}
+	writeReport(w, resp)
+	return nil
+}
+
+// writeReport prints a report as text: fields escaped, the output tails
+// escaped on a terminal and as they are to a pipe.
+func writeReport(w io.Writer, resp *controller.ReportResponse) {
 	r := resp.Report
+	l, body := termsafe.Line, bodyText(w)
 	outcome := "failed"
 	if r.Success {
 		outcome = "succeeded"
 	}
-	fmt.Fprintf(w, "attempt %s %s: exit %d", resp.Attempt, outcome, r.ExitCode)
+	fmt.Fprintf(w, "attempt %s %s: exit %d", l(resp.Attempt), outcome, r.ExitCode)
 	if r.Signal != "" {
-		fmt.Fprintf(w, " (%s)", r.Signal)
+		fmt.Fprintf(w, " (%s)", l(r.Signal))
 	}
 	fmt.Fprintf(w, " after %.1fs\n", float64(r.DurationMS)/1000)
 	if r.Error != nil {
-		fmt.Fprintf(w, "error: %s: %s\n", r.Error.Class, r.Error.Message)
+		fmt.Fprintf(w, "error: %s: %s\n", l(string(r.Error.Class)), l(r.Error.Message))
 	}
 	if r.Commit != "" {
-		fmt.Fprintf(w, "result: %s@%s\n", r.Branch, r.Commit)
+		fmt.Fprintf(w, "result: %s@%s\n", l(r.Branch), l(r.Commit))
 	}
 	if r.DiffSummary != "" {
-		fmt.Fprintf(w, "changes: %s\n", strings.TrimSpace(r.DiffSummary))
+		// The stat names the files the agent wrote: escaped everywhere.
+		fmt.Fprintf(w, "changes: %s\n", termsafe.Text(strings.TrimSpace(r.DiffSummary)))
 	}
 	if u := r.Usage; u != nil {
 		fmt.Fprintf(w, "usage: %d tokens in, %d out\n", u.InputTokens, u.OutputTokens)
@@ -96,10 +107,9 @@ func printReport(ctx context.Context, cl *controller.Client, t controller.Target
 		if s.tail == "" {
 			continue
 		}
-		fmt.Fprintf(w, "--- %s (tail) ---\n%s", s.name, s.tail)
+		fmt.Fprintf(w, "--- %s (tail) ---\n%s", s.name, body(s.tail))
 		if !strings.HasSuffix(s.tail, "\n") {
 			fmt.Fprintln(w)
 		}
 	}
-	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -15,38 +14,42 @@ import (
 
 	"github.com/drover-dev/drover/internal/controller"
 	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/readlimit"
+	"github.com/drover-dev/drover/internal/termsafe"
 )
 
 func newSubmit() *cobra.Command {
 	var repo string
 	var watch bool
 	cmd := &cobra.Command{
-		Use:   "submit FLOW.yaml",
+		Use:   "submit FLOW.yaml|-",
 		Short: "Validate a flow file and submit it",
 		Long: `submit validates the flow file (schema, ids, dependencies, runtimes) and sends it to the
-controller. A malformed flow is rejected with the file, line and field, exit code 2, and
-nothing is recorded. With --watch it follows the flow to its end and exits 0 if it
-succeeded, 1 if not.`,
+controller; "-" reads the flow from standard input. A malformed flow is rejected with the
+file, line and field, exit code 2, and nothing is recorded; so is a file larger than 8 MiB
+or one that is not a regular file (a directory, a FIFO, a device). With --watch it follows
+the flow to its end and exits 0 if it succeeded, 1 if not.`,
 		Example: `  controller submit examples/hello.yaml --watch
-  controller submit flow.yaml --repo /srv/git/project.git`,
+  controller submit flow.yaml --repo /srv/git/project.git
+  generate-flow | controller submit -`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := loadConfig(cmd)
 			if err != nil {
 				return err
 			}
-			data, err := os.ReadFile(args[0])
+			name, data, err := readFlow(cmd, args[0])
 			if err != nil {
-				return &exitError{2, err}
+				return err
 			}
 			// Runtimes are checked by the controller, whose configuration is
 			// the one that counts; everything else is checked here, with lines.
-			spec, err := flow.Parse(args[0], data, flow.Options{
+			spec, err := flow.Parse(name, data, flow.Options{
 				RepoOverride:   repo,
 				DefaultRuntime: cfg.Defaults.Runtime,
 			})
 			if err != nil {
-				return &exitError{2, err}
+				return usageError(err)
 			}
 			nc, err := controller.Connect(cfg)
 			if err != nil {
@@ -58,11 +61,11 @@ succeeded, 1 if not.`,
 			if err != nil {
 				var apiErr *controller.APIError
 				if errors.As(err, &apiErr) && apiErr.Code == controller.CodeBadRequest {
-					return &exitError{2, fmt.Errorf("%s: %w", args[0], err)}
+					return fmt.Errorf("%s: %w", name, err)
 				}
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "submitted flow %s (%d tasks)\n", id, len(spec.Tasks))
+			fmt.Fprintf(cmd.OutOrStdout(), "submitted flow %s (%d tasks)\n", termsafe.Line(id), len(spec.Tasks))
 			if !watch {
 				return nil
 			}
@@ -72,6 +75,28 @@ succeeded, 1 if not.`,
 	cmd.Flags().StringVar(&repo, "repo", "", "use this repo URL or path instead of the flow file's")
 	cmd.Flags().BoolVar(&watch, "watch", false, "follow the flow until it ends")
 	return cmd
+}
+
+// stdinName names standard input in a flow's error messages; a relative
+// repo path in it is relative to the working directory.
+const stdinName = "<stdin>"
+
+// readFlow reads a flow file, or standard input for "-", with the flow
+// size limit: a larger file is refused by its size before it is read, and a
+// FIFO or device is refused before it is opened.
+func readFlow(cmd *cobra.Command, arg string) (name string, data []byte, err error) {
+	if arg == "-" {
+		data, err = readlimit.Reader(cmd.InOrStdin(), stdinName, flow.MaxFileSize)
+		if err != nil {
+			return "", nil, usageError(err)
+		}
+		return stdinName, data, nil
+	}
+	data, err = readlimit.File(arg, flow.MaxFileSize)
+	if err != nil {
+		return "", nil, usageError(err)
+	}
+	return arg, data, nil
 }
 
 func newStatus() *cobra.Command {
@@ -85,8 +110,8 @@ func newStatus() *cobra.Command {
   controller status hello-x1y2z3 --task greet   # each attempt with the prompt it got`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "text" && output != "json" {
-				return &exitError{2, fmt.Errorf("-o must be text or json")}
+			if err := checkOutput(output); err != nil {
+				return err
 			}
 			nc, err := connect(cmd)
 			if err != nil {
@@ -103,7 +128,7 @@ func newStatus() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if task != "" && st.Detail == nil {
-				return &exitError{2, fmt.Errorf("--task needs a FLOW argument")}
+				return usageError(fmt.Errorf("--task needs a FLOW argument"))
 			}
 			if output == "json" {
 				enc := json.NewEncoder(out)
@@ -123,6 +148,9 @@ func newStatus() *cobra.Command {
 }
 
 func printStatus(out io.Writer, st *controller.StatusResponse) {
+	// Every field is escaped: names, repos, errors and reasons come from
+	// flow files, agents and operators.
+	l := termsafe.Line
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	defer tw.Flush()
 	if st.Detail == nil {
@@ -133,22 +161,22 @@ func printStatus(out io.Writer, st *controller.StatusResponse) {
 				parts = append(parts, fmt.Sprintf("%s=%d", s, n))
 			}
 			sort.Strings(parts)
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.ID, f.State, strings.Join(parts, " "), f.SubmittedAt.Local().Format(time.DateTime))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", l(f.ID), l(string(f.State)), l(strings.Join(parts, " ")), f.SubmittedAt.Local().Format(time.DateTime))
 		}
 		return
 	}
 	d := st.Detail
-	fmt.Fprintf(tw, "flow %s (%s): %s, repo %s @ %s\n", d.Flow.ID, d.Flow.Spec.Name, d.Flow.State, d.Flow.Spec.Repo, d.Flow.Spec.Base)
+	fmt.Fprintf(tw, "flow %s (%s): %s, repo %s @ %s\n", l(d.Flow.ID), l(d.Flow.Spec.Name), l(string(d.Flow.State)), l(d.Flow.Spec.Repo), l(d.Flow.Spec.Base))
 	if d.Flow.Paused {
 		fmt.Fprintln(tw, "paused: no new attempt starts until `controller resume`")
 	}
 	if c := d.Flow.Cancel; c != nil {
-		fmt.Fprintf(tw, "cancel requested at %s %s\n", c.At.Local().Format(time.DateTime), c.Reason)
+		fmt.Fprintf(tw, "cancel requested at %s %s\n", c.At.Local().Format(time.DateTime), l(c.Reason))
 	}
 	if in := d.Flow.Integration; in != nil {
-		fmt.Fprintf(tw, "integration %s %s %s", in.Branch, in.State, in.Commit)
+		fmt.Fprintf(tw, "integration %s %s %s", l(in.Branch), l(string(in.State)), l(in.Commit))
 		if in.Error != nil {
-			fmt.Fprintf(tw, " %s: %s", in.Error.Class, in.Error.Message)
+			fmt.Fprintf(tw, " %s: %s", l(string(in.Error.Class)), l(in.Error.Message))
 		}
 		fmt.Fprintln(tw)
 	}
@@ -165,7 +193,7 @@ func printStatus(out io.Writer, st *controller.StatusResponse) {
 		if r := t.Retry; r != nil {
 			detail = fmt.Sprintf("retry %d on %s at %s", r.N, r.Runtime, r.DueAt.Local().Format("15:04:05"))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", t.ID, t.State, t.Runtime, t.Attempts, detail)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", l(t.ID), l(string(t.State)), l(t.Runtime), t.Attempts, l(detail))
 	}
 	fmt.Fprintln(tw, "\nATTEMPT\tSTATE\tWORKER\tEPOCH\tEXIT\tFILES")
 	for _, a := range d.Attempts {
@@ -174,6 +202,14 @@ func printStatus(out io.Writer, st *controller.StatusResponse) {
 			exit = fmt.Sprint(r.ExitCode)
 			files = fmt.Sprintf("+%d ~%d -%d", len(r.FilesCreated), len(r.FilesModified), len(r.FilesDeleted))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", a.ID, a.State, a.Worker, a.Epoch, exit, files)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", l(a.ID), l(string(a.State)), l(a.Worker), a.Epoch, exit, files)
 	}
+}
+
+// checkOutput checks a command's -o.
+func checkOutput(output string) error {
+	if output != "text" && output != "json" {
+		return usageError(fmt.Errorf("-o must be text or json (got %q)", output))
+	}
+	return nil
 }

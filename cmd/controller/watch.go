@@ -11,11 +11,15 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/projection"
+
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/drover-dev/drover/internal/controller"
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/termsafe"
 )
 
 func newWatch() *cobra.Command {
@@ -33,11 +37,11 @@ with -o json, one JSON object per change.`,
   controller watch hello-x1y2z3 -o json | jq -c .`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "text" && output != "json" {
-				return &exitError{2, fmt.Errorf("-o must be text or json")}
+			if err := checkOutput(output); err != nil {
+				return err
 			}
 			if t, err := controller.ParseTarget(args[0]); err != nil || t.Task != "" {
-				return &exitError{2, fmt.Errorf("%q is not a flow id", args[0])}
+				return usageError(fmt.Errorf("%q is not a flow id", args[0]))
 			}
 			return withClient(cmd, func(cl *controller.Client) error {
 				return watchFlowAs(cmd.Context(), cl, args[0], cmd.OutOrStdout(), output)
@@ -49,22 +53,22 @@ with -o json, one JSON object per change.`,
 }
 
 // watchFlow follows a flow to its end: redrawn on a terminal, plain lines
-// otherwise. It returns an exitError with code 1 when the flow did not succeed.
+// otherwise. It returns an error with exit code 1 when the flow did not succeed.
 func watchFlow(ctx context.Context, cl *controller.Client, id string, w io.Writer) error {
 	return watchFlowAs(ctx, cl, id, w, "text")
 }
 
 // watchChange is one task change, as watch -o json prints it.
 type watchChange struct {
-	Time    time.Time           `json:"time"`
-	Flow    string              `json:"flow"`
-	Task    string              `json:"task,omitempty"`
-	State   string              `json:"state"`
-	Attempt string              `json:"attempt,omitempty"`
-	Worker  string              `json:"worker,omitempty"`
-	Phase   string              `json:"phase,omitempty"`
-	Detail  string              `json:"detail,omitempty"`
-	Error   *eventlog.ErrorInfo `json:"error,omitempty"`
+	Time    time.Time        `json:"time"`
+	Flow    string           `json:"flow"`
+	Task    string           `json:"task,omitempty"`
+	State   string           `json:"state"`
+	Attempt string           `json:"attempt,omitempty"`
+	Worker  string           `json:"worker,omitempty"`
+	Phase   string           `json:"phase,omitempty"`
+	Detail  string           `json:"detail,omitempty"`
+	Error   *event.ErrorInfo `json:"error,omitempty"`
 }
 
 func watchFlowAs(ctx context.Context, cl *controller.Client, id string, w io.Writer, output string) error {
@@ -84,7 +88,7 @@ func watchFlowAs(ctx context.Context, cl *controller.Client, id string, w io.Wri
 		if d == nil {
 			return fmt.Errorf("no detail for flow %s", id)
 		}
-		attempts := map[string]*eventlog.Attempt{}
+		attempts := map[string]*projection.Attempt{}
 		for _, a := range d.Attempts {
 			attempts[a.ID] = a
 		}
@@ -102,13 +106,13 @@ func watchFlowAs(ctx context.Context, cl *controller.Client, id string, w io.Wri
 					if a := attempts[task.Attempt]; a != nil {
 						c.Attempt, c.Worker, c.Phase = a.ID, a.Worker, string(a.Phase)
 					}
-					if task.State == eventlog.TaskBlocked {
+					if task.State == drovertype.TaskBlocked {
 						c.Detail = "blocked by " + task.BlockedBy
 					}
 					b, _ := json.Marshal(c)
 					fmt.Fprintf(w, "%s\n", b)
 				} else {
-					fmt.Fprintf(w, "%s  %-20s %s\n", time.Now().Format("15:04:05"), task.ID, line)
+					fmt.Fprintf(w, "%s  %-20s %s\n", time.Now().Format("15:04:05"), termsafe.Line(task.ID), line)
 				}
 			}
 		}
@@ -118,10 +122,10 @@ func watchFlowAs(ctx context.Context, cl *controller.Client, id string, w io.Wri
 				b, _ := json.Marshal(watchChange{Time: time.Now().UTC(), Flow: id, State: string(d.Flow.State), Detail: "flow ended in " + took.String()})
 				fmt.Fprintf(w, "%s\n", b)
 			} else {
-				fmt.Fprintf(w, "flow %s %s in %s\n", id, d.Flow.State, took)
+				fmt.Fprintf(w, "flow %s %s in %s\n", termsafe.Line(id), termsafe.Line(string(d.Flow.State)), took)
 			}
-			if d.Flow.State != eventlog.FlowSucceeded {
-				return &exitError{1, fmt.Errorf("flow %s %s", id, d.Flow.State)}
+			if d.Flow.State != drovertype.FlowSucceeded {
+				return failed(fmt.Errorf("flow %s %s", id, d.Flow.State))
 			}
 			return nil
 		}
@@ -133,8 +137,13 @@ func watchFlowAs(ctx context.Context, cl *controller.Client, id string, w io.Wri
 	}
 }
 
-// taskLine is a task's state in one line, for the plain output.
-func taskLine(task *eventlog.Task, a *eventlog.Attempt) string {
+// taskLine is a task's state in one line, for the plain output, escaped:
+// worker names and error messages come from outside.
+func taskLine(task *projection.Task, a *projection.Attempt) string {
+	return termsafe.Line(rawTaskLine(task, a))
+}
+
+func rawTaskLine(task *projection.Task, a *projection.Attempt) string {
 	line := string(task.State)
 	if a != nil && !task.State.Terminal() {
 		line += fmt.Sprintf(" (attempt %d", a.N)
@@ -146,10 +155,10 @@ func taskLine(task *eventlog.Task, a *eventlog.Attempt) string {
 		}
 		line += ")"
 	}
-	if task.State == eventlog.TaskFailed && task.Error != nil {
+	if task.State == drovertype.TaskFailed && task.Error != nil {
 		line += ": " + task.Error.Message
 	}
-	if task.State == eventlog.TaskBlocked {
+	if task.State == drovertype.TaskBlocked {
 		line += " by " + task.BlockedBy
 	}
 	return line
@@ -163,7 +172,7 @@ type ttyView struct {
 	last  string // the frame drawn last time
 }
 
-func (v *ttyView) draw(d *controller.FlowDetail, attempts map[string]*eventlog.Attempt) {
+func (v *ttyView) draw(d *controller.FlowDetail, attempts map[string]*projection.Attempt) {
 	width, height, err := term.GetSize(v.fd)
 	if err != nil || width <= 0 {
 		width, height = 80, 24
@@ -180,7 +189,8 @@ func (v *ttyView) draw(d *controller.FlowDetail, attempts map[string]*eventlog.A
 	if d.Flow.State.Terminal() {
 		elapsed = d.Flow.CompletedAt.Sub(d.Flow.SubmittedAt)
 	}
-	head := fmt.Sprintf("flow %s: %s, %s", d.Flow.ID, d.Flow.State, elapsed.Round(time.Second))
+	l := termsafe.Line
+	head := fmt.Sprintf("flow %s: %s, %s", l(d.Flow.ID), l(string(d.Flow.State)), elapsed.Round(time.Second))
 	if d.Flow.Paused {
 		head += " (paused)"
 	}
@@ -202,7 +212,7 @@ func (v *ttyView) draw(d *controller.FlowDetail, attempts map[string]*eventlog.A
 		case t.Retry != nil:
 			detail = fmt.Sprintf("retry %d at %s", t.Retry.N, t.Retry.DueAt.Local().Format("15:04:05"))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.State, att, worker, phase, detail)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", l(t.ID), l(string(t.State)), att, l(worker), l(phase), l(detail))
 	}
 	tw.Flush()
 	rows := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")

@@ -2,7 +2,7 @@ package main
 
 // Persona mode: demo-agent impersonates one of the real coding-agent CLIs,
 // for adapter tests. It takes that CLI's headless command line (as
-// RUNTIMES.md §2–3 records it) and refuses anything else with exit 2, gets
+// docs/runtimes.md records it) and refuses anything else with exit 2, gets
 // the prompt where that CLI does, runs the prompt's directives, and replays
 // the output of a real recorded run of the CLI (replay.go).
 
@@ -383,7 +383,7 @@ func withCase(ds []directive) ([]directive, string, error) {
 	return ds, name, nil
 }
 
-// The quirks RUNTIMES.md records, where they are cheap to play.
+// The quirks docs/runtimes.md records, where they are cheap to play.
 
 // claudeQuirks: stream-json needs --verbose; root may not bypass
 // permissions without IS_SANDBOX=1; without a bypass or acceptEdits the

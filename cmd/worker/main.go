@@ -5,17 +5,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/drover-dev/drover/internal/natsconn"
+
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/config"
-	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/exitcode"
+	"github.com/drover-dev/drover/internal/readlimit"
 	"github.com/drover-dev/drover/internal/sandbox"
+	"github.com/drover-dev/drover/internal/startup"
 	"github.com/drover-dev/drover/internal/telemetry"
+	"github.com/drover-dev/drover/internal/termsafe"
 	"github.com/drover-dev/drover/internal/tracing"
 	"github.com/drover-dev/drover/internal/worker"
 )
@@ -25,15 +31,54 @@ func main() {
 	// before main (it normally has, and the worker never gets here).
 	sandbox.Main()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newRoot().ExecuteContext(ctx)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		if errors.Is(err, config.ErrInvalid) {
-			os.Exit(2)
-		}
-		os.Exit(1)
+	os.Exit(code)
+}
+
+// run executes one command line and returns its exit code (docs/cli.md).
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRoot()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	// Cobra checks the command, its flags and its arguments before this
+	// hook: an error before it is a usage error.
+	ran := false
+	root.PersistentPreRun = func(*cobra.Command, []string) { ran = true }
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitcode.OK
 	}
+	code := exitCode(ctx, err, ran)
+	if code == exitcode.Interrupted {
+		fmt.Fprintln(stderr, "interrupted")
+	} else {
+		fmt.Fprintln(stderr, "error:", termsafe.Text(err.Error()))
+	}
+	return code
+}
+
+// exitCode maps an error to the exit code table of internal/exitcode: the
+// one place the worker CLI decides its codes.
+func exitCode(ctx context.Context, err error, ran bool) int {
+	if !ran {
+		return exitcode.Usage
+	}
+	if code, ok := exitcode.Of(err); ok {
+		return code
+	}
+	var connErr *natsconn.ConnectError
+	switch {
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		return exitcode.Interrupted
+	case errors.Is(err, config.ErrInvalid), errors.Is(err, readlimit.ErrTooLarge), errors.Is(err, readlimit.ErrNotRegular):
+		return exitcode.Usage
+	case errors.As(err, &connErr) && connErr.Unreachable:
+		return exitcode.Unreachable
+	}
+	return exitcode.Failed
 }
 
 func newRoot() *cobra.Command {
@@ -58,10 +103,12 @@ func newRun() *cobra.Command {
 		Use:   "run",
 		Short: "Claim and run attempts until stopped",
 		Long: `run connects to NATS, serves every configured runtime whose binary is healthy on this
-host, and claims attempt jobs of its pool when a slot is free. SIGTERM or SIGINT stops
-claiming and lets running attempts finish for up to worker.drain_timeout (30s), then
-hands the rest back for another worker to take over at once; a second signal hands
-them back without waiting.`,
+host, and claims attempt jobs of its pool when a slot is free. It waits for NATS and for
+the buckets the controller creates, however late they come; it exits at once only when
+no runtime is usable or NATS refuses its credentials, TLS settings or permissions.
+SIGTERM or SIGINT stops claiming and lets running attempts finish for up to
+worker.drain_timeout (30s), then hands the rest back for another worker to take over at
+once; a second signal hands them back without waiting.`,
 		Example: `  worker run --nats-url nats://controller:4222 --slots 4 --work-dir /var/lib/drover-worker
   DROVER_WORKER_POOL=gpu worker run`,
 		Args: cobra.NoArgs,
@@ -71,6 +118,10 @@ them back without waiting.`,
 				return err
 			}
 			log := cfg.Log.Logger(os.Stderr)
+			if cfg.InsecureHTTP() {
+				log.Warn("INSECURE: http.pprof is served beyond loopback (insecure_listen): anyone who reaches it sees this process's stacks and memory",
+					"listen", cfg.HTTP.Listen)
+			}
 			srv, err := telemetry.Start(cfg.HTTP.Listen, log, telemetry.WithPprof(cfg.HTTP.Pprof))
 			if err != nil {
 				return err
@@ -96,24 +147,42 @@ them back without waiting.`,
 			// the credentials) stops the worker with that cause.
 			ctx, stopRun := context.WithCancelCause(cmd.Context())
 			defer stopRun(nil)
-			co := cfg.NATSClient("drover-worker-"+cfg.Worker.ID, queue.RoleWorker, cfg.Worker.ID)
-			co.Reconnect, co.Logger = true, log
-			co.Closed = func(err error) { stopRun(err) }
-			nc, err := queue.Connect(co)
-			if err != nil {
-				return fmt.Errorf("worker: %w", err)
-			}
-			defer nc.Close()
-			w, err := worker.New(cfg, nc, log)
+			w, err := worker.New(cfg, log)
 			if err != nil {
 				return err
 			}
-			if err := w.Start(ctx); err != nil {
+			if err := w.CheckRuntimes(ctx); err != nil {
 				return err
 			}
+			// NATS and the controller's buckets may come later: wait for
+			// them, saying so in the log and on /readyz.
+			wait := startup.New(log, startup.Options{})
+			defer telemetry.AddCheck("worker_startup", wait.Check)()
+			nc, err := natsconn.ConnectWait(ctx, wait, func() natsconn.ClientOptions {
+				// Read again each try: a local controller writes its URL
+				// to the data dir once its server is up.
+				co := natsconn.ClientFor(cfg, "drover-worker-"+cfg.Worker.ID, natsconn.RoleWorker, cfg.Worker.ID)
+				co.Reconnect, co.Logger = true, log
+				co.Closed = func(err error) { stopRun(err) }
+				return co
+			})
+			if err != nil {
+				err = fmt.Errorf("worker: %w", err)
+			} else {
+				defer nc.Close()
+				err = w.Start(ctx, nc, wait)
+			}
+			if errors.Is(err, startup.ErrStopped) && !natsconn.IsAuthError(err) {
+				log.Info("worker stopped while starting", "reason", err)
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			wait.Done()
 			log.Info("worker running", "id", cfg.Worker.ID, "pool", cfg.Worker.Pool, "slots", cfg.Worker.Slots, "work_dir", cfg.Worker.WorkDir)
 			<-ctx.Done()
-			if cause := context.Cause(ctx); queue.IsAuthError(cause) {
+			if cause := context.Cause(ctx); natsconn.IsAuthError(cause) {
 				// Nothing can be reported any more: hand back at once.
 				log.Error("worker stopping: NATS closed the connection", "err", cause)
 				w.HandBack()
@@ -149,5 +218,6 @@ them back without waiting.`,
 	f.StringSlice("runtimes", nil, "runtimes to serve (default all configured)")
 	f.Duration("drain-timeout", 0, "on SIGTERM, how long running attempts may finish before they are handed back (default 30s)")
 	f.String("http-listen", "", "host:port serving /metrics, /healthz and /readyz (default off)")
+	f.Bool("insecure-listen", false, "allow http.pprof beyond loopback (insecure_listen)")
 	return cmd
 }

@@ -6,17 +6,30 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/drover-dev/drover/internal/fleet"
+	"github.com/drover-dev/drover/internal/natsconn"
+
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/adapter"
 	"github.com/drover-dev/drover/internal/config"
-	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/exitcode"
 	"github.com/drover-dev/drover/internal/sandbox"
+	"github.com/drover-dev/drover/internal/termsafe"
 	"github.com/drover-dev/drover/internal/worker"
 )
 
 func newRuntime() *cobra.Command {
-	cmd := &cobra.Command{Use: "runtime", Short: "Inspect the runtimes configured on this host"}
+	cmd := &cobra.Command{Use: "runtime", Short: "Inspect the runtimes configured on this host",
+		// Alone it shows its help; with an argument it is a misspelt
+		// subcommand (cobra would show the help and exit 0).
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return exitcode.With(exitcode.Usage, fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath()))
+			}
+			return cmd.Help()
+		}}
 	var output string
 	list := &cobra.Command{
 		Use:     "list",
@@ -24,6 +37,9 @@ func newRuntime() *cobra.Command {
 		Example: "  worker runtime list\n  worker runtime list -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
 			cfg, err := loadConfig(cmd)
 			if err != nil {
 				return err
@@ -46,8 +62,9 @@ func newRuntime() *cobra.Command {
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUNTIME\tADAPTER\tBINARY\tINPUT\tOUTPUT\tMODEL")
+			l := termsafe.Line
 			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Runtime.Adapter, r.Runtime.Binary, r.Runtime.Input, r.Runtime.Output, r.Runtime.Model)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", l(r.Name), l(r.Runtime.Adapter), l(r.Runtime.Binary), l(r.Runtime.Input), l(string(r.Runtime.Output)), l(r.Runtime.Model))
 			}
 			return tw.Flush()
 		},
@@ -60,11 +77,14 @@ func newRuntime() *cobra.Command {
 		Example: "  worker runtime health\n  worker runtime health -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(hOutput); err != nil {
+				return err
+			}
 			cfg, err := loadConfig(cmd)
 			if err != nil {
 				return err
 			}
-			var rows []*queue.RuntimeHealth
+			var rows []*fleet.RuntimeHealth
 			healthy := 0
 			box, claims := worker.SandboxStatus(cfg, sandbox.Probe)
 			for _, name := range cfg.Worker.Runtimes {
@@ -87,20 +107,22 @@ func newRuntime() *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "sandbox: %s\n\n", box)
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "RUNTIME\tHEALTHY\tVERSION\tBINARY / ERROR")
+				// Versions and errors are what the CLIs printed.
+				l := termsafe.Line
 				for _, r := range rows {
 					detail := r.Binary
 					if !r.Healthy {
 						detail = r.Error
 					}
-					fmt.Fprintf(tw, "%s\t%v\t%s\t%s\n", r.Name, r.Healthy, r.Version, detail)
+					fmt.Fprintf(tw, "%s\t%v\t%s\t%s\n", l(r.Name), r.Healthy, l(r.Version), l(detail))
 				}
 				_ = tw.Flush()
 			}
 			if healthy == 0 {
-				return fmt.Errorf("no runtime is healthy on this host")
+				return exitcode.With(exitcode.Failed, fmt.Errorf("no runtime is healthy on this host"))
 			}
 			if !claims {
-				return fmt.Errorf("this host cannot confine CLIs, so a worker here claims nothing: %s", box)
+				return exitcode.With(exitcode.Failed, fmt.Errorf("this host cannot confine CLIs, so a worker here claims nothing: %s", box))
 			}
 			return nil
 		},
@@ -110,7 +132,22 @@ func newRuntime() *cobra.Command {
 	return cmd
 }
 
+// checkOutput checks a command's -o.
+func checkOutput(output string) error {
+	if output != "text" && output != "json" {
+		return exitcode.With(exitcode.Usage, fmt.Errorf("-o must be text or json (got %q)", output))
+	}
+	return nil
+}
+
 func loadConfig(cmd *cobra.Command) (*config.Config, error) {
 	file, _ := cmd.Flags().GetString("config")
-	return config.Load(config.LoadOptions{File: file, Flags: cmd.Flags(), Bind: config.FlagBindings})
+	cfg, err := config.Load(config.LoadOptions{File: file, Flags: cmd.Flags(), Bind: config.FlagBindings})
+	if err != nil {
+		return nil, err
+	}
+	if err := natsconn.CheckConfig(cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/supervise"
 	"github.com/drover-dev/drover/internal/transcript"
 )
@@ -22,7 +23,7 @@ type Adapter interface {
 	Initialize(ctx context.Context) (*Info, error)
 	// Command builds the process for one attempt.
 	Command(in *Input) (*Command, error)
-	// Capabilities says what the runtime supports (seed 003).
+	// Capabilities says what the runtime supports.
 	Capabilities() Capabilities
 	// Classify turns how the process ended, and what its output said (sum,
 	// nil when the adapter reads no output), into an error, or nil on
@@ -43,7 +44,8 @@ type HealthChecker interface {
 	Check(ctx context.Context) (*Info, error)
 }
 
-// Capabilities are what a runtime can do, as seed 003 names them.
+// Capabilities are what a runtime can do. Workers publish them in their
+// registrations (package fleet), shown by `controller runtime list`.
 type Capabilities struct {
 	SupportsModel               bool     `json:"supports_model"`
 	SupportsNonInteractive      bool     `json:"supports_non_interactive"`
@@ -91,30 +93,10 @@ type Command struct {
 	Sandbox Sandbox
 }
 
-// Error classes: seed 000 §9 plus the ones Drover's own phases produce.
-const (
-	ClassCrashed          = "RUNTIME_CRASHED"
-	ClassTimeout          = "RUNTIME_TIMEOUT"
-	ClassConnectionFailed = "RUNTIME_CONNECTION_FAILED"
-	ClassOutputMalformed  = "RUNTIME_OUTPUT_MALFORMED"
-	ClassRuntimeError     = "RUNTIME_ERROR" // exit 1-127
-	ClassRateLimited      = "RATE_LIMITED"
-	ClassAuthFailed       = "AUTH_FAILED"
-	ClassPrepareFailed    = "PREPARE_FAILED"
-	ClassMergeConflict    = "MERGE_CONFLICT"
-	ClassObserveFailed    = "OBSERVE_FAILED"
-	// Checks after the run, and the operator.
-	ClassVerificationFailed = "VERIFICATION_FAILED"
-	ClassScopeViolation     = "SCOPE_VIOLATION"
-	ClassCancelled          = "CANCELLED"
-	// A worker that held the attempt stopped heartbeating (issue 5 detects it).
-	ClassWorkerLost = "WORKER_LOST"
-)
-
 // Error is a failure normalised into a class.
 type Error struct {
-	Class       string
-	Category    string // runtime | infrastructure | input
+	Class       drovertype.ErrorClass
+	Category    drovertype.Category
 	Message     string
 	Recoverable bool
 	Status      int           // HTTP status the CLI reported, if any
@@ -122,7 +104,7 @@ type Error struct {
 	ResetAt     time.Time     // when the CLI says a quota resets, if it says
 }
 
-func (e *Error) Error() string { return e.Class + ": " + e.Message }
+func (e *Error) Error() string { return string(e.Class) + ": " + e.Message }
 
 // ErrUnknownAdapter is returned by New for an adapter name no one implements.
 var ErrUnknownAdapter = errors.New("adapter: unknown adapter")

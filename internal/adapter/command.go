@@ -10,12 +10,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/supervise"
 	"github.com/drover-dev/drover/internal/transcript"
 )
@@ -27,9 +29,9 @@ var ErrBinaryNotFound = errors.New("adapter: binary not found")
 // reach it only through a runtime's env_passthrough.
 var baseEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "SHELL"}
 
-// Command runs any binary with arguments, the prompt by stdin, argument or
-// file, as configured. It is the generic adapter every config-defined
-// runtime uses.
+// CommandAdapter runs any binary with arguments, the prompt by stdin,
+// argument or file, as configured. It is the generic adapter every
+// config-defined runtime uses.
 type CommandAdapter struct {
 	name string
 	rt   config.Runtime
@@ -51,6 +53,16 @@ func NewCommand(name string, rt config.Runtime) *CommandAdapter {
 
 // Name implements Adapter.
 func (a *CommandAdapter) Name() string { return a.name }
+
+// Runtime returns the runtime's configuration the adapter was made with.
+func (a *CommandAdapter) Runtime() config.Runtime { return a.rt }
+
+// PassedEnv is the names of the worker's environment variables a runtime's
+// CLI sees, when they are set: the base allowlist, then the runtime's
+// env_passthrough.
+func PassedEnv(rt config.Runtime) []string {
+	return append(slices.Clone(baseEnv), rt.EnvPassthrough...)
+}
 
 // Initialize implements Adapter: binary found, executable, version printed.
 // A success is cached; a failure is retried on the next call.
@@ -129,7 +141,7 @@ func compareVersions(a, b string) int {
 	return 0
 }
 
-// Capabilities implements Adapter (seed 003).
+// Capabilities implements Adapter.
 func (a *CommandAdapter) Capabilities() Capabilities {
 	return Capabilities{
 		SupportsModel:               a.rt.ModelFlag != "",
@@ -311,7 +323,7 @@ func (a *CommandAdapter) env(extra []string, tmp string) []string {
 		index[name] = len(env)
 		env = append(env, kv)
 	}
-	for _, name := range append(append([]string(nil), baseEnv...), a.rt.EnvPassthrough...) {
+	for _, name := range PassedEnv(a.rt) {
 		if v, ok := os.LookupEnv(name); ok {
 			set(name + "=" + v)
 		}
@@ -328,11 +340,7 @@ func (a *CommandAdapter) env(extra []string, tmp string) []string {
 
 // NewParser implements OutputReader with the runtime's output format.
 func (a *CommandAdapter) NewParser() transcript.Parser {
-	f, err := transcript.ParseFormat(a.rt.Output)
-	if err != nil {
-		f = transcript.Text // validated by config; text is the safe reading
-	}
-	return transcript.NewParser(f)
+	return transcript.NewParser(a.rt.Output) // config validated it; an unknown one reads as text
 }
 
 // Classify implements Adapter: how the process ended, corrected by what its
@@ -352,12 +360,12 @@ func Classify(res *supervise.Result, sum *transcript.Summary) *Error {
 	}
 	f := sum.Failure
 	out := &Error{
-		Class: f.Class, Category: "runtime", Message: f.Message, Recoverable: f.Retryable,
+		Class: f.Class, Category: drovertype.CategoryRuntime, Message: f.Message, Recoverable: f.Retryable,
 		Status: f.Status, RetryAfter: f.RetryAfter, ResetAt: f.ResetAt,
 	}
 	switch {
-	case f.Class == ClassRateLimited || f.Class == ClassAuthFailed:
-		if f.Class == ClassRateLimited {
+	case f.Class == drovertype.ClassRateLimited || f.Class == drovertype.ClassAuthFailed:
+		if f.Class == drovertype.ClassRateLimited {
 			out.Recoverable = true
 		}
 		return out
@@ -382,15 +390,15 @@ func ClassifyExit(res *supervise.Result) *Error {
 		if t := lastLine(res.Stderr.String()); t != "" {
 			msg += ": " + t
 		}
-		return &Error{Class: ClassRuntimeError, Category: "runtime", Message: msg}
+		return &Error{Class: drovertype.ClassRuntimeError, Category: drovertype.CategoryRuntime, Message: msg}
 	case supervise.TimedOut:
-		return &Error{Class: ClassTimeout, Category: "runtime", Message: "wall-clock timeout", Recoverable: true}
+		return &Error{Class: drovertype.ClassTimeout, Category: drovertype.CategoryRuntime, Message: "wall-clock timeout", Recoverable: true}
 	case supervise.Hung:
-		return &Error{Class: ClassTimeout, Category: "runtime", Message: "no output for too long (hang)", Recoverable: true}
+		return &Error{Class: drovertype.ClassTimeout, Category: drovertype.CategoryRuntime, Message: "no output for too long (hang)", Recoverable: true}
 	case supervise.Stopped:
-		return &Error{Class: ClassCrashed, Category: "runtime", Message: fmt.Sprintf("stopped: %v", res.StopCause), Recoverable: true}
+		return &Error{Class: drovertype.ClassCrashed, Category: drovertype.CategoryRuntime, Message: fmt.Sprintf("stopped: %v", res.StopCause), Recoverable: true}
 	default:
-		return &Error{Class: ClassCrashed, Category: "runtime", Message: "killed by signal " + res.Signal, Recoverable: true}
+		return &Error{Class: drovertype.ClassCrashed, Category: drovertype.CategoryRuntime, Message: "killed by signal " + res.Signal, Recoverable: true}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/supervise"
 )
 
@@ -106,13 +107,13 @@ func TestEnvAllowlist(t *testing.T) {
 func TestClassifyExit(t *testing.T) {
 	for _, tc := range []struct {
 		res   supervise.Result
-		class string
+		class drovertype.ErrorClass
 	}{
 		{supervise.Result{Outcome: supervise.Exited, ExitCode: 0}, ""},
-		{supervise.Result{Outcome: supervise.Exited, ExitCode: 3, Stderr: supervise.Captured{Head: []byte("first\nlast words\n")}}, ClassRuntimeError},
-		{supervise.Result{Outcome: supervise.TimedOut, ExitCode: -1}, ClassTimeout},
-		{supervise.Result{Outcome: supervise.Hung, ExitCode: -1}, ClassTimeout},
-		{supervise.Result{Outcome: supervise.Signaled, ExitCode: -1, Signal: "killed"}, ClassCrashed},
+		{supervise.Result{Outcome: supervise.Exited, ExitCode: 3, Stderr: supervise.Captured{Head: []byte("first\nlast words\n")}}, drovertype.ClassRuntimeError},
+		{supervise.Result{Outcome: supervise.TimedOut, ExitCode: -1}, drovertype.ClassTimeout},
+		{supervise.Result{Outcome: supervise.Hung, ExitCode: -1}, drovertype.ClassTimeout},
+		{supervise.Result{Outcome: supervise.Signaled, ExitCode: -1, Signal: "killed"}, drovertype.ClassCrashed},
 	} {
 		e := ClassifyExit(&tc.res)
 		switch {

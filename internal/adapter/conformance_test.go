@@ -1,4 +1,4 @@
-package adapter
+package adapter_test
 
 import (
 	"fmt"
@@ -9,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drover-dev/drover/internal/adapter"
+	"github.com/drover-dev/drover/internal/adapter/adaptertest"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/drovertype"
 )
 
 // The fake CLIs, built once by TestMain: demo-agent, and a symlink per
@@ -84,9 +87,9 @@ func builtinRuntimes(t *testing.T) map[string]config.Runtime {
 
 // builtinCase is the conformance case for one built-in runtime, run by the
 // fake CLI for its binary.
-func builtinCase(t *testing.T, name string, rt config.Runtime) (ConformanceCase, bool) {
+func builtinCase(t *testing.T, name string, rt config.Runtime) (adaptertest.Case, bool) {
 	bin := filepath.Base(rt.Binary)
-	c := ConformanceCase{Name: name}
+	c := adaptertest.Case{Name: name}
 	switch {
 	case bin == "demo-agent":
 		rt.Binary = demoAgent
@@ -98,19 +101,19 @@ func builtinCase(t *testing.T, name string, rt config.Runtime) (ConformanceCase,
 			`@stdout {"type":"system","subtype":"api_retry","attempt":1,"max_retries":1,"retry_delay_ms":1000,"error_status":429,"error":"rate_limit"}` + "\n" +
 			`@stdout {"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"API Error: Request rejected (429) · rate limited"}]},"error":"rate_limit"}` + "\n" +
 			"@stderr 429 Too Many Requests\n@exit 1"
-		c.WantClassOnFail = ClassRateLimited
+		c.WantClassOnFail = drovertype.ClassRateLimited
 	case slices.Contains(personas, bin):
 		rt.Binary = filepath.Join(fakeDir, bin)
 		c.Prompt = "create hello.txt containing hi\n@case success"
 		c.FailPrompt = "create hello.txt containing hi\n@case fail-429"
-		c.WantClassOnFail, c.WantStatusOnFail = ClassRateLimited, 429
+		c.WantClassOnFail, c.WantStatusOnFail = drovertype.ClassRateLimited, 429
 		// IS_SANDBOX=1: claude refuses to bypass permissions as root without it.
 		c.Env = []string{"DEMO_AGENT_TRANSCRIPTS=" + transcripts, "IS_SANDBOX=1"}
 	default:
 		return c, false
 	}
-	c.New = func(t *testing.T) Adapter {
-		a, err := New(name, rt)
+	c.New = func(t *testing.T) adapter.Adapter {
+		a, err := adapter.New(name, rt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +152,7 @@ func TestConformanceBuiltins(t *testing.T) {
 			t.Errorf("built-in runtime %s: no fake CLI plays %q; teach demo-agent its persona", name, rt.Binary)
 			continue
 		}
-		RunConformance(t, c)
+		adaptertest.RunConformance(t, c)
 		// The model flag is part of the argv too: the fake must accept it.
 		if rt.ModelFlag != "" {
 			rt.Model = "conformance-model"
@@ -158,7 +161,7 @@ func TestConformanceBuiltins(t *testing.T) {
 			}
 			if mc, ok := builtinCase(t, name, rt); ok {
 				mc.Name += "+model"
-				RunConformance(t, mc)
+				adaptertest.RunConformance(t, mc)
 			}
 		}
 	}
@@ -178,12 +181,12 @@ func TestConformanceInputMethods(t *testing.T) {
 		if rt.PromptFlag != "" {
 			name += rt.PromptFlag
 		}
-		RunConformance(t, ConformanceCase{
+		adaptertest.RunConformance(t, adaptertest.Case{
 			Name:            name,
-			New:             func(*testing.T) Adapter { return NewCommand(name, rt) },
+			New:             func(*testing.T) adapter.Adapter { return adapter.NewCommand(name, rt) },
 			Prompt:          "create hello.txt containing hi\n@write hello.txt hi",
 			FailPrompt:      "@stderr boom\n@exit 3",
-			WantClassOnFail: ClassRuntimeError,
+			WantClassOnFail: drovertype.ClassRuntimeError,
 		})
 	}
 }

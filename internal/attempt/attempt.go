@@ -2,7 +2,6 @@ package attempt
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,9 +12,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drover-dev/drover/internal/event"
+
 	"github.com/drover-dev/drover/internal/adapter"
-	"github.com/drover-dev/drover/internal/eventlog"
-	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/redact"
 	"github.com/drover-dev/drover/internal/sandbox"
 	"github.com/drover-dev/drover/internal/scope"
@@ -24,41 +25,25 @@ import (
 	"github.com/drover-dev/drover/internal/worktree"
 )
 
-// Job is what one attempt runs.
+// Job is what one attempt runs: the job as queued, and what the worker that
+// claimed it adds.
 type Job struct {
-	Flow, Task, Attempt string
-	N                   int
-	Epoch               uint64
-	Repo, Base, Branch  string
-	Prompt              string
-	Timeout             time.Duration
-	Merge               []eventlog.DepResult
-	// Model and Args override the runtime's model and add to its arguments.
-	Model string
-	Args  []string
-	// Checks after the CLI exits: commands, a validator's review, the scope.
-	Verify        []string
-	VerifyTimeout time.Duration
-	Review        *Review
-	Scope         *flow.Scope
+	*queue.Job
+	// Epoch is the worker's claim on the attempt; it names the run's
+	// scratch paths and artifacts.
+	Epoch uint64
+	// Validator runs the review the job asks for (Job.Review). Nil with a
+	// Review, the review fails: there is no validator runtime.
+	Validator adapter.Adapter
 	// Cancel, when closed, stops the run: the CLI's process group is
 	// terminated and the attempt reports class CANCELLED.
 	Cancel <-chan struct{}
 }
 
-// Review is the validator runtime that reviews an attempt's result.
-type Review struct {
-	Adapter adapter.Adapter
-	Name    string // the runtime's name, for the report
-	Model   string
-	Args    []string
-	Task    string // the task's prompt without retry feedback
-}
-
 // Emitter records lifecycle events. Implementations stamp the attempt's ids
 // and epoch and make the event durable before returning.
 type Emitter interface {
-	Emit(ctx context.Context, typ eventlog.Type, key string, data any) error
+	Emit(ctx context.Context, typ event.Type, key string, data any) error
 }
 
 // OutputSink receives the CLI's output as it is produced. It must not block.
@@ -102,118 +87,240 @@ type ArtifactStore interface {
 	Put(ctx context.Context, name string, r io.Reader) (int64, error)
 }
 
-// Limits of what one report and one diff event carry; the rest is counted.
-const (
-	maxDiffInEvent  = 64 << 10
-	maxTailInReport = 8 << 10
-	maxFileEvents   = 1000
-)
-
 // Run executes the lifecycle and returns the report. Events are emitted as
 // phases complete; an emit failure or ctx cancellation (the claim was lost
 // or the worker is going away) returns the error and no report: the job
 // stays unacked and is redelivered.
-func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emitter, out OutputSink) (report *eventlog.Report, retErr error) {
-	log := r.Logger.With("attempt", job.Attempt, "epoch", job.Epoch)
-	rep := &eventlog.Report{Branch: job.Branch, Sandbox: r.sandboxState()}
-	fail := func(e *adapter.Error) (*eventlog.Report, error) {
-		rep.Success = false
-		rep.Error = &eventlog.ErrorInfo{Class: e.Class, Category: e.Category, Message: e.Message, Recoverable: e.Recoverable,
-			Status: e.Status, RetryAfterMS: e.RetryAfter.Milliseconds(), ResetAt: e.ResetAt}
-		return rep, nil
-	}
-
-	// Initialize.
-	info, err := ad.Initialize(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
-		}
-		return fail(&adapter.Error{Class: adapter.ClassConnectionFailed, Category: "runtime", Message: err.Error()})
-	}
-	if err := emit.Emit(ctx, eventlog.AdapterInitialized, "", eventlog.AdapterInitializedData{
-		Adapter: info.Adapter, Binary: info.Binary, Version: info.Version,
-	}); err != nil {
+func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emitter, out OutputSink) (*event.Report, error) {
+	a := &run{r: r, job: job, ad: ad, emit: emit, out: out, log: r.Logger.With("attempt", job.Attempt, "epoch", job.Epoch)}
+	defer a.cleanup(ctx)
+	var failure *adapter.Error
+	switch err := a.phases(ctx); {
+	case err == nil:
+		a.storeArtifacts(ctx)
+		failure = a.verdict()
+	case !errors.As(err, &failure):
 		return nil, err
 	}
+	a.rep = a.report(failure)
+	return a.rep, nil
+}
 
-	// Prepare.
-	scratch := fmt.Sprintf("%s-e%d", job.Attempt, job.Epoch)
-	wtPath := filepath.Join(r.WorkDir, worktreesDir, scratch)
-	tmp := filepath.Join(r.WorkDir, tmpDir, scratch)
-	defer r.use(wtPath, tmp)()
-	for _, d := range []string{filepath.Dir(wtPath), tmp} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, fmt.Errorf("attempt: %w", err)
+// phases runs the lifecycle's phases in order. A phase that fails the
+// attempt returns its *adapter.Error, which ends the run with a report of
+// what the phases found so far; any other error ends it with no report.
+// A phase whose outcome is a verdict on the result (the checks) records it
+// in failure and lets the run go on.
+func (a *run) phases(ctx context.Context) error {
+	for _, phase := range []func(context.Context) error{
+		a.initialize,
+		a.prepare,
+		a.execute,
+		a.observe,
+		a.checkScope,
+		a.checkpoint,
+		a.verify,
+		a.push,
+		a.terminate,
+	} {
+		if err := phase(ctx); err != nil {
+			return err
 		}
 	}
-	_ = os.RemoveAll(wtPath) // a previous run of this very epoch died here
-	defer os.RemoveAll(tmp)
-	merge := make([]worktree.Ref, len(job.Merge))
-	for i, m := range job.Merge {
-		merge[i] = worktree.Ref{Branch: m.Branch, Commit: m.Commit}
+	return nil
+}
+
+// run is one attempt on its way through the phases. Each phase leaves what
+// it found here, for the phases after it and for the report.
+type run struct {
+	r    *Runner
+	job  *Job
+	ad   adapter.Adapter
+	emit Emitter
+	out  OutputSink
+	log  *slog.Logger
+
+	// Prepare: the scratch paths, marked in use until cleanup; the worktree
+	// and the guard that watches what the CLI must not touch.
+	wtPath, tmp string
+	unuse       func()
+	wt          *worktree.Worktree
+	guard       *scope.Guard
+
+	// Execute: the command, its full log, how it ended, what its output
+	// said, and the runtime's own failure by its exit and output.
+	cmd       *adapter.Command
+	box       *confined // how the CLI and its checks are confined
+	logPath   string
+	logFile   *os.File
+	res       *supervise.Result
+	sum       *transcript.Summary
+	runErr    *adapter.Error
+	cancelled bool // the operator's cancel stopped the CLI
+
+	// Observe and the checks after it.
+	changes       *worktree.Changes
+	failure       *adapter.Error // the checks' verdict: cancel, scope or verification
+	checkpointSHA string
+	verification  *event.Verification
+	violations    []string // scope violations, as the report lists them
+
+	// Push and Report.
+	commit  string
+	commits []string // the commits the runtime made itself
+	stored  stored
+	rep     *event.Report // what Run returned, for cleanup
+}
+
+// ended is failure, the attempt's, unless ctx has ended: then the claim
+// was lost or the worker is leaving, what went wrong is not the attempt's
+// outcome, and the run ends with the context's cause and no report.
+func ended(ctx context.Context, failure *adapter.Error) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
 	}
-	if err := r.checkRepo(job.Repo); err != nil {
-		return fail(&adapter.Error{Class: adapter.ClassPrepareFailed, Category: "input", Message: err.Error()})
+	return failure
+}
+
+// infraFailure is how a step of the worker's own machinery (git, the
+// disk) fails: the attempt's recoverable failure of class, or the
+// context's cause when ctx has ended (see ended).
+func infraFailure(ctx context.Context, class drovertype.ErrorClass, err error) error {
+	return ended(ctx, &adapter.Error{Class: class, Category: drovertype.CategoryInfrastructure, Message: err.Error(), Recoverable: true})
+}
+
+// runtimeFailure is the attempt's failure when the runtime cannot be run:
+// its binary, its command line or its process.
+func runtimeFailure(err error) *adapter.Error {
+	return &adapter.Error{Class: drovertype.ClassConnectionFailed, Category: drovertype.CategoryRuntime, Message: err.Error()}
+}
+
+// initialize checks the runtime: its binary found, executable, its version.
+func (a *run) initialize(ctx context.Context) error {
+	info, err := a.ad.Initialize(ctx)
+	if err != nil {
+		return ended(ctx, runtimeFailure(err))
 	}
-	wt, err := r.Cache.Prepare(ctx, worktree.PrepareOptions{
-		RepoURL: job.Repo, Base: job.Base, Branch: job.Branch, Path: wtPath, Merge: merge,
+	return a.emit.Emit(ctx, event.AdapterInitialized, "", event.AdapterInitializedData{
+		Adapter: info.Adapter, Binary: info.Binary, Version: info.Version,
+	})
+}
+
+// prepare makes the run's scratch dirs and its worktree: the base revision
+// on the attempt's branch with the dependencies' results merged in, and
+// its baseline.
+func (a *run) prepare(ctx context.Context) error {
+	if err := a.scratch(); err != nil {
+		return err
+	}
+	if err := a.r.checkRepo(a.job.Repo); err != nil {
+		return &adapter.Error{Class: drovertype.ClassPrepareFailed, Category: drovertype.CategoryInput, Message: err.Error()}
+	}
+	wt, err := a.r.Cache.Prepare(ctx, worktree.PrepareOptions{
+		RepoURL: a.job.Repo, Base: a.job.Base, Branch: a.job.Branch, Path: a.wtPath, Merge: mergeRefs(a.job.Merge),
 	})
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
-		}
 		var mc *worktree.MergeConflictError
 		if errors.As(err, &mc) {
-			return fail(&adapter.Error{Class: adapter.ClassMergeConflict, Category: "input",
+			return ended(ctx, &adapter.Error{Class: drovertype.ClassMergeConflict, Category: drovertype.CategoryInput,
 				Message: fmt.Sprintf("merging %s conflicts in %s", mc.Branch, strings.Join(mc.Paths, ", "))})
 		}
-		return fail(&adapter.Error{Class: adapter.ClassPrepareFailed, Category: "infrastructure", Message: err.Error(), Recoverable: true})
+		return infraFailure(ctx, drovertype.ClassPrepareFailed, err)
 	}
-	defer func() {
-		if r.KeepWorktrees {
-			return
-		}
-		if retErr == nil && report != nil && !report.Success && r.KeepFailed > 0 {
-			if err := r.keep(job, wtPath, report); err == nil {
-				return
-			} else {
-				log.Warn("keep failed worktree", "err", err)
-			}
-		}
-		// A succeeded attempt's checkout passed every check (scope
-		// included) and is pushed: the cache may keep it for the next.
-		release := r.Cache.Remove
-		if retErr == nil && report != nil && report.Success {
-			release = r.Cache.Release
-		}
-		if err := release(context.WithoutCancel(ctx), wt); err != nil {
-			log.Warn("remove worktree", "err", err)
-		}
-	}()
-	rep.Worktree = wt.Path
+	a.wt = wt
 	// The guard remembers git's internals and the worktree's surroundings
 	// before the CLI can touch them; the worktree's parent is where sibling
 	// attempts live, and where a CLI escaping its worktree would write.
-	guard, err := scope.NewGuard(wt.Path, scope.GitDirs{Dir: wt.GitDir(), Common: wt.CommonDir()}, filepath.Dir(wt.Path))
+	a.guard, err = scope.NewGuard(wt.Path, scope.GitDirs{Dir: wt.GitDir(), Common: wt.CommonDir()}, filepath.Dir(wt.Path))
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
-		}
-		return fail(&adapter.Error{Class: adapter.ClassPrepareFailed, Category: "infrastructure", Message: err.Error(), Recoverable: true})
+		return infraFailure(ctx, drovertype.ClassPrepareFailed, err)
 	}
-	if err := emit.Emit(ctx, eventlog.PrepareCompleted, "", eventlog.PrepareCompletedData{
+	return a.emit.Emit(ctx, event.PrepareCompleted, "", event.PrepareCompletedData{
 		Worktree: wt.Path, Branch: wt.Branch, BaseCommit: wt.BaseCommit, Baseline: wt.Baseline,
-	}); err != nil {
-		return nil, err
-	}
+	})
+}
 
-	// Execute, unless the operator cancelled the attempt already.
-	if closed(job.Cancel) {
-		return fail(cancelledError())
+// scratch names the run's worktree and temp dir after the attempt and the
+// claim's epoch, marks them in use (Sweep leaves them alone) and makes
+// room for them.
+func (a *run) scratch() error {
+	name := fmt.Sprintf("%s-e%d", a.job.Attempt, a.job.Epoch)
+	a.wtPath = filepath.Join(a.r.WorkDir, worktreesDir, name)
+	a.tmp = filepath.Join(a.r.WorkDir, tmpDir, name)
+	a.unuse = a.r.use(a.wtPath, a.tmp)
+	for _, d := range []string{filepath.Dir(a.wtPath), a.tmp} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("attempt: %w", err)
+		}
 	}
-	cmd, err := ad.Command(&adapter.Input{
-		Prompt: job.Prompt, Worktree: wt.Path, TempDir: tmp, Timeout: job.Timeout,
+	_ = os.RemoveAll(a.wtPath) // a previous run of this very epoch died here
+	return nil
+}
+
+func mergeRefs(deps []event.DepResult) []worktree.Ref {
+	refs := make([]worktree.Ref, len(deps))
+	for i, m := range deps {
+		refs[i] = worktree.Ref{Branch: m.Branch, Commit: m.Commit}
+	}
+	return refs
+}
+
+// execute runs the CLI, unless the operator cancelled the attempt already,
+// until it exits, times out, hangs or is cancelled, and reads how it ended.
+func (a *run) execute(ctx context.Context) error {
+	if closed(a.job.Cancel) {
+		return cancelledError()
+	}
+	if err := a.command(); err != nil {
+		return err
+	}
+	box, err := a.r.confine(a.cmd, a.wt, a.tmp)
+	if err != nil {
+		return infraFailure(ctx, drovertype.ClassPrepareFailed, err)
+	}
+	a.box = box
+	reader := newOutputReader(a.ad)
+	// The full log goes to disk (bounded by the disk, not by memory),
+	// masked, and from there to the object store.
+	logW, err := a.openLog()
+	if err != nil {
+		return err
+	}
+	proc, err := supervise.Start(ctx, a.spec(reader.tee(a.out), logW))
+	if err != nil {
+		return runtimeFailure(err)
+	}
+	if err := a.emit.Emit(ctx, event.RuntimeStarted, "", event.RuntimeStartedData{
+		Pid: proc.Pid(), Argv: append([]string{a.cmd.Path}, a.cmd.Args...), Sandbox: a.r.sandboxState(),
+	}); err != nil {
+		proc.Stop(err)
+		proc.Wait()
+		return err
+	}
+	a.res, a.cancelled = a.wait(proc)
+	if a.res.LimitErr != nil {
+		a.log.Warn("resource limits not applied", "err", a.res.LimitErr)
+	}
+	a.sum = reader.summary(a.res.ExitCode)
+	_ = logW.Close()
+	if ctx.Err() != nil {
+		// The claim was lost or the worker is leaving: this run's outcome
+		// is not the attempt's, so report nothing.
+		return context.Cause(ctx)
+	}
+	a.runErr = a.ad.Classify(a.res, a.sum)
+	return a.emit.Emit(ctx, event.RuntimeExited, "", event.RuntimeExitedData{
+		Outcome: string(a.res.Outcome), ExitCode: a.res.ExitCode, Signal: a.res.Signal, DurationMS: a.res.Duration().Milliseconds(),
+		Denied: a.box.denied(),
+	})
+}
+
+// command asks the adapter for the CLI's command line, environment and
+// input.
+func (a *run) command() error {
+	job, wt := a.job, a.wt
+	cmd, err := a.ad.Command(&adapter.Input{
+		Prompt: job.Prompt, Worktree: wt.Path, TempDir: a.tmp, Timeout: time.Duration(job.Timeout),
 		Model: job.Model, Args: job.Args,
 		Env: []string{
 			"DROVER_FLOW_ID=" + job.Flow, "DROVER_TASK_ID=" + job.Task,
@@ -221,315 +328,212 @@ func (r *Runner) Run(ctx context.Context, job *Job, ad adapter.Adapter, emit Emi
 		},
 	})
 	if err != nil {
-		return fail(&adapter.Error{Class: adapter.ClassConnectionFailed, Category: "runtime", Message: err.Error()})
+		return runtimeFailure(err)
 	}
-	reader := newOutputReader(ad)
-	// The full log goes to disk (bounded by the disk, not by memory), masked,
-	// and from there to the object store.
-	logPath := filepath.Join(tmp, "output.log")
-	logFile, err := os.Create(logPath)
+	a.cmd = cmd
+	return nil
+}
+
+// openLog creates the run's full output log; the writer masks secrets.
+func (a *run) openLog() (io.WriteCloser, error) {
+	a.logPath = filepath.Join(a.tmp, "output.log")
+	f, err := os.Create(a.logPath)
 	if err != nil {
 		return nil, fmt.Errorf("attempt: %w", err)
 	}
-	defer logFile.Close()
-	logW := redact.Writer(logFile, r.Redact)
-	box, err := r.confine(cmd, wt, tmp)
-	if err != nil {
-		return fail(&adapter.Error{Class: adapter.ClassPrepareFailed, Category: "infrastructure", Message: err.Error(), Recoverable: true})
-	}
-	proc, err := supervise.Start(ctx, supervise.Spec{
-		Path: cmd.Path, Args: cmd.Args, Dir: wt.Path, Env: cmd.Env, Stdin: cmd.Stdin,
+	a.logFile = f
+	return redact.Writer(f, a.r.Redact), nil
+}
+
+// spec is how the CLI runs: in its own process group in the worktree,
+// within the command's limits, its output to onOutput and the log.
+func (a *run) spec(onOutput func(supervise.Stream, []byte), logW io.Writer) supervise.Spec {
+	cmd := a.cmd
+	return supervise.Spec{
+		Path: cmd.Path, Args: cmd.Args, Dir: a.wt.Path, Env: cmd.Env, Stdin: cmd.Stdin,
 		Timeout: cmd.Timeout, NoOutputTimeout: cmd.NoOutputTimeout, Grace: cmd.Grace,
-		MaxCapture: cmd.MaxOutput, OnOutput: box.tee(reader.tee(out)), LogFile: logW, Limits: cmd.Limits,
-		Launch: box.launch(),
-	})
-	if err != nil {
-		return fail(&adapter.Error{Class: adapter.ClassConnectionFailed, Category: "runtime", Message: err.Error()})
+		MaxCapture: cmd.MaxOutput, OnOutput: a.box.tee(onOutput), LogFile: logW, Limits: cmd.Limits,
+		Launch: a.box.launch(),
 	}
-	if err := emit.Emit(ctx, eventlog.RuntimeStarted, "", eventlog.RuntimeStartedData{
-		Pid: proc.Pid(), Argv: append([]string{cmd.Path}, cmd.Args...), Sandbox: rep.Sandbox,
-	}); err != nil {
-		proc.Stop(err)
-		proc.Wait()
-		return nil, err
-	}
-	// The operator's cancel stops the whole group: SIGTERM, grace, SIGKILL.
+}
+
+// wait waits for the CLI to end. The operator's cancel stops its whole
+// group meanwhile: SIGTERM, grace, SIGKILL.
+func (a *run) wait(proc *supervise.Process) (res *supervise.Result, cancelled bool) {
 	watchDone, watchQuit := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(watchDone)
 		select {
-		case <-job.Cancel: // a nil channel never fires
+		case <-a.job.Cancel: // a nil channel never fires
 			proc.Stop(errCancelled)
 		case <-watchQuit:
 		}
 	}()
-	res := proc.Wait()
+	res = proc.Wait()
 	close(watchQuit)
 	<-watchDone
-	cancelled := (res.Outcome == supervise.Stopped && errors.Is(res.StopCause, errCancelled)) || closed(job.Cancel)
-	if res.LimitErr != nil {
-		log.Warn("resource limits not applied", "err", res.LimitErr)
-	}
-	sum := reader.summary(res.ExitCode)
-	_ = logW.Close()
-	if ctx.Err() != nil {
-		// The claim was lost or the worker is leaving: this run's outcome is
-		// not the attempt's, so report nothing.
-		return nil, context.Cause(ctx)
-	}
-	rep.ExitCode, rep.Signal, rep.DurationMS = res.ExitCode, res.Signal, res.Duration().Milliseconds()
-	rep.StdoutTail = headTail(res.Stdout.String(), maxTailInReport)
-	rep.StderrTail = headTail(res.Stderr.String(), maxTailInReport)
-	rep.SandboxDenied = box.denied()
-	if sum != nil {
-		u := sum.Usage
-		if u != (transcript.Usage{}) {
-			rep.Usage = &eventlog.Usage{Model: u.Model, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
-				CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD}
-		}
-		rep.FinalText, rep.Unparsed = tailString(sum.FinalText, maxTailInReport), sum.Unparsed
-		for _, e := range sum.Events {
-			if e.Kind == transcript.KindToolCall && e.Tool != "" && len(rep.ToolCalls) < 100 {
-				if rep.ToolCalls == nil {
-					rep.ToolCalls = map[string]int{}
-				}
-				rep.ToolCalls[e.Tool]++
-			}
-		}
-	}
-	if err := emit.Emit(ctx, eventlog.RuntimeExited, "", eventlog.RuntimeExitedData{
-		Outcome: string(res.Outcome), ExitCode: res.ExitCode, Signal: res.Signal, DurationMS: rep.DurationMS,
-		Denied: rep.SandboxDenied,
-	}); err != nil {
-		return nil, err
-	}
+	return res, (res.Outcome == supervise.Stopped && errors.Is(res.StopCause, errCancelled)) || closed(a.job.Cancel)
+}
 
-	// Observe: never trust the CLI, ask git.
-	changes, err := wt.Observe(ctx)
+// observe asks git, never the CLI, what changed against the baseline.
+func (a *run) observe(ctx context.Context) error {
+	changes, err := a.wt.Observe(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
-		}
-		return fail(&adapter.Error{Class: adapter.ClassObserveFailed, Category: "infrastructure", Message: err.Error(), Recoverable: true})
+		return infraFailure(ctx, drovertype.ClassObserveFailed, err)
 	}
-	// Lists are bounded so an event stays well under the stream's message
-	// size limit; the diff stat and the pushed branch have the whole story.
-	rep.FilesCreated, rep.FilesModified, rep.FilesDeleted = capList(changes.Created), capList(changes.Modified), capList(changes.Deleted)
-	rep.DiffSummary = changes.DiffStat
-	if err := r.emitChanges(ctx, emit, changes); err != nil {
-		return nil, err
-	}
-	// Checks, in order: cancellation, scope (the task's paths, symlinks out
-	// of the worktree, git internals, writes beside the worktree), then —
-	// only when the CLI itself succeeded — verification commands and the
-	// review. Cancelled and out-of-scope results are never pushed: their
-	// changes must not be merged. A failed verification is pushed, for
-	// inspection.
-	runErr := ad.Classify(res, sum)
-	var failure *adapter.Error
-	if cancelled {
-		failure = cancelledError()
-	} else if v := append(scope.Check(wt.Path, changes, job.Scope), guard.Violations()...); len(v) > 0 {
-		if err := r.reportViolations(ctx, emit, rep, v); err != nil {
-			return nil, err
-		}
-		failure = scopeError(v, runErr)
-	}
-	if failure == nil {
-		sha, err := wt.Checkpoint(ctx, fmt.Sprintf("drover: %s attempt %d\n\nDrover-Flow: %s\nDrover-Attempt: %s", job.Task, job.N, job.Flow, job.Attempt))
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, context.Cause(ctx)
-			}
-			return fail(&adapter.Error{Class: adapter.ClassObserveFailed, Category: "infrastructure", Message: err.Error(), Recoverable: true})
-		}
-		if runErr == nil && hasChecks(job) {
-			cctx, stop := cancelOn(ctx, job.Cancel)
-			ver, verr := r.runChecks(cctx, job, wt, reviewTempDir(tmp), cmd.Env, changes.Diff, box)
-			stop()
-			if ctx.Err() != nil {
-				return nil, context.Cause(ctx)
-			}
-			// What the checks left behind (build output, commits) is not
-			// the attempt's result.
-			if err := resetTo(ctx, guard.GitDir(), wt.Path, wt.Branch, sha); err != nil {
-				if ctx.Err() != nil {
-					return nil, context.Cause(ctx)
-				}
-				return fail(&adapter.Error{Class: adapter.ClassObserveFailed, Category: "infrastructure", Message: err.Error(), Recoverable: true})
-			}
-			switch v := guard.Violations(); {
-			case closed(job.Cancel):
-				failure = cancelledError()
-			case len(v) > 0:
-				// The validator is a coding agent too, run in the same
-				// worktree: what it touched counts as much.
-				for i := range v {
-					v[i] = "after the checks: " + v[i]
-				}
-				ver.Passed, ver.ScopeViolations = false, capStrings(v, maxViolations)
-				rep.ScopeViolations = ver.ScopeViolations
-				failure = scopeError(v, nil)
-			case verr != nil:
-				failure = verr
-			}
-			rep.Verification = ver
-			if err := emit.Emit(ctx, eventlog.VerificationCompleted, "", ver); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if failure == nil || failure.Class == adapter.ClassVerificationFailed {
-		sha, err := wt.Push(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, context.Cause(ctx)
-			}
-			return fail(&adapter.Error{Class: adapter.ClassObserveFailed, Category: "infrastructure", Message: err.Error(), Recoverable: true})
-		}
-		rep.Commit = sha
-		commits := make([]eventlog.Commit, len(changes.Commits))
-		for i, c := range changes.Commits {
-			commits[i] = eventlog.Commit{SHA: c.SHA, Subject: c.Subject}
-			rep.CommitsCreated = append(rep.CommitsCreated, c.SHA)
-		}
-		if err := emit.Emit(ctx, eventlog.CheckpointCommitCreated, "", eventlog.CheckpointCommitCreatedData{
-			Commit: sha, RuntimeCommits: commits,
-		}); err != nil {
-			return nil, err
-		}
-	}
-
-	// Terminate: the process group is gone once Wait returned; say so.
-	if err := emit.Emit(ctx, eventlog.RuntimeTerminated, "", struct{}{}); err != nil {
-		return nil, err
-	}
-
-	r.storeArtifacts(ctx, job, rep, logPath, changes.Diff, sum)
-
-	// Report: the operator and the scope first, then the runtime's own
-	// failure, then the checks.
-	if failure != nil && failure.Class != adapter.ClassVerificationFailed {
-		return fail(failure)
-	}
-	if runErr != nil {
-		return fail(runErr)
-	}
-	if failure != nil {
-		return fail(failure)
-	}
-	rep.Success = true
-	return rep, nil
+	a.changes = changes
+	return a.r.emitChanges(ctx, a.emit, changes)
 }
 
-// reportViolations records scope violations in the report and emits them
-// as the verification's result.
-func (r *Runner) reportViolations(ctx context.Context, emit Emitter, rep *eventlog.Report, violations []string) error {
-	v := &eventlog.Verification{Passed: false, ScopeViolations: capStrings(violations, maxViolations)}
-	rep.Verification, rep.ScopeViolations = v, v.ScopeViolations
-	return emit.Emit(ctx, eventlog.VerificationCompleted, "", v)
+// checkScope is the first of the checks (doc.go): an operator's cancel,
+// then the scope — the task's paths, symlinks out of the worktree, git
+// internals, writes beside the worktree. Either refuses the result: it is
+// never committed nor pushed, its changes must not be merged.
+func (a *run) checkScope(ctx context.Context) error {
+	if a.cancelled {
+		a.failure = cancelledError()
+		return nil
+	}
+	v := append(scope.Check(a.wt.Path, a.changes, a.job.Scope), a.guard.Violations()...)
+	if len(v) == 0 {
+		return nil
+	}
+	a.failure = scopeError(v, a.runErr)
+	a.verification = &event.Verification{Passed: false, ScopeViolations: capStrings(v, maxViolations)}
+	a.violations = a.verification.ScopeViolations
+	return a.emit.Emit(ctx, event.VerificationCompleted, "", a.verification)
 }
 
-func (r *Runner) emitChanges(ctx context.Context, emit Emitter, c *worktree.Changes) error {
-	n := 0
-	for _, set := range []struct {
-		kind  string
-		paths []string
-	}{{"created", c.Created}, {"modified", c.Modified}, {"deleted", c.Deleted}} {
-		for _, p := range set.paths {
-			if n++; n > maxFileEvents {
-				break
-			}
-			if err := emit.Emit(ctx, eventlog.FileModified, p, eventlog.FileModifiedData{Path: p, Change: set.kind}); err != nil {
-				return err
-			}
+// checkpoint commits what the CLI left uncommitted on the attempt's
+// branch, unless the result was refused.
+func (a *run) checkpoint(ctx context.Context) error {
+	if a.failure != nil {
+		return nil
+	}
+	sha, err := a.wt.Checkpoint(ctx, fmt.Sprintf("drover: %s attempt %d\n\nDrover-Flow: %s\nDrover-Attempt: %s", a.job.Task, a.job.N, a.job.Flow, a.job.Attempt))
+	if err != nil {
+		return infraFailure(ctx, drovertype.ClassObserveFailed, err)
+	}
+	a.checkpointSHA = sha
+	return nil
+}
+
+// verify runs the task's verification commands and its review, when the
+// task has checks and the CLI itself succeeded; then it puts the worktree
+// back to the checkpoint and asks the guard again.
+func (a *run) verify(ctx context.Context) error {
+	if a.failure != nil || a.runErr != nil || !hasChecks(a.job) {
+		return nil
+	}
+	cctx, stop := cancelOn(ctx, a.job.Cancel)
+	ver, verr := a.r.runChecks(cctx, a.job, a.wt, reviewTempDir(a.tmp), a.cmd.Env, a.changes.Diff, a.box)
+	stop()
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	// What the checks left behind (build output, commits) is not the
+	// attempt's result.
+	if err := resetTo(ctx, a.guard.GitDir(), a.wt.Path, a.wt.Branch, a.checkpointSHA); err != nil {
+		return infraFailure(ctx, drovertype.ClassObserveFailed, err)
+	}
+	switch v := a.guard.Violations(); {
+	case closed(a.job.Cancel):
+		a.failure = cancelledError()
+	case len(v) > 0:
+		// The validator is a coding agent too, run in the same worktree:
+		// what it touched counts as much.
+		for i := range v {
+			v[i] = "after the checks: " + v[i]
 		}
+		ver.Passed, ver.ScopeViolations = false, capStrings(v, maxViolations)
+		a.violations = ver.ScopeViolations
+		a.failure = scopeError(v, nil)
+	case verr != nil:
+		a.failure = verr
 	}
-	d := eventlog.DiffComputedData{
-		Created: capList(c.Created), Modified: capList(c.Modified), Deleted: capList(c.Deleted), Stat: tailString(c.DiffStat, maxDiffInEvent),
-		Diff: c.Diff, DiffBytes: len(c.Diff),
-	}
-	if len(d.Diff) > maxDiffInEvent {
-		d.Diff, d.DiffTruncated = d.Diff[:maxDiffInEvent], true
-	}
-	return emit.Emit(ctx, eventlog.DiffComputed, "", d)
+	a.verification = ver
+	return a.emit.Emit(ctx, event.VerificationCompleted, "", ver)
 }
 
-func tailString(s string, n int) string {
-	if len(s) <= n {
-		return s
+// push sends the attempt's branch to the remote. A refused result is not
+// pushed; one that failed its verification is, for inspection.
+func (a *run) push(ctx context.Context) error {
+	if a.failure != nil && a.failure.Class != drovertype.ClassVerificationFailed {
+		return nil
 	}
-	return s[len(s)-n:]
+	sha, err := a.wt.Push(ctx)
+	if err != nil {
+		return infraFailure(ctx, drovertype.ClassObserveFailed, err)
+	}
+	a.commit = sha
+	commits := make([]event.Commit, len(a.changes.Commits))
+	for i, c := range a.changes.Commits {
+		commits[i] = event.Commit{SHA: c.SHA, Subject: c.Subject}
+		a.commits = append(a.commits, c.SHA)
+	}
+	return a.emit.Emit(ctx, event.CheckpointCommitCreated, "", event.CheckpointCommitCreatedData{
+		Commit: sha, RuntimeCommits: commits,
+	})
 }
 
-// capList keeps the first maxFileEvents paths of a list.
-func capList(paths []string) []string {
-	if len(paths) > maxFileEvents {
-		return paths[:maxFileEvents]
-	}
-	return paths
+// terminate says the CLI's process group is gone: it is once Wait
+// returned.
+func (a *run) terminate(ctx context.Context) error {
+	return a.emit.Emit(ctx, event.RuntimeTerminated, "", struct{}{})
 }
 
-// storeArtifacts uploads the full log and the patch. They are best effort:
-// the report says what was stored, and a failure to store loses no state.
-func (r *Runner) storeArtifacts(ctx context.Context, job *Job, rep *eventlog.Report, logPath, diff string, sum *transcript.Summary) {
-	if r.Artifacts == nil {
+// verdict is the attempt's failure once every phase ran, or nil: the
+// operator and the scope first, then the runtime's own failure, then the
+// checks.
+func (a *run) verdict() *adapter.Error {
+	switch {
+	case a.failure != nil && a.failure.Class != drovertype.ClassVerificationFailed:
+		return a.failure
+	case a.runErr != nil:
+		return a.runErr
+	}
+	return a.failure
+}
+
+// cleanup releases what the run holds, last made first: the log file, the
+// worktree (kept, parked for reuse or removed by how the attempt ended),
+// the temp dir, the scratch paths' mark.
+func (a *run) cleanup(ctx context.Context) {
+	if a.logFile != nil {
+		a.logFile.Close()
+	}
+	if a.wt != nil {
+		a.releaseWorktree(context.WithoutCancel(ctx))
+	}
+	if a.tmp != "" {
+		os.RemoveAll(a.tmp)
+	}
+	if a.unuse != nil {
+		a.unuse()
+	}
+}
+
+// releaseWorktree keeps a failed attempt's worktree for inspection when
+// the runner says so, parks a succeeded one's checkout for the next
+// attempt, and removes any other.
+func (a *run) releaseWorktree(ctx context.Context) {
+	if a.r.KeepWorktrees {
 		return
 	}
-	if sum != nil && len(sum.Events) > 0 {
-		var b strings.Builder
-		enc := json.NewEncoder(&b)
-		for _, e := range sum.Events {
-			_ = enc.Encode(outputEvent{Kind: string(e.Kind), Stream: streamName(e.Stream), Text: e.Text, Tool: e.Tool, Input: e.Input, IsError: e.IsError})
+	if a.rep != nil && !a.rep.Success && a.r.KeepFailed > 0 {
+		err := a.r.keep(a.job, a.wtPath, a.rep)
+		if err == nil {
+			return
 		}
-		name := fmt.Sprintf("%s/e%d/events.jsonl", job.Attempt, job.Epoch)
-		if _, err := r.Artifacts.Put(ctx, name, strings.NewReader(r.Redact.String(b.String()))); err != nil {
-			r.Logger.Warn("store parsed events", "attempt", job.Attempt, "err", err)
-		} else {
-			rep.EventsObject = name
-		}
+		a.log.Warn("keep failed worktree", "err", err)
 	}
-	if f, err := os.Open(logPath); err == nil {
-		name := fmt.Sprintf("%s/e%d/output.log", job.Attempt, job.Epoch)
-		if n, err := r.Artifacts.Put(ctx, name, f); err != nil {
-			r.Logger.Warn("store output log", "attempt", job.Attempt, "err", err)
-		} else {
-			rep.LogObject, rep.LogBytes = name, n
-		}
-		f.Close()
+	// A succeeded attempt's checkout passed every check (scope included)
+	// and is pushed: the cache may keep it for the next.
+	release := a.r.Cache.Remove
+	if a.rep != nil && a.rep.Success {
+		release = a.r.Cache.Release
 	}
-	if diff != "" {
-		name := fmt.Sprintf("%s/e%d/diff.patch", job.Attempt, job.Epoch)
-		if _, err := r.Artifacts.Put(ctx, name, strings.NewReader(r.Redact.String(diff))); err != nil {
-			r.Logger.Warn("store patch", "attempt", job.Attempt, "err", err)
-		} else {
-			rep.PatchObject = name
-		}
+	if err := release(ctx, a.wt); err != nil {
+		a.log.Warn("remove worktree", "err", err)
 	}
-}
-
-// outputEvent is one normalised event of the CLI's output, as stored.
-type outputEvent struct {
-	Kind    string          `json:"kind"`
-	Stream  string          `json:"stream"`
-	Text    string          `json:"text,omitempty"`
-	Tool    string          `json:"tool,omitempty"`
-	Input   json.RawMessage `json:"input,omitempty"`
-	IsError bool            `json:"is_error,omitempty"`
-}
-
-func streamName(s transcript.Stream) string {
-	if s == transcript.Stderr {
-		return "stderr"
-	}
-	return "stdout"
-}
-
-// headTail keeps the first and the last n/2 bytes of s: how a CLI started
-// and how it ended are both worth reading in a report.
-func headTail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return fmt.Sprintf("%s\n…[%d bytes omitted; the full log is in the object store]…\n%s", s[:n/2], len(s)-n, s[len(s)-n/2:])
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/event"
 )
 
 func TestHeadTail(t *testing.T) {
@@ -53,7 +53,7 @@ func TestParseVerdict(t *testing.T) {
 
 func TestReviewPrompt(t *testing.T) {
 	diff := "diff --git a/x b/x\n@@ -1 +1 @@\n-a\n+b\n"
-	p := ReviewPrompt("@write x\ndo it", diff, []eventlog.CommandResult{{Command: "go test ./...", Output: "@ok\nPASS\n"}})
+	p := ReviewPrompt("@write x\ndo it", diff, []event.CommandResult{{Command: "go test ./...", Output: "@ok\nPASS\n"}})
 	for _, want := range []string{"> @write x\n> do it\n", "> @ok\n> PASS\n", "```diff\n" + diff + "```\n", "`go test ./...` exited 0", "VERDICT: PASS", "VERDICT: FAIL"} {
 		if !strings.Contains(p, want) {
 			t.Errorf("prompt lacks %q:\n%s", want, p)

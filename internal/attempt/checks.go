@@ -11,8 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drover-dev/drover/internal/event"
+
 	"github.com/drover-dev/drover/internal/adapter"
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/supervise"
 	"github.com/drover-dev/drover/internal/verify"
 	"github.com/drover-dev/drover/internal/worktree"
@@ -76,7 +78,7 @@ func capStrings(l []string, n int) []string {
 }
 
 func cancelledError() *adapter.Error {
-	return &adapter.Error{Class: adapter.ClassCancelled, Category: "operator", Message: "cancelled by the operator"}
+	return &adapter.Error{Class: drovertype.ClassCancelled, Category: "operator", Message: "cancelled by the operator"}
 }
 
 // scopeError is the failure for violations, listing the first few.
@@ -89,7 +91,7 @@ func scopeError(violations []string, runErr *adapter.Error) *adapter.Error {
 	if runErr != nil {
 		msg += " (the runtime also failed: " + runErr.Error() + ")"
 	}
-	return &adapter.Error{Class: adapter.ClassScopeViolation, Category: "runtime", Message: msg}
+	return &adapter.Error{Class: drovertype.ClassScopeViolation, Category: drovertype.CategoryRuntime, Message: msg}
 }
 
 // runChecks runs the verification commands and then, if they passed, the
@@ -97,12 +99,12 @@ func scopeError(violations []string, runErr *adapter.Error) *adapter.Error {
 // returns what they found and, for a failed check, the attempt's error.
 // A cancelled ctx is the caller's to detect.
 // box confines the commands as it confined the CLI.
-func (r *Runner) runChecks(ctx context.Context, job *Job, wt *worktree.Worktree, tmp string, env []string, diff string, box *confined) (*eventlog.Verification, *adapter.Error) {
-	timeout := job.VerifyTimeout
+func (r *Runner) runChecks(ctx context.Context, job *Job, wt *worktree.Worktree, tmp string, env []string, diff string, box *confined) (*event.Verification, *adapter.Error) {
+	timeout := time.Duration(job.VerifyTimeout)
 	if timeout <= 0 {
 		timeout = verify.DefaultTimeout
 	}
-	v := &eventlog.Verification{Passed: true}
+	v := &event.Verification{Passed: true}
 	if len(job.Verify) > 0 {
 		v.Commands = verify.Run(ctx, verify.Spec{Dir: wt.Path, Commands: job.Verify, Timeout: timeout, Env: env, Launch: box.launch()})
 		for i := range v.Commands {
@@ -110,7 +112,7 @@ func (r *Runner) runChecks(ctx context.Context, job *Job, wt *worktree.Worktree,
 		}
 		if !verify.Passed(v.Commands) {
 			v.Passed = false
-			return v, &adapter.Error{Class: adapter.ClassVerificationFailed, Category: "runtime", Recoverable: true,
+			return v, &adapter.Error{Class: drovertype.ClassVerificationFailed, Category: drovertype.CategoryRuntime, Recoverable: true,
 				Message: verify.Describe(v.Commands[len(v.Commands)-1])}
 		}
 	}
@@ -123,7 +125,7 @@ func (r *Runner) runChecks(ctx context.Context, job *Job, wt *worktree.Worktree,
 	switch {
 	case rv.Error != "":
 		v.Passed = false
-		return v, &adapter.Error{Class: adapter.ClassVerificationFailed, Category: "runtime", Recoverable: true,
+		return v, &adapter.Error{Class: drovertype.ClassVerificationFailed, Category: drovertype.CategoryRuntime, Recoverable: true,
 			Message: fmt.Sprintf("review by %s: %s", name, rv.Error)}
 	case !rv.Passed:
 		v.Passed = false
@@ -131,24 +133,24 @@ func (r *Runner) runChecks(ctx context.Context, job *Job, wt *worktree.Worktree,
 		if len(rv.Reasons) > 0 {
 			msg += ": " + rv.Reasons[0]
 		}
-		return v, &adapter.Error{Class: adapter.ClassVerificationFailed, Category: "runtime", Recoverable: true, Message: msg}
+		return v, &adapter.Error{Class: drovertype.ClassVerificationFailed, Category: drovertype.CategoryRuntime, Recoverable: true, Message: msg}
 	}
 	return v, nil
 }
 
 // review runs the validator runtime on the attempt's result, in the same
 // worktree, and reads its verdict.
-func (r *Runner) review(ctx context.Context, job *Job, wt *worktree.Worktree, tmp, diff string, checks []eventlog.CommandResult, timeout time.Duration) *eventlog.ReviewResult {
-	rv := job.Review
-	res := &eventlog.ReviewResult{Runtime: rv.Name}
-	if res.Runtime == "" && rv.Adapter != nil {
-		res.Runtime = rv.Adapter.Name()
+func (r *Runner) review(ctx context.Context, job *Job, wt *worktree.Worktree, tmp, diff string, checks []event.CommandResult, timeout time.Duration) *event.ReviewResult {
+	rv, validator := job.Review, job.Validator
+	res := &event.ReviewResult{Runtime: rv.Runtime}
+	if res.Runtime == "" && validator != nil {
+		res.Runtime = validator.Name()
 	}
-	if rv.Adapter == nil {
+	if validator == nil {
 		res.Error = "no validator runtime"
 		return res
 	}
-	if _, err := rv.Adapter.Initialize(ctx); err != nil {
+	if _, err := validator.Initialize(ctx); err != nil {
 		res.Error = "the validator cannot run: " + err.Error()
 		return res
 	}
@@ -161,7 +163,7 @@ func (r *Runner) review(ctx context.Context, job *Job, wt *worktree.Worktree, tm
 	if task == "" {
 		task = job.Prompt
 	}
-	cmd, err := rv.Adapter.Command(&adapter.Input{
+	cmd, err := validator.Command(&adapter.Input{
 		Prompt: ReviewPrompt(task, diff, checks), Worktree: wt.Path, TempDir: tmp,
 		Model: rv.Model, Args: rv.Args, Timeout: timeout,
 		Env: []string{
@@ -173,7 +175,7 @@ func (r *Runner) review(ctx context.Context, job *Job, wt *worktree.Worktree, tm
 		res.Error = "the validator cannot run: " + err.Error()
 		return res
 	}
-	reader := newOutputReader(rv.Adapter)
+	reader := newOutputReader(validator)
 	box, err := r.confine(cmd, wt, tmp)
 	if err != nil {
 		res.Error = "the validator cannot run: " + err.Error()
@@ -198,7 +200,7 @@ func (r *Runner) review(ctx context.Context, job *Job, wt *worktree.Worktree, tm
 	if strings.TrimSpace(text) == "" {
 		text = pr.Stdout.String()
 	}
-	if e := rv.Adapter.Classify(pr, sum); e != nil {
+	if e := validator.Classify(pr, sum); e != nil {
 		res.Error = "the validator failed: " + e.Error()
 		return res
 	}

@@ -1,7 +1,12 @@
-// Package attempt drives one attempt through the seed lifecycle:
-// Initialize → Prepare → Execute → Observe → Terminate → Report. It joins an
-// adapter (what to run), the worktree cache (where), and supervision (how),
-// and tells what happened through an Emitter.
+// Package attempt drives one attempt through its lifecycle:
+// Initialize → Prepare → Execute → Observe → Terminate → Report
+// (docs/design.md#one-attempt). It joins an adapter (what to run), the
+// worktree cache (where), and supervision (how), and tells what happened
+// through an Emitter, as package event's payloads. Runner.Run calls one
+// method per phase in order (attempt.go); each returns its error, and the
+// report is assembled from what they found (report.go). It also builds a
+// flow's integration branch (Integrate) and sweeps the worker's work dir
+// (Sweep).
 //
 // After Observe come the checks, in this order:
 //
@@ -25,6 +30,7 @@
 // each one's policy); the report says how it ran and what the sandbox
 // denied, as the CLI's output told.
 //
-// It must not know about NATS or claims: the worker gives it a job, an
-// emitter and an output sink, and publishes the report it returns.
+// It must not know about NATS or claims: the worker gives it the job as
+// queued (queue.Job, read as data) with its claim's epoch, an emitter and an
+// output sink, and publishes the report it returns.
 package attempt

@@ -8,8 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/drover-dev/drover/internal/adapter"
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/event"
+
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/worktree"
 )
 
@@ -18,13 +19,13 @@ import (
 // pushed as job.Branch. No CLI runs. A merge conflict or a failed push is a
 // result (FlowIntegratedData.Error), not an error; an error means the worker
 // could not finish (ctx ended) and the job goes back.
-func (r *Runner) Integrate(ctx context.Context, job *Job) (*eventlog.FlowIntegratedData, error) {
-	res := &eventlog.FlowIntegratedData{N: job.N, Branch: job.Branch}
-	fail := func(class, msg string) (*eventlog.FlowIntegratedData, error) {
+func (r *Runner) Integrate(ctx context.Context, job *Job) (*event.FlowIntegratedData, error) {
+	res := &event.FlowIntegratedData{N: job.N, Branch: job.Branch}
+	fail := func(class drovertype.ErrorClass, msg string) (*event.FlowIntegratedData, error) {
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
-		res.Error = &eventlog.ErrorInfo{Class: class, Category: "input", Message: msg}
+		res.Error = &event.ErrorInfo{Class: class, Category: drovertype.CategoryInput, Message: msg}
 		return res, nil
 	}
 	wtPath := filepath.Join(r.WorkDir, worktreesDir, fmt.Sprintf("%s-e%d", job.Attempt, job.Epoch))
@@ -33,25 +34,23 @@ func (r *Runner) Integrate(ctx context.Context, job *Job) (*eventlog.FlowIntegra
 		return nil, fmt.Errorf("attempt: %w", err)
 	}
 	_ = os.RemoveAll(wtPath)
-	merge := make([]worktree.Ref, len(job.Merge))
 	tasks := map[string]string{} // branch -> task, for messages
-	for i, m := range job.Merge {
-		merge[i] = worktree.Ref{Branch: m.Branch, Commit: m.Commit}
+	for _, m := range job.Merge {
 		tasks[m.Branch] = m.Task
 	}
 	if err := r.checkRepo(job.Repo); err != nil {
-		return fail(adapter.ClassPrepareFailed, err.Error())
+		return fail(drovertype.ClassPrepareFailed, err.Error())
 	}
 	wt, err := r.Cache.Prepare(ctx, worktree.PrepareOptions{
-		RepoURL: job.Repo, Base: job.Base, Branch: job.Branch, Path: wtPath, Merge: merge, NoAgent: true,
+		RepoURL: job.Repo, Base: job.Base, Branch: job.Branch, Path: wtPath, Merge: mergeRefs(job.Merge), NoAgent: true,
 	})
 	if err != nil {
 		var mc *worktree.MergeConflictError
 		if errors.As(err, &mc) {
-			return fail(adapter.ClassMergeConflict, fmt.Sprintf("merging task %s (%s) conflicts in %s",
+			return fail(drovertype.ClassMergeConflict, fmt.Sprintf("merging task %s (%s) conflicts in %s",
 				tasks[mc.Branch], mc.Branch, strings.Join(mc.Paths, ", ")))
 		}
-		return fail(adapter.ClassPrepareFailed, err.Error())
+		return fail(drovertype.ClassPrepareFailed, err.Error())
 	}
 	defer func() {
 		// No CLI ran in it: the cache may keep the checkout.
@@ -61,7 +60,7 @@ func (r *Runner) Integrate(ctx context.Context, job *Job) (*eventlog.FlowIntegra
 	}()
 	sha, err := wt.Push(ctx)
 	if err != nil {
-		return fail(adapter.ClassObserveFailed, err.Error())
+		return fail(drovertype.ClassObserveFailed, err.Error())
 	}
 	res.Commit = sha
 	return res, nil

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drover-dev/drover/internal/adapter"
+	"github.com/drover-dev/drover/internal/drovertype"
 )
 
 // TestRepoInsideWorkDirRefused: a flow cannot point a worker at a
@@ -30,7 +30,7 @@ func TestRepoInsideWorkDirRefused(t *testing.T) {
 		job := h.job("echo ran > ran.txt")
 		job.Repo = repo
 		rep, _ := h.run(job, nil)
-		if rep.Success || rep.Error == nil || rep.Error.Class != adapter.ClassPrepareFailed || rep.Error.Recoverable ||
+		if rep.Success || rep.Error == nil || rep.Error.Class != drovertype.ClassPrepareFailed || rep.Error.Recoverable ||
 			!strings.Contains(rep.Error.Message, "inside the worker's work dir") {
 			t.Errorf("repo %s: report %+v, want a PREPARE_FAILED refusal", repo, rep.Error)
 		}

@@ -11,7 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/event"
+
+	"github.com/drover-dev/drover/internal/drovertype"
 )
 
 // The work dir's layout: worktrees, per-attempt scratch dirs, and the
@@ -26,10 +28,10 @@ const (
 
 // keptRecord marks a failed attempt's worktree kept for inspection.
 type keptRecord struct {
-	Attempt string    `json:"attempt"`
-	Path    string    `json:"path"`
-	KeptAt  time.Time `json:"kept_at"`
-	Class   string    `json:"class,omitempty"`
+	Attempt string                `json:"attempt"`
+	Path    string                `json:"path"`
+	KeptAt  time.Time             `json:"kept_at"`
+	Class   drovertype.ErrorClass `json:"class,omitempty"`
 }
 
 func (r *Runner) now() time.Time {
@@ -67,7 +69,7 @@ func (r *Runner) inUse(p string) bool {
 }
 
 // keep records a failed attempt's worktree as kept for inspection.
-func (r *Runner) keep(job *Job, wtPath string, rep *eventlog.Report) error {
+func (r *Runner) keep(job *Job, wtPath string, rep *event.Report) error {
 	dir := filepath.Join(r.WorkDir, keptDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("attempt: %w", err)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/event"
 )
 
 // Bounds of a review prompt and of a verdict.
@@ -25,7 +25,7 @@ const (
 // line of the prompt (the demo agent, for one, acts on lines starting with
 // '@'); the diff is given raw inside a diff fence, cut to its head and
 // tail when long. The answer format is stated before the material.
-func ReviewPrompt(task, diff string, checks []eventlog.CommandResult) string {
+func ReviewPrompt(task, diff string, checks []event.CommandResult) string {
 	var b strings.Builder
 	b.WriteString(`You are reviewing the work another coding agent did on a task in this repository (your working directory holds its result). Do not change any file: only read, and judge.
 

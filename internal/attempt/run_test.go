@@ -16,10 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/event"
+
 	"github.com/drover-dev/drover/internal/adapter"
 	"github.com/drover-dev/drover/internal/config"
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/supervise"
 	"github.com/drover-dev/drover/internal/worktree"
 )
@@ -57,11 +60,11 @@ type recorder struct {
 }
 
 type recorded struct {
-	typ  eventlog.Type
+	typ  event.Type
 	data []byte
 }
 
-func (r *recorder) Emit(_ context.Context, typ eventlog.Type, _ string, data any) error {
+func (r *recorder) Emit(_ context.Context, typ event.Type, _ string, data any) error {
 	b, err := json.Marshal(data)
 	if err != nil {
 		return err
@@ -72,7 +75,7 @@ func (r *recorder) Emit(_ context.Context, typ eventlog.Type, _ string, data any
 	return nil
 }
 
-func (r *recorder) find(typ eventlog.Type) []recorded {
+func (r *recorder) find(typ event.Type) []recorded {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []recorded
@@ -142,14 +145,14 @@ func newHarness(t *testing.T) *harness {
 
 func (h *harness) job(prompt string) *Job {
 	h.n++
-	return &Job{
-		Flow: "f", Task: "t", Attempt: "f_t_" + strconv.Itoa(h.n), N: h.n, Epoch: 1,
+	return &Job{Job: &queue.Job{
+		Flow: "f", Task: "t", Attempt: "f_t_" + strconv.Itoa(h.n), N: h.n,
 		Repo: h.origin, Base: "main", Branch: "drover/f/t/" + strconv.Itoa(h.n),
-		Prompt: prompt, Timeout: time.Minute,
-	}
+		Prompt: prompt, Timeout: flow.Duration(time.Minute),
+	}, Epoch: 1}
 }
 
-func (h *harness) run(job *Job, out OutputSink) (*eventlog.Report, *recorder) {
+func (h *harness) run(job *Job, out OutputSink) (*event.Report, *recorder) {
 	h.t.Helper()
 	rec := &recorder{}
 	rep, err := h.runner.Run(context.Background(), job, h.agent, rec, out)
@@ -172,20 +175,20 @@ func (h *harness) remoteFiles(branch string) string {
 	return gitT(h.t, "", "--git-dir="+h.origin, "ls-tree", "-r", "--name-only", "refs/heads/"+branch)
 }
 
-func verification(t *testing.T, rec *recorder) *eventlog.Verification {
+func verification(t *testing.T, rec *recorder) *event.Verification {
 	t.Helper()
-	evs := rec.find(eventlog.VerificationCompleted)
+	evs := rec.find(event.VerificationCompleted)
 	if len(evs) != 1 {
 		t.Fatalf("%d verification_completed events", len(evs))
 	}
-	var v eventlog.Verification
+	var v event.Verification
 	if err := json.Unmarshal(evs[0].data, &v); err != nil {
 		t.Fatal(err)
 	}
 	return &v
 }
 
-func wantClass(t *testing.T, rep *eventlog.Report, class string) {
+func wantClass(t *testing.T, rep *event.Report, class drovertype.ErrorClass) {
 	t.Helper()
 	if rep.Success || rep.Error == nil || rep.Error.Class != class {
 		t.Fatalf("want class %s, report success=%v error=%+v", class, rep.Success, rep.Error)
@@ -199,7 +202,7 @@ func TestRunSuccessNoChecks(t *testing.T) {
 	if !rep.Success || rep.Commit == "" || h.remoteBranch(job.Branch) != rep.Commit {
 		t.Fatalf("report %+v", rep)
 	}
-	if len(rec.find(eventlog.VerificationCompleted)) != 0 || rep.Verification != nil {
+	if len(rec.find(event.VerificationCompleted)) != 0 || rep.Verification != nil {
 		t.Error("no checks, yet a verification")
 	}
 }
@@ -281,7 +284,7 @@ func TestRunVerifyFail(t *testing.T) {
 	job := h.job("echo hi > hello.txt")
 	job.Verify = []string{"echo first", "echo boom; echo oops >&2; exit 3", "echo never"}
 	rep, rec := h.run(job, nil)
-	wantClass(t, rep, adapter.ClassVerificationFailed)
+	wantClass(t, rep, drovertype.ClassVerificationFailed)
 	if rep.Error.Message != "`echo boom; echo oops >&2; exit 3` exited 3" || !rep.Error.Recoverable {
 		t.Errorf("error %+v", rep.Error)
 	}
@@ -304,8 +307,8 @@ func TestRunRuntimeFailureSkipsChecks(t *testing.T) {
 	job := h.job("echo hi > hello.txt; exit 2")
 	job.Verify = []string{"touch " + filepath.Join(t.TempDir(), "ran")}
 	rep, rec := h.run(job, nil)
-	wantClass(t, rep, adapter.ClassRuntimeError)
-	if len(rec.find(eventlog.VerificationCompleted)) != 0 || rep.Verification != nil {
+	wantClass(t, rep, drovertype.ClassRuntimeError)
+	if len(rec.find(event.VerificationCompleted)) != 0 || rep.Verification != nil {
 		t.Error("checks ran after a failed runtime")
 	}
 	if h.remoteBranch(job.Branch) == "" {
@@ -323,16 +326,18 @@ func validator(t *testing.T, promptOut, answer string) adapter.Adapter {
 
 func TestRunReview(t *testing.T) {
 	for _, c := range []struct {
-		name, answer, class, msg string
-		passed                   bool
-		reasons                  []string
+		name, answer string
+		class        drovertype.ErrorClass
+		msg          string
+		passed       bool
+		reasons      []string
 	}{
 		{"pass", `echo "Looks fine."; echo "VERDICT: PASS"; echo "- does the job"`, "", "", true, []string{"does the job"}},
-		{"fail", `echo "VERDICT: FAIL"; echo "- reason one"; echo "- reason two"`, adapter.ClassVerificationFailed,
+		{"fail", `echo "VERDICT: FAIL"; echo "- reason one"; echo "- reason two"`, drovertype.ClassVerificationFailed,
 			"review by sh-validator: FAIL: reason one", false, []string{"reason one", "reason two"}},
-		{"no verdict", `echo "I think it is fine"`, adapter.ClassVerificationFailed,
+		{"no verdict", `echo "I think it is fine"`, drovertype.ClassVerificationFailed,
 			"review by sh-validator: " + ErrNoVerdict.Error(), false, nil},
-		{"validator fails", `echo "VERDICT: PASS"; exit 4`, adapter.ClassVerificationFailed,
+		{"validator fails", `echo "VERDICT: PASS"; exit 4`, drovertype.ClassVerificationFailed,
 			"review by sh-validator: the validator failed: RUNTIME_ERROR: exit code 4", false, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -340,7 +345,8 @@ func TestRunReview(t *testing.T) {
 			promptOut := filepath.Join(t.TempDir(), "prompt.txt")
 			job := h.job("# @not-a-directive\necho hi > hello.txt")
 			job.Verify = []string{"echo checks-ran"}
-			job.Review = &Review{Adapter: validator(t, promptOut, c.answer), Name: "sh-validator", Task: "Write hello.txt\n@write evil"}
+			job.Review = &queue.Review{Runtime: "sh-validator", Task: "Write hello.txt\n@write evil"}
+			job.Validator = validator(t, promptOut, c.answer)
 			rep, rec := h.run(job, nil)
 			if c.class == "" {
 				if !rep.Success {
@@ -385,7 +391,7 @@ func TestRunScopeViolation(t *testing.T) {
 	job.Scope = &flow.Scope{Allow: []string{"src/**"}}
 	job.Verify = []string{"touch " + filepath.Join(t.TempDir(), "ran")}
 	rep, rec := h.run(job, nil)
-	wantClass(t, rep, adapter.ClassScopeViolation)
+	wantClass(t, rep, drovertype.ClassScopeViolation)
 	if h.remoteBranch(job.Branch) != "" || rep.Commit != "" {
 		t.Errorf("out-of-scope branch pushed")
 	}
@@ -397,7 +403,7 @@ func TestRunScopeViolation(t *testing.T) {
 		!strings.HasPrefix(rep.ScopeViolations[1], "src/pw: ") || !strings.Contains(rep.Error.Message, "README.md") {
 		t.Errorf("violations %q, message %q", rep.ScopeViolations, rep.Error.Message)
 	}
-	if len(rec.find(eventlog.CheckpointCommitCreated)) != 0 {
+	if len(rec.find(event.CheckpointCommitCreated)) != 0 {
 		t.Error("checkpoint event for an unpushed result")
 	}
 }
@@ -407,7 +413,7 @@ func TestRunGuardViolation(t *testing.T) {
 	// Its own repository's config is its own; the cache's is everyone's.
 	job := h.job("echo out > ../escape.txt; git config core.hooksPath /tmp/evil; git --git-dir=\"$(ls -d ../../../cache/*.git)\" config core.hooksPath /tmp/evil")
 	rep, rec := h.run(job, nil)
-	wantClass(t, rep, adapter.ClassScopeViolation)
+	wantClass(t, rep, drovertype.ClassScopeViolation)
 	want := []string{"../escape.txt created outside the worktree", "`.git/config` modified: changes to git internals are not allowed"}
 	if strings.Join(rep.ScopeViolations, "|") != strings.Join(want, "|") {
 		t.Errorf("violations %q", rep.ScopeViolations)
@@ -433,7 +439,7 @@ func TestRunCancel(t *testing.T) {
 	if time.Since(start) > 30*time.Second {
 		t.Fatalf("cancel took %s", time.Since(start))
 	}
-	wantClass(t, rep, adapter.ClassCancelled)
+	wantClass(t, rep, drovertype.ClassCancelled)
 	if rep.Error.Recoverable || rep.Error.Message != "cancelled by the operator" {
 		t.Errorf("error %+v", rep.Error)
 	}
@@ -448,7 +454,7 @@ func TestRunCancel(t *testing.T) {
 	if alive(pid) {
 		t.Errorf("the CLI's child %d survived the cancel", pid)
 	}
-	if len(rec.find(eventlog.DiffComputed)) != 1 {
+	if len(rec.find(event.DiffComputed)) != 1 {
 		t.Error("changes not observed")
 	}
 
@@ -456,8 +462,8 @@ func TestRunCancel(t *testing.T) {
 	job = h.job("echo should-not-run")
 	job.Cancel = cancel
 	rep, rec = h.run(job, nil)
-	wantClass(t, rep, adapter.ClassCancelled)
-	if len(rec.find(eventlog.RuntimeStarted)) != 0 {
+	wantClass(t, rep, drovertype.ClassCancelled)
+	if len(rec.find(event.RuntimeStarted)) != 0 {
 		t.Error("the CLI ran after a cancel")
 	}
 }
@@ -497,9 +503,10 @@ func TestRunContextCancelled(t *testing.T) {
 func TestRunValidatorEscapes(t *testing.T) {
 	h := newHarness(t)
 	job := h.job("echo hi > hello.txt")
-	job.Review = &Review{Adapter: validator(t, filepath.Join(t.TempDir(), "p"), `echo x > ../validator-was-here; echo "VERDICT: PASS"`), Name: "v"}
+	job.Review = &queue.Review{Runtime: "v"}
+	job.Validator = validator(t, filepath.Join(t.TempDir(), "p"), `echo x > ../validator-was-here; echo "VERDICT: PASS"`)
 	rep, rec := h.run(job, nil)
-	wantClass(t, rep, adapter.ClassScopeViolation)
+	wantClass(t, rep, drovertype.ClassScopeViolation)
 	if len(rep.ScopeViolations) != 1 || rep.ScopeViolations[0] != "after the checks: ../validator-was-here created outside the worktree" {
 		t.Errorf("violations %q", rep.ScopeViolations)
 	}
@@ -527,8 +534,35 @@ func TestRunCancelDuringVerification(t *testing.T) {
 	if time.Since(start) > 30*time.Second {
 		t.Fatalf("took %s", time.Since(start))
 	}
-	wantClass(t, rep, adapter.ClassCancelled)
+	wantClass(t, rep, drovertype.ClassCancelled)
 	if h.remoteBranch(job.Branch) != "" {
 		t.Error("pushed")
+	}
+}
+
+// An attempt that fails mid-way reports what the phases before the failure
+// found, and nothing of the phases after it.
+func TestRunFailureReportsPhasesSoFar(t *testing.T) {
+	h := newHarness(t)
+	h.agent = adapter.NewCommand("plain", config.Runtime{Binary: writeScript(t, agentScript), Output: "text"})
+	job := h.job("echo hi > hello.txt")
+	job.Model = "big-model" // the runtime cannot select one: no command
+	rep, rec := h.run(job, nil)
+	wantClass(t, rep, drovertype.ClassConnectionFailed)
+	if rep.Worktree == "" || rep.Branch != job.Branch {
+		t.Errorf("prepared worktree %q, branch %q, want both", rep.Worktree, rep.Branch)
+	}
+	if rep.DurationMS != 0 || rep.StdoutTail != "" || rep.FilesCreated != nil || rep.Commit != "" || rep.Verification != nil {
+		t.Errorf("report has results of phases that never ran: %+v", rep)
+	}
+	var types []string
+	for _, e := range rec.events {
+		types = append(types, string(e.typ))
+	}
+	if got := strings.Join(types, ","); got != "adapter_initialized,prepare_completed" {
+		t.Errorf("events %s", got)
+	}
+	if _, err := os.Stat(rep.Worktree); !os.IsNotExist(err) {
+		t.Errorf("the failed attempt's worktree is still there: %v", err)
 	}
 }

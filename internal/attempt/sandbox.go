@@ -112,3 +112,15 @@ func (r *Runner) sandboxState() string {
 	}
 	return r.Sandbox.Support().String()
 }
+
+// Wrap confines a process an in-process runtime starts (the native
+// runtime's shell commands, tools.Sandbox): it starts through the re-exec
+// step under the attempt's policy, and its output is read for denials as
+// the CLI's is. A nil *confined leaves spec as it is.
+func (x *confined) Wrap(spec *supervise.Spec) error {
+	if x == nil {
+		return nil
+	}
+	spec.Launch, spec.OnOutput = x.launch(), x.tee(spec.OnOutput)
+	return nil
+}

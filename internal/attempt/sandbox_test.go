@@ -11,8 +11,10 @@ import (
 
 	"github.com/drover-dev/drover/internal/adapter"
 	"github.com/drover-dev/drover/internal/config"
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/event"
 	"github.com/drover-dev/drover/internal/sandbox"
+	"github.com/drover-dev/drover/internal/supervise"
 )
 
 // sandboxed is a harness whose runner confines what it starts, as a
@@ -91,8 +93,8 @@ func TestRunSandboxed(t *testing.T) {
 			t.Errorf("denials %q lack %s", rep.SandboxDenied, want)
 		}
 	}
-	var exited eventlog.RuntimeExitedData
-	rec.decode(t, eventlog.RuntimeExited, &exited)
+	var exited event.RuntimeExitedData
+	rec.decode(t, event.RuntimeExited, &exited)
 	if !slices.Equal(exited.Denied, rep.SandboxDenied) {
 		t.Errorf("runtime_exited denied %q, report %q", exited.Denied, rep.SandboxDenied)
 	}
@@ -102,7 +104,7 @@ func TestRunSandboxed(t *testing.T) {
 	verifyEscape := filepath.Join(t.TempDir(), "verify-escape.txt")
 	job.Verify = []string{"echo x > " + verifyEscape}
 	rep, _ = h.run(job, nil)
-	wantClass(t, rep, adapter.ClassVerificationFailed)
+	wantClass(t, rep, drovertype.ClassVerificationFailed)
 	if _, err := os.Stat(verifyEscape); err == nil {
 		t.Error("a verification command wrote outside")
 	}
@@ -121,15 +123,15 @@ func TestRunSandboxOffSaysSo(t *testing.T) {
 	if rep.Sandbox != "off: worker.sandbox is off" || len(rep.SandboxDenied) != 0 {
 		t.Errorf("report sandbox %q denied %q", rep.Sandbox, rep.SandboxDenied)
 	}
-	var started eventlog.RuntimeStartedData
-	rec.decode(t, eventlog.RuntimeStarted, &started)
+	var started event.RuntimeStartedData
+	rec.decode(t, event.RuntimeStarted, &started)
 	if started.Sandbox != rep.Sandbox {
 		t.Errorf("runtime_started sandbox %q", started.Sandbox)
 	}
 }
 
 // decode reads the one event of a type the run emitted.
-func (r *recorder) decode(t *testing.T, typ eventlog.Type, into any) {
+func (r *recorder) decode(t *testing.T, typ event.Type, into any) {
 	t.Helper()
 	evs := r.find(typ)
 	if len(evs) != 1 {
@@ -137,5 +139,51 @@ func (r *recorder) decode(t *testing.T, typ eventlog.Type, into any) {
 	}
 	if err := json.Unmarshal(evs[0].data, into); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWrapConfinesACommand: Wrap, the seam of an in-process runtime's
+// commands, starts them confined and reads their output for denials; a
+// nil *confined leaves the spec alone.
+func TestWrapConfinesACommand(t *testing.T) {
+	var none *confined
+	spec := supervise.Spec{Path: "/bin/sh"}
+	if err := none.Wrap(&spec); err != nil || spec.Launch != nil || spec.OnOutput != nil {
+		t.Fatalf("nil Wrap changed the spec: %v %+v", err, spec)
+	}
+	sb, err := sandbox.New(sandbox.Probe())
+	if err != nil {
+		t.Skipf("no sandbox here: %v", err)
+	}
+	dir, outside := t.TempDir(), filepath.Join(t.TempDir(), "outside")
+	c, err := sb.Compile(sandbox.Policy{Own: []sandbox.Grant{{Path: dir, Write: true}}, Exec: "/bin/sh"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := &confined{c: c, den: c.Denials(dir)}
+	var seen strings.Builder
+	spec = supervise.Spec{Path: "/bin/sh", Args: []string{"-c", "echo in > in; echo out > " + outside + "; exit 3"}, Dir: dir,
+		Timeout: time.Minute, OnOutput: func(_ supervise.Stream, p []byte) { seen.Write(p) }}
+	if err := x.Wrap(&spec); err != nil {
+		t.Fatal(err)
+	}
+	res, err := supervise.Run(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 3 {
+		t.Errorf("exit %d, want the command's own 3", res.ExitCode)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "in")); err != nil {
+		t.Errorf("the command could not write its own dir: %v", err)
+	}
+	if _, err := os.Stat(outside); !os.IsNotExist(err) {
+		t.Errorf("the command wrote outside: %v", err)
+	}
+	if d := x.denied(); len(d) != 1 || !strings.HasPrefix(d[0], outside+": ") {
+		t.Errorf("denied %q, want %s named", d, outside)
+	}
+	if !strings.Contains(seen.String(), "Permission denied") {
+		t.Errorf("the output no longer reaches the spec's own OnOutput: %q", seen.String())
 	}
 }

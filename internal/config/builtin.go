@@ -2,13 +2,10 @@ package config
 
 import "strings"
 
-// outputFormats are the formats the transcript parsers read.
-var outputFormats = []string{"text", "claude-stream-json", "codex-json", "opencode-json",
-	"gemini-stream-json", "pi-json", "copilot-json"}
-
 // builtinRuntimes are the runtimes Drover knows without configuration: the
-// seed CLIs with the headless argv, environment and output format recorded
-// from real runs (docs/runtimes.md), and the bundled demo agent. They are
+// seven coding-agent CLIs with the headless argv, environment and output
+// format recorded from real runs (docs/runtimes.md), and the bundled demo
+// agent. They are
 // plain Runtime values: configuring a runtime of the same name overrides any
 // field.
 func builtinRuntimes() map[string]Runtime {
@@ -120,7 +117,9 @@ func overlay(base, over Runtime) Runtime {
 	set(&base.PromptFlag, over.PromptFlag)
 	set(&base.Model, over.Model)
 	set(&base.ModelFlag, over.ModelFlag)
-	set(&base.Output, over.Output)
+	if over.Output != "" {
+		base.Output = over.Output
+	}
 	set(&base.Home, over.Home)
 	set(&base.MinVersion, over.MinVersion)
 	base.Sandbox = base.Sandbox.merged(over.Sandbox)
@@ -135,6 +134,9 @@ func overlay(base, over Runtime) Runtime {
 	}
 	if over.Limits != (Limits{}) {
 		base.Limits = over.Limits
+	}
+	if over.NativeRuntime != (NativeRuntime{}) {
+		base.NativeRuntime = over.NativeRuntime
 	}
 	if over.Models != nil {
 		base.Models = over.Models

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -16,9 +17,11 @@ import (
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+	"golang.org/x/crypto/bcrypt"
 
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/flow"
-	"github.com/drover-dev/drover/internal/policy"
+	"github.com/drover-dev/drover/internal/readlimit"
 	"github.com/drover-dev/drover/internal/tracing"
 )
 
@@ -43,8 +46,16 @@ type Config struct {
 	Projects   map[string]Project `mapstructure:"projects"`
 	Controller Controller         `mapstructure:"controller"`
 	HTTP       HTTP               `mapstructure:"http"`
+	// Console is the web console the controller serves under /ui/ on
+	// http.listen (docs/console.md).
+	Console Console `mapstructure:"console"`
 	// Tracing exports OpenTelemetry spans (docs/operations.md#read-a-trace).
 	Tracing tracing.Config `mapstructure:"tracing"`
+	// InsecureListen lets the embedded nats-server listen beyond loopback
+	// with no authentication, and http.pprof be served beyond loopback:
+	// both are refused without it, and logged as a warning with it.
+	// Defaults to false.
+	InsecureListen bool `mapstructure:"insecure_listen"`
 
 	// File is the configuration file Load read, "" for none; it is one of
 	// the worker's secrets (SandboxDeny).
@@ -63,9 +74,32 @@ type HTTP struct {
 	Pprof bool `mapstructure:"pprof"`
 }
 
-func init() {
-	// --http-listen on controller serve, controller dev and worker run.
-	FlagBindings["http.listen"] = "http-listen"
+// Console configures the controller's web console. Its pages are served
+// to anyone who reaches http.listen; its actions (cancel, retry, pause,
+// resume) only to someone logged in with Token or as one of Users.
+type Console struct {
+	// Enabled serves the console under /ui/ on http.listen (nothing is
+	// served when http.listen is empty). Defaults to true.
+	Enabled bool `mapstructure:"enabled"`
+	// Token logs in whoever presents it: at least 16 characters. Defaults
+	// to none.
+	Token Secret `mapstructure:"token"`
+	// Users may log in with a name and a password, stored as a bcrypt
+	// hash (`controller console hash-password`). Defaults to none.
+	Users []ConsoleUser `mapstructure:"users"`
+	// SessionTTL is how long a login lasts. Defaults to 12h.
+	SessionTTL time.Duration `mapstructure:"session_ttl"`
+	// SecureCookie marks the session cookie Secure even on plain HTTP, for
+	// a console behind a proxy that terminates TLS; it is Secure anyway
+	// when the request came over TLS. Defaults to false.
+	SecureCookie bool `mapstructure:"secure_cookie"`
+}
+
+// ConsoleUser is one login of the console.
+type ConsoleUser struct {
+	Name string `mapstructure:"name"`
+	// PasswordHash is the bcrypt hash of the user's password.
+	PasswordHash Secret `mapstructure:"password_hash"`
 }
 
 // Controller tunes the controller's scheduling.
@@ -110,9 +144,9 @@ type Retry struct {
 	Coefficient    float64       `mapstructure:"coefficient"`
 	MaxBackoff     time.Duration `mapstructure:"max_backoff"`
 	// Jitter is a pointer because 0 (no jitter) is a value.
-	Jitter   *float64 `mapstructure:"jitter"`
-	RetryOn  []string `mapstructure:"retry_on"`
-	Fallback []string `mapstructure:"fallback"`
+	Jitter   *float64                `mapstructure:"jitter"`
+	RetryOn  []drovertype.ErrorClass `mapstructure:"retry_on"`
+	Fallback []string                `mapstructure:"fallback"`
 }
 
 // Spec returns r as a flow-level retry spec, with unset fields nil.
@@ -303,7 +337,9 @@ type Runtime struct {
 	// Output is the format of the CLI's stdout, which picks the parser that
 	// reads usage and errors from it: text, claude-stream-json, codex-json,
 	// opencode-json, gemini-stream-json, pi-json or copilot-json. Defaults to text.
-	Output string `mapstructure:"output"`
+	Output drovertype.OutputFormat `mapstructure:"output"`
+	// NativeRuntime holds the fields of `adapter: native` (native.go).
+	NativeRuntime `mapstructure:",squash"`
 	// Sandbox is what the CLI may reach beyond an attempt's own paths,
 	// when worker.sandbox is on. Defaults to none (443 to connect to, for
 	// the built-in CLIs).
@@ -321,6 +357,41 @@ type Limits struct {
 	OpenFiles uint64 `mapstructure:"open_files"`
 	// FileSize in bytes, the largest file the CLI may write (RLIMIT_FSIZE).
 	FileSize uint64 `mapstructure:"file_size"`
+}
+
+// The bounds of the numbers in the configuration, each reported with its
+// key when a value is outside (docs/config.md lists them).
+const (
+	MaxSlots              = 1024               // worker.slots: attempts one worker runs at once
+	MaxFlowParallel       = 10_000             // defaults/projects max_parallel: one flow's attempts at once (a flow has at most 10,000 tasks)
+	MaxControllerParallel = 100_000            // controller.max_parallel: attempts at once across all flows
+	MaxAttempts           = 100                // retry.max_attempts, as in flows
+	MaxCoefficient        = 100                // retry.coefficient, as in flows
+	MaxTimeout            = 7 * 24 * time.Hour // attempt timeouts, grace, no-output timeouts
+	MaxAckWait            = time.Hour          // queue.ack_wait: how long a lost worker goes unnoticed
+	MaxDrainTimeout       = 24 * time.Hour     // worker.drain_timeout
+	MaxOutputSize         = 64 << 20           // runtimes.*.max_output_size: bytes of each stream a worker keeps in memory per attempt
+	MaxOpenFiles          = 1 << 20            // runtimes.*.limits.open_files: Linux's default fs.nr_open
+	MinAddressSpace       = 64 << 20           // runtimes.*.limits.address_space, when set: below it no CLI starts
+	MinFileSize           = 1 << 20            // runtimes.*.limits.file_size, when set
+)
+
+// FlagBindings maps config keys to the flag names every Drover command uses
+// for them, so that one spelling holds everywhere.
+var FlagBindings = map[string]string{
+	"data_dir":             "data-dir",
+	"nats.url":             "nats-url",
+	"nats.listen":          "nats-listen",
+	"log.level":            "log-level",
+	"log.format":           "log-format",
+	"worker.id":            "id",
+	"worker.pool":          "pool",
+	"worker.slots":         "slots",
+	"worker.work_dir":      "work-dir",
+	"worker.runtimes":      "runtimes",
+	"worker.drain_timeout": "drain-timeout",
+	"http.listen":          "http-listen", // controller serve, controller dev and worker run
+	"insecure_listen":      "insecure-listen",
 }
 
 // LoadOptions says where configuration comes from.
@@ -370,11 +441,17 @@ func defaults() map[string]any {
 		"controller.gc_percent":          50,
 		"http.listen":                    "",
 		"http.pprof":                     false,
+		"console.enabled":                true,
+		"console.token":                  "",
+		"console.session_ttl":            12 * time.Hour,
+		"console.secure_cookie":          false,
 		"tracing.exporter":               "",
 		"tracing.protocol":               "",
 		"tracing.endpoint":               "",
 		"tracing.sample_ratio":           1.0,
 		"tracing.service_name":           "",
+		"tracing.shutdown_timeout":       time.Duration(0),
+		"insecure_listen":                false,
 	}
 }
 
@@ -383,6 +460,7 @@ func defaults() map[string]any {
 var runtimeFields = func() []string {
 	f := []string{"adapter", "binary", "args", "input", "prompt_flag", "env_passthrough",
 		"env", "timeout", "grace", "no_output_timeout", "max_output_size", "version_args", "model", "models", "model_flag", "output", "home", "home_files", "min_version",
+		"provider", "base_url", "api_key_env", "max_tokens", "max_retries", "command_timeout",
 		"sandbox_read", "sandbox_write", "sandbox_connect", "sandbox_bind"}
 	sort.Slice(f, func(i, j int) bool { return len(f[i]) > len(f[j]) })
 	return f
@@ -405,18 +483,14 @@ func Load(o LoadOptions) (*Config, error) {
 	v.AutomaticEnv()
 	// Runtime entries may come from the environment alone; viper only sees
 	// keys it knows, so bind the ones present.
+	envBound := map[string]string{}
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if r, ok := strings.CutPrefix(name, "DROVER_RUNTIMES_"); ok {
-			// Longest field first: _VERSION_ARGS is not _ARGS of "x-version".
-			for _, field := range runtimeFields {
-				if n, ok := strings.CutSuffix(strings.ToLower(r), "_"+field); ok && n != "" {
-					// sandbox_read is the key sandbox.read.
-					key := strings.Replace(field, "sandbox_", "sandbox.", 1)
-					_ = v.BindEnv("runtimes."+strings.ReplaceAll(n, "_", "-")+"."+key, name)
-					break
-				}
-			}
+		if rt, field, ok := runtimeVar(name); ok {
+			// sandbox_read is the key sandbox.read.
+			key := "runtimes." + rt + "." + strings.Replace(field, "sandbox_", "sandbox.", 1)
+			_ = v.BindEnv(key, name)
+			envBound[key] = name
 		}
 	}
 	file := o.File
@@ -424,9 +498,13 @@ func Load(o LoadOptions) (*Config, error) {
 		file = os.Getenv("DROVER_CONFIG")
 	}
 	if file != "" {
-		v.SetConfigFile(file)
+		// Read here, bounded: viper would read a FIFO or /dev/zero forever.
+		b, err := readlimit.File(file, maxSmallFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: config file %v", ErrInvalid, err)
+		}
 		v.SetConfigType("yaml")
-		if err := v.ReadInConfig(); err != nil {
+		if err := v.ReadConfig(bytes.NewReader(b)); err != nil {
 			return nil, fmt.Errorf("%w: read %s: %v", ErrInvalid, file, err)
 		}
 	}
@@ -438,6 +516,9 @@ func Load(o LoadOptions) (*Config, error) {
 				}
 			}
 		}
+	}
+	if errs := checkValues(v, sources{file: file, flags: o.Flags, bind: o.Bind, env: envBound}); len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	var c Config
 	if err := v.Unmarshal(&c, func(dc *mapstructure.DecoderConfig) {
@@ -454,10 +535,34 @@ func Load(o LoadOptions) (*Config, error) {
 		c.File, _ = filepath.Abs(file)
 	}
 	c.WithDefaults()
-	if err := c.Validate(); err != nil {
+	errs := []error{c.Validate()}
+	errs = append(errs, checkEnv(os.Environ(), &c)...)
+	errs = append(errs, checkFiles(&c)...)
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// checkFiles refuses configured files that are not regular files of a
+// sane size: nats-server and nats.go read them whole, and a FIFO or a
+// device there would hang or exhaust the process. A missing file is left
+// to the NATS checks (internal/natsconn), which name it.
+func checkFiles(c *Config) []error {
+	var errs []error
+	for _, f := range []struct{ key, path string }{
+		{"nats.server_config", c.NATS.ServerConfig}, {"nats.nkey_file", c.NATS.NKeyFile},
+		{"nats.creds_file", c.NATS.CredsFile}, {"nats.tls.ca_file", c.NATS.TLS.CAFile},
+		{"nats.tls.cert_file", c.NATS.TLS.CertFile}, {"nats.tls.key_file", c.NATS.TLS.KeyFile},
+	} {
+		if f.path == "" {
+			continue
+		}
+		if err := readlimit.Check(f.path, maxSmallFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("%w: %s: %v", ErrInvalid, f.key, err))
+		}
+	}
+	return errs
 }
 
 // WithDefaults fills what is derived from other fields.
@@ -486,6 +591,9 @@ func (c *Config) WithDefaults() {
 	if c.Queue.Heartbeat == 0 {
 		c.Queue.Heartbeat = c.Queue.AckWait / 3
 	}
+	if c.Console.SessionTTL == 0 {
+		c.Console.SessionTTL = 12 * time.Hour
+	}
 	if c.Runtimes == nil {
 		c.Runtimes = map[string]Runtime{}
 	}
@@ -512,15 +620,20 @@ func (c *Config) WithDefaults() {
 		if rt.VersionArgs == nil {
 			rt.VersionArgs = []string{"--version"}
 		}
-		if rt.Output == "" {
-			rt.Output = "text"
-		}
 		if rt.Home == "" {
 			// A confined CLI may write only its own HOME: one per attempt.
 			rt.Home = "worker"
 			if c.Worker.Sandbox != SandboxOff {
 				rt.Home = "isolated"
 			}
+		}
+		// A CLI's name is accepted for its format; an unknown one stays
+		// as written for Validate to name.
+		if f, err := drovertype.ParseOutputFormat(string(rt.Output)); err == nil {
+			rt.Output = f
+		}
+		if rt.Adapter == "native" {
+			nativeDefaults(&rt)
 		}
 		c.Runtimes[name] = rt
 	}
@@ -541,168 +654,252 @@ func (c *Config) RuntimeNames() []string {
 
 // Validate checks every field and names the bad one by its key.
 func (c *Config) Validate() error {
-	var errs []error
-	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: %s: %s", ErrInvalid, key, fmt.Sprintf(format, args...)))
-	}
+	var p problems
+	c.validateLog(&p)
+	c.validateHTTP(&p)
+	c.validateNATS(&p)
+	c.validateQueue(&p)
+	c.validateWorker(&p)
+	c.validateIDs(&p)
+	c.validateDefaults(&p)
+	c.validateController(&p)
+	c.validateRetry("defaults.retry", c.Defaults.Retry, &p)
+	c.validateConsole(p.add)
+	c.validateSandbox(p.add)
+	validateTracing(c.Tracing, &p)
+	c.validateProjects(&p)
+	c.validateRuntimes(&p)
+	return errors.Join(p...)
+}
+
+// problems collects what Validate finds, each naming its key.
+type problems []error
+
+func (p *problems) add(key, format string, args ...any) {
+	*p = append(*p, fmt.Errorf("%w: %s: %s", ErrInvalid, key, fmt.Sprintf(format, args...)))
+}
+
+func (c *Config) validateLog(p *problems) {
 	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level) {
-		bad("log.level", "must be debug, info, warn or error (got %q)", c.Log.Level)
+		p.add("log.level", "must be debug, info, warn or error (got %q)", c.Log.Level)
 	}
 	if c.Log.Format != "text" && c.Log.Format != "json" {
-		bad("log.format", "must be text or json (got %q)", c.Log.Format)
+		p.add("log.format", "must be text or json (got %q)", c.Log.Format)
 	}
-	if c.HTTP.Listen != "" {
-		if _, port, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
-			bad("http.listen", "must be host:port (got %q)", c.HTTP.Listen)
-		} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-			bad("http.listen", "port must be 0..65535 (got %q)", port)
-		}
+}
+
+func (c *Config) validateHTTP(p *problems) {
+	if c.HTTP.Listen == "" {
+		return
 	}
-	c.NATS.validate(c.DataDir, bad)
+	if host, port, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
+		p.add("http.listen", "must be host:port (got %q)", c.HTTP.Listen)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		p.add("http.listen", "port must be 0..65535 (got %q)", port)
+	} else if c.HTTP.Pprof && !Loopback(host) && !c.InsecureListen {
+		p.add("http.listen", "%s takes connections from other hosts and http.pprof is on: it would show the process's stacks and memory "+
+			"to anyone who reaches it; listen on 127.0.0.1, turn http.pprof off, or set insecure_listen (--insecure-listen) to serve it on purpose", c.HTTP.Listen)
+	}
+}
+
+func (c *Config) validateNATS(p *problems) {
 	if c.NATS.URL == "" {
 		if _, port, err := net.SplitHostPort(c.NATS.Listen); err != nil {
-			bad("nats.listen", "must be host:port (got %q)", c.NATS.Listen)
-		} else if p, err := strconv.Atoi(port); err != nil || p < -1 || p > 65535 {
-			bad("nats.listen", "port must be -1..65535 (got %q)", port)
+			p.add("nats.listen", "must be host:port (got %q)", c.NATS.Listen)
+		} else if n, err := strconv.Atoi(port); err != nil || n < -1 || n > 65535 {
+			p.add("nats.listen", "port must be -1..65535 (got %q)", port)
 		}
 	} else if !strings.Contains(c.NATS.URL, "://") {
-		bad("nats.url", "must be a URL like nats://host:4222 (got %q)", c.NATS.URL)
+		p.add("nats.url", "must be a URL like nats://host:4222 (got %q)", c.NATS.URL)
 	}
 	if c.NATS.Replicas < 1 || c.NATS.Replicas > 5 {
-		bad("nats.replicas", "must be 1..5 (got %d)", c.NATS.Replicas)
+		p.add("nats.replicas", "must be 1..5 (got %d)", c.NATS.Replicas)
 	}
 	if s := c.NATS.SyncInterval; s != "always" && s != "default" {
 		if d, err := time.ParseDuration(s); err != nil || d <= 0 {
-			bad("nats.sync_interval", "must be always, default or a positive duration (got %q)", s)
+			p.add("nats.sync_interval", "must be always, default or a positive duration (got %q)", s)
 		}
 	}
-	if c.Queue.AckWait < time.Second {
-		bad("queue.ack_wait", "must be at least 1s (got %s)", c.Queue.AckWait)
+}
+
+func (c *Config) validateQueue(p *problems) {
+	if c.Queue.AckWait < time.Second || c.Queue.AckWait > MaxAckWait {
+		p.add("queue.ack_wait", "must be 1s..%s (got %s)", MaxAckWait, c.Queue.AckWait)
 	}
 	if c.Queue.Heartbeat <= 0 || c.Queue.Heartbeat >= c.Queue.AckWait {
-		bad("queue.heartbeat", "must be positive and below queue.ack_wait (got %s)", c.Queue.Heartbeat)
+		p.add("queue.heartbeat", "must be positive and below queue.ack_wait (got %s)", c.Queue.Heartbeat)
 	}
-	if c.Worker.HealthInterval < time.Second || c.Worker.HealthInterval > time.Minute {
-		bad("worker.health_interval", "must be 1s..1m, inside the registration TTL (got %s)", c.Worker.HealthInterval)
+}
+
+func (c *Config) validateWorker(p *problems) {
+	w := &c.Worker
+	if w.HealthInterval < time.Second || w.HealthInterval > time.Minute {
+		p.add("worker.health_interval", "must be 1s..1m, inside the registration TTL (got %s)", w.HealthInterval)
 	}
-	if c.Worker.KeepFailedWorktrees < 0 {
-		bad("worker.keep_failed_worktrees", "must not be negative (got %s)", c.Worker.KeepFailedWorktrees)
+	if w.KeepFailedWorktrees < 0 {
+		p.add("worker.keep_failed_worktrees", "must not be negative (got %s)", w.KeepFailedWorktrees)
 	}
-	if c.Worker.MinFreeDisk < 0 {
-		bad("worker.min_free_disk", "must not be negative (got %d)", c.Worker.MinFreeDisk)
+	if w.MinFreeDisk < 0 {
+		p.add("worker.min_free_disk", "must not be negative (got %d)", w.MinFreeDisk)
 	}
-	if c.Worker.DrainTimeout < 0 {
-		bad("worker.drain_timeout", "must not be negative (got %s)", c.Worker.DrainTimeout)
+	if w.DrainTimeout < 0 || w.DrainTimeout > MaxDrainTimeout {
+		p.add("worker.drain_timeout", "must be 0..%s (got %s)", MaxDrainTimeout, w.DrainTimeout)
 	}
-	if c.Worker.Slots < 1 || c.Worker.Slots > 1024 {
-		bad("worker.slots", "must be 1..1024 (got %d)", c.Worker.Slots)
+	if w.Slots < 1 || w.Slots > MaxSlots {
+		p.add("worker.slots", "must be 1..%d (got %d)", MaxSlots, w.Slots)
 	}
-	if err := flow.ValidID(c.Worker.Pool); err != nil {
-		bad("worker.pool", "%v", err)
-	}
-	if err := flow.ValidID(c.Defaults.Pool); err != nil {
-		bad("defaults.pool", "%v", err)
-	}
-	if err := flow.ValidID(c.Worker.ID); err != nil {
-		bad("worker.id", "%v", err)
-	}
-	if c.Defaults.Timeout <= 0 {
-		bad("defaults.timeout", "must be positive (got %s)", c.Defaults.Timeout)
-	}
-	if c.Defaults.Runtime != "" {
-		if _, ok := c.Runtimes[c.Defaults.Runtime]; !ok {
-			bad("defaults.runtime", "unknown runtime %q (configured: %s)", c.Defaults.Runtime, strings.Join(c.RuntimeNames(), ", "))
+}
+
+// validateIDs checks the names that go into subjects and registry keys.
+func (c *Config) validateIDs(p *problems) {
+	for _, id := range []struct{ key, v string }{
+		{"worker.pool", c.Worker.Pool}, {"defaults.pool", c.Defaults.Pool}, {"worker.id", c.Worker.ID},
+	} {
+		if err := drovertype.ValidID(id.v); err != nil {
+			p.add(id.key, "%v", err)
 		}
 	}
-	if c.Defaults.Validator != "" {
-		if _, ok := c.Runtimes[c.Defaults.Validator]; !ok {
-			bad("defaults.validator", "unknown runtime %q (configured: %s)", c.Defaults.Validator, strings.Join(c.RuntimeNames(), ", "))
-		}
+}
+
+func (c *Config) validateDefaults(p *problems) {
+	d := &c.Defaults
+	if d.Timeout <= 0 || d.Timeout > MaxTimeout {
+		p.add("defaults.timeout", "must be above 0 and at most %s (got %s)", MaxTimeout, d.Timeout)
 	}
-	if c.Defaults.MaxParallel < 0 || c.Defaults.MaxParallel > 10000 {
-		bad("defaults.max_parallel", "must be 0..10000 (got %d)", c.Defaults.MaxParallel)
+	c.checkRuntime(p, "defaults.runtime", d.Runtime)
+	c.checkRuntime(p, "defaults.validator", d.Validator)
+	if d.MaxParallel < 0 || d.MaxParallel > MaxFlowParallel {
+		p.add("defaults.max_parallel", "must be 0..%d (got %d)", MaxFlowParallel, d.MaxParallel)
 	}
-	if c.Controller.MaxParallel < 0 {
-		bad("controller.max_parallel", "must not be negative (got %d)", c.Controller.MaxParallel)
+}
+
+// checkRuntime checks that name, when set, is a configured runtime.
+func (c *Config) checkRuntime(p *problems, key, name string) {
+	if _, ok := c.Runtimes[name]; name != "" && !ok {
+		p.add(key, "unknown runtime %q (configured: %s)", name, strings.Join(c.RuntimeNames(), ", "))
+	}
+}
+
+func (c *Config) validateController(p *problems) {
+	if c.Controller.MaxParallel < 0 || c.Controller.MaxParallel > MaxControllerParallel {
+		p.add("controller.max_parallel", "must be 0..%d (got %d)", MaxControllerParallel, c.Controller.MaxParallel)
 	}
 	if c.Controller.GCPercent < 10 || c.Controller.GCPercent > 1000 {
-		bad("controller.gc_percent", "must be 10..1000 (got %d)", c.Controller.GCPercent)
+		p.add("controller.gc_percent", "must be 10..1000 (got %d)", c.Controller.GCPercent)
 	}
-	c.validateRetry("defaults.retry", c.Defaults.Retry, bad)
-	c.validateSandbox(bad)
-	validateTracing(c.Tracing, &errs)
+}
+
+func (c *Config) validateProjects(p *problems) {
 	for _, name := range c.ProjectNames() {
-		p, key := c.Projects[name], "projects."+name
-		if err := flow.ValidID(name); err != nil {
-			bad(key, "project name: %v", err)
+		pr, key := c.Projects[name], "projects."+name
+		if err := drovertype.ValidID(name); err != nil {
+			p.add(key, "project name: %v", err)
 		}
-		for k, rt := range map[string]string{"runtime": p.Runtime, "validator": p.Validator} {
-			if _, ok := c.Runtimes[rt]; rt != "" && !ok {
-				bad(key+"."+k, "unknown runtime %q (configured: %s)", rt, strings.Join(c.RuntimeNames(), ", "))
+		for k, rt := range map[string]string{"runtime": pr.Runtime, "validator": pr.Validator} {
+			c.checkRuntime(p, key+"."+k, rt)
+		}
+		if pr.Timeout < 0 || pr.Timeout > MaxTimeout {
+			p.add(key+".timeout", "must be 0..%s (got %s)", MaxTimeout, pr.Timeout)
+		}
+		if pr.MaxParallel < 0 || pr.MaxParallel > MaxFlowParallel {
+			p.add(key+".max_parallel", "must be 0..%d (got %d)", MaxFlowParallel, pr.MaxParallel)
+		}
+		if len(pr.Args) > flow.MaxArgs {
+			p.add(key+".args", "%d arguments; the limit is %d", len(pr.Args), flow.MaxArgs)
+		}
+		for _, a := range pr.Args {
+			if len(a) > flow.MaxArgLen {
+				p.add(key+".args", "an argument of %d bytes; the limit is %d", len(a), flow.MaxArgLen)
 			}
 		}
-		if p.Timeout < 0 {
-			bad(key+".timeout", "must not be negative (got %s)", p.Timeout)
-		}
-		if p.MaxParallel < 0 || p.MaxParallel > 10000 {
-			bad(key+".max_parallel", "must be 0..10000 (got %d)", p.MaxParallel)
-		}
-		c.validateRetry(key+".retry", p.Retry, bad)
+		c.validateRetry(key+".retry", pr.Retry, p)
 	}
+}
+
+// validateRuntimes checks the runtimes the worker serves, then each
+// configured runtime.
+func (c *Config) validateRuntimes(p *problems) {
 	for _, name := range c.Worker.Runtimes {
 		if _, ok := c.Runtimes[name]; !ok {
-			bad("worker.runtimes", "unknown runtime %q (configured: %s)", name, strings.Join(c.RuntimeNames(), ", "))
+			p.add("worker.runtimes", "unknown runtime %q (configured: %s)", name, strings.Join(c.RuntimeNames(), ", "))
 		}
 	}
 	for _, name := range c.RuntimeNames() {
-		rt, key := c.Runtimes[name], "runtimes."+name
-		if err := flow.ValidID(name); err != nil {
-			bad(key, "runtime name: %v", err)
-		}
-		if rt.Adapter != "command" {
-			bad(key+".adapter", "unknown adapter %q (known: command)", rt.Adapter)
-		}
-		if rt.Binary == "" {
-			bad(key+".binary", "is required")
-		}
-		if !slices.Contains([]string{"stdin", "arg", "file"}, rt.Input) {
-			bad(key+".input", "must be stdin, arg or file (got %q)", rt.Input)
-		}
-		if rt.Timeout < 0 || rt.Grace < 0 || rt.NoOutputTimeout < 0 {
-			bad(key, "timeouts must not be negative")
-		}
-		if rt.MaxOutputSize < 1024 {
-			bad(key+".max_output_size", "must be at least 1024 (got %d)", rt.MaxOutputSize)
-		}
-		if rt.MinVersion != "" && !versionRE.MatchString(rt.MinVersion) {
-			bad(key+".min_version", "must be dotted numbers like 1.2.3 (got %q)", rt.MinVersion)
-		}
-		if rt.Home != "worker" && rt.Home != "isolated" {
-			bad(key+".home", "must be worker or isolated (got %q)", rt.Home)
-		}
-		for _, f := range rt.HomeFiles {
-			if f == "" || filepath.IsAbs(f) || strings.HasPrefix(filepath.Clean(f), "..") {
-				bad(key+".home_files", "%q must be a path relative to HOME, inside it", f)
-			}
-		}
-		if !slices.Contains(outputFormats, rt.Output) {
-			bad(key+".output", "unknown output format %q (known: %s)", rt.Output, strings.Join(outputFormats, ", "))
-		}
-		if rt.Model != "" && rt.ModelFlag == "" {
-			bad(key+".model_flag", "is required to pass model %q", rt.Model)
-		}
-		for _, e := range rt.Env {
-			if name, _, ok := strings.Cut(e, "="); !ok || name == "" || strings.ContainsAny(name, " \t\n") {
-				bad(key+".env", "entry %q is not NAME=value", e)
-			}
-		}
-		for _, e := range rt.EnvPassthrough {
-			if e == "" || strings.ContainsAny(e, "= \t\n") {
-				bad(key+".env_passthrough", "bad variable name %q", e)
-			}
+		validateRuntime(p, name, c.Runtimes[name])
+	}
+}
+
+func validateRuntime(p *problems, name string, rt Runtime) {
+	key := "runtimes." + name
+	if err := drovertype.ValidID(name); err != nil {
+		p.add(key, "runtime name: %v", err)
+	}
+	if rt.Adapter == "native" {
+		validateNative(key, rt, p.add)
+		return
+	}
+	if rt.Adapter != "command" {
+		p.add(key+".adapter", "unknown adapter %q (known: command, native)", rt.Adapter)
+	}
+	if rt.Binary == "" {
+		p.add(key+".binary", "is required")
+	}
+	if !slices.Contains([]string{"stdin", "arg", "file"}, rt.Input) {
+		p.add(key+".input", "must be stdin, arg or file (got %q)", rt.Input)
+	}
+	for _, d := range []struct {
+		k string
+		v time.Duration
+	}{{"timeout", rt.Timeout}, {"grace", rt.Grace}, {"no_output_timeout", rt.NoOutputTimeout}} {
+		if d.v < 0 || d.v > MaxTimeout {
+			p.add(key+"."+d.k, "must be 0..%s (got %s)", MaxTimeout, d.v)
 		}
 	}
-	return errors.Join(errs...)
+	if rt.MaxOutputSize < 1024 || rt.MaxOutputSize > MaxOutputSize {
+		p.add(key+".max_output_size", "must be 1024..%d bytes (got %d)", int64(MaxOutputSize), rt.MaxOutputSize)
+	}
+	validateLimits(p, key, rt.Limits)
+	if rt.MinVersion != "" && !versionRE.MatchString(rt.MinVersion) {
+		p.add(key+".min_version", "must be dotted numbers like 1.2.3 (got %q)", rt.MinVersion)
+	}
+	if rt.Home != "worker" && rt.Home != "isolated" {
+		p.add(key+".home", "must be worker or isolated (got %q)", rt.Home)
+	}
+	for _, f := range rt.HomeFiles {
+		if f == "" || filepath.IsAbs(f) || strings.HasPrefix(filepath.Clean(f), "..") {
+			p.add(key+".home_files", "%q must be a path relative to HOME, inside it", f)
+		}
+	}
+	if !slices.Contains(drovertype.OutputFormats, rt.Output) {
+		p.add(key+".output", "unknown output format %q (known: %v, or a CLI's name)", rt.Output, drovertype.OutputFormats)
+	}
+	if rt.Model != "" && rt.ModelFlag == "" {
+		p.add(key+".model_flag", "is required to pass model %q", rt.Model)
+	}
+	for _, e := range rt.Env {
+		if n, _, ok := strings.Cut(e, "="); !ok || n == "" || strings.ContainsAny(n, " \t\n") {
+			p.add(key+".env", "entry %q is not NAME=value", e)
+		}
+	}
+	for _, e := range rt.EnvPassthrough {
+		if e == "" || strings.ContainsAny(e, "= \t\n") {
+			p.add(key+".env_passthrough", "bad variable name %q", e)
+		}
+	}
+}
+
+// validateLimits checks a runtime's resource limits, which are in bytes:
+// a value that reads like megabytes is refused.
+func validateLimits(p *problems, key string, l Limits) {
+	if l.OpenFiles > MaxOpenFiles {
+		p.add(key+".limits.open_files", "must be 0..%d (got %d)", MaxOpenFiles, l.OpenFiles)
+	}
+	if l.AddressSpace != 0 && l.AddressSpace < MinAddressSpace {
+		p.add(key+".limits.address_space", "must be 0 (unset) or at least %d bytes, %s (got %d): it is in bytes", uint64(MinAddressSpace), ByteSize(MinAddressSpace), l.AddressSpace)
+	}
+	if l.FileSize != 0 && l.FileSize < MinFileSize {
+		p.add(key+".limits.file_size", "must be 0 (unset) or at least %d bytes, %s (got %d): it is in bytes", uint64(MinFileSize), ByteSize(MinFileSize), l.FileSize)
+	}
 }
 
 // ProjectNames returns the configured project names, sorted.
@@ -717,35 +914,45 @@ func (c *Config) ProjectNames() []string {
 
 var classRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
 
-func (c *Config) validateRetry(key string, r Retry, bad func(string, string, ...any)) {
-	if r.MaxAttempts < 0 || r.MaxAttempts > 100 {
-		bad(key+".max_attempts", "must be 1..100 (got %d)", r.MaxAttempts)
+func (c *Config) validateRetry(key string, r Retry, p *problems) {
+	if r.MaxAttempts < 0 || r.MaxAttempts > MaxAttempts {
+		p.add(key+".max_attempts", "must be 1..%d, or 0 to inherit (got %d)", MaxAttempts, r.MaxAttempts)
 	}
 	if r.InitialBackoff < 0 || r.MaxBackoff < 0 {
-		bad(key, "backoffs must not be negative")
+		p.add(key, "backoffs must not be negative")
 	}
 	if r.InitialBackoff > 0 && r.MaxBackoff > 0 && r.InitialBackoff > r.MaxBackoff {
-		bad(key+".initial_backoff", "%s is above max_backoff %s", r.InitialBackoff, r.MaxBackoff)
+		p.add(key+".initial_backoff", "%s is above max_backoff %s", r.InitialBackoff, r.MaxBackoff)
 	}
-	if r.Coefficient != 0 && (r.Coefficient < 1 || r.Coefficient > 100) {
-		bad(key+".coefficient", "must be 1..100 (got %g)", r.Coefficient)
+	// Negated ranges, so that NaN fails them too.
+	if r.Coefficient != 0 && !(r.Coefficient >= 1 && r.Coefficient <= MaxCoefficient) {
+		p.add(key+".coefficient", "must be 1..%d (got %g)", MaxCoefficient, r.Coefficient)
 	}
-	if r.Jitter != nil && (*r.Jitter < 0 || *r.Jitter > 1) {
-		bad(key+".jitter", "must be 0..1 (got %g)", *r.Jitter)
+	if r.Jitter != nil && !(*r.Jitter >= 0 && *r.Jitter <= 1) {
+		p.add(key+".jitter", "must be 0..1 (got %g)", *r.Jitter)
+	}
+	if len(r.RetryOn) > flow.MaxRetryOn {
+		p.add(key+".retry_on", "%d classes; the limit is %d", len(r.RetryOn), flow.MaxRetryOn)
+	}
+	if len(r.Fallback) > flow.MaxFallback {
+		p.add(key+".fallback", "%d runtimes; the limit is %d", len(r.Fallback), flow.MaxFallback)
 	}
 	for i, cl := range r.RetryOn {
 		switch {
-		case !classRE.MatchString(cl):
-			bad(key+".retry_on", "%q is not an error class like RATE_LIMITED", cl)
-		case !slices.Contains(policy.Classes, cl):
-			bad(key+".retry_on", "unknown error class %q (known: %s)", cl, strings.Join(policy.Classes, ", "))
+		case !classRE.MatchString(string(cl)):
+			p.add(key+".retry_on", "%q is not an error class like RATE_LIMITED", cl)
+		case !cl.Known():
+			p.add(key+".retry_on", "unknown error class %q (known: %s)", cl, drovertype.Classes())
 		case slices.Contains(r.RetryOn[:i], cl):
-			bad(key+".retry_on", "%s is listed twice", cl)
+			p.add(key+".retry_on", "%s is listed twice", cl)
 		}
 	}
-	for _, rt := range r.Fallback {
-		if _, ok := c.Runtimes[rt]; !ok {
-			bad(key+".fallback", "unknown runtime %q (configured: %s)", rt, strings.Join(c.RuntimeNames(), ", "))
+	for i, rt := range r.Fallback {
+		switch _, ok := c.Runtimes[rt]; {
+		case !ok:
+			p.add(key+".fallback", "unknown runtime %q (configured: %s)", rt, strings.Join(c.RuntimeNames(), ", "))
+		case slices.Contains(r.Fallback[:i], rt):
+			p.add(key+".fallback", "%s is listed twice", rt)
 		}
 	}
 }
@@ -787,3 +994,30 @@ func sanitizeID(s string) string {
 }
 
 var versionRE = regexp.MustCompile(`^\d+(\.\d+)*$`)
+
+// minConsoleToken is the shortest console token accepted.
+const minConsoleToken = 16
+
+func (c *Config) validateConsole(bad func(string, string, ...any)) {
+	k := c.Console
+	if t := k.Token.Value(); t != "" && len(t) < minConsoleToken {
+		bad("console.token", "must be at least %d characters (got %d)", minConsoleToken, len(t))
+	}
+	if k.SessionTTL != 0 && k.SessionTTL < time.Minute {
+		bad("console.session_ttl", "must be at least 1m (got %s)", k.SessionTTL)
+	}
+	seen := map[string]bool{}
+	for i, u := range k.Users {
+		key := fmt.Sprintf("console.users[%d]", i)
+		switch {
+		case u.Name == "" || len(u.Name) > 64 || strings.ContainsAny(u.Name, " \t\r\n"):
+			bad(key+".name", "must be 1..64 characters without blanks (got %q)", u.Name)
+		case seen[u.Name]:
+			bad(key+".name", "%q is listed twice", u.Name)
+		}
+		seen[u.Name] = true
+		if _, err := bcrypt.Cost([]byte(u.PasswordHash.Value())); err != nil {
+			bad(key+".password_hash", "is not a bcrypt hash (make one with `controller console hash-password`)")
+		}
+	}
+}

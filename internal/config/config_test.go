@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/spf13/pflag"
 )
 
@@ -118,8 +119,20 @@ func TestHTTPListen(t *testing.T) {
 	if err := fs.Parse([]string{"--http-listen", ":9100"}); err != nil {
 		t.Fatal(err)
 	}
-	if c, err = Load(LoadOptions{Flags: fs, Bind: FlagBindings}); err != nil || c.HTTP.Listen != ":9100" {
+	// With the profiler on, every interface needs the insecure switch.
+	if _, err = Load(LoadOptions{Flags: fs, Bind: FlagBindings}); !errors.Is(err, ErrInvalid) ||
+		!strings.Contains(err.Error(), "http.listen: :9100 takes connections from other hosts and http.pprof is on") {
+		t.Fatalf("pprof on every interface: %v", err)
+	}
+	t.Setenv("DROVER_INSECURE_LISTEN", "true")
+	if c, err = Load(LoadOptions{Flags: fs, Bind: FlagBindings}); err != nil || c.HTTP.Listen != ":9100" || !c.InsecureListen {
 		t.Fatalf("flag: listen = %q, err %v", c.HTTP.Listen, err)
+	}
+	// Without the profiler, metrics and health may be served to all.
+	t.Setenv("DROVER_INSECURE_LISTEN", "")
+	t.Setenv("DROVER_HTTP_PPROF", "false")
+	if c, err = Load(LoadOptions{Flags: fs, Bind: FlagBindings}); err != nil || c.HTTP.Listen != ":9100" {
+		t.Fatalf("no pprof: listen = %q, err %v", c.HTTP.Listen, err)
 	}
 }
 
@@ -314,7 +327,7 @@ projects:
 	}
 	r := d.Retry
 	if r.MaxAttempts != 5 || r.InitialBackoff != 2*time.Second || r.Coefficient != 3 || r.MaxBackoff != time.Minute ||
-		r.Jitter == nil || *r.Jitter != 0.1 || strings.Join(r.RetryOn, ",") != "RATE_LIMITED,VERIFICATION_FAILED" ||
+		r.Jitter == nil || *r.Jitter != 0.1 || fmt.Sprint(r.RetryOn) != "[RATE_LIMITED VERIFICATION_FAILED]" ||
 		strings.Join(r.Fallback, ",") != "codex" {
 		t.Errorf("defaults.retry: %+v", r)
 	}
@@ -379,15 +392,15 @@ func TestRetrySpec(t *testing.T) {
 		want string // the set fields, in declaration order
 	}{
 		{"nothing set", Retry{}, true, ""},
-		{"empty lists", Retry{RetryOn: []string{}, Fallback: []string{}}, true, ""},
+		{"empty lists", Retry{RetryOn: []drovertype.ErrorClass{}, Fallback: []string{}}, true, ""},
 		{"max_attempts", Retry{MaxAttempts: 1}, false, "max_attempts=1"},
 		{"backoffs", Retry{InitialBackoff: time.Second, MaxBackoff: time.Minute}, false, "initial_backoff=1s max_backoff=1m0s"},
 		{"coefficient", Retry{Coefficient: 1.5}, false, "coefficient=1.5"},
 		{"jitter 0 is set", Retry{Jitter: &zero}, false, "jitter=0"},
 		{"jitter", Retry{Jitter: &half}, false, "jitter=0.5"},
-		{"lists", Retry{RetryOn: []string{"RATE_LIMITED"}, Fallback: []string{"codex"}}, false, "retry_on=[RATE_LIMITED] fallback=[codex]"},
+		{"lists", Retry{RetryOn: []drovertype.ErrorClass{"RATE_LIMITED"}, Fallback: []string{"codex"}}, false, "retry_on=[RATE_LIMITED] fallback=[codex]"},
 		{"everything", Retry{MaxAttempts: 3, InitialBackoff: 10 * time.Second, Coefficient: 2, MaxBackoff: 5 * time.Minute,
-			Jitter: &half, RetryOn: []string{"RUNTIME_TIMEOUT"}, Fallback: []string{"gemini"}}, false,
+			Jitter: &half, RetryOn: []drovertype.ErrorClass{"RUNTIME_TIMEOUT"}, Fallback: []string{"gemini"}}, false,
 			"max_attempts=3 initial_backoff=10s coefficient=2 max_backoff=5m0s jitter=0.5 retry_on=[RUNTIME_TIMEOUT] fallback=[gemini]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -514,7 +527,7 @@ func TestPolicyEnv(t *testing.T) {
 	if r.MaxAttempts != 5 || r.InitialBackoff != 2*time.Second || r.Coefficient != 1.5 || r.MaxBackoff != 90*time.Second {
 		t.Errorf("defaults.retry from the environment: %+v", r)
 	}
-	if strings.Join(r.RetryOn, ",") != "RATE_LIMITED" {
+	if fmt.Sprint(r.RetryOn) != "[RATE_LIMITED]" {
 		t.Errorf("defaults.retry.retry_on from the file lost: %v", r.RetryOn)
 	}
 	if c.Defaults.Validator != "demo-review" || c.Defaults.MaxParallel != 3 || c.Controller.MaxParallel != 8 {
@@ -523,5 +536,41 @@ func TestPolicyEnv(t *testing.T) {
 	}
 	if s := r.Spec(); s == nil || s.MaxAttempts == nil || *s.MaxAttempts != 5 {
 		t.Errorf("Spec() of the environment's retry: %+v", s)
+	}
+}
+
+func TestConsole(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	c, err := Load(LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Console.Enabled || c.Console.Token != "" || c.Console.SessionTTL != 12*time.Hour {
+		t.Fatalf("console defaults %+v", c.Console)
+	}
+	t.Setenv("DROVER_CONSOLE_TOKEN", "a-token-long-enough")
+	if c, err = Load(LoadOptions{}); err != nil || c.Console.Token.Value() != "a-token-long-enough" {
+		t.Fatalf("token from the environment: %v", err)
+	}
+	if s := fmt.Sprintf("%v %+v", c.Console.Token, c.Console); strings.Contains(s, "long-enough") {
+		t.Fatalf("the token is printed: %s", s)
+	}
+	hash := "$2a$04$Gy6ZvN1t8bQ2v0QbR0nG2e3lJ1b7u1s1bq9Qh3b6Jm6i2dBq5XJ9K" // a hash's shape, cost 4
+	f := writeFile(t, "console:\n  users:\n    - {name: ann, password_hash: '"+hash+"'}\n")
+	if c, err = Load(LoadOptions{File: f}); err != nil || len(c.Console.Users) != 1 || c.Console.Users[0].Name != "ann" {
+		t.Fatalf("users: %+v %v", c.Console.Users, err)
+	}
+	for body, want := range map[string]string{
+		"console:\n  token: short\n":                                                                                               "console.token: must be at least 16",
+		"console:\n  users:\n    - {name: ann, password_hash: plain}\n":                                                            "console.users[0].password_hash: is not a bcrypt hash",
+		"console:\n  users:\n    - {name: '', password_hash: '" + hash + "'}\n":                                                    "console.users[0].name",
+		"console:\n  users:\n    - {name: ann, password_hash: '" + hash + "'}\n    - {name: ann, password_hash: '" + hash + "'}\n": "is listed twice",
+		"console:\n  session_ttl: 10s\n":                                                                                           "console.session_ttl: must be at least 1m",
+	} {
+		t.Setenv("DROVER_CONSOLE_TOKEN", "")
+		_, err := Load(LoadOptions{File: writeFile(t, body)})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", body, err, want)
+		}
 	}
 }

@@ -8,16 +8,16 @@ import (
 
 // validateTracing adds the tracing section's problems, each already naming
 // its key (tracing.exporter, ...), as configuration errors.
-func validateTracing(t tracing.Config, errs *[]error) {
+func validateTracing(t tracing.Config, p *problems) {
 	err := t.Validate()
 	if err == nil {
 		return
 	}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		for _, e := range j.Unwrap() {
-			*errs = append(*errs, fmt.Errorf("%w: %w", ErrInvalid, e))
+			*p = append(*p, fmt.Errorf("%w: %w", ErrInvalid, e))
 		}
 		return
 	}
-	*errs = append(*errs, fmt.Errorf("%w: %w", ErrInvalid, err))
+	*p = append(*p, fmt.Errorf("%w: %w", ErrInvalid, err))
 }

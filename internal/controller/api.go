@@ -8,19 +8,21 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/store"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/drover-dev/drover/internal/config"
-	"github.com/drover-dev/drover/internal/eventlog"
 	"github.com/drover-dev/drover/internal/flow"
-	"github.com/drover-dev/drover/internal/policy"
 	"github.com/drover-dev/drover/internal/queue"
 )
 
@@ -48,19 +50,19 @@ type StatusRequest struct {
 
 // FlowSummary is one line of `controller status`.
 type FlowSummary struct {
-	ID          string                     `json:"id"`
-	Name        string                     `json:"name"`
-	State       eventlog.FlowState         `json:"state"`
-	Tasks       map[eventlog.TaskState]int `json:"tasks"`
-	SubmittedAt time.Time                  `json:"submitted_at"`
-	CompletedAt time.Time                  `json:"completed_at,omitzero"`
+	ID          string                       `json:"id"`
+	Name        string                       `json:"name"`
+	State       drovertype.FlowState         `json:"state"`
+	Tasks       map[drovertype.TaskState]int `json:"tasks"`
+	SubmittedAt time.Time                    `json:"submitted_at"`
+	CompletedAt time.Time                    `json:"completed_at,omitzero"`
 }
 
 // FlowDetail is one flow with its tasks and attempts.
 type FlowDetail struct {
-	Flow     *eventlog.Flow      `json:"flow"`
-	Tasks    []*eventlog.Task    `json:"tasks"`
-	Attempts []*eventlog.Attempt `json:"attempts"`
+	Flow     *projection.Flow      `json:"flow"`
+	Tasks    []*projection.Task    `json:"tasks"`
+	Attempts []*projection.Attempt `json:"attempts"`
 }
 
 // StatusResponse answers a StatusRequest.
@@ -89,8 +91,9 @@ const (
 	CodeInternal   = "500"
 )
 
-// Serve registers the operator API on nc. Stop the returned service to stop.
-func (c *Controller) Serve(ctx context.Context, nc *nats.Conn, known func(string) bool) (micro.Service, error) {
+// ServeAPI registers the operator API on nc. Stop the returned service to
+// stop.
+func (c *Controller) ServeAPI(ctx context.Context, nc *nats.Conn, known func(string) bool) (micro.Service, error) {
 	svc, err := micro.AddService(nc, micro.Config{
 		Name: "drover-controller", Version: "0.1.0", Description: "Drover operator API",
 	})
@@ -134,7 +137,6 @@ func (c *Controller) handleSubmit(ctx context.Context, r micro.Request, known fu
 	if err := req.Spec.Validate(flow.Options{
 		KnownRuntime:   known,
 		KnownProject:   func(name string) bool { _, ok := c.cfg.Projects[name]; return ok },
-		KnownClass:     func(class string) bool { return slices.Contains(policy.Classes, class) },
 		DefaultRuntime: c.cfg.Defaults.Runtime,
 	}); err != nil {
 		_ = r.Error(CodeBadRequest, err.Error(), nil)
@@ -169,19 +171,19 @@ func (c *Controller) handleSubmit(ctx context.Context, r micro.Request, known fu
 
 // Accept resolves a validated spec into what flow_submitted records: the
 // spec with its project's repo filled in, and every task's resolution.
-func Accept(cfg *config.Config, spec *flow.Spec) (eventlog.FlowSubmittedData, error) {
+func Accept(cfg *config.Config, spec *flow.Spec) (event.FlowSubmittedData, error) {
 	res, err := Resolve(cfg, spec)
 	if err != nil {
-		return eventlog.FlowSubmittedData{}, err
+		return event.FlowSubmittedData{}, err
 	}
 	s := *spec
 	s.Repo = res.Repo
-	return eventlog.FlowSubmittedData{Spec: s, Plan: res.Tasks, MaxParallel: res.MaxParallel}, nil
+	return event.FlowSubmittedData{Spec: s, Plan: res.Tasks, MaxParallel: res.MaxParallel}, nil
 }
 
 // record publishes an event the API accepted and waits (up to 10s) until it
 // is folded, so that a read right after the answer sees it.
-func (c *Controller) record(ctx context.Context, ev *eventlog.Event) error {
+func (c *Controller) record(ctx context.Context, ev *event.Event) error {
 	seq, err := queue.PublishEvent(ctx, c.js, ev)
 	if err != nil {
 		return err
@@ -220,11 +222,11 @@ func (c *Controller) handleStatus(ctx context.Context, r micro.Request) {
 	}
 	var resp StatusResponse
 	var notFound bool
-	c.store.Read(func(st *eventlog.State) {
+	c.store.Read(func(st *projection.State) {
 		resp.Poisons = len(st.Poisons)
 		if req.Flow == "" {
 			for _, f := range st.Flows {
-				s := FlowSummary{ID: f.ID, Name: f.Spec.Name, State: f.State, Tasks: map[eventlog.TaskState]int{},
+				s := FlowSummary{ID: f.ID, Name: f.Spec.Name, State: f.State, Tasks: map[drovertype.TaskState]int{},
 					SubmittedAt: f.SubmittedAt, CompletedAt: f.CompletedAt}
 				for _, t := range st.FlowTasks(f) {
 					s.Tasks[t.State]++
@@ -295,7 +297,7 @@ func (c *Controller) Rebuild(ctx context.Context) (*RebuildResponse, error) {
 		return nil, fmt.Errorf("controller: rebuild: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	fresh, err := eventlog.OpenStore(filepath.Join(dir, "state"), eventlog.StoreOptions{})
+	fresh, err := store.Open(filepath.Join(dir, "state"), store.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -333,11 +335,11 @@ func (c *Controller) Rebuild(ctx context.Context) (*RebuildResponse, error) {
 	}
 	fsnap, _ := fresh.Snapshot()
 	defer fsnap.Close()
-	diffs, err := eventlog.Compare(snap, fsnap, 20)
+	diffs, err := store.Compare(snap, fsnap, 20)
 	if err != nil {
 		return nil, err
 	}
-	dump, err := eventlog.Dump(fsnap)
+	dump, err := store.Dump(fsnap)
 	if err != nil {
 		return nil, err
 	}

@@ -8,10 +8,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/store"
+
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/drover-dev/drover/internal/config"
-	"github.com/drover-dev/drover/internal/eventlog"
 	"github.com/drover-dev/drover/internal/queue"
 )
 
@@ -19,7 +21,7 @@ import (
 type Controller struct {
 	cfg   *config.Config
 	js    jetstream.JetStream
-	store *eventlog.Store
+	store *store.Store
 	log   *slog.Logger
 	now   func() time.Time
 	// claims revokes attempts of cancelled tasks (set by Run).
@@ -29,7 +31,7 @@ type Controller struct {
 
 	m *metrics // telemetry; no-op instruments unless a meter provider is installed
 
-	// published is the decide loop's own: plan runs under the store's
+	// published is the decide loop's own: decisions runs under the store's
 	// read lock, and a lock taken there would order against waitApplied's
 	// (c.mu, then the store's), which deadlocked with a commit waiting.
 	published publishedJobs // jobs queued by this process
@@ -37,16 +39,25 @@ type Controller struct {
 	mu     sync.Mutex
 	folded *sync.Cond // broadcast after each commit, with mu
 
-	// openEvents, in tests, replaces the events consumer (see events).
-	openEvents func(ctx context.Context, seq uint64) (jetstream.MessagesContext, error)
+	notifier foldNotifier // tells Subscribe's callers of each commit
+
+	// ended sends the spans of what the fold ended, once it is committed
+	// (tracing.go); the fold's goroutine's own.
+	ended []func()
+
+	// events opens the EVENTS stream from a sequence for the fold: the
+	// ordered consumer (orderedEvents), injected like the clock so that a
+	// consumer failing mid-stream can be reproduced.
+	events func(ctx context.Context, seq uint64) (jetstream.MessagesContext, error)
 }
 
 // New returns a controller over an open store.
-func New(cfg *config.Config, js jetstream.JetStream, store *eventlog.Store, log *slog.Logger) *Controller {
+func New(cfg *config.Config, js jetstream.JetStream, store *store.Store, log *slog.Logger) *Controller {
 	c := &Controller{
 		cfg: cfg, js: js, store: store, log: log, now: time.Now,
 		kick: make(chan struct{}, 1), published: publishedJobs{jobs: map[string]uint64{}},
 	}
+	c.events = c.orderedEvents
 	c.folded = sync.NewCond(&c.mu)
 	c.m = newMetrics(c)
 	return c
@@ -146,15 +157,7 @@ func (c *Controller) foldLoop(ctx context.Context) error {
 // new consumer itself.
 const resetAttempts = 3
 
-// events opens the EVENTS stream from seq; c.openEvents replaces it in
-// tests.
-func (c *Controller) events(ctx context.Context, seq uint64) (jetstream.MessagesContext, error) {
-	if c.openEvents != nil {
-		return c.openEvents(ctx, seq)
-	}
-	return c.orderedEvents(ctx, seq)
-}
-
+// orderedEvents opens an ordered consumer on the EVENTS stream from seq.
 func (c *Controller) orderedEvents(ctx context.Context, seq uint64) (jetstream.MessagesContext, error) {
 	cons, err := c.js.OrderedConsumer(ctx, queue.EventsStream, jetstream.OrderedConsumerConfig{
 		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: seq,
@@ -195,12 +198,15 @@ func (c *Controller) fold(ctx context.Context, it jetstream.MessagesContext, sta
 		}
 	}()
 	c.log.Info("folding events", "from_seq", start)
+	c.ended = c.ended[:0] // of a fold not committed: refolded from start
 	staged := 0
 	for m := range decoded {
 		if m.err != nil {
 			if cerr := c.store.Commit(); cerr != nil {
 				return progressed, cerr
 			}
+			c.sendEnded()
+			c.notifier.notify()
 			if ctx.Err() != nil {
 				return progressed, nil
 			}
@@ -229,11 +235,13 @@ func (c *Controller) fold(ctx context.Context, it jetstream.MessagesContext, sta
 			if err := c.store.Commit(); err != nil {
 				return progressed, err
 			}
+			c.sendEnded()
 			staged = 0
 			c.mu.Lock()
 			c.folded.Broadcast()
 			c.mu.Unlock()
 			c.poke()
+			c.notifier.notify()
 		}
 	}
 	return progressed, consumerError{errors.New("the events reader ended")} // it always says why first
@@ -248,7 +256,7 @@ type foldMsg struct {
 	msg   jetstream.Msg
 	md    *jetstream.MsgMetadata
 	mdErr error
-	ev    eventlog.Decoded
+	ev    projection.Decoded
 	err   error
 }
 
@@ -267,13 +275,13 @@ func decodeEvents(it jetstream.MessagesContext, out chan<- foldMsg) {
 			out <- foldMsg{msg: msg, mdErr: err}
 			continue
 		}
-		out <- foldMsg{msg: msg, md: md, ev: eventlog.DecodeForFold(msg.Data())}
+		out <- foldMsg{msg: msg, md: md, ev: projection.DecodeForFold(msg.Data())}
 	}
 }
 
 // park copies a poison event to the dead-letter stream, where `controller
 // dead-letters` lists it. The projection keeps its own record either way.
-func (c *Controller) park(ctx context.Context, p *eventlog.Poison, raw []byte) {
+func (c *Controller) park(ctx context.Context, p *projection.Poison, raw []byte) {
 	c.log.Warn("poison event", "seq", p.Seq, "reason", p.Reason, "size", p.Size)
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
@@ -322,7 +330,7 @@ const decideRest = 4
 // a flow's size. So after each walk the loop rests decideRest times as long
 // as the walk took: decisions then take at most a fifth of a core whatever
 // the flows' size, for a delay of the same order as the walk (microseconds
-// for a hundred tasks, about 1.5 ms for 10,000: BenchmarkPlan). Folds that
+// for a hundred tasks, about 1.5 ms for 10,000: BenchmarkDecisions). Folds that
 // arrive meanwhile are decided on together.
 func (c *Controller) decideLoop(ctx context.Context) {
 	t := time.NewTicker(time.Second)

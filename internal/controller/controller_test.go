@@ -11,12 +11,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/natsconn"
+
+	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/store"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
 	"github.com/drover-dev/drover/internal/config"
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/queue"
 )
@@ -34,14 +40,14 @@ type harness struct {
 	js     jetstream.JetStream
 	cancel context.CancelFunc
 	done   chan error
-	store  *eventlog.Store
+	store  *store.Store
 	ctrl   *Controller
 	setup  func(*Controller) // before Run, if set
 }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	ns, err := queue.StartEmbedded(queue.EmbeddedOptions{StoreDir: t.TempDir(), Port: -1})
+	ns, err := natsconn.StartEmbedded(natsconn.EmbeddedOptions{StoreDir: t.TempDir(), Port: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +72,7 @@ func newHarness(t *testing.T) *harness {
 
 func (h *harness) start(dir string) {
 	h.t.Helper()
-	store, err := eventlog.OpenStore(dir, eventlog.StoreOptions{})
+	store, err := store.Open(dir, store.Options{})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -76,7 +82,7 @@ func (h *harness) start(dir string) {
 		h.setup(h.ctrl)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := h.ctrl.Serve(ctx, h.nc, func(n string) bool { return n == "demo" })
+	svc, err := h.ctrl.ServeAPI(ctx, h.nc, func(n string) bool { return n == "demo" })
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -98,7 +104,7 @@ func (h *harness) submitOne() (flowID, attempt string) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return id, queue.AttemptID(id, "a", 1)
+	return id, drovertype.AttemptID(id, "a", 1)
 }
 
 func (h *harness) stop() {
@@ -115,12 +121,12 @@ func (h *harness) stop() {
 	}
 }
 
-func (h *harness) waitFor(what string, cond func(st *eventlog.State) bool) {
+func (h *harness) waitFor(what string, cond func(st *projection.State) bool) {
 	h.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var ok bool
-		h.store.Read(func(st *eventlog.State) { ok = cond(st) })
+		h.store.Read(func(st *projection.State) { ok = cond(st) })
 		if ok {
 			return
 		}
@@ -132,7 +138,7 @@ func (h *harness) waitFor(what string, cond func(st *eventlog.State) bool) {
 }
 
 // count returns how many messages of one event type the flow has.
-func (h *harness) count(flowID string, typ eventlog.Type) int {
+func (h *harness) count(flowID string, typ event.Type) int {
 	h.t.Helper()
 	s, err := h.js.Stream(context.Background(), queue.EventsStream)
 	if err != nil {
@@ -159,9 +165,9 @@ func (h *harness) jobs() uint64 {
 }
 
 // publish records a worker's event for an attempt.
-func (h *harness) publish(id string, typ eventlog.Type, flowID, task, attempt string, epoch uint64, data any) {
+func (h *harness) publish(id string, typ event.Type, flowID, task, attempt string, epoch uint64, data any) {
 	h.t.Helper()
-	ev, err := eventlog.New(id, typ, time.Now(), flowID, task, attempt, epoch, data)
+	ev, err := event.New(id, typ, time.Now(), flowID, task, attempt, epoch, data)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -186,8 +192,8 @@ func TestRestartRederivesWithoutDoubling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	attA := queue.AttemptID(id, "a", 1)
-	h.waitFor("a's attempt to be scheduled", func(st *eventlog.State) bool { return st.Attempts[attA] != nil })
+	attA := drovertype.AttemptID(id, "a", 1)
+	h.waitFor("a's attempt to be scheduled", func(st *projection.State) bool { return st.Attempts[attA] != nil })
 	deadline := time.Now().Add(10 * time.Second)
 	for h.jobs() != 1 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
@@ -200,55 +206,55 @@ func TestRestartRederivesWithoutDoubling(t *testing.T) {
 	if n := h.jobs(); n != 1 {
 		t.Errorf("jobs after restart = %d, want 1", n)
 	}
-	if n := h.count(id, eventlog.AttemptScheduled); n != 1 {
+	if n := h.count(id, event.AttemptScheduled); n != 1 {
 		t.Errorf("attempt_scheduled events = %d, want 1", n)
 	}
 
 	// A worker runs a to success; then b is scheduled with a's result to merge.
-	h.publish("claim-a", eventlog.AttemptClaimed, id, "a", attA, 1, eventlog.AttemptClaimedData{Worker: "w1"})
-	h.publish("report-a", eventlog.AttemptReported, id, "a", attA, 1, eventlog.Report{Success: true, Branch: "drover/x/a/1", Commit: "abc"})
-	attB := queue.AttemptID(id, "b", 1)
-	h.waitFor("b's attempt to be scheduled", func(st *eventlog.State) bool { return st.Attempts[attB] != nil })
-	var merge []eventlog.DepResult
-	h.store.Read(func(st *eventlog.State) { merge = st.Attempts[attB].Merge })
+	h.publish("claim-a", event.AttemptClaimed, id, "a", attA, 1, event.AttemptClaimedData{Worker: "w1"})
+	h.publish("report-a", event.AttemptReported, id, "a", attA, 1, event.Report{Success: true, Branch: "drover/x/a/1", Commit: "abc"})
+	attB := drovertype.AttemptID(id, "b", 1)
+	h.waitFor("b's attempt to be scheduled", func(st *projection.State) bool { return st.Attempts[attB] != nil })
+	var merge []event.DepResult
+	h.store.Read(func(st *projection.State) { merge = st.Attempts[attB].Merge })
 	if len(merge) != 1 || merge[0].Branch != "drover/x/a/1" || merge[0].Commit != "abc" {
 		t.Errorf("b merges %+v", merge)
 	}
 
 	// b fails: the controller classifies and fails the task, and the flow.
-	h.publish("claim-b", eventlog.AttemptClaimed, id, "b", attB, 1, eventlog.AttemptClaimedData{Worker: "w2"})
-	h.publish("report-b", eventlog.AttemptReported, id, "b", attB, 1, eventlog.Report{
-		Success: false, ExitCode: 3, Error: &eventlog.ErrorInfo{Class: "RUNTIME_ERROR", Message: "exit code 3"}})
+	h.publish("claim-b", event.AttemptClaimed, id, "b", attB, 1, event.AttemptClaimedData{Worker: "w2"})
+	h.publish("report-b", event.AttemptReported, id, "b", attB, 1, event.Report{
+		Success: false, ExitCode: 3, Error: &event.ErrorInfo{Class: "RUNTIME_ERROR", Message: "exit code 3"}})
 	// The flow's integration branch collects a's result; a worker builds it.
-	h.waitFor("the integration to be scheduled", func(st *eventlog.State) bool { return st.Flows[id].Integration != nil })
-	var in eventlog.Integration
-	h.store.Read(func(st *eventlog.State) { in = *st.Flows[id].Integration })
-	if len(in.Merge) != 1 || in.Merge[0].Task != "a" || in.Branch != queue.IntegrationBranch(id, 1) {
+	h.waitFor("the integration to be scheduled", func(st *projection.State) bool { return st.Flows[id].Integration != nil })
+	var in projection.Integration
+	h.store.Read(func(st *projection.State) { in = *st.Flows[id].Integration })
+	if len(in.Merge) != 1 || in.Merge[0].Task != "a" || in.Branch != drovertype.IntegrationBranch(id, 1) {
 		t.Errorf("integration %+v", in)
 	}
-	h.publish("integrated", eventlog.FlowIntegrated, id, "", queue.IntegrationID(id, 1), 1,
-		eventlog.FlowIntegratedData{N: 1, Branch: in.Branch, Commit: "def"})
-	h.waitFor("the flow to fail", func(st *eventlog.State) bool { return st.Flows[id].State == eventlog.FlowFailed })
+	h.publish("integrated", event.FlowIntegrated, id, "", drovertype.IntegrationID(id, 1), 1,
+		event.FlowIntegratedData{N: 1, Branch: in.Branch, Commit: "def"})
+	h.waitFor("the flow to fail", func(st *projection.State) bool { return st.Flows[id].State == drovertype.FlowFailed })
 
 	// Refold everything into an empty store: the same state, no new decisions.
-	before := map[eventlog.Type]int{}
-	for _, typ := range []eventlog.Type{eventlog.AttemptScheduled, eventlog.RuntimeErrorClassified, eventlog.TaskFailedEvent,
-		eventlog.IntegrationScheduled, eventlog.FlowCompleted} {
+	before := map[event.Type]int{}
+	for _, typ := range []event.Type{event.AttemptScheduled, event.RuntimeErrorClassified, event.TaskFailed,
+		event.IntegrationScheduled, event.FlowCompleted} {
 		before[typ] = h.count(id, typ)
 	}
 	var live []byte
-	h.store.Read(func(st *eventlog.State) { live, _ = json.Marshal(st.Flows[id]) })
+	h.store.Read(func(st *projection.State) { live, _ = json.Marshal(st.Flows[id]) })
 	h.stop()
 	h.start(filepath.Join(t.TempDir(), "fresh"))
-	h.waitFor("the refold", func(st *eventlog.State) bool { return st.Flows[id] != nil && st.Flows[id].State.Terminal() })
+	h.waitFor("the refold", func(st *projection.State) bool { return st.Flows[id] != nil && st.Flows[id].State.Terminal() })
 	time.Sleep(1500 * time.Millisecond)
 	var refolded []byte
-	h.store.Read(func(st *eventlog.State) { refolded, _ = json.Marshal(st.Flows[id]) })
+	h.store.Read(func(st *projection.State) { refolded, _ = json.Marshal(st.Flows[id]) })
 	if string(live) != string(refolded) {
 		t.Errorf("refolded flow differs:\nlive:     %s\nrefolded: %s", live, refolded)
 	}
-	want := map[eventlog.Type]int{eventlog.AttemptScheduled: 2, eventlog.RuntimeErrorClassified: 1, eventlog.TaskFailedEvent: 1,
-		eventlog.IntegrationScheduled: 1, eventlog.FlowCompleted: 1}
+	want := map[event.Type]int{event.AttemptScheduled: 2, event.RuntimeErrorClassified: 1, event.TaskFailed: 1,
+		event.IntegrationScheduled: 1, event.FlowCompleted: 1}
 	for typ, n := range before {
 		if n != want[typ] {
 			t.Errorf("%s events = %d, want %d", typ, n, want[typ])
@@ -275,7 +281,7 @@ func TestFoldReplacesFailedConsumer(t *testing.T) {
 	var mu sync.Mutex
 	var opened []uint64
 	h.setup = func(c *Controller) {
-		c.openEvents = func(ctx context.Context, seq uint64) (jetstream.MessagesContext, error) {
+		c.events = func(ctx context.Context, seq uint64) (jetstream.MessagesContext, error) {
 			mu.Lock()
 			opened = append(opened, seq)
 			first := len(opened) == 1
@@ -289,10 +295,10 @@ func TestFoldReplacesFailedConsumer(t *testing.T) {
 	}
 	h.start(filepath.Join(t.TempDir(), "state"))
 	id, att := h.submitOne()
-	h.waitFor("a's attempt to be scheduled", func(st *eventlog.State) bool { return st.Attempts[att] != nil })
-	h.publish("claim-a", eventlog.AttemptClaimed, id, "a", att, 1, eventlog.AttemptClaimedData{Worker: "w1"})
-	h.publish("report-a", eventlog.AttemptReported, id, "a", att, 1, eventlog.Report{Success: true, Branch: "drover/x/a/1", Commit: "abc"})
-	h.waitFor("the integration to be scheduled", func(st *eventlog.State) bool { return st.Flows[id].Integration != nil })
+	h.waitFor("a's attempt to be scheduled", func(st *projection.State) bool { return st.Attempts[att] != nil })
+	h.publish("claim-a", event.AttemptClaimed, id, "a", att, 1, event.AttemptClaimedData{Worker: "w1"})
+	h.publish("report-a", event.AttemptReported, id, "a", att, 1, event.Report{Success: true, Branch: "drover/x/a/1", Commit: "abc"})
+	h.waitFor("the integration to be scheduled", func(st *projection.State) bool { return st.Flows[id].Integration != nil })
 
 	mu.Lock()
 	got := slices.Clone(opened)

@@ -7,7 +7,10 @@ import (
 	"sort"
 	"time"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/projection"
+
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/policy"
 	"github.com/drover-dev/drover/internal/policy/feedback"
 	"github.com/drover-dev/drover/internal/queue"
@@ -16,9 +19,9 @@ import (
 // action is one decision to carry out: an event to record, a job to queue,
 // or an attempt to stop.
 type action struct {
-	event *eventlog.Event
+	event *event.Event
 	job   *queue.Job
-	stop  *eventlog.Attempt
+	stop  *projection.Attempt
 }
 
 // decide computes every action the folded state calls for and carries them
@@ -29,8 +32,8 @@ func (c *Controller) decide(ctx context.Context) (time.Duration, error) {
 	var actions []action
 	var err error
 	began := time.Now()
-	c.store.Read(func(st *eventlog.State) {
-		actions, err = c.plan(st)
+	c.store.Read(func(st *projection.State) {
+		actions, err = c.decisions(st)
 	})
 	walk := time.Since(began)
 	if err != nil {
@@ -61,12 +64,11 @@ func (c *Controller) decide(ctx context.Context) (time.Duration, error) {
 // so none ever will, and recorded as abandoned; the holder of one that runs
 // is told to stop its CLI and reports CANCELLED. Both repeat every tick
 // until the attempt has ended, so a lost signal only delays the stop.
-func (c *Controller) stop(ctx context.Context, a *eventlog.Attempt) error {
+func (c *Controller) stop(ctx context.Context, a *projection.Attempt) error {
 	err := c.claims.Revoke(ctx, a.ID)
 	switch {
 	case err == nil:
-		ev, err := eventlog.New("attempt_abandoned:"+a.ID, eventlog.AttemptAbandoned, c.now(), a.Flow, a.Task, a.ID, 0,
-			eventlog.AttemptAbandonedData{Reason: "cancelled before a worker ran it"})
+		ev, err := c.abandonment(a)
 		if err != nil {
 			return err
 		}
@@ -79,26 +81,33 @@ func (c *Controller) stop(ctx context.Context, a *eventlog.Attempt) error {
 	}
 }
 
-// planner holds one run of the decision function.
-type planner struct {
+// abandonment is what stop records about an attempt whose claim it revoked
+// before any worker held it (the decision scenarios fold it too).
+func (c *Controller) abandonment(a *projection.Attempt) (*event.Event, error) {
+	return event.New(drovertype.EventID(event.AttemptAbandoned, a.ID), event.AttemptAbandoned, c.now(), a.Flow, a.Task, a.ID, 0,
+		event.AttemptAbandonedData{Reason: "cancelled before a worker ran it"})
+}
+
+// decider holds one run of the decision function.
+type decider struct {
 	c    *Controller
-	st   *eventlog.State
+	st   *projection.State
 	now  time.Time
 	out  []action
 	live int // attempts scheduled or running, across flows
 }
 
-// plan is the decision function: folded state in, actions out. It reads the
+// decisions is the decision function: folded state in, actions out. It reads the
 // clock to stamp the events it creates and to see which retries are due.
-func (c *Controller) plan(st *eventlog.State) ([]action, error) {
-	p := &planner{c: c, st: st, now: c.now()}
+func (c *Controller) decisions(st *projection.State) ([]action, error) {
+	dc := &decider{c: c, st: st, now: c.now()}
 	c.published.begin()
 	var flows []runningFlow
 	for _, f := range st.Flows {
 		if !f.State.Terminal() {
 			r := runningFlow{f: f, tasks: st.FlowTasks(f)}
-			r.live = p.liveAttempts(r.tasks)
-			p.live += r.live
+			r.live = dc.liveAttempts(r.tasks)
+			dc.live += r.live
 			flows = append(flows, r)
 		}
 	}
@@ -108,33 +117,33 @@ func (c *Controller) plan(st *eventlog.State) ([]action, error) {
 		return a.SubmittedAt.Before(b.SubmittedAt) || a.SubmittedAt.Equal(b.SubmittedAt) && a.ID < b.ID
 	})
 	for _, r := range flows {
-		if err := p.flow(r); err != nil {
+		if err := dc.flow(r); err != nil {
 			return nil, err
 		}
 	}
 	c.published.forgetUnseen()
-	return p.out, nil
+	return dc.out, nil
 }
 
 // published reports whether this process has queued the job of a queued
-// attempt (or integration), and keeps that knowledge for the next plan.
-func (p *planner) published(id string) bool {
-	return p.c.published.seen(id)
+// attempt (or integration), and keeps that knowledge for the next round.
+func (dc *decider) published(id string) bool {
+	return dc.c.published.seen(id)
 }
 
 // publishedJobs is what jobs this process queued, kept while their
 // attempts stay queued, so that the set is the size of the queue rather
-// than of the controller's history. A plan marks the jobs it finds still
+// than of the controller's history. A round marks the jobs it finds still
 // queued and then forgets the others: marking in place, rather than
-// building the set anew, allocates nothing per plan (a new set of 10,000
-// jobs per plan was half of what a large flow's controller allocated).
+// building the set anew, allocates nothing per round (a new set of 10,000
+// jobs per round was half of what a large flow's controller allocated).
 type publishedJobs struct {
-	plan uint64
-	jobs map[string]uint64 // job id -> the last plan that found it queued
+	round uint64
+	jobs  map[string]uint64 // job id -> the last round that found it queued
 }
 
-func (j *publishedJobs) begin()        { j.plan++ }
-func (j *publishedJobs) add(id string) { j.jobs[id] = j.plan }
+func (j *publishedJobs) begin()        { j.round++ }
+func (j *publishedJobs) add(id string) { j.jobs[id] = j.round }
 func (j *publishedJobs) has(id string) bool {
 	_, ok := j.jobs[id]
 	return ok
@@ -144,47 +153,49 @@ func (j *publishedJobs) seen(id string) bool {
 	if !j.has(id) {
 		return false
 	}
-	j.jobs[id] = j.plan
+	j.jobs[id] = j.round
 	return true
 }
 
 func (j *publishedJobs) forgetUnseen() {
-	for id, plan := range j.jobs {
-		if plan != j.plan {
+	for id, round := range j.jobs {
+		if round != j.round {
 			delete(j.jobs, id)
 		}
 	}
 }
 
 // runningFlow is a flow that has not ended, with its tasks in order and
-// how many of their attempts are live, read once per plan.
+// how many of their attempts are live, read once per round.
 type runningFlow struct {
-	f     *eventlog.Flow
-	tasks []*eventlog.Task
+	f     *projection.Flow
+	tasks []*projection.Task
 	live  int
 }
 
-func (p *planner) add(id string, typ eventlog.Type, flowID, task, attempt string, data any) error {
-	ev, err := eventlog.New(id, typ, p.now, flowID, task, attempt, 0, data)
+// add records a decision of type typ about key (what makes it unique among
+// its type's: an attempt, a flow's round), with a deterministic event id.
+func (dc *decider) add(key string, typ event.Type, flowID, task, attempt string, data any) error {
+	ev, err := event.New(drovertype.EventID(typ, key), typ, dc.now, flowID, task, attempt, 0, data)
 	if err != nil {
 		return err
 	}
-	p.out = append(p.out, action{event: ev})
+	dc.out = append(dc.out, action{event: ev})
 	return nil
 }
 
 // liveAttempt returns the task's current attempt if it has not ended.
-func (p *planner) liveAttempt(t *eventlog.Task) *eventlog.Attempt {
-	if a := p.st.Attempts[t.Attempt]; a != nil && !a.State.Terminal() {
+func (dc *decider) liveAttempt(t *projection.Task) *projection.Attempt {
+	if a := dc.st.Attempts[t.Attempt]; a != nil && !a.State.Terminal() {
 		return a
 	}
 	return nil
 }
 
-func (p *planner) liveAttempts(tasks []*eventlog.Task) int {
+func (dc *decider) liveAttempts(tasks []*projection.Task) int {
 	n := 0
 	for _, t := range tasks {
-		if p.liveAttempt(t) != nil {
+		if dc.liveAttempt(t) != nil {
 			n++
 		}
 	}
@@ -193,33 +204,33 @@ func (p *planner) liveAttempts(tasks []*eventlog.Task) int {
 
 // mayStart reports whether one more attempt fits the flow's and the global
 // concurrency limits, counting it if so.
-func (p *planner) mayStart(f *eventlog.Flow, flowLive *int) bool {
+func (dc *decider) mayStart(f *projection.Flow, flowLive *int) bool {
 	if f.Paused || f.Cancel != nil {
 		return false
 	}
 	if f.MaxParallel > 0 && *flowLive >= f.MaxParallel {
 		return false
 	}
-	if g := p.c.cfg.Controller.MaxParallel; g > 0 && p.live >= g {
+	if g := dc.c.cfg.Controller.MaxParallel; g > 0 && dc.live >= g {
 		return false
 	}
 	*flowLive++
-	p.live++
+	dc.live++
 	return true
 }
 
-func (p *planner) flow(r runningFlow) error {
+func (dc *decider) flow(r runningFlow) error {
 	flowLive := r.live
 	for _, t := range r.tasks {
-		if err := p.task(r.f, t, &flowLive); err != nil {
+		if err := dc.task(r.f, t, &flowLive); err != nil {
 			return err
 		}
 	}
-	return p.finish(r.f, r.tasks)
+	return dc.finish(r.f, r.tasks)
 }
 
-func (p *planner) task(f *eventlog.Flow, t *eventlog.Task, flowLive *int) error {
-	a := p.liveAttempt(t)
+func (dc *decider) task(f *projection.Flow, t *projection.Task, flowLive *int) error {
+	a := dc.liveAttempt(t)
 	// Cancellation first: the task ends now, its attempt as soon as the
 	// worker holding it has stopped the CLI.
 	if !t.State.Terminal() && (f.Cancel != nil || t.CancelRequested) {
@@ -227,51 +238,51 @@ func (p *planner) task(f *eventlog.Flow, t *eventlog.Task, flowLive *int) error 
 		if f.Cancel != nil && f.Cancel.Reason != "" {
 			reason += ": " + f.Cancel.Reason
 		}
-		id := fmt.Sprintf("task_cancelled:%s/%s:%d", f.ID, t.ID, t.Round)
-		return p.add(id, eventlog.TaskCancelledEvent, f.ID, t.ID, t.Attempt, eventlog.TaskCancelledData{Reason: reason})
+		id := fmt.Sprintf("%s/%s:%d", f.ID, t.ID, t.Round)
+		return dc.add(id, event.TaskCancelled, f.ID, t.ID, t.Attempt, event.TaskCancelledData{Reason: reason})
 	}
-	if t.State == eventlog.TaskCancelled && a != nil {
-		p.out = append(p.out, action{stop: a})
+	if t.State == drovertype.TaskCancelled && a != nil {
+		dc.out = append(dc.out, action{stop: a})
 		return nil
 	}
 	switch t.State {
-	case eventlog.TaskPending:
-		if merge, ready := readyMerge(p.st, f, t); ready && p.mayStart(f, flowLive) {
-			return p.schedule(f, t, merge, "", "", nil, "")
+	case drovertype.TaskPending:
+		if merge, ready := readyMerge(dc.st, f, t); ready && dc.mayStart(f, flowLive) {
+			return dc.schedule(f, t, merge, "", "", nil, "")
 		}
-	case eventlog.TaskRetrying:
+	case drovertype.TaskRetrying:
 		r := t.Retry
-		if r == nil || p.now.Before(r.DueAt) {
+		if r == nil || dc.now.Before(r.DueAt) {
 			return nil
 		}
-		merge, ready := readyMerge(p.st, f, t)
-		if !ready || !p.mayStart(f, flowLive) {
+		merge, ready := readyMerge(dc.st, f, t)
+		if !ready || !dc.mayStart(f, flowLive) {
 			return nil
 		}
 		var args []string
 		if plan := t.Plan; plan != nil && plan.Worker.Name == r.Runtime {
 			args = plan.Worker.Args
 		}
-		return p.schedule(f, t, merge, r.Runtime, r.Model, args, p.retryPrompt(f, t))
-	case eventlog.TaskScheduled, eventlog.TaskRunning:
-		at := p.st.Attempts[t.Attempt]
+		return dc.schedule(f, t, merge, r.Runtime, r.Model, args, dc.retryPrompt(f, t))
+	case drovertype.TaskScheduled, drovertype.TaskRunning:
+		at := dc.st.Attempts[t.Attempt]
 		if at == nil {
 			return nil
 		}
 		switch {
-		case at.State == eventlog.AttemptQueued:
-			if !p.published(at.ID) {
-				p.out = append(p.out, action{job: p.c.job(f, t, at)})
+		case at.State == drovertype.AttemptScheduled:
+			if !dc.published(at.ID) {
+				dc.out = append(dc.out, action{job: dc.c.job(f, t, at)})
 			}
-		case at.State == eventlog.AttemptFailed && at.Error == nil:
-			info := eventlog.ErrorInfo{Class: "UNKNOWN", Message: "attempt failed without an error"}
+		case at.State == drovertype.AttemptFailed && at.Error == nil:
+			info := event.ErrorInfo{Class: drovertype.ClassUnknown, Message: "attempt failed without an error"}
 			if at.Report != nil && at.Report.Error != nil {
 				info = *at.Report.Error
 			}
-			return p.add("runtime_error_classified:"+at.ID, eventlog.RuntimeErrorClassified, f.ID, t.ID, at.ID,
-				eventlog.RuntimeErrorClassifiedData{ErrorInfo: info})
-		case at.State == eventlog.AttemptFailed:
-			return p.recover(f, t, at)
+			return dc.add(at.ID, event.RuntimeErrorClassified, f.ID, t.ID, at.ID,
+				event.RuntimeErrorClassifiedData{ErrorInfo: info})
+		case at.State == drovertype.AttemptFailed:
+			return dc.recover(f, t, at)
 		}
 	}
 	return nil
@@ -279,7 +290,7 @@ func (p *planner) task(f *eventlog.Flow, t *eventlog.Task, flowLive *int) error 
 
 // recover applies the retry policy to the task's failed attempt: a retry
 // scheduled for later (runtime_recovery_scheduled), or the task fails.
-func (p *planner) recover(f *eventlog.Flow, t *eventlog.Task, a *eventlog.Attempt) error {
+func (dc *decider) recover(f *projection.Flow, t *projection.Task, a *projection.Attempt) error {
 	plan := t.Plan
 	if plan == nil {
 		plan = &policy.Resolved{Worker: policy.Choice{Name: t.Runtime}, Retry: policy.DefaultRetry()}
@@ -297,23 +308,23 @@ func (p *planner) recover(f *eventlog.Flow, t *eventlog.Task, a *eventlog.Attemp
 	}, at, a.ID)
 	if !d.Retry {
 		reason := fmt.Sprintf("attempt %d failed: %s: %s (%s)", a.N, e.Class, e.Message, d.Reason)
-		return p.add("task_failed:"+a.ID, eventlog.TaskFailedEvent, f.ID, t.ID, a.ID,
-			eventlog.TaskFailedData{Reason: reason, Class: e.Class})
+		return dc.add(a.ID, event.TaskFailed, f.ID, t.ID, a.ID,
+			event.TaskFailedData{Reason: reason, Class: e.Class})
 	}
-	return p.add("runtime_recovery_scheduled:"+a.ID, eventlog.RuntimeRecoveryScheduled, f.ID, t.ID, a.ID,
-		eventlog.RuntimeRecoveryScheduledData{
+	return dc.add(a.ID, event.RuntimeRecoveryScheduled, f.ID, t.ID, a.ID,
+		event.RuntimeRecoveryScheduledData{
 			Strategy: d.Strategy, N: t.Attempts + 1, Runtime: d.Runtime, Model: d.Model,
 			DelayMS: d.Delay.Milliseconds(), DueAt: at.Add(d.Delay), Reason: d.Reason,
 		})
 }
 
 // retryPrompt is the task's prompt with the feedback of its last attempt.
-func (p *planner) retryPrompt(f *eventlog.Flow, t *eventlog.Task) string {
+func (dc *decider) retryPrompt(f *projection.Flow, t *projection.Task) string {
 	spec, _ := f.Spec.Task(t.ID)
 	if spec == nil {
 		return ""
 	}
-	prev := p.st.Attempts[t.Attempt]
+	prev := dc.st.Attempts[t.Attempt]
 	if prev == nil {
 		return spec.Prompt
 	}
@@ -327,81 +338,81 @@ func (p *planner) retryPrompt(f *eventlog.Flow, t *eventlog.Task) string {
 // finish completes a flow whose tasks have all ended and whose attempts have
 // all stopped, after building its integration branch from the tasks that
 // succeeded.
-func (p *planner) finish(f *eventlog.Flow, tasks []*eventlog.Task) error {
+func (dc *decider) finish(f *projection.Flow, tasks []*projection.Task) error {
 	for _, t := range tasks {
-		if !t.State.Terminal() || p.liveAttempt(t) != nil {
+		if !t.State.Terminal() || dc.liveAttempt(t) != nil {
 			return nil
 		}
 	}
 	allOK := true
-	var merge []eventlog.DepResult
+	var merge []event.DepResult
 	runtime := ""
 	for _, t := range tasks {
-		if t.State != eventlog.TaskSucceeded {
+		if t.State != drovertype.TaskSucceeded {
 			allOK = false
 			continue
 		}
-		merge = append(merge, eventlog.DepResult{Task: t.ID, Branch: t.ResultBranch, Commit: t.ResultCommit})
+		merge = append(merge, event.DepResult{Task: t.ID, Branch: t.ResultBranch, Commit: t.ResultCommit})
 		runtime = t.Runtime
-		if a := p.st.Attempts[t.Attempt]; a != nil {
+		if a := dc.st.Attempts[t.Attempt]; a != nil {
 			runtime = a.Runtime
 		}
 	}
-	id := "flow_completed:" + f.ID
+	id := f.ID
 	if f.Round > 0 {
 		id = fmt.Sprintf("%s:r%d", id, f.Round)
 	}
-	complete := func(state eventlog.FlowState) error {
-		return p.add(id, eventlog.FlowCompleted, f.ID, "", "", eventlog.FlowCompletedData{State: state, Round: f.Round})
+	complete := func(state drovertype.FlowState) error {
+		return dc.add(id, event.FlowCompleted, f.ID, "", "", event.FlowCompletedData{State: state, Round: f.Round})
 	}
 	if f.Cancel != nil {
-		return complete(eventlog.FlowCancelled)
+		return complete(drovertype.FlowCancelled)
 	}
 	if len(merge) == 0 {
-		return complete(eventlog.FlowFailed)
+		return complete(drovertype.FlowFailed)
 	}
 	n := f.Round + 1
 	in := f.Integration
 	switch {
 	case in == nil || in.N < n:
-		return p.add(fmt.Sprintf("integration_scheduled:%s:%d", f.ID, n), eventlog.IntegrationScheduled, f.ID, "", "",
-			eventlog.IntegrationScheduledData{N: n, Branch: queue.IntegrationBranch(f.ID, n), Runtime: runtime,
-				Pool: p.c.cfg.Defaults.Pool})
-	case in.State == eventlog.IntegrationScheduledSt:
-		jobID := queue.IntegrationID(f.ID, in.N)
-		if !p.published(jobID) {
-			p.out = append(p.out, action{job: &queue.Job{
-				Kind: queue.KindIntegrate, Attempt: jobID, Flow: f.ID, N: in.N, Pool: in.Pool, Runtime: in.Runtime,
+		return dc.add(fmt.Sprintf("%s:%d", f.ID, n), event.IntegrationScheduled, f.ID, "", "",
+			event.IntegrationScheduledData{N: n, Branch: drovertype.IntegrationBranch(f.ID, n), Runtime: runtime,
+				Pool: dc.c.cfg.Defaults.Pool})
+	case in.State == drovertype.IntegrationScheduled:
+		jobID := drovertype.IntegrationID(f.ID, in.N)
+		if !dc.published(jobID) {
+			dc.out = append(dc.out, action{job: &queue.Job{
+				Kind: drovertype.JobIntegrate, Attempt: jobID, Flow: f.ID, N: in.N, Pool: in.Pool, Runtime: in.Runtime,
 				Repo: f.Spec.Repo, Base: f.Spec.Base, Branch: in.Branch, Merge: in.Merge,
 			}})
 		}
 		return nil
-	case in.State == eventlog.IntegrationSucceeded && allOK:
-		return complete(eventlog.FlowSucceeded)
+	case in.State == drovertype.IntegrationSucceeded && allOK:
+		return complete(drovertype.FlowSucceeded)
 	default:
-		return complete(eventlog.FlowFailed)
+		return complete(drovertype.FlowFailed)
 	}
 }
 
 // readyMerge reports whether every dependency of t succeeded, and their
 // results in the order t lists them.
-func readyMerge(st *eventlog.State, f *eventlog.Flow, t *eventlog.Task) ([]eventlog.DepResult, bool) {
-	merge := make([]eventlog.DepResult, 0, len(t.DependsOn))
+func readyMerge(st *projection.State, f *projection.Flow, t *projection.Task) ([]event.DepResult, bool) {
+	merge := make([]event.DepResult, 0, len(t.DependsOn))
 	for _, dep := range t.DependsOn {
 		d := st.Task(f.ID, dep)
-		if d == nil || d.State != eventlog.TaskSucceeded {
+		if d == nil || d.State != drovertype.TaskSucceeded {
 			return nil, false
 		}
-		merge = append(merge, eventlog.DepResult{Task: dep, Branch: d.ResultBranch, Commit: d.ResultCommit})
+		merge = append(merge, event.DepResult{Task: dep, Branch: d.ResultBranch, Commit: d.ResultCommit})
 	}
 	return merge, true
 }
 
 // schedule records the task's next attempt. runtime "" means the task's
 // resolved runtime, with its model and arguments.
-func (p *planner) schedule(f *eventlog.Flow, t *eventlog.Task, merge []eventlog.DepResult, runtime, model string, args []string, prompt string) error {
+func (dc *decider) schedule(f *projection.Flow, t *projection.Task, merge []event.DepResult, runtime, model string, args []string, prompt string) error {
 	n := t.Attempts + 1
-	id := queue.AttemptID(f.ID, t.ID, n)
+	id := drovertype.AttemptID(f.ID, t.ID, n)
 	if runtime == "" {
 		runtime = t.Runtime
 		if t.Plan != nil {
@@ -415,13 +426,13 @@ func (p *planner) schedule(f *eventlog.Flow, t *eventlog.Task, merge []eventlog.
 	if t.Plan != nil && t.Plan.Timeout > 0 {
 		timeout = t.Plan.Timeout
 	}
-	return p.add("attempt_scheduled:"+id, eventlog.AttemptScheduled, f.ID, t.ID, id, eventlog.AttemptScheduledData{
-		N: n, Runtime: runtime, Model: model, Args: args, Pool: p.c.cfg.Defaults.Pool,
-		Branch: queue.AttemptBranch(f.ID, t.ID, n), Timeout: timeout, Merge: merge, Prompt: prompt,
+	return dc.add(id, event.AttemptScheduled, f.ID, t.ID, id, event.AttemptScheduledData{
+		N: n, Runtime: runtime, Model: model, Args: args, Pool: dc.c.cfg.Defaults.Pool,
+		Branch: drovertype.AttemptBranch(f.ID, t.ID, n), Timeout: timeout, Merge: merge, Prompt: prompt,
 	})
 }
 
-func (c *Controller) job(f *eventlog.Flow, t *eventlog.Task, a *eventlog.Attempt) *queue.Job {
+func (c *Controller) job(f *projection.Flow, t *projection.Task, a *projection.Attempt) *queue.Job {
 	spec, _ := f.Spec.Task(t.ID)
 	j := &queue.Job{
 		Attempt: a.ID, Flow: f.ID, Task: t.ID, N: a.N, Pool: a.Pool, Runtime: a.Runtime, Model: a.Model, Args: a.Args,

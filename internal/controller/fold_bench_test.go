@@ -13,11 +13,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/natsconn"
+
+	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/store"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/drover-dev/drover/internal/config"
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/queue"
 )
@@ -64,7 +70,7 @@ func BenchmarkFold(b *testing.B) {
 func benchFold(b *testing.B, n int) {
 	// fsync does not matter to a reader; the server's default keeps the
 	// pre-fill quick.
-	ns, err := queue.StartEmbedded(queue.EmbeddedOptions{StoreDir: b.TempDir(), Port: -1})
+	ns, err := natsconn.StartEmbedded(natsconn.EmbeddedOptions{StoreDir: b.TempDir(), Port: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -142,7 +148,7 @@ func profileFold(b *testing.B) (stop func()) {
 // foldOnce folds the whole stream into a fresh store and returns how long
 // it took from starting the fold loop to the last sequence applied.
 func foldOnce(b *testing.B, cfg *config.Config, js jetstream.JetStream, last uint64) time.Duration {
-	store, err := eventlog.OpenStore(b.TempDir(), eventlog.StoreOptions{})
+	store, err := store.Open(b.TempDir(), store.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -164,9 +170,9 @@ func foldOnce(b *testing.B, cfg *config.Config, js jetstream.JetStream, last uin
 		b.Fatalf("fold: %v (applied %d of %d)", err, store.Applied(), last)
 	}
 	var flows, poison int
-	store.Read(func(st *eventlog.State) {
+	store.Read(func(st *projection.State) {
 		for _, f := range st.Flows {
-			if f.State == eventlog.FlowSucceeded {
+			if f.State == drovertype.FlowSucceeded {
 				flows++
 			}
 		}
@@ -265,9 +271,9 @@ type eventGen struct {
 	bytes  int64
 }
 
-func (g *eventGen) emit(id string, typ eventlog.Type, flowID, task, attempt string, epoch uint64, data any) {
+func (g *eventGen) emit(id string, typ event.Type, flowID, task, attempt string, epoch uint64, data any) {
 	g.at = g.at.Add(time.Millisecond)
-	ev, err := eventlog.New(id, typ, g.at, flowID, task, attempt, epoch, data)
+	ev, err := event.New(id, typ, g.at, flowID, task, attempt, epoch, data)
 	if err != nil {
 		g.b.Fatal(err)
 	}
@@ -307,14 +313,14 @@ func (g *eventGen) flow(flowID string, tasks int) {
 	if err != nil {
 		g.b.Fatal(err)
 	}
-	g.emit("flow_submitted:"+flowID, eventlog.FlowSubmitted, flowID, "", "", 0, sub)
+	g.emit("flow_submitted:"+flowID, event.FlowSubmitted, flowID, "", "", 0, sub)
 	base := sha("base")
-	var merge []eventlog.DepResult
+	var merge []event.DepResult
 	for i := range tasks {
 		task := fmt.Sprintf("t%04d", i)
-		id := queue.AttemptID(flowID, task, 1)
-		g.emit("attempt_scheduled:"+id, eventlog.AttemptScheduled, flowID, task, id, 0, eventlog.AttemptScheduledData{
-			N: 1, Runtime: "claude-code", Pool: "default", Branch: queue.AttemptBranch(flowID, task, 1),
+		id := drovertype.AttemptID(flowID, task, 1)
+		g.emit("attempt_scheduled:"+id, event.AttemptScheduled, flowID, task, id, 0, event.AttemptScheduledData{
+			N: 1, Runtime: "claude-code", Pool: "default", Branch: drovertype.AttemptBranch(flowID, task, 1),
 			Timeout: flow.Duration(30 * time.Minute)})
 	}
 	// Two workers: their tasks' events interleave.
@@ -323,7 +329,7 @@ func (g *eventGen) flow(flowID string, tasks int) {
 		for k := i; k < min(i+2, tasks); k++ {
 			task := fmt.Sprintf("t%04d", k)
 			lifecycles = append(lifecycles, g.attempt(flowID, task, fmt.Sprintf("w%d", k%2+1), base))
-			merge = append(merge, eventlog.DepResult{Task: task, Branch: queue.AttemptBranch(flowID, task, 1), Commit: sha(task)})
+			merge = append(merge, event.DepResult{Task: task, Branch: drovertype.AttemptBranch(flowID, task, 1), Commit: sha(task)})
 		}
 		for step := range lifecycles[0] {
 			for _, lc := range lifecycles {
@@ -331,18 +337,18 @@ func (g *eventGen) flow(flowID string, tasks int) {
 			}
 		}
 	}
-	intID := queue.IntegrationID(flowID, 1)
-	g.emit(fmt.Sprintf("integration_scheduled:%s:1", flowID), eventlog.IntegrationScheduled, flowID, "", "", 0,
-		eventlog.IntegrationScheduledData{N: 1, Branch: queue.IntegrationBranch(flowID, 1), Runtime: "claude-code", Pool: "default", Merge: merge})
-	g.emit(fmt.Sprintf("flow_integrated:%s:1", intID), eventlog.FlowIntegrated, flowID, "", intID, 1,
-		eventlog.FlowIntegratedData{N: 1, Branch: queue.IntegrationBranch(flowID, 1), Commit: sha(intID)})
-	g.emit("flow_completed:"+flowID, eventlog.FlowCompleted, flowID, "", "", 0, eventlog.FlowCompletedData{State: eventlog.FlowSucceeded})
+	intID := drovertype.IntegrationID(flowID, 1)
+	g.emit(fmt.Sprintf("integration_scheduled:%s:1", flowID), event.IntegrationScheduled, flowID, "", "", 0,
+		event.IntegrationScheduledData{N: 1, Branch: drovertype.IntegrationBranch(flowID, 1), Runtime: "claude-code", Pool: "default", Merge: merge})
+	g.emit(fmt.Sprintf("flow_integrated:%s:1", intID), event.FlowIntegrated, flowID, "", intID, 1,
+		event.FlowIntegratedData{N: 1, Branch: drovertype.IntegrationBranch(flowID, 1), Commit: sha(intID)})
+	g.emit("flow_completed:"+flowID, event.FlowCompleted, flowID, "", "", 0, event.FlowCompletedData{State: drovertype.FlowSucceeded})
 }
 
 // attempt returns the steps of one successful attempt, worker side.
 func (g *eventGen) attempt(flowID, task, worker, base string) []func() {
-	id := queue.AttemptID(flowID, task, 1)
-	branch := queue.AttemptBranch(flowID, task, 1)
+	id := drovertype.AttemptID(flowID, task, 1)
+	branch := drovertype.AttemptBranch(flowID, task, 1)
 	wt := "/var/lib/drover-worker/worktrees/" + id + "-e1"
 	var files []string
 	n, _ := strconv.Atoi(task[1:])
@@ -357,36 +363,36 @@ func (g *eventGen) attempt(flowID, task, worker, base string) []func() {
 	diff.WriteString("diff --git a/hello.txt b/hello.txt\nnew file mode 100644\nindex 0000000..45b983b\n--- /dev/null\n+++ b/hello.txt\n@@ -0,0 +1 @@\n+hi\n")
 	stat.WriteString(" hello.txt          | 1 +\n 4 files changed, 4 insertions(+)\n")
 	commit := sha(task)
-	phase := func(typ eventlog.Type, data any) func() {
+	phase := func(typ event.Type, data any) func() {
 		return func() { g.emit(fmt.Sprintf("%s:%s:1", typ, id), typ, flowID, task, id, 1, data) }
 	}
 	file := func(path, change string) func() {
 		sum := sha256.Sum256([]byte(path))
 		return func() {
-			g.emit(fmt.Sprintf("%s:%s:1:%s", eventlog.FileModified, id, hex.EncodeToString(sum[:8])), eventlog.FileModified,
-				flowID, task, id, 1, eventlog.FileModifiedData{Path: path, Change: change})
+			g.emit(fmt.Sprintf("%s:%s:1:%s", event.FileModified, id, hex.EncodeToString(sum[:8])), event.FileModified,
+				flowID, task, id, 1, event.FileModifiedData{Path: path, Change: change})
 		}
 	}
 	return []func(){
-		phase(eventlog.AttemptClaimed, eventlog.AttemptClaimedData{Worker: worker, Host: "worker-host-" + worker}),
-		phase(eventlog.AdapterInitialized, eventlog.AdapterInitializedData{Adapter: "command", Binary: "/usr/local/bin/claude", Version: "2.1.197 (Claude Code)"}),
-		phase(eventlog.PrepareCompleted, eventlog.PrepareCompletedData{Worktree: wt, Branch: branch, BaseCommit: base, Baseline: base}),
-		phase(eventlog.RuntimeStarted, eventlog.RuntimeStartedData{Pid: 40000 + n, Argv: []string{"/usr/local/bin/claude",
+		phase(event.AttemptClaimed, event.AttemptClaimedData{Worker: worker, Host: "worker-host-" + worker}),
+		phase(event.AdapterInitialized, event.AdapterInitializedData{Adapter: "command", Binary: "/usr/local/bin/claude", Version: "2.1.197 (Claude Code)"}),
+		phase(event.PrepareCompleted, event.PrepareCompletedData{Worktree: wt, Branch: branch, BaseCommit: base, Baseline: base}),
+		phase(event.RuntimeStarted, event.RuntimeStartedData{Pid: 40000 + n, Argv: []string{"/usr/local/bin/claude",
 			"--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions", "-p", "Task " + task + ": tidy up three files and add a greeting."}}),
-		phase(eventlog.RuntimeExited, eventlog.RuntimeExitedData{Outcome: "exited", DurationMS: 48213}),
+		phase(event.RuntimeExited, event.RuntimeExitedData{Outcome: "exited", DurationMS: 48213}),
 		file("hello.txt", "created"),
 		file(files[0], "modified"),
 		file(files[1], "modified"),
 		file(files[2], "modified"),
-		phase(eventlog.DiffComputed, eventlog.DiffComputedData{Created: []string{"hello.txt"}, Modified: files,
+		phase(event.DiffComputed, event.DiffComputedData{Created: []string{"hello.txt"}, Modified: files,
 			Stat: stat.String(), Diff: diff.String(), DiffBytes: diff.Len()}),
-		phase(eventlog.CheckpointCommitCreated, eventlog.CheckpointCommitCreatedData{Commit: commit}),
-		phase(eventlog.RuntimeTerminated, struct{}{}),
-		phase(eventlog.AttemptReported, &eventlog.Report{
+		phase(event.CheckpointCommitCreated, event.CheckpointCommitCreatedData{Commit: commit}),
+		phase(event.RuntimeTerminated, struct{}{}),
+		phase(event.AttemptReported, &event.Report{
 			Success: true, DurationMS: 48213, StdoutTail: g.stdout,
 			FilesCreated: []string{"hello.txt"}, FilesModified: files, DiffSummary: stat.String(),
 			Branch: branch, Commit: commit, Worktree: wt,
-			Usage:     &eventlog.Usage{Model: "claude-opus-4-8", InputTokens: 38432, OutputTokens: 24, CacheReadTokens: 12000, CostUSD: 0.0412},
+			Usage:     &event.Usage{Model: "claude-opus-4-8", InputTokens: 38432, OutputTokens: 24, CacheReadTokens: 12000, CostUSD: 0.0412},
 			FinalText: "Done: created hello.txt containing hi.", ToolCalls: map[string]int{"Write": 1, "Edit": 3},
 			EventsObject: id + "/e1/events.jsonl", LogObject: id + "/e1/output.log", LogBytes: int64(len(g.stdout)),
 			PatchObject: id + "/e1/diff.patch",

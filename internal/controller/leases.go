@@ -7,7 +7,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/projection"
+
 	"github.com/drover-dev/drover/internal/queue"
 )
 
@@ -116,8 +119,8 @@ func (m *leaseMonitor) check(ctx context.Context) {
 		if !s.info.Lost() && now.Sub(s.at) < m.lease {
 			continue
 		}
-		var a *eventlog.Attempt
-		m.c.store.Read(func(st *eventlog.State) {
+		var a *projection.Attempt
+		m.c.store.Read(func(st *projection.State) {
 			if at := st.Attempts[id]; at != nil {
 				cp := *at
 				a = &cp
@@ -140,7 +143,7 @@ func (m *leaseMonitor) check(ctx context.Context) {
 // lost revokes a lapsed claim and records the loss. The event id names the
 // claim, so recording it again (the next check, or after a restart) counts
 // once.
-func (m *leaseMonitor) lost(ctx context.Context, a *eventlog.Attempt, s *seenClaim) error {
+func (m *leaseMonitor) lost(ctx context.Context, a *projection.Attempt, s *seenClaim) error {
 	info, err := m.c.claims.RevokeLapsed(ctx, a.ID, s.info.Revision)
 	if errors.Is(err, queue.ErrHeld) {
 		// Renewed, finished or taken over meanwhile: the watch brings the
@@ -155,8 +158,8 @@ func (m *leaseMonitor) lost(ctx context.Context, a *eventlog.Attempt, s *seenCla
 		m.c.log.Warn("worker lost: its claim lapsed", "attempt", a.ID, "worker", info.Worker, "epoch", info.Epoch, "lease", m.lease)
 	}
 	s.info = *info
-	ev, err := eventlog.New(fmt.Sprintf("attempt_lost:%s:%d", a.ID, info.Epoch), eventlog.AttemptLost, m.c.now(),
-		a.Flow, a.Task, a.ID, info.Epoch, eventlog.AttemptLostData{
+	ev, err := event.New(drovertype.ClaimEventID(event.AttemptLost, a.ID, info.Epoch), event.AttemptLost, m.c.now(),
+		a.Flow, a.Task, a.ID, info.Epoch, event.AttemptLostData{
 			Worker: info.Worker, LeaseMS: m.lease.Milliseconds(),
 			Reason: fmt.Sprintf("no renewal of the claim for %s", m.lease),
 		})

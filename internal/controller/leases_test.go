@@ -6,7 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/projection"
+
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/queue"
 )
@@ -30,8 +33,8 @@ func TestLostWorkerIsRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a1, a2 := queue.AttemptID(id, "a", 1), queue.AttemptID(id, "a", 2)
-	h.waitFor("attempt 1", func(st *eventlog.State) bool { return st.Attempts[a1] != nil })
+	a1, a2 := drovertype.AttemptID(id, "a", 1), drovertype.AttemptID(id, "a", 2)
+	h.waitFor("attempt 1", func(st *projection.State) bool { return st.Attempts[a1] != nil })
 
 	claims, err := queue.NewClaims(ctx, h.js, lease, nil)
 	if err != nil {
@@ -42,11 +45,11 @@ func TestLostWorkerIsRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.publish("claim-1", eventlog.AttemptClaimed, id, "a", a1, 1, eventlog.AttemptClaimedData{Worker: "w1"})
-	h.waitFor("attempt 2 after the loss", func(st *eventlog.State) bool { return st.Attempts[a2] != nil })
-	var lost eventlog.Attempt
-	h.store.Read(func(st *eventlog.State) { lost = *st.Attempts[a1] })
-	if lost.State != eventlog.AttemptFailed || lost.Error == nil || lost.Error.Class != "WORKER_LOST" || lost.Worker != "w1" {
+	h.publish("claim-1", event.AttemptClaimed, id, "a", a1, 1, event.AttemptClaimedData{Worker: "w1"})
+	h.waitFor("attempt 2 after the loss", func(st *projection.State) bool { return st.Attempts[a2] != nil })
+	var lost projection.Attempt
+	h.store.Read(func(st *projection.State) { lost = *st.Attempts[a1] })
+	if lost.State != drovertype.AttemptFailed || lost.Error == nil || lost.Error.Class != "WORKER_LOST" || lost.Worker != "w1" {
 		t.Errorf("lost attempt: state %s worker %s error %+v", lost.State, lost.Worker, lost.Error)
 	}
 	// The silent holder cannot come back, and no worker runs attempt 1 again.
@@ -62,7 +65,7 @@ func TestLostWorkerIsRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.publish("claim-2", eventlog.AttemptClaimed, id, "a", a2, 1, eventlog.AttemptClaimedData{Worker: "w2"})
+	h.publish("claim-2", event.AttemptClaimed, id, "a", a2, 1, event.AttemptClaimedData{Worker: "w2"})
 	end := time.Now().Add(3 * lease)
 	for time.Now().Before(end) {
 		time.Sleep(lease / 4)
@@ -70,12 +73,12 @@ func TestLostWorkerIsRetried(t *testing.T) {
 			t.Fatalf("renewal of a live claim: %v", err)
 		}
 	}
-	h.publish("report-2", eventlog.AttemptReported, id, "a", a2, 1, eventlog.Report{Success: true, Branch: "drover/x/a/2", Commit: "c2"})
+	h.publish("report-2", event.AttemptReported, id, "a", a2, 1, event.Report{Success: true, Branch: "drover/x/a/2", Commit: "c2"})
 	if err := live.Finish(ctx); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor("the task to succeed", func(st *eventlog.State) bool { return st.Task(id, "a").State == eventlog.TaskSucceeded })
-	if n := h.count(id, eventlog.AttemptLost); n != 1 {
+	h.waitFor("the task to succeed", func(st *projection.State) bool { return st.Task(id, "a").State == drovertype.TaskSucceeded })
+	if n := h.count(id, event.AttemptLost); n != 1 {
 		t.Errorf("attempt_lost events = %d, want 1 (only the silent worker's)", n)
 	}
 	res, err := h.ctrl.Rebuild(ctx)

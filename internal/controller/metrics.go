@@ -7,10 +7,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/fleet"
+
+	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/projection"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/drover-dev/drover/internal/eventlog"
 	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/telemetry"
 )
@@ -65,17 +70,17 @@ func newMetrics(c *Controller) *metrics {
 // recordFolded counts one newly folded event and, for attempt endings,
 // records outcome, duration and tokens from the attempt the fold just ended:
 // the report is read from the projection, not decoded again.
-func (m *metrics) recordFolded(ctx context.Context, seq uint64, ev *eventlog.Event) {
+func (m *metrics) recordFolded(ctx context.Context, seq uint64, ev *event.Event) {
 	m.folded.Add(ctx, 1)
-	if ev.Type != eventlog.AttemptReported && ev.Type != eventlog.AttemptAbandoned && ev.Type != eventlog.AttemptLost {
+	if ev.Type != event.AttemptReported && ev.Type != event.AttemptAbandoned && ev.Type != event.AttemptLost {
 		return
 	}
 	var (
 		runtime string
-		rep     eventlog.Report
+		rep     event.Report
 		counted bool
 	)
-	m.c.store.Read(func(st *eventlog.State) {
+	m.c.store.Read(func(st *projection.State) {
 		a := st.Attempts[ev.Attempt]
 		// Only an event that ended the attempt counts: not a duplicate, not
 		// a report fenced off from a superseded claim.
@@ -83,7 +88,7 @@ func (m *metrics) recordFolded(ctx context.Context, seq uint64, ev *eventlog.Eve
 			return
 		}
 		runtime, counted = a.Runtime, true
-		if ev.Type == eventlog.AttemptReported && a.Report != nil {
+		if ev.Type == event.AttemptReported && a.Report != nil {
 			rep = *a.Report
 		}
 	})
@@ -92,18 +97,18 @@ func (m *metrics) recordFolded(ctx context.Context, seq uint64, ev *eventlog.Eve
 	}
 	rt := attribute.String("runtime", runtime)
 	switch ev.Type {
-	case eventlog.AttemptAbandoned:
+	case event.AttemptAbandoned:
 		m.ended.Add(ctx, 1, metric.WithAttributes(rt, attribute.String("outcome", "abandoned"), attribute.String("class", "")))
 		return
-	case eventlog.AttemptLost:
-		m.ended.Add(ctx, 1, metric.WithAttributes(rt, attribute.String("outcome", "lost"), attribute.String("class", "WORKER_LOST")))
+	case event.AttemptLost:
+		m.ended.Add(ctx, 1, metric.WithAttributes(rt, attribute.String("outcome", "lost"), attribute.String("class", string(drovertype.ClassWorkerLost))))
 		return
 	}
 	outcome, class := "succeeded", ""
 	if !rep.Success {
 		outcome = "failed"
 		if rep.Error != nil {
-			class = rep.Error.Class
+			class = string(rep.Error.Class)
 		}
 	}
 	out := attribute.String("outcome", outcome)
@@ -140,7 +145,7 @@ func (m *metrics) observeQueue(ctx context.Context, o metric.Observer, g metric.
 }
 
 func (m *metrics) observeWorkers(ctx context.Context, o metric.Observer, g metric.Int64Observable) {
-	regs, err := queue.Workers(ctx, m.c.js)
+	regs, err := fleet.Workers(ctx, m.c.js)
 	if err != nil {
 		return
 	}
@@ -171,7 +176,7 @@ func (c *Controller) addReadyChecks() func() {
 			return nil
 		}),
 		telemetry.AddCheck("store", func(context.Context) error {
-			c.store.Read(func(st *eventlog.State) { _ = len(st.Flows) })
+			c.store.Read(func(st *projection.State) { _ = len(st.Flows) })
 			return nil
 		}),
 		telemetry.AddCheck("events_stream", func(ctx context.Context) error {

@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/projection"
+
 	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/telemetry"
 )
@@ -41,12 +44,12 @@ func TestMetrics(t *testing.T) {
 	if _, err := queue.EnsureAttemptConsumer(context.Background(), h.js, "default", "demo", queue.ConsumerOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor("the attempt to be scheduled", func(st *eventlog.State) bool { return st.Attempts[att] != nil })
-	h.publish("claim", eventlog.AttemptClaimed, id, "a", att, 1, eventlog.AttemptClaimedData{Worker: "w1"})
-	h.publish("report", eventlog.AttemptReported, id, "a", att, 1, eventlog.Report{
-		Success: false, DurationMS: 1500, Error: &eventlog.ErrorInfo{Class: "RUNTIME_ERROR", Message: "exit 3"},
-		Usage: &eventlog.Usage{Model: "m1", InputTokens: 10, OutputTokens: 4}})
-	h.waitFor("the report to be folded", func(st *eventlog.State) bool { return st.Attempts[att].State == eventlog.AttemptFailed })
+	h.waitFor("the attempt to be scheduled", func(st *projection.State) bool { return st.Attempts[att] != nil })
+	h.publish("claim", event.AttemptClaimed, id, "a", att, 1, event.AttemptClaimedData{Worker: "w1"})
+	h.publish("report", event.AttemptReported, id, "a", att, 1, event.Report{
+		Success: false, DurationMS: 1500, Error: &event.ErrorInfo{Class: "RUNTIME_ERROR", Message: "exit 3"},
+		Usage: &event.Usage{Model: "m1", InputTokens: 10, OutputTokens: 4}})
+	h.waitFor("the report to be folded", func(st *projection.State) bool { return st.Attempts[att].State == drovertype.AttemptFailed })
 
 	var body string
 	deadline := time.Now().Add(10 * time.Second)

@@ -9,19 +9,22 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/queue"
+
 	"github.com/nats-io/nats.go/micro"
 
-	"github.com/drover-dev/drover/internal/eventlog"
-	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/drovertype"
 )
 
 // Operator API subjects.
 const (
-	SubjectCancel  = "drover.api.cancel"
-	SubjectRetry   = "drover.api.retry"
-	SubjectPause   = "drover.api.pause"
-	SubjectResume  = "drover.api.resume"
-	SubjectResolve = "drover.api.resolve"
+	SubjectCancel  = queue.APIPrefix + ".cancel"
+	SubjectRetry   = queue.APIPrefix + ".retry"
+	SubjectPause   = queue.APIPrefix + ".pause"
+	SubjectResume  = queue.APIPrefix + ".resume"
+	SubjectResolve = queue.APIPrefix + ".resolve"
 )
 
 // OperatorRequest names what an operator acts on: a flow id, FLOW/TASK, or
@@ -65,11 +68,11 @@ func ParseTarget(s string) (Target, error) {
 	default:
 		t.Flow = s
 	}
-	if err := flow.ValidID(t.Flow); err != nil {
+	if err := drovertype.ValidID(t.Flow); err != nil {
 		return t, fmt.Errorf("flow id %q: %v", t.Flow, err)
 	}
 	if t.Task != "" || strings.Contains(s, "/") {
-		if err := flow.ValidID(t.Task); err != nil {
+		if err := drovertype.ValidID(t.Task); err != nil {
 			return t, fmt.Errorf("task id %q: %v", t.Task, err)
 		}
 	}
@@ -84,7 +87,7 @@ func randomSuffix() string {
 
 // operate checks a request against the folded state and records its event.
 // check returns the event to record, or an error message for the operator.
-func (c *Controller) operate(ctx context.Context, r micro.Request, check func(st *eventlog.State, t Target, reason string) (*eventlog.Event, string, error)) {
+func (c *Controller) operate(ctx context.Context, r micro.Request, check func(st *projection.State, t Target, reason string) (*event.Event, string, error)) {
 	var req OperatorRequest
 	if err := json.Unmarshal(r.Data(), &req); err != nil {
 		_ = r.Error(CodeBadRequest, "undecodable request: "+err.Error(), nil)
@@ -98,9 +101,9 @@ func (c *Controller) operate(ctx context.Context, r micro.Request, check func(st
 		_ = r.Error(CodeBadRequest, err.Error(), nil)
 		return
 	}
-	var ev *eventlog.Event
+	var ev *event.Event
 	var msg string
-	c.store.Read(func(st *eventlog.State) { ev, msg, err = check(st, t, req.Reason) })
+	c.store.Read(func(st *projection.State) { ev, msg, err = check(st, t, req.Reason) })
 	if err != nil {
 		code := CodeBadRequest
 		if nf, ok := err.(notFound); ok {
@@ -119,7 +122,7 @@ func (c *Controller) operate(ctx context.Context, r micro.Request, check func(st
 
 type notFound struct{ error }
 
-func findFlow(st *eventlog.State, t Target) (*eventlog.Flow, error) {
+func findFlow(st *projection.State, t Target) (*projection.Flow, error) {
 	f := st.Flows[t.Flow]
 	if f == nil {
 		return nil, notFound{fmt.Errorf("no flow %s", t.Flow)}
@@ -127,7 +130,7 @@ func findFlow(st *eventlog.State, t Target) (*eventlog.Flow, error) {
 	return f, nil
 }
 
-func findTask(st *eventlog.State, t Target) (*eventlog.Flow, *eventlog.Task, error) {
+func findTask(st *projection.State, t Target) (*projection.Flow, *projection.Task, error) {
 	f, err := findFlow(st, t)
 	if err != nil {
 		return nil, nil, err
@@ -140,7 +143,7 @@ func findTask(st *eventlog.State, t Target) (*eventlog.Flow, *eventlog.Task, err
 }
 
 func (c *Controller) handleCancel(ctx context.Context, r micro.Request) {
-	c.operate(ctx, r, func(st *eventlog.State, t Target, reason string) (*eventlog.Event, string, error) {
+	c.operate(ctx, r, func(st *projection.State, t Target, reason string) (*event.Event, string, error) {
 		f, err := findFlow(st, t)
 		if err != nil {
 			return nil, "", err
@@ -148,7 +151,7 @@ func (c *Controller) handleCancel(ctx context.Context, r micro.Request) {
 		if f.State.Terminal() {
 			return nil, "", fmt.Errorf("flow %s has already ended (%s)", f.ID, f.State)
 		}
-		d := eventlog.CancelRequestedData{Scope: eventlog.CancelFlow, Reason: reason}
+		d := event.CancelRequestedData{Scope: event.CancelFlow, Reason: reason}
 		msg := fmt.Sprintf("cancelling flow %s: running CLIs are stopped, no new attempt starts", f.ID)
 		switch {
 		case t.Attempt != "":
@@ -160,7 +163,7 @@ func (c *Controller) handleCancel(ctx context.Context, r micro.Request) {
 			if a.State.Terminal() || task == nil || task.Attempt != a.ID {
 				return nil, "", fmt.Errorf("attempt %s is not running (%s)", a.ID, a.State)
 			}
-			d.Scope, msg = eventlog.CancelAttempt, fmt.Sprintf("cancelling attempt %s and its task %s", a.ID, a.Task)
+			d.Scope, msg = event.CancelAttempt, fmt.Sprintf("cancelling attempt %s and its task %s", a.ID, a.Task)
 		case t.Task != "":
 			_, task, err := findTask(st, t)
 			if err != nil {
@@ -169,15 +172,15 @@ func (c *Controller) handleCancel(ctx context.Context, r micro.Request) {
 			if task.State.Terminal() {
 				return nil, "", fmt.Errorf("task %s has already ended (%s)", t.Task, task.State)
 			}
-			d.Scope, msg = eventlog.CancelTask, fmt.Sprintf("cancelling task %s", t.Task)
+			d.Scope, msg = event.CancelTask, fmt.Sprintf("cancelling task %s", t.Task)
 		}
-		ev, err := eventlog.New("cancel_requested:"+randomSuffix(), eventlog.CancelRequested, c.now(), f.ID, t.Task, t.Attempt, 0, d)
+		ev, err := event.New(drovertype.EventID(event.CancelRequested, randomSuffix()), event.CancelRequested, c.now(), f.ID, t.Task, t.Attempt, 0, d)
 		return ev, msg, err
 	})
 }
 
 func (c *Controller) handleRetry(ctx context.Context, r micro.Request) {
-	c.operate(ctx, r, func(st *eventlog.State, t Target, reason string) (*eventlog.Event, string, error) {
+	c.operate(ctx, r, func(st *projection.State, t Target, reason string) (*event.Event, string, error) {
 		if t.Task == "" {
 			return nil, "", fmt.Errorf("retry takes FLOW/TASK, got %q", t.Flow)
 		}
@@ -189,7 +192,7 @@ func (c *Controller) handleRetry(ctx context.Context, r micro.Request) {
 			return nil, "", fmt.Errorf("flow %s was cancelled; submit it again", f.ID)
 		}
 		msg := fmt.Sprintf("retrying task %s", task.ID)
-		if task.State == eventlog.TaskBlocked {
+		if task.State == drovertype.TaskBlocked {
 			// A blocked task waits on a failure upstream: retry that one.
 			root := st.Task(f.ID, task.BlockedBy)
 			if root == nil {
@@ -198,21 +201,21 @@ func (c *Controller) handleRetry(ctx context.Context, r micro.Request) {
 			msg = fmt.Sprintf("task %s is blocked by %s: retrying %s", task.ID, root.ID, root.ID)
 			task = root
 		}
-		if task.State != eventlog.TaskFailed && task.State != eventlog.TaskCancelled {
+		if task.State != drovertype.TaskFailed && task.State != drovertype.TaskCancelled {
 			return nil, "", fmt.Errorf("task %s is %s; only failed, cancelled or blocked tasks can be retried", task.ID, task.State)
 		}
 		if a := st.Attempts[task.Attempt]; a != nil && !a.State.Terminal() {
 			return nil, "", fmt.Errorf("task %s: attempt %s is still stopping; try again in a few seconds", task.ID, a.ID)
 		}
-		ev, err := eventlog.New("task_retry_requested:"+randomSuffix(), eventlog.TaskRetryRequested, c.now(), f.ID, task.ID, "", 0,
-			eventlog.OperatorData{Reason: reason})
+		ev, err := event.New(drovertype.EventID(event.TaskRetryRequested, randomSuffix()), event.TaskRetryRequested, c.now(), f.ID, task.ID, "", 0,
+			event.OperatorData{Reason: reason})
 		return ev, msg, err
 	})
 }
 
 func (c *Controller) handlePause(resume bool) func(context.Context, micro.Request) {
 	return func(ctx context.Context, r micro.Request) {
-		c.operate(ctx, r, func(st *eventlog.State, t Target, reason string) (*eventlog.Event, string, error) {
+		c.operate(ctx, r, func(st *projection.State, t Target, reason string) (*event.Event, string, error) {
 			if t.Task != "" || t.Attempt != "" {
 				return nil, "", fmt.Errorf("pause and resume take a flow id")
 			}
@@ -223,11 +226,11 @@ func (c *Controller) handlePause(resume bool) func(context.Context, micro.Reques
 			if f.State.Terminal() {
 				return nil, "", fmt.Errorf("flow %s has already ended (%s)", f.ID, f.State)
 			}
-			typ, msg := eventlog.FlowPaused, fmt.Sprintf("flow %s paused: running attempts go on, no new one starts", f.ID)
+			typ, msg := event.FlowPaused, fmt.Sprintf("flow %s paused: running attempts go on, no new one starts", f.ID)
 			if resume {
-				typ, msg = eventlog.FlowResumed, fmt.Sprintf("flow %s resumed", f.ID)
+				typ, msg = event.FlowResumed, fmt.Sprintf("flow %s resumed", f.ID)
 			}
-			ev, err := eventlog.New(string(typ)+":"+randomSuffix(), typ, c.now(), f.ID, "", "", 0, eventlog.OperatorData{Reason: reason})
+			ev, err := event.New(drovertype.EventID(typ, randomSuffix()), typ, c.now(), f.ID, "", "", 0, event.OperatorData{Reason: reason})
 			return ev, msg, err
 		})
 	}

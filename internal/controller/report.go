@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/projection"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
-	"github.com/drover-dev/drover/internal/eventlog"
 	"github.com/drover-dev/drover/internal/queue"
 )
 
@@ -25,10 +27,10 @@ type ReportRequest struct {
 // included (the projection keeps the report without it), read from the
 // report event at Seq on the EVENTS stream.
 type ReportResponse struct {
-	Attempt string           `json:"attempt"`
-	Event   string           `json:"event"`
-	Seq     uint64           `json:"seq"`
-	Report  *eventlog.Report `json:"report"`
+	Attempt string        `json:"attempt"`
+	Event   string        `json:"event"`
+	Seq     uint64        `json:"seq"`
+	Report  *event.Report `json:"report"`
 }
 
 func (c *Controller) handleReport(ctx context.Context, r micro.Request) {
@@ -44,9 +46,9 @@ func (c *Controller) handleReport(ctx context.Context, r micro.Request) {
 	var found bool
 	var id string
 	var seq uint64
-	c.store.Read(func(st *eventlog.State) {
+	c.store.Read(func(st *projection.State) {
 		if a := st.Attempts[req.Attempt]; a != nil {
-			found, id = true, a.ReportEvent
+			found, id = true, a.ReportEventID
 			seq = st.Seen[id]
 		}
 	})
@@ -71,7 +73,7 @@ func (c *Controller) handleReport(ctx context.Context, r micro.Request) {
 }
 
 // reportAt reads the report event id from the EVENTS stream at seq.
-func (c *Controller) reportAt(ctx context.Context, seq uint64, id string) (*eventlog.Report, error) {
+func (c *Controller) reportAt(ctx context.Context, seq uint64, id string) (*event.Report, error) {
 	s, err := c.js.Stream(ctx, queue.EventsStream)
 	if err != nil {
 		return nil, err
@@ -80,14 +82,14 @@ func (c *Controller) reportAt(ctx context.Context, seq uint64, id string) (*even
 	if err != nil {
 		return nil, fmt.Errorf("event %s at sequence %d: %w", id, seq, err)
 	}
-	ev, err := eventlog.Decode(msg.Data)
+	ev, err := event.Decode(msg.Data)
 	if err != nil {
 		return nil, fmt.Errorf("event at sequence %d: %w", seq, err)
 	}
-	if ev.ID != id || ev.Type != eventlog.AttemptReported {
+	if ev.ID != id || ev.Type != event.AttemptReported {
 		return nil, fmt.Errorf("sequence %d holds %s %s, not the report %s", seq, ev.Type, ev.ID, id)
 	}
-	var rep eventlog.Report
+	var rep event.Report
 	if err := ev.Payload(&rep); err != nil {
 		return nil, fmt.Errorf("event %s: %w", id, err)
 	}

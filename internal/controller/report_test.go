@@ -6,7 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/projection"
 )
 
 // TestReportReadsTheWholeReport: the state keeps a report without its
@@ -18,7 +19,7 @@ func TestReportReadsTheWholeReport(t *testing.T) {
 	ctx := context.Background()
 	cl := &Client{NC: h.nc}
 	id, att := h.submitOne()
-	h.waitFor("the attempt", func(st *eventlog.State) bool { return st.Attempts[att] != nil })
+	h.waitFor("the attempt", func(st *projection.State) bool { return st.Attempts[att] != nil })
 
 	wantCode := func(what string, err error, code string) {
 		t.Helper()
@@ -34,19 +35,19 @@ func TestReportReadsTheWholeReport(t *testing.T) {
 	_, err = cl.Report(ctx, "a.>")
 	wantCode("not an attempt id", err, CodeBadRequest)
 
-	h.publish("claim-a", eventlog.AttemptClaimed, id, "a", att, 1, eventlog.AttemptClaimedData{Worker: "w1"})
-	sent := eventlog.Report{Success: true, Branch: "drover/x/a/1", Commit: "abc",
+	h.publish("claim-a", event.AttemptClaimed, id, "a", att, 1, event.AttemptClaimedData{Worker: "w1"})
+	sent := event.Report{Success: true, Branch: "drover/x/a/1", Commit: "abc",
 		StdoutTail: "{\"type\":\"result\",\"result\":\"done\"}\n", StderrTail: "warning: x\n"}
-	h.publish("report-a", eventlog.AttemptReported, id, "a", att, 1, sent)
-	h.waitFor("the report", func(st *eventlog.State) bool { return st.Attempts[att].Report != nil })
+	h.publish("report-a", event.AttemptReported, id, "a", att, 1, sent)
+	h.waitFor("the report", func(st *projection.State) bool { return st.Attempts[att].Report != nil })
 
 	st, err := cl.Status(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	kept := st.Detail.Attempts[0]
-	if kept.Report.StdoutTail != "" || kept.Report.StderrTail != sent.StderrTail || kept.ReportEvent != "report-a" {
-		t.Errorf("status: report %+v, event %q; want no stdout tail, the stderr tail, event report-a", kept.Report, kept.ReportEvent)
+	if kept.Report.StdoutTail != "" || kept.Report.StderrTail != sent.StderrTail || kept.ReportEventID != "report-a" {
+		t.Errorf("status: report %+v, event %q; want no stdout tail, the stderr tail, event report-a", kept.Report, kept.ReportEventID)
 	}
 	resp, err := cl.Report(ctx, att)
 	if err != nil {

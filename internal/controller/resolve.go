@@ -7,10 +7,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/drover-dev/drover/internal/projection"
+
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/drover-dev/drover/internal/config"
-	"github.com/drover-dev/drover/internal/eventlog"
 	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/policy"
 )
@@ -126,7 +127,7 @@ func (c *Controller) handleResolve(ctx context.Context, r micro.Request) {
 		}
 	case req.Flow != "":
 		// A submitted flow keeps what it was resolved with at submission.
-		c.store.Read(func(st *eventlog.State) {
+		c.store.Read(func(st *projection.State) {
 			f := st.Flows[req.Flow]
 			if f == nil {
 				return

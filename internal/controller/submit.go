@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/event"
+
 	"github.com/drover-dev/drover/internal/policy"
 )
 
 // partSize bounds the encoded tasks of one flow_tasks_submitted event: well
-// inside an event's limit (eventlog.MaxEventSize, the stream's message
+// inside an event's limit (event.MaxEventSize, the stream's message
 // size), so a flow of any number of tasks is recorded in events that fit.
 const partSize = 256 << 10
 
@@ -18,32 +20,32 @@ const partSize = 256 << 10
 // alone when it fits in partSize, else its tasks in flow_tasks_submitted
 // parts first and then a flow_submitted that names how many parts there are.
 // The fold assembles them; the flow exists only once all are folded.
-func flowEvents(id string, at time.Time, data eventlog.FlowSubmittedData) ([]*eventlog.Event, error) {
-	whole, err := eventlog.New("flow_submitted:"+id, eventlog.FlowSubmitted, at, id, "", "", 0, data)
+func flowEvents(id string, at time.Time, data event.FlowSubmittedData) ([]*event.Event, error) {
+	whole, err := event.New(drovertype.EventID(event.FlowSubmitted, id), event.FlowSubmitted, at, id, "", "", 0, data)
 	if err != nil {
 		return nil, err
 	}
 	if len(whole.Data) <= partSize {
-		return []*eventlog.Event{whole}, nil
+		return []*event.Event{whole}, nil
 	}
 	var (
-		evs  []*eventlog.Event
-		part eventlog.FlowTasksSubmittedData
+		evs  []*event.Event
+		part event.FlowTasksSubmittedData
 		size int
 	)
 	flush := func() error {
 		part.Part = len(evs) + 1
-		ev, err := eventlog.New(fmt.Sprintf("flow_tasks_submitted:%s:%d", id, part.Part), eventlog.FlowTasksSubmitted,
+		ev, err := event.New(drovertype.EventID(event.FlowTasksSubmitted, fmt.Sprintf("%s:%d", id, part.Part)), event.FlowTasksSubmitted,
 			at, id, "", "", 0, part)
 		if err != nil {
 			return err
 		}
-		if len(ev.Data) > eventlog.MaxEventSize-4096 {
+		if len(ev.Data) > event.MaxEventSize-4096 {
 			return fmt.Errorf("task %s encodes to %d bytes, more than one event holds (%d)",
-				part.Tasks[0].ID, len(ev.Data), eventlog.MaxEventSize)
+				part.Tasks[0].ID, len(ev.Data), event.MaxEventSize)
 		}
 		evs = append(evs, ev)
-		part, size = eventlog.FlowTasksSubmittedData{}, 0
+		part, size = event.FlowTasksSubmittedData{}, 0
 		return nil
 	}
 	for _, t := range data.Spec.Tasks {
@@ -75,7 +77,7 @@ func flowEvents(id string, at time.Time, data eventlog.FlowSubmittedData) ([]*ev
 	}
 	head := data
 	head.Spec.Tasks, head.Plan, head.Parts = nil, nil, len(evs)
-	ev, err := eventlog.New("flow_submitted:"+id, eventlog.FlowSubmitted, at, id, "", "", 0, head)
+	ev, err := event.New(drovertype.EventID(event.FlowSubmitted, id), event.FlowSubmitted, at, id, "", "", 0, head)
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/projection"
+
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/queue"
 )
@@ -35,7 +38,7 @@ func TestLargeFlow(t *testing.T) {
 	if err != nil {
 		t.Fatalf("submit: %v", err)
 	}
-	parts := h.count(id, eventlog.FlowTasksSubmitted)
+	parts := h.count(id, event.FlowTasksSubmitted)
 	if parts < 2 {
 		t.Errorf("%d flow_tasks_submitted events, want the flow in parts", parts)
 	}
@@ -60,7 +63,7 @@ func TestLargeFlow(t *testing.T) {
 	if deps != flow.MaxTasks/100 {
 		t.Errorf("%d dependencies, want %d", deps, flow.MaxTasks/100)
 	}
-	h.waitFor("every independent task's first attempt", func(st *eventlog.State) bool {
+	h.waitFor("every independent task's first attempt", func(st *projection.State) bool {
 		if st.Flows[id] == nil {
 			return false
 		}
@@ -75,33 +78,33 @@ func TestLargeFlow(t *testing.T) {
 	// Every task succeeds; the integration then merges all 10,000: its
 	// decision and its job still fit in a message.
 	report := func(task string) {
-		a := queue.AttemptID(id, task, 1)
-		h.publish("claim-"+a, eventlog.AttemptClaimed, id, task, a, 1, eventlog.AttemptClaimedData{Worker: "w"})
-		h.publish("report-"+a, eventlog.AttemptReported, id, task, a, 1, eventlog.Report{Success: true,
-			Branch: queue.AttemptBranch(id, task, 1), Commit: strings.Repeat("c", 40)})
+		a := drovertype.AttemptID(id, task, 1)
+		h.publish("claim-"+a, event.AttemptClaimed, id, task, a, 1, event.AttemptClaimedData{Worker: "w"})
+		h.publish("report-"+a, event.AttemptReported, id, task, a, 1, event.Report{Success: true,
+			Branch: drovertype.AttemptBranch(id, task, 1), Commit: strings.Repeat("c", 40)})
 	}
 	for _, task := range spec.Tasks {
 		if len(task.DependsOn) == 0 {
 			report(task.ID)
 		}
 	}
-	h.waitFor("the dependents' attempts", func(st *eventlog.State) bool {
-		return st.Attempts[queue.AttemptID(id, "t09999", 1)] != nil
+	h.waitFor("the dependents' attempts", func(st *projection.State) bool {
+		return st.Attempts[drovertype.AttemptID(id, "t09999", 1)] != nil
 	})
 	for _, task := range spec.Tasks {
 		if len(task.DependsOn) > 0 {
 			report(task.ID)
 		}
 	}
-	h.waitFor("the integration", func(st *eventlog.State) bool { return st.Flows[id].Integration != nil })
+	h.waitFor("the integration", func(st *projection.State) bool { return st.Flows[id].Integration != nil })
 	job := h.lastJob(t)
-	if job.Kind != queue.KindIntegrate || len(job.Merge) != flow.MaxTasks {
+	if job.Kind != drovertype.JobIntegrate || len(job.Merge) != flow.MaxTasks {
 		t.Fatalf("integration job: kind %q, %d merges", job.Kind, len(job.Merge))
 	}
-	if m := job.Merge[9999]; m.Task != "t09999" || m.Branch != queue.AttemptBranch(id, "t09999", 1) {
+	if m := job.Merge[9999]; m.Task != "t09999" || m.Branch != drovertype.AttemptBranch(id, "t09999", 1) {
 		t.Errorf("last merge %+v", m)
 	}
-	h.store.Read(func(st *eventlog.State) {
+	h.store.Read(func(st *projection.State) {
 		if len(st.Parts) != 0 {
 			t.Errorf("%d parts left in the projection", len(st.Parts))
 		}
@@ -125,7 +128,7 @@ func (h *harness) lastJob(t *testing.T) *queue.Job {
 	}
 	var job *queue.Job
 	deadline := time.Now().Add(30 * time.Second)
-	for job == nil || job.Kind != queue.KindIntegrate {
+	for job == nil || job.Kind != drovertype.JobIntegrate {
 		if time.Now().After(deadline) {
 			t.Fatal("no integration job")
 		}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/drovertype"
 )
 
 func TestParseTarget(t *testing.T) {
@@ -54,10 +54,10 @@ func FuzzParseTarget(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if flow.ValidID(got.Flow) != nil {
+		if drovertype.ValidID(got.Flow) != nil {
 			t.Fatalf("%q: invalid flow %q accepted", s, got.Flow)
 		}
-		if got.Task != "" && flow.ValidID(got.Task) != nil {
+		if got.Task != "" && drovertype.ValidID(got.Task) != nil {
 			t.Fatalf("%q: invalid task %q accepted", s, got.Task)
 		}
 		if got.Attempt != "" && (got.Attempt != s || !strings.HasPrefix(s, got.Flow+"_"+got.Task+"_")) {

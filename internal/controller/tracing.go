@@ -6,12 +6,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/projection"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/drover-dev/drover/internal/eventlog"
 	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/tracing"
 )
@@ -27,11 +30,22 @@ import (
 //     process span of the event that ended it.
 //
 // Nothing is held open between events, so a restart loses nothing but the
-// spans still in the exporter's queue. A controller that crashed after
-// exporting an ending span and before committing the fold refolds the event
-// and emits the span again, with the same ids: a backend keeps one. A flow
-// or task reopened by an operator retry ends again later, with the same ids
-// too, and its span is emitted again with the new end.
+// spans still in the exporter's queue. An ending span is sent only once the
+// fold that ended it is committed: a controller that crashes before the
+// commit refolds the event and sends the span then, and one that crashes
+// after it does not fold the event again, so no span is sent twice. (A
+// controller whose store is lost refolds the whole log and sends every
+// ending span again; nothing can tell it which it sent.)
+//
+// An operator retry reopens a task that ended, and its flow, and they end
+// again later: each end is its own span, with an id of its own (package
+// tracing, ids.go). A task's run in round r (projection.Task.Round) is
+// TaskRoundSpanID(r), and its attempts are children of it; a task that
+// ended blocked (it never ran) is BlockedTaskSpanID in the flow's round.
+// The flow's root span, FlowSpanID, is sent when the flow's first round
+// ends: at its completion, or at a retry folded while it still ran. A
+// completion in a later round r is FlowRoundSpanID(r), a child of the root,
+// from the submission to that end.
 
 // traceFold starts tracing the fold of one message and returns what to call
 // once it is staged. Off, or for a message already folded, it does nothing.
@@ -47,41 +61,57 @@ func (c *Controller) traceFold(ctx context.Context, msg jetstream.Msg, seq uint6
 	before := c.openWork(flowID)
 	return func() {
 		var ended []endedSpan
-		c.store.Read(func(st *eventlog.State) {
+		c.store.Read(func(st *projection.State) {
 			if p := st.Poisons[seq]; p != nil {
 				span.SetStatus(codes.Error, "poison: "+p.Reason)
 			} else if id != "" && st.Seen[id] != seq {
 				span.SetAttributes(tracing.KeyDuplicate.Bool(true)) // folded before: changed nothing
 			}
-			ended = before.ended(st)
+			ended = before.ended(st, func() time.Time {
+				if md, err := msg.Metadata(); err == nil {
+					return md.Timestamp
+				}
+				return c.now()
+			})
 		})
 		var links []trace.Link
 		if sc := span.SpanContext(); sc.IsValid() {
 			links = append(links, trace.Link{SpanContext: sc})
 		}
 		for _, e := range ended {
-			e(pctx, tracing.Tracer(), links)
+			c.ended = append(c.ended, func() { e(pctx, tracing.Tracer(), links) })
 		}
 		span.End()
 	}
+}
+
+// sendEnded sends the spans of what the fold ended, once the fold is
+// committed. Only the fold's goroutine calls it, and traceFold.
+func (c *Controller) sendEnded() {
+	for _, send := range c.ended {
+		send()
+	}
+	clear(c.ended) // the closures hold copies of state
+	c.ended = c.ended[:0]
 }
 
 // openWork is what of a flow had not ended before an event was folded.
 type openWork struct {
 	flowID   string
 	flow     bool
+	round    int // the flow's
 	tasks    map[string]bool
 	attempts map[string]bool
 }
 
 func (c *Controller) openWork(flowID string) *openWork {
 	w := &openWork{flowID: flowID, tasks: map[string]bool{}, attempts: map[string]bool{}}
-	c.store.Read(func(st *eventlog.State) {
+	c.store.Read(func(st *projection.State) {
 		f := st.Flows[flowID]
 		if f == nil {
 			return
 		}
-		w.flow = !f.State.Terminal()
+		w.flow, w.round = !f.State.Terminal(), f.Round
 		for _, t := range st.FlowTasks(f) {
 			w.tasks[t.ID] = !t.State.Terminal()
 			// An attempt ends by an event about itself, and only the
@@ -97,9 +127,10 @@ func (c *Controller) openWork(flowID string) *openWork {
 // endedSpan emits one span the fold ended.
 type endedSpan func(ctx context.Context, tr trace.Tracer, links []trace.Link)
 
-// ended lists the spans of what was open before and has ended now. The
-// emitters copy what they need from st: they run after the read lock.
-func (w *openWork) ended(st *eventlog.State) []endedSpan {
+// ended lists the spans of what was open before and has ended now; at is
+// when the event was stored. The emitters copy what they need from st:
+// they run after the read lock.
+func (w *openWork) ended(st *projection.State, at func() time.Time) []endedSpan {
 	f := st.Flows[w.flowID]
 	if f == nil {
 		return nil
@@ -107,31 +138,44 @@ func (w *openWork) ended(st *eventlog.State) []endedSpan {
 	var out []endedSpan
 	for id := range w.attempts {
 		if a := st.Attempts[id]; a != nil && a.State.Terminal() {
-			out = append(out, attemptSpan(*a))
+			round := 0 // an attempt runs within its task's round: a retry waits for it to end
+			if t := st.Task(a.Flow, a.Task); t != nil {
+				round = t.Round
+			}
+			out = append(out, attemptSpan(*a, round))
 		}
 	}
 	for _, t := range st.FlowTasks(f) {
-		if w.tasks[t.ID] && t.State.Terminal() {
-			start := f.SubmittedAt // a task that never ran waited from the submission
-			if a1 := st.Attempts[queue.AttemptID(f.ID, t.ID, 1)]; a1 != nil {
-				start = a1.ScheduledAt
-			}
-			out = append(out, taskSpan(*t, start))
+		if !w.tasks[t.ID] || !t.State.Terminal() {
+			continue
 		}
+		if t.State == drovertype.TaskBlocked {
+			out = append(out, blockedSpan(*t, f.SubmittedAt, f.Round))
+			continue
+		}
+		start := f.SubmittedAt // a task that never ran waited from the submission
+		if a1 := st.Attempts[drovertype.AttemptID(f.ID, t.ID, t.RetryBase+1)]; a1 != nil {
+			start = a1.ScheduledAt // the round's first attempt
+		}
+		out = append(out, taskSpan(*t, start))
 	}
-	if w.flow && f.State.Terminal() {
+	switch {
+	case w.flow && f.State.Terminal():
 		var failed []string
 		for _, t := range st.FlowTasks(f) {
-			if t.State != eventlog.TaskSucceeded {
+			if t.State != drovertype.TaskSucceeded {
 				failed = append(failed, t.ID+" "+string(t.State))
 			}
 		}
-		out = append(out, flowSpan(*f, len(f.Order), failed))
+		out = append(out, flowSpan(*f, len(f.Order), failed, time.Time{}))
+	case w.flow && w.round == 0 && f.Round > 0:
+		// Retried before it completed: its first round ends here.
+		out = append(out, flowSpan(*f, len(f.Order), nil, at()))
 	}
 	return out
 }
 
-func attemptSpan(a eventlog.Attempt) endedSpan {
+func attemptSpan(a projection.Attempt, taskRound int) endedSpan {
 	return func(ctx context.Context, tr trace.Tracer, links []trace.Link) {
 		attrs := []attribute.KeyValue{
 			tracing.KeyFlow.String(a.Flow), tracing.KeyTask.String(a.Task), tracing.KeyAttempt.String(a.ID),
@@ -154,43 +198,35 @@ func attemptSpan(a eventlog.Attempt) endedSpan {
 				e = r.Error
 			}
 		}
-		_, span := tracing.StartAttempt(ctx, tr, a.Flow, a.Task, a.ID, trace.WithTimestamp(a.ScheduledAt),
+		_, span := tracing.StartAttempt(ctx, tr, a.Flow, a.Task, taskRound, a.ID, trace.WithTimestamp(a.ScheduledAt),
 			trace.WithLinks(links...), trace.WithAttributes(attrs...))
 		span.SetName(fmt.Sprintf("attempt %d", a.N))
-		if a.State == eventlog.AttemptFailed {
+		if a.State == drovertype.AttemptFailed {
 			if e == nil {
-				e = &eventlog.ErrorInfo{Class: "UNKNOWN", Message: "the attempt failed without an error"}
+				e = &event.ErrorInfo{Class: drovertype.ClassUnknown, Message: "the attempt failed without an error"}
 			}
 			if e.Category != "" {
-				span.SetAttributes(tracing.KeyErrorCategory.String(e.Category))
+				span.SetAttributes(tracing.KeyErrorCategory.String(string(e.Category)))
 			}
-			tracing.Fail(span, e.Class, e.Message)
+			tracing.Fail(span, string(e.Class), e.Message)
 		}
 		span.End(trace.WithTimestamp(endAt(a.EndedAt, a.ScheduledAt)))
 	}
 }
 
-func taskSpan(t eventlog.Task, start time.Time) endedSpan {
+func taskSpan(t projection.Task, start time.Time) endedSpan {
 	return func(ctx context.Context, tr trace.Tracer, links []trace.Link) {
-		attrs := []attribute.KeyValue{
-			tracing.KeyFlow.String(t.Flow), tracing.KeyTask.String(t.ID), tracing.KeyState.String(string(t.State)),
-			attribute.Int("drover.task.attempts", t.Attempts), tracing.KeyRuntime.String(t.Runtime), tracing.KeyRound.Int(t.Round),
+		_, span := tracing.StartTask(ctx, tr, t.Flow, t.ID, t.Round, trace.WithTimestamp(start),
+			trace.WithLinks(links...), trace.WithAttributes(taskAttrs(t)...))
+		name := "task " + t.ID
+		if t.Round > 0 {
+			name = fmt.Sprintf("task %s (round %d)", t.ID, t.Round)
 		}
-		if t.ResultBranch != "" {
-			attrs = append(attrs, tracing.KeyBranch.String(t.ResultBranch), tracing.KeyCommit.String(t.ResultCommit))
-		}
-		if t.BlockedBy != "" {
-			attrs = append(attrs, attribute.String("drover.task.blocked_by", t.BlockedBy))
-		}
-		_, span := tracing.StartTask(ctx, tr, t.Flow, t.ID, trace.WithTimestamp(start),
-			trace.WithLinks(links...), trace.WithAttributes(attrs...))
-		span.SetName("task " + t.ID)
+		span.SetName(name)
 		switch {
-		case t.State == eventlog.TaskSucceeded:
+		case t.State == drovertype.TaskSucceeded:
 		case t.Error != nil:
-			tracing.Fail(span, t.Error.Class, t.Error.Message)
-		case t.State == eventlog.TaskBlocked:
-			tracing.Fail(span, "BLOCKED", "blocked by "+t.BlockedBy)
+			tracing.Fail(span, string(t.Error.Class), t.Error.Message)
 		default:
 			tracing.Fail(span, strings.ToUpper(string(t.State)), "")
 		}
@@ -198,29 +234,68 @@ func taskSpan(t eventlog.Task, start time.Time) endedSpan {
 	}
 }
 
-func flowSpan(f eventlog.Flow, tasks int, failed []string) endedSpan {
+// blockedSpan is a task that ended blocked, in the flow's round.
+func blockedSpan(t projection.Task, start time.Time, flowRound int) endedSpan {
 	return func(ctx context.Context, tr trace.Tracer, links []trace.Link) {
+		_, span := tracing.StartBlockedTask(ctx, tr, t.Flow, t.ID, flowRound, trace.WithTimestamp(start),
+			trace.WithLinks(links...), trace.WithAttributes(taskAttrs(t)...),
+			trace.WithAttributes(attribute.Int("drover.flow.round", flowRound)))
+		span.SetName("task " + t.ID + " (blocked)")
+		tracing.Fail(span, "BLOCKED", "blocked by "+t.BlockedBy)
+		span.End(trace.WithTimestamp(endAt(t.UpdatedAt, start)))
+	}
+}
+
+func taskAttrs(t projection.Task) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{
+		tracing.KeyFlow.String(t.Flow), tracing.KeyTask.String(t.ID), tracing.KeyState.String(string(t.State)),
+		attribute.Int("drover.task.attempts", t.Attempts), tracing.KeyRuntime.String(t.Runtime), tracing.KeyRound.Int(t.Round),
+	}
+	if t.ResultBranch != "" {
+		attrs = append(attrs, tracing.KeyBranch.String(t.ResultBranch), tracing.KeyCommit.String(t.ResultCommit))
+	}
+	if t.BlockedBy != "" {
+		attrs = append(attrs, attribute.String("drover.task.blocked_by", t.BlockedBy))
+	}
+	return attrs
+}
+
+// flowSpan is the flow's span in its round: the root in round 0, else a
+// child of it. A zero end is the completion; retried is when a retry ended
+// a first round that had not completed.
+func flowSpan(f projection.Flow, tasks int, failed []string, retried time.Time) endedSpan {
+	return func(ctx context.Context, tr trace.Tracer, links []trace.Link) {
+		round, end := f.Round, f.CompletedAt
+		if !retried.IsZero() {
+			round, end = 0, retried
+		}
 		attrs := []attribute.KeyValue{
 			tracing.KeyFlow.String(f.ID), tracing.KeyFlowName.String(f.Spec.Name), tracing.KeyState.String(string(f.State)),
-			tracing.KeyRound.Int(f.Round), attribute.Int("drover.flow.tasks", tasks),
+			tracing.KeyRound.Int(round), attribute.Int("drover.flow.tasks", tasks),
 		}
 		if in := f.Integration; in != nil {
 			attrs = append(attrs, attribute.String("drover.flow.integration", in.Branch))
 		}
-		_, span := tracing.StartFlow(ctx, tr, f.ID, trace.WithTimestamp(f.SubmittedAt),
+		_, span := tracing.StartFlowRound(ctx, tr, f.ID, round, trace.WithTimestamp(f.SubmittedAt),
 			trace.WithLinks(links...), trace.WithAttributes(attrs...))
-		span.SetName("flow " + f.Spec.Name)
+		name := "flow " + f.Spec.Name
+		if round > 0 {
+			name = fmt.Sprintf("flow %s (round %d)", f.Spec.Name, round)
+		}
+		span.SetName(name)
 		switch {
-		case f.State == eventlog.FlowCancelled && f.Cancel != nil:
+		case !retried.IsZero():
+			span.SetAttributes(attribute.Bool("drover.flow.retried", true)) // running on in round 1
+		case f.State == drovertype.FlowCancelled && f.Cancel != nil:
 			span.SetStatus(codes.Error, "cancelled: "+f.Cancel.Reason)
-		case f.State != eventlog.FlowSucceeded:
+		case f.State != drovertype.FlowSucceeded:
 			msg := "flow " + string(f.State)
 			if len(failed) > 0 {
 				msg += ": " + strings.Join(failed, ", ")
 			}
 			span.SetStatus(codes.Error, msg)
 		}
-		span.End(trace.WithTimestamp(endAt(f.CompletedAt, f.SubmittedAt)))
+		span.End(trace.WithTimestamp(endAt(end, f.SubmittedAt)))
 	}
 }
 

@@ -3,17 +3,21 @@ package controller
 import (
 	"context"
 	"path/filepath"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/projection"
 
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/flow"
-	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/tracing"
 	"github.com/drover-dev/drover/internal/tracing/tracingtest"
 )
@@ -22,8 +26,9 @@ import (
 // events published by the test, and checks the spans the controller emits
 // when the fold ends attempts, tasks and the flow: derived ids, parents,
 // real times from the log, errors with their class. Then it refolds the
-// whole log into an empty store, as after a crash, and checks that the
-// ending spans come out again with the same ids and times.
+// whole log into an empty store, as a controller whose data dir was lost
+// does, and checks that the ending spans come out again with the same ids
+// and times: they are derived from the log alone.
 func TestTraceOfAFlow(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := tracing.NewProvider(1, sdktrace.WithSpanProcessor(rec))
@@ -41,29 +46,29 @@ func TestTraceOfAFlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	attA, attB := queue.AttemptID(id, "a", 1), queue.AttemptID(id, "b", 1)
-	h.waitFor("both attempts to be scheduled", func(st *eventlog.State) bool {
+	attA, attB := drovertype.AttemptID(id, "a", 1), drovertype.AttemptID(id, "b", 1)
+	h.waitFor("both attempts to be scheduled", func(st *projection.State) bool {
 		return st.Attempts[attA] != nil && st.Attempts[attB] != nil
 	})
-	h.publish("claim-a", eventlog.AttemptClaimed, id, "a", attA, 1, eventlog.AttemptClaimedData{Worker: "w1"})
-	h.publish("report-a", eventlog.AttemptReported, id, "a", attA, 1, eventlog.Report{Success: true, Branch: "drover/x/a/1", Commit: "abc"})
-	h.publish("claim-b", eventlog.AttemptClaimed, id, "b", attB, 1, eventlog.AttemptClaimedData{Worker: "w2"})
-	h.publish("report-b", eventlog.AttemptReported, id, "b", attB, 1, eventlog.Report{
-		ExitCode: 3, Error: &eventlog.ErrorInfo{Class: "RUNTIME_ERROR", Category: "runtime", Message: "exit code 3"}})
-	h.waitFor("the integration to be scheduled", func(st *eventlog.State) bool { return st.Flows[id].Integration != nil })
-	h.publish("integrated", eventlog.FlowIntegrated, id, "", queue.IntegrationID(id, 1), 1,
-		eventlog.FlowIntegratedData{N: 1, Branch: queue.IntegrationBranch(id, 1), Commit: "def"})
-	h.waitFor("the flow to fail", func(st *eventlog.State) bool { return st.Flows[id].State == eventlog.FlowFailed })
+	h.publish("claim-a", event.AttemptClaimed, id, "a", attA, 1, event.AttemptClaimedData{Worker: "w1"})
+	h.publish("report-a", event.AttemptReported, id, "a", attA, 1, event.Report{Success: true, Branch: "drover/x/a/1", Commit: "abc"})
+	h.publish("claim-b", event.AttemptClaimed, id, "b", attB, 1, event.AttemptClaimedData{Worker: "w2"})
+	h.publish("report-b", event.AttemptReported, id, "b", attB, 1, event.Report{
+		ExitCode: 3, Error: &event.ErrorInfo{Class: "RUNTIME_ERROR", Category: drovertype.CategoryRuntime, Message: "exit code 3"}})
+	h.waitFor("the integration to be scheduled", func(st *projection.State) bool { return st.Flows[id].Integration != nil })
+	h.publish("integrated", event.FlowIntegrated, id, "", drovertype.IntegrationID(id, 1), 1,
+		event.FlowIntegratedData{N: 1, Branch: drovertype.IntegrationBranch(id, 1), Commit: "def"})
+	h.waitFor("the flow to fail", func(st *projection.State) bool { return st.Flows[id].State == drovertype.FlowFailed })
 	var st struct {
-		flow  eventlog.Flow
-		a, b  eventlog.Attempt
-		taskB eventlog.Task
+		flow  projection.Flow
+		a, b  projection.Attempt
+		taskB projection.Task
 	}
-	h.store.Read(func(s *eventlog.State) {
+	h.store.Read(func(s *projection.State) {
 		st.flow, st.a, st.b, st.taskB = *s.Flows[id], *s.Attempts[attA], *s.Attempts[attB], *s.Task(id, "b")
 	})
 
-	names := []string{"flow traced", "task a", "task b", "task c", "attempt 1"}
+	names := []string{"flow traced", "task a", "task b", "task c (blocked)", "attempt 1"}
 	first := waitSpans(t, rec, names, 6) // two attempt spans
 	tid := tracing.TraceID(id)
 	flowSpan := first["flow traced"][0]
@@ -73,9 +78,9 @@ func TestTraceOfAFlow(t *testing.T) {
 	}
 	checkSpan(t, first["task a"][0], tid, tracing.TaskSpanID(id, "a"), tracing.FlowSpanID(id), st.a.ScheduledAt, st.a.EndedAt)
 	checkSpan(t, first["task b"][0], tid, tracing.TaskSpanID(id, "b"), tracing.FlowSpanID(id), st.b.ScheduledAt, st.taskB.UpdatedAt)
-	checkSpan(t, first["task c"][0], tid, tracing.TaskSpanID(id, "c"), tracing.FlowSpanID(id), st.flow.SubmittedAt, time.Time{})
+	checkSpan(t, first["task c (blocked)"][0], tid, tracing.BlockedTaskSpanID(id, "c", 0), tracing.FlowSpanID(id), st.flow.SubmittedAt, time.Time{})
 	for _, s := range first["attempt 1"] {
-		var a eventlog.Attempt
+		var a projection.Attempt
 		switch s.SpanContext().SpanID() {
 		case tracing.AttemptSpanID(attA):
 			a = st.a
@@ -95,7 +100,7 @@ func TestTraceOfAFlow(t *testing.T) {
 			t.Errorf("attempt %s: %d links, want the process span of the event that ended it", a.ID, len(s.Links()))
 		}
 	}
-	if c := first["task c"][0]; spanAttr(c, "error.type") != "BLOCKED" {
+	if c := first["task c (blocked)"][0]; spanAttr(c, "error.type") != "BLOCKED" {
 		t.Errorf("blocked task c: %v", c.Attributes())
 	}
 
@@ -118,8 +123,9 @@ func TestTraceOfAFlow(t *testing.T) {
 		t.Errorf("%d process spans, %d publish spans", process, publish)
 	}
 
-	// A refold (a crashed controller's store is behind, or lost) emits the
-	// ending spans again: same ids, same times.
+	// A refold into a lost store emits the ending spans again: same ids,
+	// same times. (One that crashed before committing folds only what it
+	// had not committed, whose spans it had not sent: TestTraceOfARetriedFlow.)
 	h.stop()
 	h.start(filepath.Join(t.TempDir(), "fresh"))
 	again := waitSpans(t, rec, names, 12)
@@ -183,4 +189,215 @@ func spanAttr(s sdktrace.ReadOnlySpan, key string) string {
 		}
 	}
 	return ""
+}
+
+// committedAtEnd records, for each span as it ends, the sequence the store
+// had committed by then.
+type committedAtEnd struct {
+	h  *harness
+	mu sync.Mutex
+	at map[trace.SpanID]uint64
+}
+
+func (c *committedAtEnd) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (c *committedAtEnd) OnEnd(s sdktrace.ReadOnlySpan) {
+	snap, durable := c.h.store.Snapshot()
+	_ = snap.Close()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.at[s.SpanContext().SpanID()] = durable
+}
+func (c *committedAtEnd) Shutdown(context.Context) error   { return nil }
+func (c *committedAtEnd) ForceFlush(context.Context) error { return nil }
+
+// TestTraceOfARetriedFlow: a flow fails (b fails, c is blocked by it), an
+// operator retries b, and the flow succeeds in its next round. Every end is
+// a span of its own: nothing is sent twice with one id (a backend would
+// show it twice), the second round's task and flow spans have ids of their
+// own, the retried attempt is under its round's task span, the blocked task
+// that then ran has a span for each. Every span names the flow, every
+// parent is in the trace, and each ending span was sent only after the
+// fold that ended it was committed (a crash before the commit refolds the
+// event, and would otherwise send the span again).
+func TestTraceOfARetriedFlow(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	h := newHarness(t)
+	committed := &committedAtEnd{h: h, at: map[trace.SpanID]uint64{}}
+	tp := tracing.NewProvider(1, sdktrace.WithSpanProcessor(committed), sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	tracingtest.Install(t, tp)
+
+	h.start(filepath.Join(t.TempDir(), "state"))
+	spec := &flow.Spec{Name: "retried", Repo: "/srv/repo.git", Base: "main", Runtime: "demo", Tasks: []flow.Task{
+		{ID: "a", Prompt: "works"},
+		{ID: "b", Prompt: "fails, then works"},
+		{ID: "c", Prompt: "runs once b has", DependsOn: []string{"b"}},
+	}}
+	cl := &Client{NC: h.nc}
+	id, err := cl.Submit(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a1, b1, b2, c1 := drovertype.AttemptID(id, "a", 1), drovertype.AttemptID(id, "b", 1), drovertype.AttemptID(id, "b", 2), drovertype.AttemptID(id, "c", 1)
+	h.waitFor("a and b to be scheduled", func(st *projection.State) bool { return st.Attempts[a1] != nil && st.Attempts[b1] != nil })
+	h.publish("claim-a", event.AttemptClaimed, id, "a", a1, 1, event.AttemptClaimedData{Worker: "w1"})
+	h.publish("report-a", event.AttemptReported, id, "a", a1, 1, event.Report{Success: true, Branch: "drover/x/a/1", Commit: "abc"})
+	h.publish("claim-b", event.AttemptClaimed, id, "b", b1, 1, event.AttemptClaimedData{Worker: "w1"})
+	h.publish("report-b", event.AttemptReported, id, "b", b1, 1, event.Report{
+		ExitCode: 3, Error: &event.ErrorInfo{Class: "RUNTIME_ERROR", Category: "runtime", Message: "exit code 3"}})
+	h.waitFor("the first integration", func(st *projection.State) bool { return st.Flows[id].Integration != nil })
+	h.publish("integrated-1", event.FlowIntegrated, id, "", drovertype.IntegrationID(id, 1), 1,
+		event.FlowIntegratedData{N: 1, Branch: drovertype.IntegrationBranch(id, 1), Commit: "def"})
+	h.waitFor("the flow to fail", func(st *projection.State) bool { return st.Flows[id].State == drovertype.FlowFailed })
+
+	if _, err := cl.Retry(context.Background(), id+"/b", "try again"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("b's second attempt", func(st *projection.State) bool { return st.Attempts[b2] != nil })
+	h.publish("claim-b2", event.AttemptClaimed, id, "b", b2, 1, event.AttemptClaimedData{Worker: "w1"})
+	h.publish("report-b2", event.AttemptReported, id, "b", b2, 1, event.Report{Success: true, Branch: "drover/x/b/2", Commit: "b2"})
+	h.waitFor("c's attempt", func(st *projection.State) bool { return st.Attempts[c1] != nil })
+	h.publish("claim-c", event.AttemptClaimed, id, "c", c1, 1, event.AttemptClaimedData{Worker: "w1"})
+	h.publish("report-c", event.AttemptReported, id, "c", c1, 1, event.Report{Success: true, Branch: "drover/x/c/1", Commit: "c1"})
+	h.waitFor("the second integration", func(st *projection.State) bool {
+		in := st.Flows[id].Integration
+		return in != nil && in.N == 2
+	})
+	h.publish("integrated-2", event.FlowIntegrated, id, "", drovertype.IntegrationID(id, 2), 1,
+		event.FlowIntegratedData{N: 2, Branch: drovertype.IntegrationBranch(id, 2), Commit: "fed"})
+	h.waitFor("the flow to succeed", func(st *projection.State) bool { return st.Flows[id].State == drovertype.FlowSucceeded })
+	spans := waitSpans(t, rec, []string{"flow retried (round 1)"}, 1)
+	var flows struct{ first, second time.Time }
+	h.store.Read(func(st *projection.State) { flows.second = st.Flows[id].CompletedAt })
+
+	byID := checkTrace(t, rec, id, committed)
+	root := byID[tracing.FlowSpanID(id)]
+	if root == nil || root.Name() != "flow retried" || root.Status().Code != codes.Error || !root.EndTime().Before(flows.second) {
+		t.Errorf("the root span is not the first round's failure: %v", root)
+	}
+	round1 := spans["flow retried (round 1)"][0]
+	checkSpan(t, round1, tracing.TraceID(id), tracing.FlowRoundSpanID(id, 1), tracing.FlowSpanID(id), root.StartTime(), flows.second)
+	if round1.Status().Code == codes.Error {
+		t.Errorf("round 1 succeeded, its span says %v", round1.Status())
+	}
+	for _, want := range []struct {
+		name         string
+		span, parent trace.SpanID
+	}{
+		{"task a", tracing.TaskSpanID(id, "a"), tracing.FlowSpanID(id)},
+		{"task b", tracing.TaskSpanID(id, "b"), tracing.FlowSpanID(id)},
+		{"task b (round 1)", tracing.TaskRoundSpanID(id, "b", 1), tracing.FlowSpanID(id)},
+		{"task c (blocked)", tracing.BlockedTaskSpanID(id, "c", 0), tracing.FlowSpanID(id)},
+		{"task c", tracing.TaskSpanID(id, "c"), tracing.FlowSpanID(id)},
+		{"attempt 1", tracing.AttemptSpanID(b1), tracing.TaskSpanID(id, "b")},
+		{"attempt 2", tracing.AttemptSpanID(b2), tracing.TaskRoundSpanID(id, "b", 1)},
+		{"attempt 1", tracing.AttemptSpanID(c1), tracing.TaskSpanID(id, "c")},
+	} {
+		s := byID[want.span]
+		if s == nil || s.Name() != want.name || s.Parent().SpanID() != want.parent {
+			t.Errorf("%s: %v, want span %s under %s", want.name, s, want.span, want.parent)
+		}
+	}
+	if s := byID[tracing.TaskRoundSpanID(id, "b", 1)]; s != nil && !s.StartTime().Equal(spanStart(byID, tracing.AttemptSpanID(b2))) {
+		t.Errorf("task b's second round starts %s, not with its attempt", s.StartTime())
+	}
+}
+
+// TestTraceOfAFlowRetriedWhileRunning: a task is retried while the flow
+// still runs (another task has not finished). The flow's first round ends
+// there: the root span is sent then, not at the completion, which is the
+// next round's span.
+func TestTraceOfAFlowRetriedWhileRunning(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	h := newHarness(t)
+	committed := &committedAtEnd{h: h, at: map[trace.SpanID]uint64{}}
+	tp := tracing.NewProvider(1, sdktrace.WithSpanProcessor(committed), sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	tracingtest.Install(t, tp)
+
+	h.start(filepath.Join(t.TempDir(), "state"))
+	spec := &flow.Spec{Name: "busy", Repo: "/srv/repo.git", Base: "main", Runtime: "demo", Tasks: []flow.Task{
+		{ID: "slow", Prompt: "takes its time"},
+		{ID: "b", Prompt: "fails, then works"},
+	}}
+	cl := &Client{NC: h.nc}
+	id, err := cl.Submit(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow, b1, b2 := drovertype.AttemptID(id, "slow", 1), drovertype.AttemptID(id, "b", 1), drovertype.AttemptID(id, "b", 2)
+	h.waitFor("both attempts", func(st *projection.State) bool { return st.Attempts[slow] != nil && st.Attempts[b1] != nil })
+	h.publish("claim-b", event.AttemptClaimed, id, "b", b1, 1, event.AttemptClaimedData{Worker: "w1"})
+	h.publish("report-b", event.AttemptReported, id, "b", b1, 1, event.Report{
+		ExitCode: 3, Error: &event.ErrorInfo{Class: "RUNTIME_ERROR", Category: "runtime", Message: "exit code 3"}})
+	h.waitFor("b to fail", func(st *projection.State) bool { return st.Task(id, "b").State == drovertype.TaskFailed })
+	if _, err := cl.Retry(context.Background(), id+"/b", "try again"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("b's second attempt", func(st *projection.State) bool { return st.Attempts[b2] != nil })
+	root := waitSpans(t, rec, []string{"flow busy"}, 1)["flow busy"][0]
+	if spanAttr(root, "drover.flow.retried") != "true" || root.Status().Code == codes.Error || spanAttr(root, "drover.state") != "running" {
+		t.Errorf("the first round, ended by a retry: %v %v", root.Status(), root.Attributes())
+	}
+	h.publish("claim-slow", event.AttemptClaimed, id, "slow", slow, 1, event.AttemptClaimedData{Worker: "w1"})
+	h.publish("report-slow", event.AttemptReported, id, "slow", slow, 1, event.Report{Success: true, Branch: "drover/x/slow/1", Commit: "s"})
+	h.publish("claim-b2", event.AttemptClaimed, id, "b", b2, 1, event.AttemptClaimedData{Worker: "w1"})
+	h.publish("report-b2", event.AttemptReported, id, "b", b2, 1, event.Report{Success: true, Branch: "drover/x/b/2", Commit: "b2"})
+	h.waitFor("the integration", func(st *projection.State) bool { return st.Flows[id].Integration != nil })
+	h.publish("integrated", event.FlowIntegrated, id, "", drovertype.IntegrationID(id, 2), 1,
+		event.FlowIntegratedData{N: 2, Branch: drovertype.IntegrationBranch(id, 2), Commit: "fed"})
+	h.waitFor("the flow to succeed", func(st *projection.State) bool { return st.Flows[id].State == drovertype.FlowSucceeded })
+	round1 := waitSpans(t, rec, []string{"flow busy (round 1)"}, 1)["flow busy (round 1)"][0]
+	if round1.Parent().SpanID() != tracing.FlowSpanID(id) || round1.SpanContext().SpanID() != tracing.FlowRoundSpanID(id, 1) {
+		t.Errorf("the completion: %v", round1)
+	}
+	if n := len(waitSpans(t, rec, []string{"flow busy"}, 1)["flow busy"]); n != 1 {
+		t.Errorf("the root span sent %d times", n)
+	}
+	checkTrace(t, rec, id, committed)
+}
+
+// checkTrace checks every span the controller sent for a flow: one trace,
+// no span id sent twice, drover.flow.id on each, every parent in the
+// trace, and every ending span sent after the commit of the event that
+// ended it (its link). It returns the spans by id.
+func checkTrace(t *testing.T, rec *tracetest.SpanRecorder, flowID string, committed *committedAtEnd) map[trace.SpanID]sdktrace.ReadOnlySpan {
+	t.Helper()
+	byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}
+	for _, s := range rec.Ended() {
+		sid := s.SpanContext().SpanID()
+		if prev := byID[sid]; prev != nil {
+			t.Errorf("span id %s sent twice: %q and %q", sid, prev.Name(), s.Name())
+		}
+		byID[sid] = s
+		if s.SpanContext().TraceID() != tracing.TraceID(flowID) || spanAttr(s, "drover.flow.id") != flowID {
+			t.Errorf("%s: trace %s, drover.flow.id %q", s.Name(), s.SpanContext().TraceID(), spanAttr(s, "drover.flow.id"))
+		}
+	}
+	committed.mu.Lock()
+	defer committed.mu.Unlock()
+	for _, s := range byID {
+		if p := s.Parent(); p.IsValid() && byID[p.SpanID()] == nil {
+			t.Errorf("%s: its parent %s was never sent", s.Name(), p.SpanID())
+		}
+		for _, l := range s.Links() {
+			fold := byID[l.SpanContext.SpanID()]
+			if fold == nil {
+				t.Errorf("%s: links to a span never sent", s.Name())
+				continue
+			}
+			seq, _ := strconv.ParseUint(spanAttr(fold, "drover.event.seq"), 10, 64)
+			if at := committed.at[s.SpanContext().SpanID()]; seq == 0 || at < seq {
+				t.Errorf("%s: sent with sequence %d committed, before the event that ended it (%d)", s.Name(), at, seq)
+			}
+		}
+	}
+	return byID
+}
+
+func spanStart(byID map[trace.SpanID]sdktrace.ReadOnlySpan, id trace.SpanID) time.Time {
+	if s := byID[id]; s != nil {
+		return s.StartTime()
+	}
+	return time.Time{}
 }

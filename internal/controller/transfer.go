@@ -5,18 +5,18 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/drover-dev/drover/internal/objstore"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
-
-	"github.com/drover-dev/drover/internal/queue"
 )
 
 // An API body larger than one NATS message allows (a flow of thousands of
 // tasks, the status of one) travels through the transfers object store:
-// the message carries its name in queue.TransferHeader and no body. Both
-// directions work this way, so no request or reply has a size limit but
-// queue.MaxTransferSize.
+// the message carries its name in objstore.TransferHeader and no body.
+// Both directions work this way, so no request or reply has a size limit
+// but objstore.MaxTransferSize.
 
 // transferMargin leaves room in a message for the headers.
 const transferMargin = 16 << 10
@@ -29,8 +29,8 @@ func inline(nc *nats.Conn, body []byte) bool {
 // requestBody returns a request's body, from the transfers store if it
 // came that way.
 func (c *Controller) requestBody(ctx context.Context, r micro.Request) ([]byte, error) {
-	if name := r.Headers().Get(queue.TransferHeader); name != "" {
-		return queue.GetTransfer(ctx, c.js, name)
+	if name := r.Headers().Get(objstore.TransferHeader); name != "" {
+		return objstore.GetTransfer(ctx, c.js, name)
 	}
 	return r.Data(), nil
 }
@@ -49,12 +49,12 @@ func (c *Controller) respondJSON(ctx context.Context, r micro.Request, v any) {
 		}
 		return
 	}
-	name, err := queue.PutTransfer(ctx, c.js, body)
+	name, err := objstore.PutTransfer(ctx, c.js, body)
 	if err != nil {
 		_ = r.Error(CodeInternal, fmt.Sprintf("reply of %d bytes: %v", len(body), err), nil)
 		return
 	}
-	if err := r.Respond(nil, micro.WithHeaders(micro.Headers{queue.TransferHeader: []string{name}})); err != nil {
+	if err := r.Respond(nil, micro.WithHeaders(micro.Headers{objstore.TransferHeader: []string{name}})); err != nil {
 		c.log.Warn("api reply", "subject", r.Subject(), "err", err)
 	}
 }
@@ -71,18 +71,18 @@ func (cl *Client) message(ctx context.Context, subject string, body []byte) (*na
 	if err != nil {
 		return nil, err
 	}
-	name, err := queue.PutTransfer(ctx, js, body)
+	name, err := objstore.PutTransfer(ctx, js, body)
 	if err != nil {
 		return nil, fmt.Errorf("controller: request of %d bytes: %w", len(body), err)
 	}
-	msg.Header.Set(queue.TransferHeader, name)
+	msg.Header.Set(objstore.TransferHeader, name)
 	return msg, nil
 }
 
 // replyBody returns a reply's body, from the transfers store if it came
 // that way.
 func (cl *Client) replyBody(ctx context.Context, msg *nats.Msg) ([]byte, error) {
-	name := msg.Header.Get(queue.TransferHeader)
+	name := msg.Header.Get(objstore.TransferHeader)
 	if name == "" {
 		return msg.Data, nil
 	}
@@ -90,5 +90,5 @@ func (cl *Client) replyBody(ctx context.Context, msg *nats.Msg) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
-	return queue.GetTransfer(ctx, js, name)
+	return objstore.GetTransfer(ctx, js, name)
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/drover-dev/drover/internal/drovertype"
 	yaml "go.yaml.in/yaml/v3"
 )
 
@@ -367,7 +368,9 @@ func (d decoder) retry(n *yaml.Node, field string) *RetrySpec {
 		case "jitter":
 			r.Jitter = d.float(v, f)
 		case "retry_on":
-			r.RetryOn = d.strs(v, f, "a list of error classes, like [RATE_LIMITED]", MaxRetryOn)
+			for _, c := range d.strs(v, f, "a list of error classes, like [RATE_LIMITED]", MaxRetryOn) {
+				r.RetryOn = append(r.RetryOn, drovertype.ErrorClass(c))
+			}
 		case "fallback":
 			r.Fallback = d.strs(v, f, "a list of runtimes, like [codex, gemini]", MaxFallback)
 		}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/drover-dev/drover/internal/drovertype"
 )
 
 // testOptions is what the bad and good flows are checked against: a
@@ -23,11 +25,6 @@ var testOptions = Options{
 		return name == "demo" || name == "demo-review" || name == "claude-code"
 	},
 	KnownProject: func(name string) bool { return name == "web" },
-	KnownClass: func(class string) bool {
-		return slices.Contains([]string{"RATE_LIMITED", "RUNTIME_TIMEOUT", "RUNTIME_CONNECTION_FAILED",
-			"WORKER_LOST", "VERIFICATION_FAILED", "PREPARE_FAILED", "OBSERVE_FAILED", "AUTH_FAILED",
-			"RUNTIME_CRASHED", "RUNTIME_ERROR"}, class)
-	},
 }
 
 // wantRE matches an expectation in a bad flow's comment header:
@@ -373,7 +370,7 @@ func TestParsePolicies(t *testing.T) {
 			Coefficient:    fptr(2),
 			MaxBackoff:     dptr(5 * time.Minute),
 			Jitter:         fptr(0.2),
-			RetryOn:        []string{"RATE_LIMITED", "AUTH_FAILED"},
+			RetryOn:        []drovertype.ErrorClass{"RATE_LIMITED", "AUTH_FAILED"},
 			Fallback:       []string{"demo"},
 		},
 		Scope:   &Scope{Allow: []string{"src/**", "*.md"}, Deny: []string{"src/gen/**"}},
@@ -534,12 +531,9 @@ func TestParseFieldLimits(t *testing.T) {
 	}
 }
 
-func TestParseOptionsKnownClass(t *testing.T) {
+func TestParseUnknownClass(t *testing.T) {
 	data := []byte("name: f\nrepo: r\nruntime: demo\nretry: {retry_on: [MY_CLASS]}\ntasks:\n  - {id: a, prompt: p}\n")
-	if _, err := Parse("f.yaml", data, Options{}); err != nil {
-		t.Errorf("nil KnownClass must accept any well-formed class: %v", err)
-	}
-	_, err := Parse("f.yaml", data, testOptions)
+	_, err := Parse("f.yaml", data, Options{})
 	if err == nil || err.Error() != `f.yaml:4:20: retry.retry_on[0]: unknown error class "MY_CLASS"` {
 		t.Errorf("got %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/drover-dev/drover/internal/drovertype"
 )
 
 // Limits that keep a hostile or broken flow from exhausting memory: the
@@ -40,7 +41,7 @@ const DefaultBase = "HEAD"
 // Spec is a parsed and validated flow file. It also travels inside events as
 // JSON, so its JSON form is a wire format.
 type Spec struct {
-	// Name identifies the flow; it must satisfy ValidID.
+	// Name identifies the flow; it must satisfy drovertype.ValidID.
 	Name string `yaml:"name" json:"name"`
 	// Repo is a git URL, or an absolute local path after Parse.
 	Repo string `yaml:"repo" json:"repo"`
@@ -79,7 +80,7 @@ type Spec struct {
 
 // Task is one agent run in a flow.
 type Task struct {
-	// ID must satisfy ValidID and be unique in the flow.
+	// ID must satisfy drovertype.ValidID and be unique in the flow.
 	ID string `yaml:"id" json:"id"`
 	// Prompt is handed to the runtime as written.
 	Prompt string `yaml:"prompt" json:"prompt"`
@@ -120,13 +121,13 @@ type RuntimeRef struct {
 // optional: an unset one (nil, or an empty list) inherits from the level
 // below. internal/policy documents the defaults and the meaning.
 type RetrySpec struct {
-	MaxAttempts    *int      `yaml:"max_attempts" json:"max_attempts,omitempty"`
-	InitialBackoff *Duration `yaml:"initial_backoff" json:"initial_backoff,omitempty"`
-	Coefficient    *float64  `yaml:"coefficient" json:"coefficient,omitempty"`
-	MaxBackoff     *Duration `yaml:"max_backoff" json:"max_backoff,omitempty"`
-	Jitter         *float64  `yaml:"jitter" json:"jitter,omitempty"`
-	RetryOn        []string  `yaml:"retry_on" json:"retry_on,omitempty"`
-	Fallback       []string  `yaml:"fallback" json:"fallback,omitempty"`
+	MaxAttempts    *int                    `yaml:"max_attempts" json:"max_attempts,omitempty"`
+	InitialBackoff *Duration               `yaml:"initial_backoff" json:"initial_backoff,omitempty"`
+	Coefficient    *float64                `yaml:"coefficient" json:"coefficient,omitempty"`
+	MaxBackoff     *Duration               `yaml:"max_backoff" json:"max_backoff,omitempty"`
+	Jitter         *float64                `yaml:"jitter" json:"jitter,omitempty"`
+	RetryOn        []drovertype.ErrorClass `yaml:"retry_on" json:"retry_on,omitempty"`
+	Fallback       []string                `yaml:"fallback" json:"fallback,omitempty"`
 }
 
 // Scope limits which paths a task may change, as globs relative to the repo

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/drovertype"
 	yaml "go.yaml.in/yaml/v3"
 )
 
@@ -92,7 +93,7 @@ func TestParseExamples(t *testing.T) {
 		t.Errorf("checked: validator %+v, review %v, max_parallel %d", c.Validator, c.Review, c.MaxParallel)
 	}
 	if r := c.Retry; r == nil || *r.MaxAttempts != 2 || *r.InitialBackoff != Duration(time.Second) ||
-		!slices.Equal(r.RetryOn, []string{"VERIFICATION_FAILED", "RUNTIME_TIMEOUT"}) || r.Fallback != nil {
+		!slices.Equal(r.RetryOn, []drovertype.ErrorClass{"VERIFICATION_FAILED", "RUNTIME_TIMEOUT"}) || r.Fallback != nil {
 		t.Errorf("checked: retry %+v", c.Retry)
 	}
 	notes, greeting, summary := &c.Tasks[0], &c.Tasks[1], &c.Tasks[2]
@@ -199,7 +200,7 @@ func withPolicies() *Spec {
 	s.Validator = &RuntimeRef{Name: "demo-review"}
 	s.Review = &yes
 	s.Retry = &RetrySpec{MaxAttempts: &three, InitialBackoff: &initial, Coefficient: &two, MaxBackoff: &max,
-		Jitter: &fifth, RetryOn: []string{"RATE_LIMITED"}, Fallback: []string{"demo"}}
+		Jitter: &fifth, RetryOn: []drovertype.ErrorClass{"RATE_LIMITED"}, Fallback: []string{"demo"}}
 	s.MaxParallel = 4
 	s.Scope = &Scope{Allow: []string{"src/**"}, Deny: []string{"src/gen/**"}}
 	a := &s.Tasks[0]
@@ -447,8 +448,8 @@ func TestValidate(t *testing.T) {
 		{"retry", func(s *Spec) {
 			zero, nan, neg := 0, math.NaN(), Duration(-1)
 			s.Retry = &RetrySpec{MaxAttempts: &zero, Coefficient: &nan, Jitter: &nan, MaxBackoff: &neg,
-				RetryOn: []string{"", "WORKER_LOST", "WORKER_LOST", "X"}, Fallback: []string{"demo", "nope", "demo", "sp ace"}}
-			s.Tasks[0].Retry = &RetrySpec{RetryOn: make([]string, MaxRetryOn+1), Fallback: make([]string, MaxFallback+1)}
+				RetryOn: []drovertype.ErrorClass{"", "WORKER_LOST", "WORKER_LOST", "X"}, Fallback: []string{"demo", "nope", "demo", "sp ace"}}
+			s.Tasks[0].Retry = &RetrySpec{RetryOn: make([]drovertype.ErrorClass, MaxRetryOn+1), Fallback: make([]string, MaxFallback+1)}
 		}, []string{
 			"retry.max_attempts: 0 is out of range: want 1 to 100 (1 means no retry)",
 			"retry.max_backoff: negative duration -1ns",
@@ -593,36 +594,6 @@ func TestGlobAlternatives(t *testing.T) {
 	}
 	if got := globAlternatives(strings.Repeat("{a,b}", 1000)); got > 2*MaxGlobAlternatives {
 		t.Errorf("counting does not stop past the limit: %d", got)
-	}
-}
-
-func TestValidID(t *testing.T) {
-	good := []string{"a", "A", "0", "build-v2", "9-lives", "a-", strings.Repeat("x", MaxIDLen)}
-	for _, id := range good {
-		if err := ValidID(id); err != nil {
-			t.Errorf("ValidID(%q) = %v", id, err)
-		}
-	}
-	bad := map[string]string{
-		"":                              "id is empty",
-		"-a":                            "starts with '-'",
-		"a.b":                           "contains '.'",
-		"..":                            "contains '.'",
-		"a/b":                           "contains '/'",
-		`a\b`:                           `contains '\'`,
-		"a b":                           "contains a space",
-		"a_b":                           "contains '_'",
-		"a*":                            "contains '*'",
-		"a>":                            "contains '>'",
-		"é":                             "contains a non-ASCII character",
-		"a\tb":                          "contains control character 0x09",
-		strings.Repeat("x", MaxIDLen+1): "is 64 bytes long",
-	}
-	for id, want := range bad {
-		err := ValidID(id)
-		if err == nil || !strings.HasPrefix(err.Error(), "flow: ") || !strings.Contains(err.Error(), want) {
-			t.Errorf("ValidID(%q) = %v, want an error containing %q", id, err, want)
-		}
 	}
 }
 

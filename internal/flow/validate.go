@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/drover-dev/drover/internal/drovertype"
 )
 
 // Options tunes validation to the controller that will run the flow.
@@ -30,9 +31,6 @@ type Options struct {
 	// KnownProject reports whether a project is configured. Nil means every
 	// name is accepted.
 	KnownProject func(name string) bool
-	// KnownClass reports whether an error class (as in retry_on) exists.
-	// Nil means every well-formed class is accepted.
-	KnownClass func(class string) bool
 }
 
 // Validate checks a Spec built in code; Parse calls it too. The errors it
@@ -423,7 +421,7 @@ func checkRetry(p *problems, field string, r *RetrySpec, opts Options) {
 	if len(r.RetryOn) > MaxRetryOn {
 		p.add(field+".retry_on", "%d classes; the limit is %d", len(r.RetryOn), MaxRetryOn)
 	} else {
-		seen := make(map[string]int, len(r.RetryOn))
+		seen := make(map[drovertype.ErrorClass]int, len(r.RetryOn))
 		for i, class := range r.RetryOn {
 			cf := func() string { return fmt.Sprintf("%s.retry_on[%d]", field, i) }
 			k, dup := seen[class]
@@ -431,11 +429,11 @@ func checkRetry(p *problems, field string, r *RetrySpec, opts Options) {
 				seen[class] = i
 			}
 			switch {
-			case !classRE.MatchString(class):
+			case !classRE.MatchString(string(class)):
 				p.add(cf(), "%.70q is not an error class: want upper-case letters, digits and '_', like RATE_LIMITED", class)
 			case dup:
 				p.add(cf(), "duplicate class %q (also retry_on[%d])", class, k)
-			case opts.KnownClass != nil && !opts.KnownClass(class):
+			case !class.Known():
 				p.add(cf(), "unknown error class %q", class)
 			}
 		}

@@ -1,6 +1,3 @@
-// Package natstest makes the credentials tests of a secured NATS need: an
-// ad-hoc certificate authority with server and client certificates, and NKey
-// users. It is for tests only and knows nothing of Drover.
 package natstest
 
 import (

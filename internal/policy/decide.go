@@ -6,19 +6,13 @@ import (
 	"math"
 	"slices"
 	"time"
-)
 
-// Recovery strategies, equal to eventlog.StrategySameRuntime and
-// eventlog.StrategyFallback (a test keeps them equal). Package eventlog
-// imports policy for Resolved, so policy cannot import eventlog.
-const (
-	strategySameRuntime = "same_runtime_retry"
-	strategyFallback    = "fallback_runtime"
+	"github.com/drover-dev/drover/internal/drovertype"
 )
 
 // Failure is a failed attempt as the decision function sees it.
 type Failure struct {
-	Class string
+	Class drovertype.ErrorClass
 	// Attempts of the task counted against the budget, including this one.
 	Attempts int
 	// Runtime the failed attempt ran on; "" means the primary.
@@ -33,9 +27,8 @@ type Failure struct {
 // Decision is what to do about a failed attempt.
 type Decision struct {
 	Retry bool
-	// Strategy is eventlog.StrategySameRuntime or eventlog.StrategyFallback
-	// when Retry.
-	Strategy string
+	// Strategy is how, when Retry.
+	Strategy drovertype.Strategy
 	// Runtime and Model of the next attempt. Model "" means the runtime's
 	// default.
 	Runtime string
@@ -73,7 +66,7 @@ type Decision struct {
 //     so a quota resetting later than MaxBackoff waits MaxBackoff.
 //  5. Otherwise: no retry.
 func Decide(r Retry, primary string, primaryModel string, f Failure, now time.Time, seed string) Decision {
-	class := f.Class
+	class := string(f.Class)
 	if class == "" {
 		class = "unclassified failure"
 	}
@@ -93,18 +86,18 @@ func Decide(r Retry, primary string, primaryModel string, f Failure, now time.Ti
 		return Decision{Reason: fmt.Sprintf("attempts exhausted: %d of %d (last failure: %s)", f.Attempts, r.MaxAttempts, where)}
 	}
 
-	if f.Class == classRateLimited || f.Class == classAuthFailed {
+	if f.Class == drovertype.ClassRateLimited || f.Class == drovertype.ClassAuthFailed {
 		chain := runtimeChain(primary, r.Fallback)
 		next := slices.Index(chain, failed) + 1 // 0 when not in the chain
 		if next < len(chain) {
-			d := Decision{Retry: true, Strategy: strategyFallback, Runtime: chain[next]}
+			d := Decision{Retry: true, Strategy: drovertype.StrategyFallback, Runtime: chain[next]}
 			if d.Runtime == primary {
 				d.Model = primaryModel
 			}
 			d.Reason = fmt.Sprintf("%s: falling back to %s (%d of %d attempts used)", where, d.Runtime, f.Attempts, r.MaxAttempts)
 			return d
 		}
-		if f.Class == classAuthFailed {
+		if f.Class == drovertype.ClassAuthFailed {
 			return Decision{Reason: where + " is not retryable and no fallback runtime is left"}
 		}
 	}
@@ -112,7 +105,7 @@ func Decide(r Retry, primary string, primaryModel string, f Failure, now time.Ti
 	if !slices.Contains(r.RetryOn, f.Class) {
 		return Decision{Reason: where + " is not retryable (not in retry_on)"}
 	}
-	d := Decision{Retry: true, Strategy: strategySameRuntime, Runtime: f.Runtime, Model: f.Model}
+	d := Decision{Retry: true, Strategy: drovertype.StrategySameRuntime, Runtime: f.Runtime, Model: f.Model}
 	if f.Runtime == "" {
 		d.Runtime, d.Model = primary, primaryModel
 	}
@@ -141,7 +134,7 @@ func (r Retry) delay(f Failure, now time.Time, seed string) (time.Duration, stri
 	var d time.Duration
 	var why string
 	switch {
-	case f.Class == classRateLimited && f.ResetAt.After(now):
+	case f.Class == drovertype.ClassRateLimited && f.ResetAt.After(now):
 		d = ceilMS(f.ResetAt.Sub(now))
 		why = " (the quota resets at " + f.ResetAt.UTC().Format(time.RFC3339) + ")"
 	case f.RetryAfter > 0:

@@ -6,14 +6,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/flow"
 )
 
 var now = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 
 const (
-	same     = strategySameRuntime
-	fallback = strategyFallback
+	same     = drovertype.StrategySameRuntime
+	fallback = drovertype.StrategyFallback
 )
 
 // with returns DefaultRetry changed by fn.
@@ -32,14 +33,14 @@ func TestDecide(t *testing.T) {
 	exactChain := with(func(r *Retry) { r.Jitter = 0; r.Fallback = []string{"codex", "gemini"} })
 	noRateRetry := with(func(r *Retry) {
 		r.Fallback = []string{"codex"}
-		r.RetryOn = []string{classTimeout}
+		r.RetryOn = []drovertype.ErrorClass{drovertype.ClassTimeout}
 	})
-	everything := with(func(r *Retry) { r.RetryOn = Classes })
+	everything := with(func(r *Retry) { r.RetryOn = drovertype.Classes() })
 	messy := with(func(r *Retry) { r.Jitter = 0; r.Fallback = []string{"claude", "", "codex", "codex"} })
 
 	type want struct {
 		retry    bool
-		strategy string
+		strategy drovertype.Strategy
 		runtime  string
 		model    string
 		delay    time.Duration // exact, unless jitter is set
@@ -47,7 +48,7 @@ func TestDecide(t *testing.T) {
 		reason   string        // a substring of the reason
 	}
 	fail := func(reason string) want { return want{reason: reason} }
-	f := func(class string, attempts int, runtime, model string) Failure {
+	f := func(class drovertype.ErrorClass, attempts int, runtime, model string) Failure {
 		return Failure{Class: class, Attempts: attempts, Runtime: runtime, Model: model}
 	}
 
@@ -58,80 +59,80 @@ func TestDecide(t *testing.T) {
 		want want
 	}{
 		// Every class, first attempt, default policy.
-		{"crashed", def, f(classCrashed, 1, "claude", "opus"), fail("RUNTIME_CRASHED on claude is not retryable")},
-		{"timeout", def, f(classTimeout, 1, "claude", "opus"), want{true, same, "claude", "opus", 10 * time.Second, true, "RUNTIME_TIMEOUT on claude: retry as attempt 2 of 3 after"}},
-		{"connection failed", def, f(classConnectionFailed, 1, "claude", "opus"), want{true, same, "claude", "opus", 10 * time.Second, true, "attempt 2 of 3"}},
-		{"output malformed", def, f(classOutputMalformed, 1, "claude", "opus"), fail("not retryable (not in retry_on)")},
-		{"runtime error", def, f(classRuntimeError, 1, "claude", "opus"), fail("not retryable")},
-		{"rate limited without fallback", def, f(classRateLimited, 1, "claude", "opus"), want{true, same, "claude", "opus", 10 * time.Second, true, "RATE_LIMITED on claude: retry"}},
-		{"auth failed without fallback", def, f(classAuthFailed, 1, "claude", "opus"), fail("AUTH_FAILED on claude is not retryable and no fallback runtime is left")},
-		{"prepare failed", def, f(classPrepareFailed, 1, "claude", ""), want{true, same, "claude", "", 10 * time.Second, true, "PREPARE_FAILED"}},
-		{"merge conflict", def, f(classMergeConflict, 1, "claude", ""), fail("MERGE_CONFLICT on claude is never retried")},
-		{"observe failed", def, f(classObserveFailed, 1, "claude", ""), want{true, same, "claude", "", 10 * time.Second, true, "OBSERVE_FAILED"}},
-		{"verification failed", def, f(classVerificationFailed, 1, "claude", ""), want{true, same, "claude", "", 10 * time.Second, true, "VERIFICATION_FAILED"}},
-		{"scope violation", def, f(classScopeViolation, 1, "claude", ""), fail("SCOPE_VIOLATION on claude is not retryable")},
-		{"cancelled", def, f(classCancelled, 1, "claude", ""), fail("CANCELLED on claude is never retried")},
-		{"worker lost", def, f(classWorkerLost, 1, "claude", ""), want{true, same, "claude", "", 10 * time.Second, true, "WORKER_LOST"}},
+		{"crashed", def, f(drovertype.ClassCrashed, 1, "claude", "opus"), fail("RUNTIME_CRASHED on claude is not retryable")},
+		{"timeout", def, f(drovertype.ClassTimeout, 1, "claude", "opus"), want{true, same, "claude", "opus", 10 * time.Second, true, "RUNTIME_TIMEOUT on claude: retry as attempt 2 of 3 after"}},
+		{"connection failed", def, f(drovertype.ClassConnectionFailed, 1, "claude", "opus"), want{true, same, "claude", "opus", 10 * time.Second, true, "attempt 2 of 3"}},
+		{"output malformed", def, f(drovertype.ClassOutputMalformed, 1, "claude", "opus"), fail("not retryable (not in retry_on)")},
+		{"runtime error", def, f(drovertype.ClassRuntimeError, 1, "claude", "opus"), fail("not retryable")},
+		{"rate limited without fallback", def, f(drovertype.ClassRateLimited, 1, "claude", "opus"), want{true, same, "claude", "opus", 10 * time.Second, true, "RATE_LIMITED on claude: retry"}},
+		{"auth failed without fallback", def, f(drovertype.ClassAuthFailed, 1, "claude", "opus"), fail("AUTH_FAILED on claude is not retryable and no fallback runtime is left")},
+		{"prepare failed", def, f(drovertype.ClassPrepareFailed, 1, "claude", ""), want{true, same, "claude", "", 10 * time.Second, true, "PREPARE_FAILED"}},
+		{"merge conflict", def, f(drovertype.ClassMergeConflict, 1, "claude", ""), fail("MERGE_CONFLICT on claude is never retried")},
+		{"observe failed", def, f(drovertype.ClassObserveFailed, 1, "claude", ""), want{true, same, "claude", "", 10 * time.Second, true, "OBSERVE_FAILED"}},
+		{"verification failed", def, f(drovertype.ClassVerificationFailed, 1, "claude", ""), want{true, same, "claude", "", 10 * time.Second, true, "VERIFICATION_FAILED"}},
+		{"scope violation", def, f(drovertype.ClassScopeViolation, 1, "claude", ""), fail("SCOPE_VIOLATION on claude is not retryable")},
+		{"cancelled", def, f(drovertype.ClassCancelled, 1, "claude", ""), fail("CANCELLED on claude is never retried")},
+		{"worker lost", def, f(drovertype.ClassWorkerLost, 1, "claude", ""), want{true, same, "claude", "", 10 * time.Second, true, "WORKER_LOST"}},
 		{"unclassified", def, f("", 1, "claude", ""), fail("unclassified failure on claude is not retryable")},
 		{"unknown class", def, f("SOMETHING_NEW", 1, "claude", ""), fail("SOMETHING_NEW on claude is not retryable")},
 
 		// Never retried even when listed.
-		{"cancelled listed", everything, f(classCancelled, 1, "claude", ""), fail("CANCELLED on claude is never retried")},
-		{"merge conflict listed", everything, f(classMergeConflict, 1, "claude", ""), fail("MERGE_CONFLICT on claude is never retried")},
-		{"crashed listed", everything, f(classCrashed, 1, "claude", ""), want{true, same, "claude", "", 10 * time.Second, true, "RUNTIME_CRASHED"}},
-		{"cancelled beats exhausted", def, f(classCancelled, 3, "claude", ""), fail("CANCELLED on claude is never retried")},
+		{"cancelled listed", everything, f(drovertype.ClassCancelled, 1, "claude", ""), fail("CANCELLED on claude is never retried")},
+		{"merge conflict listed", everything, f(drovertype.ClassMergeConflict, 1, "claude", ""), fail("MERGE_CONFLICT on claude is never retried")},
+		{"crashed listed", everything, f(drovertype.ClassCrashed, 1, "claude", ""), want{true, same, "claude", "", 10 * time.Second, true, "RUNTIME_CRASHED"}},
+		{"cancelled beats exhausted", def, f(drovertype.ClassCancelled, 3, "claude", ""), fail("CANCELLED on claude is never retried")},
 
 		// The budget.
-		{"exhausted", def, f(classTimeout, 3, "claude", ""), fail("attempts exhausted: 3 of 3 (last failure: RUNTIME_TIMEOUT on claude)")},
-		{"over budget", def, f(classTimeout, 4, "claude", ""), fail("attempts exhausted: 4 of 3")},
-		{"last attempt left", def, f(classTimeout, 2, "claude", ""), want{true, same, "claude", "", 20 * time.Second, true, "attempt 3 of 3"}},
-		{"exhausted beats fallback", chain, f(classRateLimited, 3, "claude", "opus"), fail("attempts exhausted: 3 of 3")},
-		{"single attempt", with(func(r *Retry) { r.MaxAttempts = 1 }), f(classTimeout, 1, "claude", ""), fail("attempts exhausted: 1 of 1")},
-		{"zero budget", with(func(r *Retry) { r.MaxAttempts = 0 }), f(classTimeout, 1, "claude", ""), fail("attempts exhausted: 1 of 0")},
+		{"exhausted", def, f(drovertype.ClassTimeout, 3, "claude", ""), fail("attempts exhausted: 3 of 3 (last failure: RUNTIME_TIMEOUT on claude)")},
+		{"over budget", def, f(drovertype.ClassTimeout, 4, "claude", ""), fail("attempts exhausted: 4 of 3")},
+		{"last attempt left", def, f(drovertype.ClassTimeout, 2, "claude", ""), want{true, same, "claude", "", 20 * time.Second, true, "attempt 3 of 3"}},
+		{"exhausted beats fallback", chain, f(drovertype.ClassRateLimited, 3, "claude", "opus"), fail("attempts exhausted: 3 of 3")},
+		{"single attempt", with(func(r *Retry) { r.MaxAttempts = 1 }), f(drovertype.ClassTimeout, 1, "claude", ""), fail("attempts exhausted: 1 of 1")},
+		{"zero budget", with(func(r *Retry) { r.MaxAttempts = 0 }), f(drovertype.ClassTimeout, 1, "claude", ""), fail("attempts exhausted: 1 of 0")},
 
 		// The fallback chain claude → codex → gemini.
-		{"rate limited on primary", chain, f(classRateLimited, 1, "claude", "opus"), want{true, fallback, "codex", "", 0, false, "RATE_LIMITED on claude: falling back to codex (1 of 3 attempts used)"}},
-		{"rate limited on second", chain, f(classRateLimited, 2, "codex", "o3"), want{true, fallback, "gemini", "", 0, false, "falling back to gemini (2 of 3 attempts used)"}},
-		{"rate limited on last retries in place", exactChain, f(classRateLimited, 2, "gemini", "pro"), want{true, same, "gemini", "pro", 20 * time.Second, false, "RATE_LIMITED on gemini: retry as attempt 3 of 3 after 20s"}},
-		{"rate limited on last, not retried", noRateRetry, f(classRateLimited, 2, "codex", ""), fail("RATE_LIMITED on codex is not retryable (not in retry_on)")},
-		{"rate limited falls back though not in retry_on", noRateRetry, f(classRateLimited, 1, "claude", ""), want{true, fallback, "codex", "", 0, false, "falling back to codex"}},
-		{"auth failed on primary", chain, f(classAuthFailed, 1, "claude", "opus"), want{true, fallback, "codex", "", 0, false, "AUTH_FAILED on claude: falling back to codex"}},
-		{"auth failed on last", chain, f(classAuthFailed, 2, "gemini", ""), fail("AUTH_FAILED on gemini is not retryable and no fallback runtime is left")},
-		{"auth failed listed, on last", with(func(r *Retry) { r.RetryOn = Classes; r.Fallback = []string{"codex"} }), f(classAuthFailed, 1, "codex", ""), fail("no fallback runtime is left")},
-		{"timeout does not fall back", exactChain, f(classTimeout, 1, "claude", "opus"), want{true, same, "claude", "opus", 10 * time.Second, false, "after 10s"}},
-		{"runtime not in chain falls back to primary", chain, f(classRateLimited, 1, "aider", "x"), want{true, fallback, "claude", "opus", 0, false, "RATE_LIMITED on aider: falling back to claude"}},
-		{"runtime not in chain, no fallback list", def, f(classAuthFailed, 1, "aider", ""), want{true, fallback, "claude", "opus", 0, false, "falling back to claude"}},
-		{"unknown runtime is the primary", chain, f(classRateLimited, 1, "", ""), want{true, fallback, "codex", "", 0, false, "RATE_LIMITED on claude: falling back to codex"}},
-		{"unknown runtime retries the primary", exact, f(classTimeout, 1, "", ""), want{true, same, "claude", "opus", 10 * time.Second, false, "RUNTIME_TIMEOUT on claude"}},
-		{"duplicates and primary dropped", messy, f(classRateLimited, 1, "claude", ""), want{true, fallback, "codex", "", 0, false, "falling back to codex"}},
-		{"duplicates: codex is last", messy, f(classRateLimited, 2, "codex", ""), want{true, same, "codex", "", 20 * time.Second, false, "retry as attempt 3 of 3"}},
+		{"rate limited on primary", chain, f(drovertype.ClassRateLimited, 1, "claude", "opus"), want{true, fallback, "codex", "", 0, false, "RATE_LIMITED on claude: falling back to codex (1 of 3 attempts used)"}},
+		{"rate limited on second", chain, f(drovertype.ClassRateLimited, 2, "codex", "o3"), want{true, fallback, "gemini", "", 0, false, "falling back to gemini (2 of 3 attempts used)"}},
+		{"rate limited on last retries in place", exactChain, f(drovertype.ClassRateLimited, 2, "gemini", "pro"), want{true, same, "gemini", "pro", 20 * time.Second, false, "RATE_LIMITED on gemini: retry as attempt 3 of 3 after 20s"}},
+		{"rate limited on last, not retried", noRateRetry, f(drovertype.ClassRateLimited, 2, "codex", ""), fail("RATE_LIMITED on codex is not retryable (not in retry_on)")},
+		{"rate limited falls back though not in retry_on", noRateRetry, f(drovertype.ClassRateLimited, 1, "claude", ""), want{true, fallback, "codex", "", 0, false, "falling back to codex"}},
+		{"auth failed on primary", chain, f(drovertype.ClassAuthFailed, 1, "claude", "opus"), want{true, fallback, "codex", "", 0, false, "AUTH_FAILED on claude: falling back to codex"}},
+		{"auth failed on last", chain, f(drovertype.ClassAuthFailed, 2, "gemini", ""), fail("AUTH_FAILED on gemini is not retryable and no fallback runtime is left")},
+		{"auth failed listed, on last", with(func(r *Retry) { r.RetryOn = drovertype.Classes(); r.Fallback = []string{"codex"} }), f(drovertype.ClassAuthFailed, 1, "codex", ""), fail("no fallback runtime is left")},
+		{"timeout does not fall back", exactChain, f(drovertype.ClassTimeout, 1, "claude", "opus"), want{true, same, "claude", "opus", 10 * time.Second, false, "after 10s"}},
+		{"runtime not in chain falls back to primary", chain, f(drovertype.ClassRateLimited, 1, "aider", "x"), want{true, fallback, "claude", "opus", 0, false, "RATE_LIMITED on aider: falling back to claude"}},
+		{"runtime not in chain, no fallback list", def, f(drovertype.ClassAuthFailed, 1, "aider", ""), want{true, fallback, "claude", "opus", 0, false, "falling back to claude"}},
+		{"unknown runtime is the primary", chain, f(drovertype.ClassRateLimited, 1, "", ""), want{true, fallback, "codex", "", 0, false, "RATE_LIMITED on claude: falling back to codex"}},
+		{"unknown runtime retries the primary", exact, f(drovertype.ClassTimeout, 1, "", ""), want{true, same, "claude", "opus", 10 * time.Second, false, "RUNTIME_TIMEOUT on claude"}},
+		{"duplicates and primary dropped", messy, f(drovertype.ClassRateLimited, 1, "claude", ""), want{true, fallback, "codex", "", 0, false, "falling back to codex"}},
+		{"duplicates: codex is last", messy, f(drovertype.ClassRateLimited, 2, "codex", ""), want{true, same, "codex", "", 20 * time.Second, false, "retry as attempt 3 of 3"}},
 
 		// Delays the CLI asked for.
-		{"reset before max backoff", exact, Failure{Class: classRateLimited, Attempts: 1, Runtime: "claude", ResetAt: now.Add(90 * time.Second)}, want{true, same, "claude", "", 90 * time.Second, false, "after 1m30s (the quota resets at 2025-06-01T12:01:30Z)"}},
-		{"reset after max backoff", exact, Failure{Class: classRateLimited, Attempts: 1, Runtime: "claude", ResetAt: now.Add(time.Hour)}, want{true, same, "claude", "", 5 * time.Minute, false, "after 5m0s (the quota resets at 2025-06-01T13:00:00Z, capped by max_backoff)"}},
-		{"reset in the past", exact, Failure{Class: classRateLimited, Attempts: 1, Runtime: "claude", ResetAt: now.Add(-time.Minute)}, want{true, same, "claude", "", 10 * time.Second, false, "after 10s"}},
-		{"reset in the past, retry-after", exact, Failure{Class: classRateLimited, Attempts: 1, Runtime: "claude", ResetAt: now.Add(-time.Minute), RetryAfter: 42 * time.Second}, want{true, same, "claude", "", 42 * time.Second, false, "(the CLI asked to wait 42s)"}},
-		{"reset beats retry-after", exact, Failure{Class: classRateLimited, Attempts: 1, Runtime: "claude", ResetAt: now.Add(time.Minute), RetryAfter: 42 * time.Second}, want{true, same, "claude", "", time.Minute, false, "quota resets"}},
-		{"reset rounds up to ms", exact, Failure{Class: classRateLimited, Attempts: 1, Runtime: "claude", ResetAt: now.Add(1500 * time.Microsecond)}, want{true, same, "claude", "", 2 * time.Millisecond, false, "after 2ms"}},
-		{"reset ignored for other classes", exact, Failure{Class: classTimeout, Attempts: 1, Runtime: "claude", ResetAt: now.Add(time.Minute)}, want{true, same, "claude", "", 10 * time.Second, false, "after 10s"}},
-		{"retry-after", exact, Failure{Class: classTimeout, Attempts: 2, Runtime: "claude", RetryAfter: 30 * time.Second}, want{true, same, "claude", "", 30 * time.Second, false, "after 30s (the CLI asked to wait 30s)"}},
-		{"retry-after over max backoff", exact, Failure{Class: classRateLimited, Attempts: 1, Runtime: "claude", RetryAfter: time.Hour}, want{true, same, "claude", "", 5 * time.Minute, false, "asked to wait 1h0m0s, capped by max_backoff)"}},
-		{"retry-after is not jittered", def, Failure{Class: classRateLimited, Attempts: 1, Runtime: "claude", RetryAfter: 7 * time.Second}, want{true, same, "claude", "", 7 * time.Second, false, "after 7s"}},
+		{"reset before max backoff", exact, Failure{Class: drovertype.ClassRateLimited, Attempts: 1, Runtime: "claude", ResetAt: now.Add(90 * time.Second)}, want{true, same, "claude", "", 90 * time.Second, false, "after 1m30s (the quota resets at 2025-06-01T12:01:30Z)"}},
+		{"reset after max backoff", exact, Failure{Class: drovertype.ClassRateLimited, Attempts: 1, Runtime: "claude", ResetAt: now.Add(time.Hour)}, want{true, same, "claude", "", 5 * time.Minute, false, "after 5m0s (the quota resets at 2025-06-01T13:00:00Z, capped by max_backoff)"}},
+		{"reset in the past", exact, Failure{Class: drovertype.ClassRateLimited, Attempts: 1, Runtime: "claude", ResetAt: now.Add(-time.Minute)}, want{true, same, "claude", "", 10 * time.Second, false, "after 10s"}},
+		{"reset in the past, retry-after", exact, Failure{Class: drovertype.ClassRateLimited, Attempts: 1, Runtime: "claude", ResetAt: now.Add(-time.Minute), RetryAfter: 42 * time.Second}, want{true, same, "claude", "", 42 * time.Second, false, "(the CLI asked to wait 42s)"}},
+		{"reset beats retry-after", exact, Failure{Class: drovertype.ClassRateLimited, Attempts: 1, Runtime: "claude", ResetAt: now.Add(time.Minute), RetryAfter: 42 * time.Second}, want{true, same, "claude", "", time.Minute, false, "quota resets"}},
+		{"reset rounds up to ms", exact, Failure{Class: drovertype.ClassRateLimited, Attempts: 1, Runtime: "claude", ResetAt: now.Add(1500 * time.Microsecond)}, want{true, same, "claude", "", 2 * time.Millisecond, false, "after 2ms"}},
+		{"reset ignored for other classes", exact, Failure{Class: drovertype.ClassTimeout, Attempts: 1, Runtime: "claude", ResetAt: now.Add(time.Minute)}, want{true, same, "claude", "", 10 * time.Second, false, "after 10s"}},
+		{"retry-after", exact, Failure{Class: drovertype.ClassTimeout, Attempts: 2, Runtime: "claude", RetryAfter: 30 * time.Second}, want{true, same, "claude", "", 30 * time.Second, false, "after 30s (the CLI asked to wait 30s)"}},
+		{"retry-after over max backoff", exact, Failure{Class: drovertype.ClassRateLimited, Attempts: 1, Runtime: "claude", RetryAfter: time.Hour}, want{true, same, "claude", "", 5 * time.Minute, false, "asked to wait 1h0m0s, capped by max_backoff)"}},
+		{"retry-after is not jittered", def, Failure{Class: drovertype.ClassRateLimited, Attempts: 1, Runtime: "claude", RetryAfter: 7 * time.Second}, want{true, same, "claude", "", 7 * time.Second, false, "after 7s"}},
 
 		// Backoff growth and cap.
-		{"backoff 1", exact, f(classTimeout, 1, "claude", ""), want{true, same, "claude", "", 10 * time.Second, false, "after 10s"}},
-		{"backoff 2", exact, f(classTimeout, 2, "claude", ""), want{true, same, "claude", "", 20 * time.Second, false, "after 20s"}},
-		{"backoff 3", exact, f(classTimeout, 3, "claude", ""), want{true, same, "claude", "", 40 * time.Second, false, "after 40s"}},
-		{"backoff 5", exact, f(classTimeout, 5, "claude", ""), want{true, same, "claude", "", 160 * time.Second, false, "after 2m40s"}},
-		{"backoff capped", exact, f(classTimeout, 6, "claude", ""), want{true, same, "claude", "", 5 * time.Minute, false, "after 5m0s"}},
-		{"backoff capped with jitter", with(func(r *Retry) { r.MaxAttempts = 100 }), f(classTimeout, 60, "claude", ""), want{true, same, "claude", "", 5 * time.Minute, true, ""}},
-		{"coefficient 1.5", with(func(r *Retry) { r.Jitter = 0; r.Coefficient = 1.5 }), f(classTimeout, 2, "claude", ""), want{true, same, "claude", "", 15 * time.Second, false, "after 15s"}},
-		{"coefficient 1 is constant", with(func(r *Retry) { r.Jitter = 0; r.Coefficient = 1; r.MaxAttempts = 9 }), f(classTimeout, 8, "claude", ""), want{true, same, "claude", "", 10 * time.Second, false, "after 10s"}},
-		{"huge exponent", with(func(r *Retry) { r.Jitter = 0; r.MaxAttempts = 1 << 30 }), f(classTimeout, 1<<29, "claude", ""), want{true, same, "claude", "", 5 * time.Minute, false, "after 5m0s"}},
-		{"zero max backoff", with(func(r *Retry) { r.MaxBackoff = 0 }), Failure{Class: classRateLimited, Attempts: 1, Runtime: "claude", ResetAt: now.Add(time.Minute)}, want{true, same, "claude", "", 0, false, "after 0s"}},
-		{"max below initial", with(func(r *Retry) { r.Jitter = 0; r.MaxBackoff = dur(3 * time.Second) }), f(classTimeout, 1, "claude", ""), want{true, same, "claude", "", 3 * time.Second, false, "after 3s"}},
-		{"zero attempts counts as the first", exact, f(classTimeout, 0, "claude", ""), want{true, same, "claude", "", 10 * time.Second, false, "attempt 1 of 10"}},
-		{"negative coefficient", with(func(r *Retry) { r.Jitter = 0; r.Coefficient = -2 }), f(classTimeout, 2, "claude", ""), want{true, same, "claude", "", 0, false, "after 0s"}},
+		{"backoff 1", exact, f(drovertype.ClassTimeout, 1, "claude", ""), want{true, same, "claude", "", 10 * time.Second, false, "after 10s"}},
+		{"backoff 2", exact, f(drovertype.ClassTimeout, 2, "claude", ""), want{true, same, "claude", "", 20 * time.Second, false, "after 20s"}},
+		{"backoff 3", exact, f(drovertype.ClassTimeout, 3, "claude", ""), want{true, same, "claude", "", 40 * time.Second, false, "after 40s"}},
+		{"backoff 5", exact, f(drovertype.ClassTimeout, 5, "claude", ""), want{true, same, "claude", "", 160 * time.Second, false, "after 2m40s"}},
+		{"backoff capped", exact, f(drovertype.ClassTimeout, 6, "claude", ""), want{true, same, "claude", "", 5 * time.Minute, false, "after 5m0s"}},
+		{"backoff capped with jitter", with(func(r *Retry) { r.MaxAttempts = 100 }), f(drovertype.ClassTimeout, 60, "claude", ""), want{true, same, "claude", "", 5 * time.Minute, true, ""}},
+		{"coefficient 1.5", with(func(r *Retry) { r.Jitter = 0; r.Coefficient = 1.5 }), f(drovertype.ClassTimeout, 2, "claude", ""), want{true, same, "claude", "", 15 * time.Second, false, "after 15s"}},
+		{"coefficient 1 is constant", with(func(r *Retry) { r.Jitter = 0; r.Coefficient = 1; r.MaxAttempts = 9 }), f(drovertype.ClassTimeout, 8, "claude", ""), want{true, same, "claude", "", 10 * time.Second, false, "after 10s"}},
+		{"huge exponent", with(func(r *Retry) { r.Jitter = 0; r.MaxAttempts = 1 << 30 }), f(drovertype.ClassTimeout, 1<<29, "claude", ""), want{true, same, "claude", "", 5 * time.Minute, false, "after 5m0s"}},
+		{"zero max backoff", with(func(r *Retry) { r.MaxBackoff = 0 }), Failure{Class: drovertype.ClassRateLimited, Attempts: 1, Runtime: "claude", ResetAt: now.Add(time.Minute)}, want{true, same, "claude", "", 0, false, "after 0s"}},
+		{"max below initial", with(func(r *Retry) { r.Jitter = 0; r.MaxBackoff = dur(3 * time.Second) }), f(drovertype.ClassTimeout, 1, "claude", ""), want{true, same, "claude", "", 3 * time.Second, false, "after 3s"}},
+		{"zero attempts counts as the first", exact, f(drovertype.ClassTimeout, 0, "claude", ""), want{true, same, "claude", "", 10 * time.Second, false, "attempt 1 of 10"}},
+		{"negative coefficient", with(func(r *Retry) { r.Jitter = 0; r.Coefficient = -2 }), f(drovertype.ClassTimeout, 2, "claude", ""), want{true, same, "claude", "", 0, false, "after 0s"}},
 	}
 	if len(tests) < 25 {
 		t.Fatalf("only %d rows", len(tests))
@@ -171,7 +172,7 @@ func TestDecide(t *testing.T) {
 func TestDecideJitter(t *testing.T) {
 	r := DefaultRetry()
 	r.MaxAttempts = 10
-	f := Failure{Class: classTimeout, Attempts: 2, Runtime: "claude"}
+	f := Failure{Class: drovertype.ClassTimeout, Attempts: 2, Runtime: "claude"}
 	base := 20 * time.Second
 	lo, hi := time.Duration(float64(base)*0.8), time.Duration(float64(base)*1.2)
 	seen := map[time.Duration]bool{}
@@ -215,7 +216,7 @@ func TestDecideJitterBounds(t *testing.T) {
 		jj := min(max(j, 0), 1)
 		lo, hi := time.Duration(float64(10*time.Second)*(1-jj)), time.Duration(float64(10*time.Second)*(1+jj))
 		for i := range 200 {
-			d := Decide(r, "claude", "", Failure{Class: classTimeout, Attempts: 1, Runtime: "claude"}, now, fmt.Sprint(i)).Delay
+			d := Decide(r, "claude", "", Failure{Class: drovertype.ClassTimeout, Attempts: 1, Runtime: "claude"}, now, fmt.Sprint(i)).Delay
 			if d < lo || d > hi {
 				t.Fatalf("jitter %v: delay %v outside [%v, %v]", j, d, lo, hi)
 			}

@@ -1,7 +1,9 @@
 // Package policy decides what runs a task and what happens when an attempt
 // of it fails. It is pure: no I/O, no clock and no randomness of its own, so
 // the controller can re-derive any decision after a restart and get the
-// same answer.
+// same answer. It must not know events, the projection or NATS: the
+// controller hands it plain values (Layer, Failure) and records what it
+// returns.
 //
 // # Resolution
 //
@@ -44,6 +46,6 @@
 // failure gives the same delay, while different attempts spread out.
 //
 // Package policy/feedback composes the prompt of a retry from the failed
-// attempt's report. It is a separate package because it reads eventlog
-// types and eventlog imports policy.
+// attempt's report. It is a separate package because it reads reports
+// (package event), whose schema carries policy.Resolved.
 package policy

@@ -4,54 +4,15 @@ import (
 	"slices"
 	"time"
 
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/flow"
 )
-
-// Error classes the policy knows. They mirror the constants of package
-// adapter (a test keeps the two lists equal); policy does not import adapter
-// so that it stays a pure, dependency-light package.
-const (
-	classCrashed            = "RUNTIME_CRASHED"
-	classTimeout            = "RUNTIME_TIMEOUT"
-	classConnectionFailed   = "RUNTIME_CONNECTION_FAILED"
-	classOutputMalformed    = "RUNTIME_OUTPUT_MALFORMED"
-	classRuntimeError       = "RUNTIME_ERROR"
-	classRateLimited        = "RATE_LIMITED"
-	classAuthFailed         = "AUTH_FAILED"
-	classPrepareFailed      = "PREPARE_FAILED"
-	classMergeConflict      = "MERGE_CONFLICT"
-	classObserveFailed      = "OBSERVE_FAILED"
-	classVerificationFailed = "VERIFICATION_FAILED"
-	classScopeViolation     = "SCOPE_VIOLATION"
-	classCancelled          = "CANCELLED"
-	classWorkerLost         = "WORKER_LOST"
-)
-
-// Classes lists every error class a failed attempt can carry, in the order
-// package adapter declares them. Callers may use it to validate retry_on
-// lists; they must not modify it.
-var Classes = []string{
-	classCrashed,
-	classTimeout,
-	classConnectionFailed,
-	classOutputMalformed,
-	classRuntimeError,
-	classRateLimited,
-	classAuthFailed,
-	classPrepareFailed,
-	classMergeConflict,
-	classObserveFailed,
-	classVerificationFailed,
-	classScopeViolation,
-	classCancelled,
-	classWorkerLost,
-}
 
 // neverRetried are the classes Decide never retries, even when a policy
 // lists them in retry_on: an operator's cancellation is final, and a merge
 // conflict between dependencies will not resolve itself by running again.
-func neverRetried(class string) bool {
-	return class == classCancelled || class == classMergeConflict
+func neverRetried(class drovertype.ErrorClass) bool {
+	return class == drovertype.ClassCancelled || class == drovertype.ClassMergeConflict
 }
 
 // Retry is a retry policy. Its JSON form is used inside events, so it is a
@@ -71,7 +32,7 @@ type Retry struct {
 	// clamped to [0, 1].
 	Jitter float64 `json:"jitter"`
 	// RetryOn lists the classes retried on the same runtime.
-	RetryOn []string `json:"retry_on"`
+	RetryOn []drovertype.ErrorClass `json:"retry_on"`
 	// Fallback lists runtimes tried, in order, after the task's own runtime
 	// is rate limited or refuses its credentials.
 	Fallback []string `json:"fallback,omitempty"`
@@ -87,14 +48,14 @@ func DefaultRetry() Retry {
 		Coefficient:    2,
 		MaxBackoff:     flow.Duration(5 * time.Minute),
 		Jitter:         0.2,
-		RetryOn: []string{
-			classRateLimited,
-			classTimeout,
-			classConnectionFailed,
-			classWorkerLost,
-			classVerificationFailed,
-			classPrepareFailed,
-			classObserveFailed,
+		RetryOn: []drovertype.ErrorClass{
+			drovertype.ClassRateLimited,
+			drovertype.ClassTimeout,
+			drovertype.ClassConnectionFailed,
+			drovertype.ClassWorkerLost,
+			drovertype.ClassVerificationFailed,
+			drovertype.ClassPrepareFailed,
+			drovertype.ClassObserveFailed,
 		},
 	}
 }

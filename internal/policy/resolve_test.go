@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/flow"
 )
 
@@ -139,12 +140,12 @@ func TestResolveRetry(t *testing.T) {
 		from   map[string]Level
 	}{
 		{"builtin", nil, DefaultRetry(), allFrom(LevelBuiltin)},
-		{"empty specs set nothing", []Layer{{Level: LevelTask, Retry: &flow.RetrySpec{RetryOn: []string{}}}, {Level: LevelFlow, Retry: &flow.RetrySpec{}}},
+		{"empty specs set nothing", []Layer{{Level: LevelTask, Retry: &flow.RetrySpec{RetryOn: []drovertype.ErrorClass{}}}, {Level: LevelFlow, Retry: &flow.RetrySpec{}}},
 			DefaultRetry(), allFrom(LevelBuiltin)},
 		{"each field from the highest setter", []Layer{
 			{Level: LevelTask, Retry: &flow.RetrySpec{MaxAttempts: ptr(5)}},
 			{Level: LevelFlow, Retry: &flow.RetrySpec{MaxAttempts: ptr(4), Jitter: ptr(0.0)}},
-			{Level: LevelProject, Retry: &flow.RetrySpec{RetryOn: []string{classTimeout}, Jitter: ptr(0.5), InitialBackoff: ptr(flow.Duration(time.Second))}},
+			{Level: LevelProject, Retry: &flow.RetrySpec{RetryOn: []drovertype.ErrorClass{drovertype.ClassTimeout}, Jitter: ptr(0.5), InitialBackoff: ptr(flow.Duration(time.Second))}},
 			{Level: LevelGlobal, Retry: &flow.RetrySpec{Fallback: []string{"codex"}, InitialBackoff: ptr(flow.Duration(time.Minute)), MaxBackoff: ptr(flow.Duration(time.Hour)), Coefficient: ptr(3.0)}},
 		}, Retry{
 			MaxAttempts:    5,
@@ -152,7 +153,7 @@ func TestResolveRetry(t *testing.T) {
 			Coefficient:    3,
 			MaxBackoff:     flow.Duration(time.Hour),
 			Jitter:         0,
-			RetryOn:        []string{classTimeout},
+			RetryOn:        []drovertype.ErrorClass{drovertype.ClassTimeout},
 			Fallback:       []string{"codex"},
 		}, map[string]Level{
 			fieldMaxAttempts:    LevelTask,
@@ -190,7 +191,7 @@ func TestResolveDoesNotAlias(t *testing.T) {
 		Level:     LevelTask,
 		Runtime:   ref("claude", "opus", "--a"),
 		Validator: &flow.RuntimeRef{Name: "codex", Args: []string{"--b"}},
-		Retry:     &flow.RetrySpec{RetryOn: []string{classTimeout}, Fallback: []string{"codex"}},
+		Retry:     &flow.RetrySpec{RetryOn: []drovertype.ErrorClass{drovertype.ClassTimeout}, Fallback: []string{"codex"}},
 		Scope:     &flow.Scope{Allow: []string{"src/**"}},
 	}
 	got := Resolve(task)
@@ -199,7 +200,7 @@ func TestResolveDoesNotAlias(t *testing.T) {
 	got.Retry.RetryOn[0] = "X"
 	got.Retry.Fallback[0] = "X"
 	got.Scope.Allow[0] = "X"
-	if task.Runtime.Args[0] != "--a" || task.Validator.Args[0] != "--b" || task.Retry.RetryOn[0] != classTimeout ||
+	if task.Runtime.Args[0] != "--a" || task.Validator.Args[0] != "--b" || task.Retry.RetryOn[0] != drovertype.ClassTimeout ||
 		task.Retry.Fallback[0] != "codex" || task.Scope.Allow[0] != "src/**" {
 		t.Errorf("Resolve's result aliases its layers: %+v", task)
 	}
@@ -239,7 +240,7 @@ func TestOverlay(t *testing.T) {
 	if got, set := base.Overlay(nil); !reflect.DeepEqual(got, base) || set != nil {
 		t.Errorf("Overlay(nil) = %+v, %v", got, set)
 	}
-	if got, set := base.Overlay(&flow.RetrySpec{RetryOn: []string{}, Fallback: []string{}}); !reflect.DeepEqual(got, base) || set != nil {
+	if got, set := base.Overlay(&flow.RetrySpec{RetryOn: []drovertype.ErrorClass{}, Fallback: []string{}}); !reflect.DeepEqual(got, base) || set != nil {
 		t.Errorf("Overlay(empty lists) = %+v, %v", got, set)
 	}
 
@@ -249,11 +250,11 @@ func TestOverlay(t *testing.T) {
 		Coefficient:    ptr(1.5),
 		MaxBackoff:     ptr(flow.Duration(time.Minute)),
 		Jitter:         ptr(0.0),
-		RetryOn:        []string{classCrashed},
+		RetryOn:        []drovertype.ErrorClass{drovertype.ClassCrashed},
 		Fallback:       []string{"codex"},
 	}
 	got, set := base.Overlay(full)
-	want := Retry{Coefficient: 1.5, MaxBackoff: flow.Duration(time.Minute), RetryOn: []string{classCrashed}, Fallback: []string{"codex"}}
+	want := Retry{Coefficient: 1.5, MaxBackoff: flow.Duration(time.Minute), RetryOn: []drovertype.ErrorClass{drovertype.ClassCrashed}, Fallback: []string{"codex"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Overlay(full) = %+v, want %+v (zero values through pointers are set)", got, want)
 	}

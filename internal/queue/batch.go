@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
+	"github.com/drover-dev/drover/internal/event"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Batch publishes events and jobs without waiting for each acknowledgement
@@ -42,7 +42,7 @@ const batchAckWait = 10 * time.Second
 func NewBatch(js jetstream.JetStream) *Batch { return &Batch{js: js} }
 
 // Event adds an event (see PublishEvent).
-func (b *Batch) Event(ctx context.Context, ev *eventlog.Event) {
+func (b *Batch) Event(ctx context.Context, ev *event.Event) {
 	msg, describe, err := eventMsg(ev)
 	if err != nil {
 		b.errs = append(b.errs, err)

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/event"
 )
 
 // TestBatchPublishes: a batch larger than its window is stored whole and in
@@ -20,9 +20,9 @@ func TestBatchPublishes(t *testing.T) {
 	publish := func() (stored []string, err error) {
 		b := NewBatch(js)
 		for i := range n {
-			b.Event(ctx, newEvent(t, fmt.Sprintf("attempt_claimed:f1_t1_1:%d", i), eventlog.AttemptClaimed, "f1"))
+			b.Event(ctx, newEvent(t, fmt.Sprintf("attempt_claimed:f1_t1_1:%d", i), event.AttemptClaimed, "f1"))
 			if i == n/2 {
-				bad := newEvent(t, "attempt_claimed:bad", eventlog.AttemptClaimed, "f1")
+				bad := newEvent(t, "attempt_claimed:bad", event.AttemptClaimed, "f1")
 				bad.Flow = "no spaces allowed"
 				b.Event(ctx, bad)
 			}
@@ -44,7 +44,7 @@ func TestBatchPublishes(t *testing.T) {
 		t.Fatalf("%d events stored, want %d", got, n)
 	}
 	for seq := uint64(1); seq <= n; seq++ {
-		ev, err := eventlog.Decode(getMsg(t, js, EventsStream, seq).Data)
+		ev, err := event.Decode(getMsg(t, js, EventsStream, seq).Data)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -222,7 +223,7 @@ func TestConcurrentTakeoverHasOneWinner(t *testing.T) {
 	c := claimsFor(t, js, clk)
 
 	for round := range 3 {
-		a := AttemptID("f1", "t1", round+1)
+		a := drovertype.AttemptID("f1", "t1", round+1)
 		acquire(t, c, a, "dead", 1)
 		expire(t, c, clk, a)
 
@@ -305,7 +306,7 @@ func TestLeaseConcurrentRenewAndFinish(t *testing.T) {
 	c := claimsFor(t, js, nil)
 
 	for i := range 5 {
-		a := AttemptID("f1", "t1", i+1)
+		a := drovertype.AttemptID("f1", "t1", i+1)
 		l := acquire(t, c, a, "w1", 1)
 		var wg sync.WaitGroup
 		renewErrs := make(chan error, 20)

@@ -1,7 +1,13 @@
-// Package queue owns Drover's use of NATS JetStream: the streams, subjects,
-// consumers and buckets, publishing with dedup ids, the attempt job and its
-// claim lease, and the embedded nats-server.
+// Package queue owns Drover's JetStream layout and the guarantees it moves
+// bytes with: the streams, buckets and subjects (Ensure, and the checks the
+// daemons wait on at start: CheckJetStream, CheckBuckets), publishing events
+// and jobs with their ids as Nats-Msg-Id so a republish counts once,
+// batches of publishes acknowledged together, the attempt job and its
+// checks off the wire, the attempt consumers, the claim lease with its
+// fencing epoch, and dead letters.
 //
-// It must not know what events mean (that is eventlog) nor how attempts run
-// (that is the worker): it moves bytes with the guarantees the contracts need.
+// It carries events as package event's envelopes without knowing what they
+// mean (that is package projection), and jobs without knowing how attempts
+// run (that is package worker). Connecting to NATS is package natsconn;
+// the worker registry is package fleet; object stores are package objstore.
 package queue

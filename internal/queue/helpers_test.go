@@ -2,11 +2,11 @@ package queue
 
 import (
 	"context"
-	"net"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/natstest"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -29,52 +29,16 @@ func testCtx(t testing.TB) context.Context {
 	return ctx
 }
 
-// startServer starts an embedded server on a free port in a fresh store dir
-// and stops it when the test ends.
+// startServer starts a nats-server on a free port in a fresh store dir and
+// stops it when the test ends.
 func startServer(t testing.TB) *server.Server {
 	t.Helper()
-	return startServerAt(t, t.TempDir(), -1)
+	return natstest.RunServer(t, t.TempDir(), -1)
 }
 
-func startServerAt(t testing.TB, dir string, port int) *server.Server {
-	t.Helper()
-	ns, err := StartEmbedded(EmbeddedOptions{StoreDir: dir, Port: port})
-	if err != nil {
-		t.Fatalf("start embedded server: %v", err)
-	}
-	t.Cleanup(func() { stopServer(ns) })
-	return ns
-}
-
-// stopServer is idempotent, so tests may stop a server early.
-func stopServer(ns *server.Server) {
-	ns.Shutdown()
-	ns.WaitForShutdown()
-}
-
-func serverPort(t testing.TB, ns *server.Server) int {
-	t.Helper()
-	addr, ok := ns.Addr().(*net.TCPAddr)
-	if !ok {
-		t.Fatalf("server address %v is not TCP", ns.Addr())
-	}
-	return addr.Port
-}
-
-// connect dials ns and returns a JetStream context; the connection is closed
-// when the test ends.
 func connect(t testing.TB, ns *server.Server) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatalf("jetstream: %v", err)
-	}
-	return nc, js
+	return natstest.Connect(t, ns)
 }
 
 // setup is a server with every Drover stream and bucket ensured.
@@ -109,8 +73,8 @@ func streamMsgs(t testing.TB, js jetstream.JetStream, name string) uint64 {
 
 // fakeClock is the claims clock. It reads real time until pinned: claim
 // staleness compares the clock with the server's timestamp of the claim's
-// last write, so tests pin the clock relative to that timestamp (see
-// claimCreated) rather than sleeping past a lease.
+// last write, so tests pin the clock relative to that timestamp (the KV
+// entry's Created) rather than sleeping past a lease.
 type fakeClock struct {
 	mu sync.Mutex
 	at time.Time

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
+
+	"github.com/drover-dev/drover/internal/event"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/tracing"
 )
@@ -22,22 +22,22 @@ const JobVersion = 1
 // Job is one attempt to run, as queued for workers. It carries everything a
 // stateless worker needs; workers never read the projection.
 type Job struct {
-	V       int                  `json:"v"`
-	Attempt string               `json:"attempt"`
-	Flow    string               `json:"flow"`
-	Task    string               `json:"task"`
-	N       int                  `json:"n"`
-	Pool    string               `json:"pool"`
-	Runtime string               `json:"runtime"`
-	Repo    string               `json:"repo"`
-	Base    string               `json:"base"`
-	Branch  string               `json:"branch"`
-	Prompt  string               `json:"prompt"`
-	Timeout flow.Duration        `json:"timeout,omitempty"`
-	Merge   []eventlog.DepResult `json:"merge,omitempty"`
-	// Kind is "" for a task attempt, KindIntegrate for building a flow's
-	// integration branch from Merge (no CLI runs).
-	Kind string `json:"kind,omitempty"`
+	V       int               `json:"v"`
+	Attempt string            `json:"attempt"`
+	Flow    string            `json:"flow"`
+	Task    string            `json:"task"`
+	N       int               `json:"n"`
+	Pool    string            `json:"pool"`
+	Runtime string            `json:"runtime"`
+	Repo    string            `json:"repo"`
+	Base    string            `json:"base"`
+	Branch  string            `json:"branch"`
+	Prompt  string            `json:"prompt"`
+	Timeout flow.Duration     `json:"timeout,omitempty"`
+	Merge   []event.DepResult `json:"merge,omitempty"`
+	// Kind is what to do: run the task's CLI, or build the flow's
+	// integration branch from Merge.
+	Kind drovertype.JobKind `json:"kind,omitempty"`
 	// Model and Args override the runtime's model and add to its arguments.
 	Model string   `json:"model,omitempty"`
 	Args  []string `json:"args,omitempty"`
@@ -47,9 +47,6 @@ type Job struct {
 	Review        *Review       `json:"review,omitempty"`
 	Scope         *flow.Scope   `json:"scope,omitempty"`
 }
-
-// KindIntegrate marks an integration job.
-const KindIntegrate = "integrate"
 
 // Review asks a validator runtime to review the attempt's result.
 type Review struct {
@@ -77,26 +74,26 @@ func DecodeJob(raw []byte) (*Job, error) {
 	}
 	task := j.Task
 	switch j.Kind {
-	case "":
-	case KindIntegrate:
+	case drovertype.JobAttempt:
+	case drovertype.JobIntegrate:
 		task = "x" // an integration job belongs to no task
-		if j.Task != "" || j.Attempt != IntegrationID(j.Flow, j.N) || j.N < 1 {
+		if j.Task != "" || j.Attempt != drovertype.IntegrationID(j.Flow, j.N) || j.N < 1 {
 			return nil, fmt.Errorf("%w: integration id %q does not match flow %q n %d", ErrBadJob, j.Attempt, j.Flow, j.N)
 		}
 	default:
 		return nil, fmt.Errorf("%w: unknown kind %q", ErrBadJob, j.Kind)
 	}
 	for name, id := range map[string]string{"flow": j.Flow, "task": task, "pool": j.Pool, "runtime": j.Runtime} {
-		if err := flow.ValidID(id); err != nil {
+		if err := drovertype.ValidID(id); err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrBadJob, name, err)
 		}
 	}
 	if j.Review != nil {
-		if err := flow.ValidID(j.Review.Runtime); err != nil {
+		if err := drovertype.ValidID(j.Review.Runtime); err != nil {
 			return nil, fmt.Errorf("%w: review runtime: %v", ErrBadJob, err)
 		}
 	}
-	if j.Kind == "" && (j.Attempt != AttemptID(j.Flow, j.Task, j.N) || j.N < 1) {
+	if j.Kind == drovertype.JobAttempt && (j.Attempt != drovertype.AttemptID(j.Flow, j.Task, j.N) || j.N < 1) {
 		return nil, fmt.Errorf("%w: attempt id %q does not match flow %q task %q n %d", ErrBadJob, j.Attempt, j.Flow, j.Task, j.N)
 	}
 	if j.Repo == "" || j.Branch == "" || j.Base == "" {
@@ -112,17 +109,17 @@ func DecodeJob(raw []byte) (*Job, error) {
 	}
 	// A job pushes only its own branch, and merges only result branches of
 	// its flow: never main, never another flow's work.
-	want := AttemptBranch(j.Flow, j.Task, j.N)
-	if j.Kind == KindIntegrate {
-		want = IntegrationBranch(j.Flow, j.N)
+	want := drovertype.AttemptBranch(j.Flow, j.Task, j.N)
+	if j.Kind == drovertype.JobIntegrate {
+		want = drovertype.IntegrationBranch(j.Flow, j.N)
 	}
 	if j.Branch != want {
 		return nil, fmt.Errorf("%w: branch %q is not the attempt's own branch %q", ErrBadJob, j.Branch, want)
 	}
 	for i := range j.Merge {
 		m := &j.Merge[i]
-		if m.Branch == "" && m.N > 0 && flow.ValidID(m.Task) == nil {
-			m.Branch = AttemptBranch(j.Flow, m.Task, m.N)
+		if m.Branch == "" && m.N > 0 && drovertype.ValidID(m.Task) == nil {
+			m.Branch = drovertype.AttemptBranch(j.Flow, m.Task, m.N)
 		}
 		m.N = 0
 		if !isResultBranch(j.Flow, m.Branch) {
@@ -135,55 +132,16 @@ func DecodeJob(raw []byte) (*Job, error) {
 	return &j, nil
 }
 
-// isResultBranch reports whether b is AttemptBranch(flowID, task, n) for
-// some valid task and n.
+// isResultBranch reports whether b is a result branch of flowID's tasks.
 func isResultBranch(flowID, b string) bool {
-	task, _, ok := parseResultBranch(flowID, b)
-	return ok && flow.ValidID(task) == nil
+	_, _, ok := drovertype.ParseAttemptBranch(flowID, b)
+	return ok
 }
 
 // resultAttempt returns n when branch is AttemptBranch(flowID, task, n).
 func resultAttempt(flowID, task, branch string) (int, bool) {
-	t, n, ok := parseResultBranch(flowID, branch)
+	t, n, ok := drovertype.ParseAttemptBranch(flowID, branch)
 	return n, ok && t == task
-}
-
-// parseResultBranch splits drover/<flowID>/<task>/<n>, n written as
-// AttemptBranch writes it; task is not validated.
-func parseResultBranch(flowID, b string) (task string, n int, ok bool) {
-	rest, ok := strings.CutPrefix(b, "drover/"+flowID+"/")
-	if !ok {
-		return "", 0, false
-	}
-	task, num, ok := strings.Cut(rest, "/")
-	if !ok {
-		return "", 0, false
-	}
-	n, err := strconv.Atoi(num)
-	return task, n, err == nil && n >= 1 && strconv.Itoa(n) == num
-}
-
-// AttemptID is the id of the n-th attempt of a task. Flow and task ids have
-// no underscore, so the id splits back unambiguously.
-func AttemptID(flowID, task string, n int) string { return fmt.Sprintf("%s_%s_%d", flowID, task, n) }
-
-// AttemptBranch is the git branch an attempt's result is pushed to.
-func AttemptBranch(flowID, task string, n int) string {
-	return fmt.Sprintf("drover/%s/%s/%d", flowID, task, n)
-}
-
-// IntegrationID is the id of the n-th build of a flow's integration branch.
-// Task ids are never empty, so "__" cannot appear in an attempt id.
-func IntegrationID(flowID string, n int) string { return fmt.Sprintf("%s__integrate_%d", flowID, n) }
-
-// IntegrationBranch collects a flow's succeeded tasks, merged in order. A
-// flow reopened by an operator retry builds a new one (integration-2, ...):
-// branches are never force-pushed.
-func IntegrationBranch(flowID string, n int) string {
-	if n <= 1 {
-		return "drover/" + flowID + "/integration"
-	}
-	return fmt.Sprintf("drover/%s/integration-%d", flowID, n)
 }
 
 // PublishJob queues j for its pool and runtime; the attempt id is the
@@ -210,7 +168,7 @@ func jobMsg(j *Job) (*nats.Msg, error) {
 	// A result branch to merge travels as its attempt number: the branch
 	// is named by it. An integration of thousands of tasks stays a message.
 	wire := *j
-	wire.Merge = make([]eventlog.DepResult, len(j.Merge))
+	wire.Merge = make([]event.DepResult, len(j.Merge))
 	for i, m := range j.Merge {
 		if n, ok := resultAttempt(j.Flow, m.Task, m.Branch); ok {
 			m.Branch, m.N = "", n

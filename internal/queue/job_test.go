@@ -10,17 +10,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/event"
+
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/flow"
 )
 
 func newJob(flowID, task string, n int, pool, runtime string) *Job {
 	return &Job{
-		Attempt: AttemptID(flowID, task, n), Flow: flowID, Task: task, N: n,
+		Attempt: drovertype.AttemptID(flowID, task, n), Flow: flowID, Task: task, N: n,
 		Pool: pool, Runtime: runtime,
-		Repo: "https://example.com/r.git", Base: "main", Branch: AttemptBranch(flowID, task, n),
+		Repo: "https://example.com/r.git", Base: "main", Branch: drovertype.AttemptBranch(flowID, task, n),
 		Prompt: "do it",
 	}
 }
@@ -215,7 +217,8 @@ func TestEnsureAttemptConsumerConfig(t *testing.T) {
 	}
 }
 
-// AckWait 1s is the shortest queue.ack_wait the configuration accepts.
+// shortAckWait, 1s, is the shortest queue.ack_wait the configuration
+// accepts.
 const shortAckWait = time.Second
 
 func TestJobRedeliveredAfterAckWait(t *testing.T) {
@@ -347,7 +350,7 @@ func validJobJSON(t testing.TB) map[string]any {
 	j := newJob("flow-1", "task-a", 3, "gpu", "claude-code")
 	j.V = JobVersion
 	j.Timeout = flow.Duration(90 * time.Second)
-	j.Merge = []eventlog.DepResult{{Task: "dep", Branch: "drover/flow-1/dep/1", Commit: "abc"}}
+	j.Merge = []event.DepResult{{Task: "dep", Branch: "drover/flow-1/dep/1", Commit: "abc"}}
 	raw, err := json.Marshal(j)
 	if err != nil {
 		t.Fatal(err)
@@ -376,9 +379,9 @@ func TestDecodeJob(t *testing.T) {
 	setID := func(k, v string) []byte {
 		return with(func(m map[string]any) {
 			m[k] = v
-			m["attempt"] = AttemptID(m["flow"].(string), m["task"].(string), int(m["n"].(float64)))
-			m["branch"] = AttemptBranch(m["flow"].(string), m["task"].(string), int(m["n"].(float64)))
-			m["merge"] = []map[string]any{{"task": "dep", "branch": AttemptBranch(m["flow"].(string), "dep", 1), "commit": "abc"}}
+			m["attempt"] = drovertype.AttemptID(m["flow"].(string), m["task"].(string), int(m["n"].(float64)))
+			m["branch"] = drovertype.AttemptBranch(m["flow"].(string), m["task"].(string), int(m["n"].(float64)))
+			m["merge"] = []map[string]any{{"task": "dep", "branch": drovertype.AttemptBranch(m["flow"].(string), "dep", 1), "commit": "abc"}}
 		})
 	}
 
@@ -402,9 +405,9 @@ func TestDecodeJob(t *testing.T) {
 		{"base option", set("base", "--upload-pack=x"), false},
 		{"base with space", set("base", "main x"), false},
 		{"branch main", set("branch", "main"), false},
-		{"branch of another attempt", set("branch", AttemptBranch("flow-1", "task-a", 2)), false},
+		{"branch of another attempt", set("branch", drovertype.AttemptBranch("flow-1", "task-a", 2)), false},
 		{"branch option", set("branch", "--force"), false},
-		{"integration branch on a task", set("branch", IntegrationBranch("flow-1", 3)), false},
+		{"integration branch on a task", set("branch", drovertype.IntegrationBranch("flow-1", 3)), false},
 		{"merge main", set("merge", []map[string]any{{"task": "dep", "branch": "main"}}), false},
 		{"merge another flow", set("merge", []map[string]any{{"task": "dep", "branch": "drover/flow-2/dep/1"}}), false},
 		{"merge path escape", set("merge", []map[string]any{{"task": "dep", "branch": "drover/flow-1/../x/1"}}), false},
@@ -420,9 +423,9 @@ func TestDecodeJob(t *testing.T) {
 		{"version 0", set("v", 0), false},
 		{"version 2", set("v", 2), false},
 		{"no version", with(func(m map[string]any) { delete(m, "v") }), false},
-		{"attempt of another task", set("attempt", AttemptID("flow-1", "task-b", 3)), false},
-		{"attempt of another n", set("attempt", AttemptID("flow-1", "task-a", 4)), false},
-		{"attempt of another flow", set("attempt", AttemptID("flow-2", "task-a", 3)), false},
+		{"attempt of another task", set("attempt", drovertype.AttemptID("flow-1", "task-b", 3)), false},
+		{"attempt of another n", set("attempt", drovertype.AttemptID("flow-1", "task-a", 4)), false},
+		{"attempt of another flow", set("attempt", drovertype.AttemptID("flow-2", "task-a", 3)), false},
 		{"empty attempt", set("attempt", ""), false},
 		{"n zero", with(func(m map[string]any) { m["n"] = 0; m["attempt"] = "flow-1_task-a_0" }), false},
 		{"n negative", with(func(m map[string]any) { m["n"] = -1; m["attempt"] = "flow-1_task-a_-1" }), false},
@@ -449,7 +452,7 @@ func TestDecodeJob(t *testing.T) {
 				if err != nil {
 					t.Fatalf("DecodeJob: %v", err)
 				}
-				if j.Kind == "" && j.Attempt != AttemptID(j.Flow, j.Task, j.N) {
+				if j.Kind == drovertype.JobAttempt && j.Attempt != drovertype.AttemptID(j.Flow, j.Task, j.N) {
 					t.Errorf("accepted inconsistent attempt %+v", j)
 				}
 				return
@@ -474,7 +477,7 @@ func TestDecodeJob(t *testing.T) {
 	want := newJob("flow-1", "task-a", 3, "gpu", "claude-code")
 	want.V = JobVersion
 	want.Timeout = flow.Duration(90 * time.Second)
-	want.Merge = []eventlog.DepResult{{Task: "dep", Branch: "drover/flow-1/dep/1", Commit: "abc"}}
+	want.Merge = []event.DepResult{{Task: "dep", Branch: "drover/flow-1/dep/1", Commit: "abc"}}
 	if !reflect.DeepEqual(j, want) {
 		t.Errorf("decoded %+v, want %+v", j, want)
 	}
@@ -503,16 +506,16 @@ func FuzzDecodeJob(f *testing.F) {
 			return
 		}
 		for _, id := range []string{j.Flow, j.Task, j.Pool, j.Runtime} {
-			if flow.ValidID(id) != nil || strings.ContainsAny(id, ".*> _/") {
+			if drovertype.ValidID(id) != nil || strings.ContainsAny(id, ".*> _/") {
 				t.Fatalf("accepted unsafe id %q", id)
 			}
 		}
-		if j.V != JobVersion || j.N < 1 || j.Attempt != AttemptID(j.Flow, j.Task, j.N) || j.Repo == "" || j.Base == "" || j.Branch == "" {
+		if j.V != JobVersion || j.N < 1 || j.Attempt != drovertype.AttemptID(j.Flow, j.Task, j.N) || j.Repo == "" || j.Base == "" || j.Branch == "" {
 			t.Fatalf("accepted invalid job %+v", j)
 		}
 		// What reaches git cannot be an option, a remote helper or a
 		// branch other than the attempt's own.
-		if flow.ValidRepo(j.Repo) != nil || strings.HasPrefix(j.Base, "-") || j.Branch != AttemptBranch(j.Flow, j.Task, j.N) {
+		if flow.ValidRepo(j.Repo) != nil || strings.HasPrefix(j.Base, "-") || j.Branch != drovertype.AttemptBranch(j.Flow, j.Task, j.N) {
 			t.Fatalf("accepted a job git would misread: %+v", j)
 		}
 		for _, m := range j.Merge {

@@ -7,18 +7,19 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/drover-dev/drover/internal/event"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/drover-dev/drover/internal/eventlog"
-	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/tracing"
 )
 
 // PublishEvent stores ev on the EVENTS stream and returns its sequence. The
 // event id is the Nats-Msg-Id, so a republish inside the dedup window is
 // dropped by the server; outside it, the fold's own dedup by id applies.
-func PublishEvent(ctx context.Context, js jetstream.JetStream, ev *eventlog.Event) (uint64, error) {
+func PublishEvent(ctx context.Context, js jetstream.JetStream, ev *event.Event) (uint64, error) {
 	msg, describe, err := eventMsg(ev)
 	if err != nil {
 		return 0, err
@@ -34,7 +35,7 @@ func PublishEvent(ctx context.Context, js jetstream.JetStream, ev *eventlog.Even
 
 // eventMsg is ev as a message for the EVENTS stream, and how its publish
 // span names it.
-func eventMsg(ev *eventlog.Event) (*nats.Msg, func() (tracing.Message, tracing.Owner), error) {
+func eventMsg(ev *event.Event) (*nats.Msg, func() (tracing.Message, tracing.Owner), error) {
 	if err := CheckEventIDs(ev); err != nil {
 		return nil, nil, err
 	}
@@ -48,29 +49,28 @@ func eventMsg(ev *eventlog.Event) (*nats.Msg, func() (tracing.Message, tracing.O
 	}, nil
 }
 
-var (
-	eventTypeRE = regexp.MustCompile(`^[a-z][a-z_]{0,63}$`)
-	attemptRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,62}_(?:[A-Za-z0-9][A-Za-z0-9-]{0,62}|_integrate)_[1-9][0-9]{0,8}$`)
-)
+var eventTypeRE = regexp.MustCompile(`^[a-z][a-z_]{0,63}$`)
 
 // CheckEventIDs refuses an event whose ids could not be a subject token or
 // a key: they come from flows and jobs, which come from users.
-func CheckEventIDs(ev *eventlog.Event) error {
-	if err := flow.ValidID(ev.Flow); err != nil {
+func CheckEventIDs(ev *event.Event) error {
+	if err := drovertype.ValidID(ev.Flow); err != nil {
 		return fmt.Errorf("queue: event %s: flow: %w", ev.ID, err)
 	}
 	if ev.Task != "" {
-		if err := flow.ValidID(ev.Task); err != nil {
+		if err := drovertype.ValidID(ev.Task); err != nil {
 			return fmt.Errorf("queue: event %s: task: %w", ev.ID, err)
 		}
 	}
-	if ev.Attempt != "" && !attemptRE.MatchString(ev.Attempt) {
-		return fmt.Errorf("queue: event %s: %q is not an attempt id", ev.ID, ev.Attempt)
+	if ev.Attempt != "" {
+		if _, _, _, err := drovertype.ParseAttemptID(ev.Attempt); err != nil {
+			return fmt.Errorf("queue: event %s: %w", ev.ID, err)
+		}
 	}
 	if !eventTypeRE.MatchString(string(ev.Type)) {
 		return fmt.Errorf("queue: event %s: %q is not an event type", ev.ID, ev.Type)
 	}
-	if ev.ID == "" || len(ev.ID) > 512 {
+	if ev.ID == "" || len(ev.ID) > drovertype.MaxEventIDLen {
 		return fmt.Errorf("queue: event id of %d bytes", len(ev.ID))
 	}
 	return nil

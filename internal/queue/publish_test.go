@@ -7,15 +7,15 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/nats-io/nats.go/jetstream"
+	"github.com/drover-dev/drover/internal/event"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
-func newEvent(t testing.TB, id string, typ eventlog.Type, flowID string) *eventlog.Event {
+func newEvent(t testing.TB, id string, typ event.Type, flowID string) *event.Event {
 	t.Helper()
-	ev, err := eventlog.New(id, typ, time.Now(), flowID, "t1", flowID+"_t1_1", 1,
-		eventlog.AttemptClaimedData{Worker: "w1"})
+	ev, err := event.New(id, typ, time.Now(), flowID, "t1", flowID+"_t1_1", 1,
+		event.AttemptClaimedData{Worker: "w1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestPublishEventDedupAndSubject(t *testing.T) {
 	_, js := setup(t)
 	ctx := testCtx(t)
 
-	ev := newEvent(t, "attempt_claimed:f1_t1_1:1", eventlog.AttemptClaimed, "f1")
+	ev := newEvent(t, "attempt_claimed:f1_t1_1:1", event.AttemptClaimed, "f1")
 	seq1, err := PublishEvent(ctx, js, ev)
 	if err != nil {
 		t.Fatalf("publish: %v", err)
@@ -59,7 +59,7 @@ func TestPublishEventDedupAndSubject(t *testing.T) {
 		t.Fatalf("same event id published twice: %d messages stored, want 1", n)
 	}
 
-	other := newEvent(t, "attempt_claimed:f1_t1_1:2", eventlog.AttemptClaimed, "f1")
+	other := newEvent(t, "attempt_claimed:f1_t1_1:2", event.AttemptClaimed, "f1")
 	seq3, err := PublishEvent(ctx, js, other)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestPublishEventDedupAndSubject(t *testing.T) {
 	if got := m.Header.Get(jetstream.MsgIDHeader); got != ev.ID {
 		t.Errorf("Nats-Msg-Id %q, want the event id %q", got, ev.ID)
 	}
-	back, err := eventlog.Decode(m.Data)
+	back, err := event.Decode(m.Data)
 	if err != nil {
 		t.Fatalf("stored event does not decode: %v", err)
 	}
@@ -87,7 +87,7 @@ func TestPublishEventDedupAndSubject(t *testing.T) {
 	}
 
 	// The per-flow filter selects exactly that flow's events.
-	if _, err := PublishEvent(ctx, js, newEvent(t, "x", eventlog.AttemptClaimed, "f2")); err != nil {
+	if _, err := PublishEvent(ctx, js, newEvent(t, "x", event.AttemptClaimed, "f2")); err != nil {
 		t.Fatal(err)
 	}
 	cons, err := js.OrderedConsumer(ctx, EventsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{FlowEventsFilter("f1")}})
@@ -108,7 +108,7 @@ func TestPublishEventWithoutStreams(t *testing.T) {
 	ns := startServer(t)
 	_, js := connect(t, ns)
 	// No Ensure: publishing must fail rather than vanish.
-	if _, err := PublishEvent(testCtx(t), js, newEvent(t, "e1", eventlog.FlowSubmitted, "f1")); err == nil {
+	if _, err := PublishEvent(testCtx(t), js, newEvent(t, "e1", event.FlowSubmitted, "f1")); err == nil {
 		t.Fatal("publish with no EVENTS stream succeeded")
 	}
 }
@@ -176,23 +176,23 @@ func TestPublishDeadLetterOversized(t *testing.T) {
 }
 
 func TestCheckEventIDs(t *testing.T) {
-	ok := func(flowID, task, attempt string, typ eventlog.Type) *eventlog.Event {
-		return &eventlog.Event{V: 1, ID: "x", Type: typ, Flow: flowID, Task: task, Attempt: attempt}
+	ok := func(flowID, task, attempt string, typ event.Type) *event.Event {
+		return &event.Event{V: 1, ID: "x", Type: typ, Flow: flowID, Task: task, Attempt: attempt}
 	}
-	for _, ev := range []*eventlog.Event{
-		ok("f-1", "", "", eventlog.FlowSubmitted),
-		ok("f-1", "t", "f-1_t_12", eventlog.AttemptClaimed),
-		ok("f-1", "", "f-1__integrate_2", eventlog.FlowIntegrated),
+	for _, ev := range []*event.Event{
+		ok("f-1", "", "", event.FlowSubmitted),
+		ok("f-1", "t", "f-1_t_12", event.AttemptClaimed),
+		ok("f-1", "", "f-1__integrate_2", event.FlowIntegrated),
 	} {
 		if err := CheckEventIDs(ev); err != nil {
 			t.Errorf("%+v: %v", ev, err)
 		}
 	}
-	for _, ev := range []*eventlog.Event{
-		ok("f.>", "", "", eventlog.FlowSubmitted),
-		ok("f", "../t", "", eventlog.AttemptClaimed),
-		ok("f", "t", "f_t_0", eventlog.AttemptClaimed),
-		ok("f", "t", "f_t_1.x", eventlog.AttemptClaimed),
+	for _, ev := range []*event.Event{
+		ok("f.>", "", "", event.FlowSubmitted),
+		ok("f", "../t", "", event.AttemptClaimed),
+		ok("f", "t", "f_t_0", event.AttemptClaimed),
+		ok("f", "t", "f_t_1.x", event.AttemptClaimed),
 		ok("f", "", "", "flow.submitted"),
 		ok("f", "", "", ""),
 	} {

@@ -6,10 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/natsconn"
+	"github.com/drover-dev/drover/internal/natstest"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/drovertype"
 )
 
 // signalHandler is a slog handler that reports each record's message, so the
@@ -45,11 +49,11 @@ func waitLog(t *testing.T, msgs <-chan string, want string) {
 func TestServerRestartKeepsEverythingAndClientReconnects(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	ns := startServerAt(t, dir, -1)
-	port := serverPort(t, ns)
+	ns := natstest.RunServer(t, dir, -1)
+	port := natstest.Port(t, ns)
 
 	msgs := make(chan string, 64)
-	nc, err := Connect(ClientOptions{URL: ns.ClientURL(), Name: "restart-test", Reconnect: true, Logger: slog.New(signalHandler{msgs})})
+	nc, err := natsconn.Connect(natsconn.ClientOptions{URL: ns.ClientURL(), Name: "restart-test", Reconnect: true, Logger: slog.New(signalHandler{msgs})})
 	if err != nil {
 		t.Fatalf("Connect: %v", err)
 	}
@@ -63,8 +67,8 @@ func TestServerRestartKeepsEverythingAndClientReconnects(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var events []*eventlog.Event
-	for i, typ := range []eventlog.Type{eventlog.FlowSubmitted, eventlog.AttemptScheduled, eventlog.AttemptClaimed} {
+	var events []*event.Event
+	for i, typ := range []event.Type{event.FlowSubmitted, event.AttemptScheduled, event.AttemptClaimed} {
 		ev := newEvent(t, "ev-"+string(rune('a'+i)), typ, "f1")
 		if _, err := PublishEvent(ctx, js, ev); err != nil {
 			t.Fatal(err)
@@ -78,9 +82,9 @@ func TestServerRestartKeepsEverythingAndClientReconnects(t *testing.T) {
 	claims := claimsFor(t, js, nil)
 	lease := acquire(t, claims, jobs[0].Attempt, "w1", 1)
 
-	stopServer(ns)
+	natstest.StopServer(ns)
 
-	ns2 := startServerAt(t, dir, port)
+	ns2 := natstest.RunServer(t, dir, port)
 	waitLog(t, msgs, "nats reconnected")
 	if got := nc.ConnectedUrl(); got != ns2.ClientURL() {
 		t.Errorf("reconnected to %s, want %s", got, ns2.ClientURL())
@@ -94,7 +98,7 @@ func TestServerRestartKeepsEverythingAndClientReconnects(t *testing.T) {
 		t.Fatalf("%d events after restart, want %d", n, len(events))
 	}
 	for i, ev := range events {
-		back, err := eventlog.Decode(getMsg(t, js, EventsStream, uint64(i+1)).Data)
+		back, err := event.Decode(getMsg(t, js, EventsStream, uint64(i+1)).Data)
 		if err != nil || back.ID != ev.ID {
 			t.Fatalf("event %d after restart: %+v, %v; want %s", i+1, back, err, ev.ID)
 		}
@@ -104,7 +108,7 @@ func TestServerRestartKeepsEverythingAndClientReconnects(t *testing.T) {
 		t.Errorf("republish after restart: seq %d err %v, want the original 2", seq, err)
 	}
 	// Publishing works again.
-	if seq, err := PublishEvent(ctx, js, newEvent(t, "ev-new", eventlog.AttemptReported, "f1")); err != nil || seq != 4 {
+	if seq, err := PublishEvent(ctx, js, newEvent(t, "ev-new", event.AttemptReported, "f1")); err != nil || seq != 4 {
 		t.Errorf("publish after restart: seq %d err %v, want 4", seq, err)
 	}
 
@@ -120,7 +124,7 @@ func TestServerRestartKeepsEverythingAndClientReconnects(t *testing.T) {
 		}
 	}
 	publishJob(t, js, newJob("f1", "t3", 1, "default", "claude"))
-	if got := attemptOf(t, next(t, c, 5*time.Second)); got != AttemptID("f1", "t3", 1) {
+	if got := attemptOf(t, next(t, c, 5*time.Second)); got != drovertype.AttemptID("f1", "t3", 1) {
 		t.Errorf("job published after restart: got %s", got)
 	}
 

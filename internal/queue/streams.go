@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -21,6 +20,12 @@ const (
 	ClaimsBucket     = "drover-claims"
 	WorkersBucket    = "drover-workers"
 	ArtifactsBucket  = "drover-artifacts"
+	TransfersBucket  = "drover-transfers"
+
+	// WorkersTTL is how long a worker's registration lives unrenewed.
+	WorkersTTL = 2 * time.Minute
+	// TransfersMaxAge is how long a large API body is kept.
+	TransfersMaxAge = time.Hour
 
 	eventsPrefix     = "drover.events."
 	attemptsPrefix   = "drover.attempts."
@@ -129,12 +134,13 @@ func StreamConfigs(o StreamOptions) []jetstream.StreamConfig {
 	}}
 }
 
-// Ensure creates or updates every stream and bucket; it is idempotent.
+// Ensure creates or updates every stream and bucket; it is idempotent. An
+// error JetStream will give again however long one waits is a *ConfigError.
 func Ensure(ctx context.Context, js jetstream.JetStream, o StreamOptions) error {
 	o = o.WithDefaults()
 	for _, cfg := range StreamConfigs(o) {
 		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
-			return fmt.Errorf("queue: ensure stream %s: %w", cfg.Name, err)
+			return ensureError("stream "+cfg.Name, err)
 		}
 	}
 	_, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
@@ -142,70 +148,31 @@ func Ensure(ctx context.Context, js jetstream.JetStream, o StreamOptions) error 
 		History: 1, TTL: 7 * 24 * time.Hour, Storage: jetstream.FileStorage, Replicas: o.Replicas,
 	})
 	if err != nil {
-		return fmt.Errorf("queue: ensure bucket %s: %w", ClaimsBucket, err)
+		return ensureError("bucket "+ClaimsBucket, err)
 	}
 	// A worker re-registers well inside the TTL; a dead one ages out.
 	_, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket: WorkersBucket, Description: "Drover workers: pool, slots, runtimes and their health",
-		History: 1, TTL: RegistrationTTL, Storage: jetstream.FileStorage, Replicas: o.Replicas,
+		History: 1, TTL: WorkersTTL, Storage: jetstream.FileStorage, Replicas: o.Replicas,
 	})
 	if err != nil {
-		return fmt.Errorf("queue: ensure bucket %s: %w", WorkersBucket, err)
+		return ensureError("bucket "+WorkersBucket, err)
 	}
 	_, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket: ArtifactsBucket, Description: "Drover attempt artifacts: full CLI logs and patches",
 		TTL: o.ArtifactsMaxAge, Storage: jetstream.FileStorage, Replicas: o.Replicas,
 	})
 	if err != nil {
-		return fmt.Errorf("queue: ensure object store %s: %w", ArtifactsBucket, err)
+		return ensureError("object store "+ArtifactsBucket, err)
 	}
 	_, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket: TransfersBucket, Description: "Drover API bodies too large for one message (large flows, large status replies)",
 		TTL: TransfersMaxAge, Storage: jetstream.FileStorage, Replicas: o.Replicas,
 	})
 	if err != nil {
-		return fmt.Errorf("queue: ensure object store %s: %w", TransfersBucket, err)
+		return ensureError("object store "+TransfersBucket, err)
 	}
 	return nil
-}
-
-// Artifacts stores attempt artifacts in the object store.
-type Artifacts struct {
-	js jetstream.JetStream
-}
-
-// NewArtifacts returns the artifact store over js.
-func NewArtifacts(js jetstream.JetStream) *Artifacts { return &Artifacts{js: js} }
-
-// ArtifactName names one artifact of one claim of an attempt.
-func ArtifactName(attempt string, epoch uint64, file string) string {
-	return fmt.Sprintf("%s/e%d/%s", attempt, epoch, file)
-}
-
-// Put stores r under name and returns its size.
-func (a *Artifacts) Put(ctx context.Context, name string, r io.Reader) (int64, error) {
-	obs, err := a.js.ObjectStore(ctx, ArtifactsBucket)
-	if err != nil {
-		return 0, fmt.Errorf("queue: open %s: %w", ArtifactsBucket, err)
-	}
-	info, err := obs.Put(ctx, jetstream.ObjectMeta{Name: name}, r)
-	if err != nil {
-		return 0, fmt.Errorf("queue: store artifact %s: %w", name, err)
-	}
-	return int64(info.Size), nil
-}
-
-// Get returns a stored artifact; the caller closes it.
-func (a *Artifacts) Get(ctx context.Context, name string) (io.ReadCloser, error) {
-	obs, err := a.js.ObjectStore(ctx, ArtifactsBucket)
-	if err != nil {
-		return nil, fmt.Errorf("queue: open %s: %w", ArtifactsBucket, err)
-	}
-	res, err := obs.Get(ctx, name)
-	if err != nil {
-		return nil, fmt.Errorf("queue: read artifact %s: %w", name, err)
-	}
-	return res, nil
 }
 
 // ConsumerOptions tunes the attempt consumers.

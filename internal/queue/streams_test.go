@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
+	"github.com/drover-dev/drover/internal/event"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // checkStreams asserts the configuration every Drover stream must have on
@@ -72,7 +72,7 @@ func TestEnsureIsIdempotent(t *testing.T) {
 	}
 	checkStreams(t, js, StreamOptions{})
 
-	ev, _ := eventlog.New("ev-1", eventlog.FlowSubmitted, time.Now(), "f1", "", "", 0, nil)
+	ev, _ := event.New("ev-1", event.FlowSubmitted, time.Now(), "f1", "", "", 0, nil)
 	if _, err := PublishEvent(ctx, js, ev); err != nil {
 		t.Fatal(err)
 	}

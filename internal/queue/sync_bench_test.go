@@ -7,10 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/natsconn"
+	"github.com/drover-dev/drover/internal/natstest"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/drover-dev/drover/internal/eventlog"
 )
 
 // BenchmarkPublishEventSync measures what JetStream's fsync setting costs
@@ -27,12 +29,12 @@ func BenchmarkPublishEventSync(b *testing.B) {
 	}{{"default", 0, false}, {"1s", time.Second, false}, {"always", 0, true}} {
 		for _, par := range []int{1, 16} {
 			b.Run(fmt.Sprintf("sync=%s/publishers=%d", fs.name, par), func(b *testing.B) {
-				ns, err := StartEmbedded(EmbeddedOptions{StoreDir: b.TempDir(), Port: -1,
+				ns, err := natsconn.StartEmbedded(natsconn.EmbeddedOptions{StoreDir: b.TempDir(), Port: -1,
 					SyncInterval: fs.interval, SyncAlways: fs.always})
 				if err != nil {
 					b.Fatal(err)
 				}
-				defer stopServer(ns)
+				defer natstest.StopServer(ns)
 				nc, err := nats.Connect(ns.ClientURL())
 				if err != nil {
 					b.Fatal(err)
@@ -44,7 +46,7 @@ func BenchmarkPublishEventSync(b *testing.B) {
 					b.Fatal(err)
 				}
 				// A typical phase event: ~400 bytes on the wire.
-				data := eventlog.RuntimeExitedData{Outcome: "exited", ExitCode: 0, DurationMS: 12345}
+				data := event.RuntimeExitedData{Outcome: "exited", ExitCode: 0, DurationMS: 12345}
 				b.SetBytes(400)
 				b.ResetTimer()
 				var wg sync.WaitGroup
@@ -60,7 +62,7 @@ func BenchmarkPublishEventSync(b *testing.B) {
 							if i >= b.N {
 								return
 							}
-							ev, _ := eventlog.New(fmt.Sprintf("runtime_exited:bench-f_t%d_%d:1", p, i), eventlog.RuntimeExited,
+							ev, _ := event.New(fmt.Sprintf("runtime_exited:bench-f_t%d_%d:1", p, i), event.RuntimeExited,
 								time.Now(), "bench-f", fmt.Sprintf("t%d", p), fmt.Sprintf("bench-f_t%d_%d", p, i+1), 1, data)
 							if _, err := PublishEvent(ctx, js, ev); err != nil {
 								b.Error(err)

@@ -4,10 +4,12 @@ import (
 	"context"
 	"strings"
 
+	"github.com/drover-dev/drover/internal/event"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/tracing"
 )
 
@@ -23,7 +25,7 @@ const (
 // its context: the attempt's, else the task's, else the flow's. An
 // integration build's id names no attempt span: its events belong to the
 // flow.
-func EventOwner(ev *eventlog.Event) tracing.Owner {
+func EventOwner(ev *event.Event) tracing.Owner {
 	o := tracing.Owner{Flow: ev.Flow, Task: ev.Task, Attempt: ev.Attempt}
 	if strings.Contains(o.Attempt, "__") {
 		o.Attempt = ""
@@ -34,7 +36,7 @@ func EventOwner(ev *eventlog.Event) tracing.Owner {
 // JobOwner is the span a job belongs to: its attempt's, or its flow's for an
 // integration build.
 func JobOwner(j *Job) tracing.Owner {
-	if j.Kind == KindIntegrate {
+	if j.Kind == drovertype.JobIntegrate {
 		return tracing.Owner{Flow: j.Flow}
 	}
 	return tracing.Owner{Flow: j.Flow, Task: j.Task, Attempt: j.Attempt}

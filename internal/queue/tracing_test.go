@@ -6,13 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/event"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/drover-dev/drover/internal/eventlog"
 	"github.com/drover-dev/drover/internal/tracing"
 	"github.com/drover-dev/drover/internal/tracing/tracingtest"
 )
@@ -72,11 +73,11 @@ func TestTracedEventOwners(t *testing.T) {
 	_, js := setup(t)
 	rec := recordSpans(t)
 	ctx := testCtx(t)
-	for _, ev := range []*eventlog.Event{
-		mustEvent(t, "flow_completed:f1", eventlog.FlowCompleted, "f1", "", ""),
-		mustEvent(t, "task_cancelled:f1/t1:0", eventlog.TaskCancelledEvent, "f1", "t1", ""),
-		mustEvent(t, "task_failed:f1_t1_1", eventlog.TaskFailedEvent, "f1", "t1", "f1_t1_1"),
-		mustEvent(t, "flow_integrated:f1__integrate_1:1", eventlog.FlowIntegrated, "f1", "", "f1__integrate_1"),
+	for _, ev := range []*event.Event{
+		mustEvent(t, "flow_completed:f1", event.FlowCompleted, "f1", "", ""),
+		mustEvent(t, "task_cancelled:f1/t1:0", event.TaskCancelled, "f1", "t1", ""),
+		mustEvent(t, "task_failed:f1_t1_1", event.TaskFailed, "f1", "t1", "f1_t1_1"),
+		mustEvent(t, "flow_integrated:f1__integrate_1:1", event.FlowIntegrated, "f1", "", "f1__integrate_1"),
 	} {
 		seq, err := PublishEvent(ctx, js, ev)
 		if err != nil {
@@ -98,7 +99,7 @@ func TestTracedEventOwners(t *testing.T) {
 	}
 	// A publisher with a span of its own (a worker's phase) keeps it.
 	pctx, phase := tracing.Tracer().Start(ctx, "execute")
-	if _, err := PublishEvent(pctx, js, mustEvent(t, "runtime_exited:f1_t1_1:1", eventlog.RuntimeExited, "f1", "t1", "f1_t1_1")); err != nil {
+	if _, err := PublishEvent(pctx, js, mustEvent(t, "runtime_exited:f1_t1_1:1", event.RuntimeExited, "f1", "t1", "f1_t1_1")); err != nil {
 		t.Fatal(err)
 	}
 	phase.End()
@@ -110,7 +111,7 @@ func TestTracedEventOwners(t *testing.T) {
 
 func TestUntracedPublishAddsNoHeader(t *testing.T) {
 	_, js := setup(t)
-	seq, err := PublishEvent(testCtx(t), js, newEvent(t, "attempt_claimed:f1_t1_1:1", eventlog.AttemptClaimed, "f1"))
+	seq, err := PublishEvent(testCtx(t), js, newEvent(t, "attempt_claimed:f1_t1_1:1", event.AttemptClaimed, "f1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,9 +129,9 @@ func spanAttr(s sdktrace.ReadOnlySpan, key string) string {
 	return ""
 }
 
-func mustEvent(t testing.TB, id string, typ eventlog.Type, flowID, task, attempt string) *eventlog.Event {
+func mustEvent(t testing.TB, id string, typ event.Type, flowID, task, attempt string) *event.Event {
 	t.Helper()
-	ev, err := eventlog.New(id, typ, time.Now(), flowID, task, attempt, 1, struct{}{})
+	ev, err := event.New(id, typ, time.Now(), flowID, task, attempt, 1, struct{}{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func mustEvent(t testing.TB, id string, typ eventlog.Type, flowID, task, attempt
 // the network: off (nothing installed) it must be a type check, no
 // allocation; on, one producer span and a traceparent header.
 func BenchmarkTracePublish(b *testing.B) {
-	ev := mustEvent(b, "runtime_exited:f1_t1_1:1", eventlog.RuntimeExited, "f1", "t1", "f1_t1_1")
+	ev := mustEvent(b, "runtime_exited:f1_t1_1:1", event.RuntimeExited, "f1", "t1", "f1_t1_1")
 	run := func(b *testing.B) {
 		b.ReportAllocs()
 		msg := &nats.Msg{Subject: "drover.events.f1.runtime_exited", Header: nats.Header{}}
@@ -172,7 +173,7 @@ func BenchmarkPublishEvent(b *testing.B) {
 		i := 0
 		for b.Loop() {
 			i++
-			ev := newEvent(b, fmt.Sprintf("%s:%d", prefix, i), eventlog.AttemptClaimed, "f1")
+			ev := newEvent(b, fmt.Sprintf("%s:%d", prefix, i), event.AttemptClaimed, "f1")
 			if _, err := PublishEvent(ctx, js, ev); err != nil {
 				b.Fatal(err)
 			}
@@ -190,7 +191,7 @@ func BenchmarkPublishEvent(b *testing.B) {
 // TestTracingOffAllocatesNothing guards the hot path: with no provider
 // installed, publishing pays a type check, no allocation.
 func TestTracingOffAllocatesNothing(t *testing.T) {
-	ev := mustEvent(t, "runtime_exited:f1_t1_1:1", eventlog.RuntimeExited, "f1", "t1", "f1_t1_1")
+	ev := mustEvent(t, "runtime_exited:f1_t1_1:1", event.RuntimeExited, "f1", "t1", "f1_t1_1")
 	msg := &nats.Msg{Subject: "drover.events.f1.runtime_exited", Header: nats.Header{}}
 	allocs := testing.AllocsPerRun(100, func() {
 		_, end := tracePublish(context.Background(), msg, func() (tracing.Message, tracing.Owner) {

@@ -1,6 +1,3 @@
-// Package redact removes known secret values from text before it leaves a
-// worker: events, output chunks and log lines. It knows values, not meaning:
-// the caller decides which environment variables are secret.
 package redact
 
 import (

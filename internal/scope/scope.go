@@ -1,9 +1,3 @@
-// Package scope checks what an attempt changed against what it was allowed
-// to change: the task's scope (paths relative to the repo root), symlinks
-// that lead out of the worktree, and — with a Guard — git's internals and
-// files outside the worktree, which no diff of the worktree shows.
-//
-// Violations are human-readable strings, "path: reason", for the report.
 package scope
 
 import (

@@ -1,9 +1,3 @@
-// Package telemetry serves Prometheus metrics and health endpoints.
-//
-// Metrics are recorded through the OpenTelemetry API (Meter). Until Start
-// installs the SDK meter provider with a Prometheus exporter, the global
-// provider is a no-op, so instruments cost nothing when the HTTP listener is
-// off (http.listen "").
 package telemetry
 
 import (
@@ -58,6 +52,9 @@ type Server struct {
 	ln  net.Listener
 	mp  *sdkmetric.MeterProvider
 	log *slog.Logger
+
+	mu     sync.RWMutex
+	mounts map[string]*mounted // by path prefix (Mount)
 }
 
 // Option changes what Start serves.
@@ -106,7 +103,9 @@ func Start(listen string, log *slog.Logger, opts ...Option) (*Server, error) {
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	s := &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln, mp: mp, log: log}
+	s := &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln, mp: mp, log: log,
+		mounts: map[string]*mounted{}}
+	mux.HandleFunc("/", s.serveMounted)
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && log != nil {
 			log.Warn("telemetry server", "err", err)
@@ -166,6 +165,44 @@ func readyz(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
 	_, _ = w.Write([]byte(b.String()))
+}
+
+// Mount serves h for every path under prefix (which ends in "/") on the
+// same listener, until the returned func unmounts it: what another
+// component serves there (the controller's console) lives no longer than
+// that component.
+func (s *Server) Mount(prefix string, h http.Handler) (unmount func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := &mounted{h}
+	s.mounts[prefix] = m
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.mounts[prefix] == m {
+			delete(s.mounts, prefix)
+		}
+	}
+}
+
+// mounted is one Mount, compared by identity (handlers may not compare).
+type mounted struct{ h http.Handler }
+
+func (s *Server) serveMounted(w http.ResponseWriter, r *http.Request) {
+	s.mu.RLock()
+	var h http.Handler
+	best := ""
+	for p, m := range s.mounts {
+		if strings.HasPrefix(r.URL.Path, p) && len(p) > len(best) {
+			h, best = m.h, p
+		}
+	}
+	s.mu.RUnlock()
+	if h == nil {
+		http.NotFound(w, r)
+		return
+	}
+	h.ServeHTTP(w, r)
 }
 
 // Addr is the address served, or "" when off.

@@ -88,3 +88,33 @@ func TestPprofOptIn(t *testing.T) {
 		t.Fatalf("/debug/pprof/heap = %d\n%.200s", code, body)
 	}
 }
+
+func TestMount(t *testing.T) {
+	s, err := Start("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	base := "http://" + s.Addr()
+	if code, _ := get(t, base+"/ui/"); code != 404 {
+		t.Fatalf("/ui/ before mounting = %d", code)
+	}
+	unmount := s.Mount("/ui/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ui "+r.URL.Path) }))
+	s.Mount("/ui/deep/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "deep") }))
+	if code, body := get(t, base+"/ui/flows/x"); code != 200 || body != "ui /ui/flows/x" {
+		t.Fatalf("/ui/flows/x = %d %q", code, body)
+	}
+	if _, body := get(t, base+"/ui/deep/x"); body != "deep" {
+		t.Fatalf("the longest prefix should win: %q", body)
+	}
+	if code, _ := get(t, base+"/healthz"); code != 200 {
+		t.Fatalf("/healthz = %d", code)
+	}
+	if code, _ := get(t, base+"/nothing"); code != 404 {
+		t.Fatalf("/nothing = %d", code)
+	}
+	unmount()
+	if code, _ := get(t, base+"/ui/flows/x"); code != 404 {
+		t.Fatalf("after unmounting = %d", code)
+	}
+}

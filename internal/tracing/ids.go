@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"math/rand/v2"
+	"strconv"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -32,6 +34,42 @@ func TaskSpanID(flowID, task string) trace.SpanID { return spanID("task\x00" + f
 
 // AttemptSpanID is the span of one attempt, a child of its task's.
 func AttemptSpanID(attempt string) trace.SpanID { return spanID("attempt\x00" + attempt) }
+
+// An operator retry reopens a task that ended, and the flow with it, and
+// each ends again later. A span sent twice with one id shows twice in a
+// backend, so every end has a span id of its own (see doc.go). The ids
+// above stay those of the first: round 0 below is TaskSpanID and
+// FlowSpanID, and no process but the controller, which sends these spans,
+// ever needs a round.
+
+// TaskRoundSpanID is the span of a task's run in one of its rounds
+// (projection.Task.Round: the operator retries of the task), a child of its
+// flow's span: TaskSpanID for round 0.
+func TaskRoundSpanID(flowID, task string, round int) trace.SpanID {
+	if round == 0 {
+		return TaskSpanID(flowID, task)
+	}
+	return spanID("task-round\x00" + flowID + "\x00" + task + "\x00" + strconv.Itoa(round))
+}
+
+// BlockedTaskSpanID is the span of a task that ended blocked, in the
+// flow's round (projection.Flow.Round). A blocked task never ran; a retry
+// upstream unblocks it and it runs in its own round 0, so that span cannot
+// be TaskSpanID. Only a retry unblocks a task, and a retry starts a flow
+// round: a task ends blocked at most once per flow round.
+func BlockedTaskSpanID(flowID, task string, flowRound int) trace.SpanID {
+	return spanID("task-blocked\x00" + flowID + "\x00" + task + "\x00" + strconv.Itoa(flowRound))
+}
+
+// FlowRoundSpanID is the span of a flow that ended in a round after its
+// first (projection.Flow.Round > 0), a child of the flow's root span:
+// FlowSpanID for round 0.
+func FlowRoundSpanID(flowID string, round int) trace.SpanID {
+	if round == 0 {
+		return FlowSpanID(flowID)
+	}
+	return spanID("flow-round\x00" + flowID + "\x00" + strconv.Itoa(round))
+}
 
 func spanID(key string) trace.SpanID {
 	sum := sha256.Sum256([]byte("drover/span\x00" + key))
@@ -70,6 +108,21 @@ func (o Owner) SpanContext() trace.SpanContext {
 	})
 }
 
+// attrs are the owner's ids as span attributes.
+func (o Owner) attrs() []attribute.KeyValue {
+	if o.Flow == "" {
+		return nil
+	}
+	a := []attribute.KeyValue{KeyFlow.String(o.Flow)}
+	if o.Task != "" {
+		a = append(a, KeyTask.String(o.Task))
+	}
+	if o.Attempt != "" {
+		a = append(a, KeyAttempt.String(o.Attempt))
+	}
+	return a
+}
+
 // ContextWithOwner returns ctx with the owner's span as its remote parent.
 func ContextWithOwner(ctx context.Context, o Owner) context.Context {
 	sc := o.SpanContext()
@@ -86,16 +139,35 @@ func StartFlow(ctx context.Context, tr trace.Tracer, flowID string, opts ...trac
 	return startDerived(ctx, tr, "flow", trace.SpanContext{}, TraceID(flowID), FlowSpanID(flowID), opts)
 }
 
-// StartTask starts a task's span, a child of its flow's, with derived ids.
-func StartTask(ctx context.Context, tr trace.Tracer, flowID, task string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+// StartFlowRound starts the span of a flow's end in a round after its
+// first, a child of the flow's root span (FlowRoundSpanID).
+func StartFlowRound(ctx context.Context, tr trace.Tracer, flowID string, round int, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	if round == 0 {
+		return StartFlow(ctx, tr, flowID, opts...)
+	}
 	parent := Owner{Flow: flowID}.SpanContext()
-	return startDerived(ctx, tr, "task", parent, parent.TraceID(), TaskSpanID(flowID, task), opts)
+	return startDerived(ctx, tr, "flow", parent, parent.TraceID(), FlowRoundSpanID(flowID, round), opts)
 }
 
-// StartAttempt starts an attempt's span, a child of its task's, with
-// derived ids.
-func StartAttempt(ctx context.Context, tr trace.Tracer, flowID, task, attempt string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
-	parent := Owner{Flow: flowID, Task: task}.SpanContext()
+// StartTask starts the span of a task's run in its round, a child of its
+// flow's span, with derived ids (TaskRoundSpanID).
+func StartTask(ctx context.Context, tr trace.Tracer, flowID, task string, round int, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	parent := Owner{Flow: flowID}.SpanContext()
+	return startDerived(ctx, tr, "task", parent, parent.TraceID(), TaskRoundSpanID(flowID, task, round), opts)
+}
+
+// StartBlockedTask starts the span of a task that ended blocked in the
+// flow's round, a child of its flow's span (BlockedTaskSpanID).
+func StartBlockedTask(ctx context.Context, tr trace.Tracer, flowID, task string, flowRound int, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	parent := Owner{Flow: flowID}.SpanContext()
+	return startDerived(ctx, tr, "task", parent, parent.TraceID(), BlockedTaskSpanID(flowID, task, flowRound), opts)
+}
+
+// StartAttempt starts an attempt's span, a child of its task's span in the
+// task's round (an attempt runs within one), with derived ids.
+func StartAttempt(ctx context.Context, tr trace.Tracer, flowID, task string, taskRound int, attempt string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	parent := Owner{Flow: flowID}.SpanContext()
+	parent = parent.WithSpanID(TaskRoundSpanID(flowID, task, taskRound))
 	return startDerived(ctx, tr, "attempt", parent, parent.TraceID(), AttemptSpanID(attempt), opts)
 }
 

@@ -27,16 +27,30 @@ func TestDerivedIDs(t *testing.T) {
 	if TraceID(golden) == TraceID(golden+"x") {
 		t.Error("different flows share a trace id")
 	}
+	// Round 0 is the first end: the ids every process derives.
+	if TaskRoundSpanID(golden, "greet", 0) != TaskSpanID(golden, "greet") || FlowRoundSpanID(golden, 0) != FlowSpanID(golden) {
+		t.Error("round 0 is not the task's or the flow's own span")
+	}
 	seen := map[trace.SpanID]string{}
 	for name, id := range map[string]trace.SpanID{
-		"flow":            FlowSpanID(golden),
-		"task a":          TaskSpanID(golden, "a"),
-		"task b":          TaskSpanID(golden, "b"),
-		"attempt a_1":     AttemptSpanID(golden + "_a_1"),
-		"attempt a_2":     AttemptSpanID(golden + "_a_2"),
-		"other flow":      FlowSpanID(golden + "x"),
-		"task of other":   TaskSpanID(golden+"x", "a"),
-		"flow named task": FlowSpanID(golden + "\x00a"),
+		"flow":                 FlowSpanID(golden),
+		"task a":               TaskSpanID(golden, "a"),
+		"task b":               TaskSpanID(golden, "b"),
+		"attempt a_1":          AttemptSpanID(golden + "_a_1"),
+		"attempt a_2":          AttemptSpanID(golden + "_a_2"),
+		"other flow":           FlowSpanID(golden + "x"),
+		"task of other":        TaskSpanID(golden+"x", "a"),
+		"flow named task":      FlowSpanID(golden + "\x00a"),
+		"task a round 1":       TaskRoundSpanID(golden, "a", 1),
+		"task a round 2":       TaskRoundSpanID(golden, "a", 2),
+		"task b round 1":       TaskRoundSpanID(golden, "b", 1),
+		"task a blocked":       BlockedTaskSpanID(golden, "a", 0),
+		"task a blocked in 1":  BlockedTaskSpanID(golden, "a", 1),
+		"task b blocked":       BlockedTaskSpanID(golden, "b", 0),
+		"flow round 1":         FlowRoundSpanID(golden, 1),
+		"flow round 2":         FlowRoundSpanID(golden, 2),
+		"other flow round 1":   FlowRoundSpanID(golden+"x", 1),
+		"task 1 of other flow": TaskRoundSpanID(golden+"x", "a", 1),
 	} {
 		if !id.IsValid() {
 			t.Errorf("%s: invalid span id", name)
@@ -74,21 +88,29 @@ func TestOwnerSpanContext(t *testing.T) {
 }
 
 // TestDerivedSpans starts the flow, task and attempt spans as the
-// controller does and checks they get the derived ids and parents, while a
-// child started from their context gets fresh ids.
+// controller does, in a first round and in a round after an operator retry,
+// and checks they get the derived ids and parents, while a child started
+// from their context gets fresh ids.
 func TestDerivedSpans(t *testing.T) {
 	t.Parallel()
 	tp, rec := recorder(t, 1)
 	tr := tp.Tracer("test")
 	ctx := context.Background()
 	_, flow := StartFlow(ctx, tr, "f")
-	_, task := StartTask(ctx, tr, "f", "t")
-	actx, attempt := StartAttempt(ctx, tr, "f", "t", "f_t_1")
+	_, task := StartTask(ctx, tr, "f", "t", 0)
+	actx, attempt := StartAttempt(ctx, tr, "f", "t", 0, "f_t_1")
 	_, child := tr.Start(actx, "child")
-	child.End()
-	attempt.End()
-	task.End()
-	flow.End()
+	_, blocked := StartBlockedTask(ctx, tr, "f", "u", 0)
+	_, flow1 := StartFlowRound(ctx, tr, "f", 1)
+	_, task1 := StartTask(ctx, tr, "f", "t", 1)
+	_, attempt1 := StartAttempt(ctx, tr, "f", "t", 1, "f_t_2")
+	blocked.SetName("blocked")
+	flow1.SetName("flow 1")
+	task1.SetName("task 1")
+	attempt1.SetName("attempt 1")
+	for _, s := range []trace.Span{child, attempt, task, blocked, flow, attempt1, task1, flow1} {
+		s.End()
+	}
 
 	spans := map[string]sdktrace.ReadOnlySpan{}
 	for _, s := range rec.Ended() {
@@ -114,6 +136,10 @@ func TestDerivedSpans(t *testing.T) {
 	check("task", TaskSpanID("f", "t"), FlowSpanID("f"))
 	check("attempt", AttemptSpanID("f_t_1"), TaskSpanID("f", "t"))
 	check("child", trace.SpanID{}, AttemptSpanID("f_t_1"))
+	check("blocked", BlockedTaskSpanID("f", "u", 0), FlowSpanID("f"))
+	check("attempt 1", AttemptSpanID("f_t_2"), TaskRoundSpanID("f", "t", 1))
+	check("task 1", TaskRoundSpanID("f", "t", 1), FlowSpanID("f"))
+	check("flow 1", FlowRoundSpanID("f", 1), FlowSpanID("f"))
 	if id := spans["child"].SpanContext().SpanID(); id == AttemptSpanID("f_t_1") {
 		t.Error("a child of a derived span got its parent's id")
 	}
@@ -130,7 +156,7 @@ func TestSamplingAgrees(t *testing.T) {
 	for i := range 200 {
 		f := fmt.Sprintf("flow-%d", i)
 		_, root := StartFlow(context.Background(), tr, f)
-		_, task := StartTask(context.Background(), tr, f, "t")
+		_, task := StartTask(context.Background(), tr, f, "t", 0)
 		_, child := tr.Start(ContextWithOwner(context.Background(), Owner{Flow: f, Task: "t", Attempt: f + "_t_1"}), "phase")
 		if root.SpanContext().IsSampled() != task.SpanContext().IsSampled() || root.SpanContext().IsSampled() != child.SpanContext().IsSampled() {
 			t.Fatalf("flow %s: root sampled %v, task %v, continued %v", f, root.SpanContext().IsSampled(),

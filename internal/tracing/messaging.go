@@ -3,6 +3,7 @@ package tracing
 import (
 	"context"
 
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -78,7 +79,8 @@ func (m Message) attrs(op attribute.KeyValue, name string) []attribute.KeyValue 
 // and injects its context into msg's headers, so that whoever processes the
 // message continues the trace. The span's parent is the span in ctx, or,
 // when ctx has none (a controller decision, an API request), the owner's
-// derived span. End it with End once the server has answered.
+// derived span; it carries the owner's ids (drover.flow.id, and the task's
+// and attempt's when set). End it with End once the server has answered.
 func StartPublish(ctx context.Context, msg *nats.Msg, m Message, owner Owner, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
 	if !Enabled() {
 		return ctx, noSpan
@@ -89,6 +91,7 @@ func StartPublish(ctx context.Context, msg *nats.Msg, m Message, owner Owner, at
 	ctx, span := Tracer().Start(ctx, m.spanName("publish"),
 		trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithAttributes(m.attrs(semconv.MessagingOperationTypeSend, "publish")...),
+		trace.WithAttributes(owner.attrs()...),
 		trace.WithAttributes(attrs...))
 	if msg.Header == nil {
 		msg.Header = nats.Header{}
@@ -100,7 +103,8 @@ func StartPublish(ctx context.Context, msg *nats.Msg, m Message, owner Owner, at
 // StartProcess starts the consumer span of a received message, a child of
 // the context its headers carry. A message without one is parented to the
 // fallback owner's derived span; with no fallback (Owner{}) it gets no span
-// at all rather than a stray trace of its own.
+// at all rather than a stray trace of its own. The span carries the
+// fallback's ids; without one, attrs must name the flow (KeyFlow).
 func StartProcess(ctx context.Context, h nats.Header, m Message, fallback Owner, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
 	if !Enabled() {
 		return ctx, noSpan
@@ -117,6 +121,7 @@ func StartProcess(ctx context.Context, h nats.Header, m Message, fallback Owner,
 	return Tracer().Start(ctx, m.spanName("process"),
 		trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithAttributes(m.attrs(semconv.MessagingOperationTypeProcess, "process")...),
+		trace.WithAttributes(fallback.attrs()...),
 		trace.WithAttributes(attrs...))
 }
 
@@ -134,7 +139,7 @@ func End(span trace.Span, err error) {
 // drover.error.class set to the class, so a backend can search by it.
 func Fail(span trace.Span, class, message string) {
 	if class == "" {
-		class = "UNKNOWN"
+		class = string(drovertype.ClassUnknown)
 	}
 	span.SetAttributes(semconv.ErrorTypeKey.String(class), KeyErrorClass.String(class))
 	if message != "" {

@@ -68,8 +68,12 @@ func TestPublishThenProcess(t *testing.T) {
 		"messaging.system": "nats", "messaging.operation.type": "send", "messaging.operation.name": "publish",
 		"messaging.destination.name": jobMsg.Subject, "messaging.destination.template": jobMsg.Template,
 		"messaging.message.id": "f_t_1", "drover.runtime": "demo",
+		"drover.flow.id": "f", "drover.task.id": "t", "drover.attempt.id": "f_t_1",
 	}
 	checkAttrs(t, p, want)
+	delete(want, "drover.flow.id") // the process span has no fallback here: its caller names the flow
+	delete(want, "drover.task.id")
+	delete(want, "drover.attempt.id")
 	want["messaging.operation.type"], want["messaging.operation.name"] = "process", "process"
 	want["messaging.consumer.group.name"] = "attempts_default_demo"
 	delete(want, "drover.runtime")
@@ -93,7 +97,7 @@ func TestProcessFallback(t *testing.T) {
 		t.Fatalf("fallback: %d spans, parent %v", len(spans), spans[0].Parent())
 	}
 	checkAttrs(t, spans[0], map[attribute.Key]string{"error.type": "VERIFICATION_FAILED", "drover.error.class": "VERIFICATION_FAILED",
-		"drover.error.message": "`go test` exited 1"})
+		"drover.error.message": "`go test` exited 1", "drover.flow.id": "f", "drover.attempt.id": "f_t_1"})
 	if st := spans[0].Status(); st.Code != codes.Error || st.Description != "VERIFICATION_FAILED: `go test` exited 1" {
 		t.Errorf("status %+v", st)
 	}

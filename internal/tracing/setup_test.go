@@ -22,9 +22,9 @@ func TestResolve(t *testing.T) {
 	}{
 		{name: "off by default"},
 		{name: "drover key", cfg: Config{Exporter: "otlp"}, on: true,
-			want: settings{protocol: ProtocolHTTP, ratio: 1}},
+			want: settings{protocol: ProtocolHTTP, ratio: 1, endpoint: "http://localhost:4318/v1/traces", from: "default", setEndpoint: true}},
 		{name: "OTEL_TRACES_EXPORTER turns it on", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}, on: true,
-			want: settings{protocol: ProtocolHTTP, ratio: 1}},
+			want: settings{protocol: ProtocolHTTP, ratio: 1, endpoint: "http://localhost:4318/v1/traces", from: "default", setEndpoint: true}},
 		{name: "the drover key wins over OTEL_TRACES_EXPORTER", cfg: Config{Exporter: "none"},
 			env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}},
 		{name: "OTEL_TRACES_EXPORTER=none", env: map[string]string{"OTEL_TRACES_EXPORTER": "none"}},
@@ -34,20 +34,37 @@ func TestResolve(t *testing.T) {
 			err: `OTEL_TRACES_EXPORTER="zipkin"`},
 		{name: "protocol from the signal variable first", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp",
 			"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}, on: true,
-			want: settings{protocol: ProtocolGRPC, ratio: 1}},
+			want: settings{protocol: ProtocolGRPC, ratio: 1, endpoint: "http://localhost:4317", from: "default", setEndpoint: true}},
 		{name: "protocol from the general variable", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp",
-			"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, on: true, want: settings{protocol: ProtocolGRPC, ratio: 1}},
+			"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, on: true,
+			want: settings{protocol: ProtocolGRPC, ratio: 1, endpoint: "http://localhost:4317", from: "default", setEndpoint: true}},
 		{name: "the drover protocol wins", cfg: Config{Exporter: "otlp", Protocol: "http/protobuf"},
-			env: map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, on: true, want: settings{protocol: ProtocolHTTP, ratio: 1}},
+			env: map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, on: true,
+			want: settings{protocol: ProtocolHTTP, ratio: 1, endpoint: "http://localhost:4318/v1/traces", from: "default", setEndpoint: true}},
 		{name: "http/json is not offered", env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp",
 			"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, err: `OTEL_EXPORTER_OTLP_PROTOCOL="http/json"`},
 		{name: "an http endpoint is a base URL", cfg: Config{Exporter: "otlp", Endpoint: "http://collector:4318", SampleRatio: 0.25,
 			ServiceName: "ctl"}, on: true,
-			want: settings{protocol: ProtocolHTTP, endpoint: "http://collector:4318/v1/traces", ratio: 0.25, service: "ctl"}},
+			want: settings{protocol: ProtocolHTTP, endpoint: "http://collector:4318/v1/traces", from: "tracing.endpoint", setEndpoint: true,
+				ratio: 0.25, service: "ctl"}},
 		{name: "an http endpoint with a path prefix", cfg: Config{Exporter: "otlp", Endpoint: "https://gw.example/otlp/"}, on: true,
-			want: settings{protocol: ProtocolHTTP, endpoint: "https://gw.example/otlp/v1/traces", ratio: 1}},
+			want: settings{protocol: ProtocolHTTP, endpoint: "https://gw.example/otlp/v1/traces", from: "tracing.endpoint", setEndpoint: true, ratio: 1}},
 		{name: "a grpc endpoint is used as it is", cfg: Config{Exporter: "otlp", Protocol: "grpc", Endpoint: "https://collector:4317"}, on: true,
-			want: settings{protocol: ProtocolGRPC, endpoint: "https://collector:4317", ratio: 1}},
+			want: settings{protocol: ProtocolGRPC, endpoint: "https://collector:4317", from: "tracing.endpoint", setEndpoint: true, ratio: 1}},
+		{name: "the drover endpoint wins over the variables", cfg: Config{Exporter: "otlp", Endpoint: "http://mine:4318"},
+			env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://env:4318", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://env:4318/x"}, on: true,
+			want: settings{protocol: ProtocolHTTP, endpoint: "http://mine:4318/v1/traces", from: "tracing.endpoint", setEndpoint: true, ratio: 1}},
+		// The variables are left to the exporter, which reads them with
+		// their companions; the settings only say where that is.
+		{name: "the signal variable is a full URL", cfg: Config{Exporter: "otlp"},
+			env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://env:4318", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://env:4318/x"}, on: true,
+			want: settings{protocol: ProtocolHTTP, endpoint: "http://env:4318/x", from: "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", ratio: 1}},
+		{name: "the general variable is a base URL", cfg: Config{Exporter: "otlp"},
+			env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://env:4318/p"}, on: true,
+			want: settings{protocol: ProtocolHTTP, endpoint: "https://env:4318/p/v1/traces", from: "OTEL_EXPORTER_OTLP_ENDPOINT", ratio: 1}},
+		{name: "a grpc target from the general variable", cfg: Config{Exporter: "otlp", Protocol: "grpc"},
+			env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4317"}, on: true,
+			want: settings{protocol: ProtocolGRPC, endpoint: "collector:4317", from: "OTEL_EXPORTER_OTLP_ENDPOINT", ratio: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := tc.cfg.resolve(func(k string) string { return tc.env[k] })
@@ -69,7 +86,7 @@ func TestResolve(t *testing.T) {
 				}
 				return
 			}
-			tc.want.on = true
+			tc.want.on, tc.want.wait = true, shutdownWait
 			if s != tc.want {
 				t.Errorf("settings %+v, want %+v", s, tc.want)
 			}

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/drover-dev/drover/internal/drovertype"
 )
 
 // origin says where a signal came from; rules name the origins they read.
@@ -30,7 +32,7 @@ type rule struct {
 	text    *regexp.Regexp // the CLI's words must match; nil: any
 	exit    int            // fromExit rows: the exit code must be this
 	implies int            // the status to report when the signal carries none
-	class   string
+	class   drovertype.ErrorClass
 	retry   bool
 	// hint marks a text line that reports a retry rather than the end of the
 	// run: it is kept, and used only when the run failed and nothing more
@@ -94,7 +96,7 @@ func classify(rules []rule, sig *signal) *Failure {
 		r = lookup(rules, sig)
 	}
 	if r == nil {
-		r = &rule{class: ClassRuntimeError}
+		r = &rule{class: drovertype.ClassRuntimeError}
 	}
 	f := &Failure{
 		Class:     r.class,
@@ -133,7 +135,7 @@ var statusPatterns = []*regexp.Regexp{
 	re(`\(HTTP (\d{3})\)`),
 	// copilot/fail-429: session.error "... Last error: 429 Rate limit reached ..."
 	re(`\bLast error: (\d{3}) `),
-	// claude/fail-429: "API Error: Request rejected (429) · ..."; RUNTIMES.md §3: "API Error: 500 ..."/"529 ..."
+	// claude/fail-429: "API Error: Request rejected (429) · ..."; docs/runtimes.md#claude: "API Error: 500 ..."/"529 ..."
 	re(`\bRequest rejected \((\d{3})\)`),
 	re(`\bAPI Error: (\d{3})\b`),
 	// gemini/fail-429/stderr.txt: "Attempt 1 failed with status 429. Retrying with backoff..."

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/drover-dev/drover/internal/drovertype"
 )
 
 // codePermissionDenied is the code the claude decoder gives a result whose
@@ -12,42 +14,44 @@ import (
 const codePermissionDenied = "permission_denied"
 
 // claudeRules classifies claude -p --output-format stream-json --verbose.
-// Paths are under testdata/transcripts/claude/ unless they name RUNTIMES.md.
+// Paths are under testdata/transcripts/claude/; the rest is in
+// docs/runtimes.md#claude.
 var claudeRules = []rule{
 	// fail-401/stdout.txt: result "is_error":true,"api_error_status":401
-	{in: fromJSON, status: 401, class: ClassAuthFailed},
+	{in: fromJSON, status: 401, class: drovertype.ClassAuthFailed},
 	// fail-401/stdout.txt: assistant "error":"authentication_failed"; api_retry "error":"authentication_failed"
-	{in: fromJSON, code: "authentication_failed", class: ClassAuthFailed},
+	{in: fromJSON, code: "authentication_failed", class: drovertype.ClassAuthFailed},
 	// fail-401/stdout.txt: result "Invalid API key · Fix external API key"
-	{in: fromJSON | fromText, text: re(`Invalid API key`), class: ClassAuthFailed},
-	// RUNTIMES.md §3 claude, no creds: "Not logged in · Please run /login" (result is_error:true)
-	{in: fromJSON | fromText, text: re(`Not logged in`), class: ClassAuthFailed},
+	{in: fromJSON | fromText, text: re(`Invalid API key`), class: drovertype.ClassAuthFailed},
+	// docs/runtimes.md, no credentials: "Not logged in · Please run /login" (result is_error:true)
+	{in: fromJSON | fromText, text: re(`Not logged in`), class: drovertype.ClassAuthFailed},
 	// fail-429/stdout.txt: result "api_error_status":429; api_retry "error_status":429
-	{in: fromJSON, status: 429, class: ClassRateLimited, retry: true},
+	{in: fromJSON, status: 429, class: drovertype.ClassRateLimited, retry: true},
 	// fail-429/stdout.txt: assistant "error":"rate_limit"
-	{in: fromJSON, code: "rate_limit", class: ClassRateLimited, retry: true},
-	// RUNTIMES.md §3 claude: 500/529 (MAX_RETRIES=0) "API Error: 500 ..."/"529 ..."
-	{in: fromJSON, status: statusServer, class: ClassRuntimeError, retry: true},
-	// RUNTIMES.md §3 claude: assistant "error":"server_error"
-	{in: fromJSON, code: "server_error", class: ClassRuntimeError, retry: true},
-	// RUNTIMES.md §2: no permission flag in -p mode: Write denied, exit 0,
+	{in: fromJSON, code: "rate_limit", class: drovertype.ClassRateLimited, retry: true},
+	// docs/runtimes.md: 500/529 (CLAUDE_CODE_MAX_RETRIES=0) "API Error: 500 ..."/"529 ..."
+	{in: fromJSON, status: statusServer, class: drovertype.ClassRuntimeError, retry: true},
+	// docs/runtimes.md: assistant "error":"server_error"
+	{in: fromJSON, code: "server_error", class: drovertype.ClassRuntimeError, retry: true},
+	// docs/runtimes.md: no permission flag in -p mode: Write denied, exit 0,
 	// is_error:false, result "permission_denials":[{"tool_name":"Write",...}]
-	{in: fromJSON, code: codePermissionDenied, class: ClassRuntimeError},
-	// RUNTIMES.md §2 claude as root without IS_SANDBOX=1: exit 1, stderr
+	{in: fromJSON, code: codePermissionDenied, class: drovertype.ClassRuntimeError},
+	// docs/runtimes.md: as root without IS_SANDBOX=1: exit 1, stderr
 	// "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons"
-	{in: fromText, text: re(`cannot be used with root/sudo privileges`), class: ClassRuntimeError},
+	{in: fromText, text: re(`cannot be used with root/sudo privileges`), class: drovertype.ClassRuntimeError},
 	// Any other result with is_error:true, or a failed exit.
-	{in: fromJSON | fromExit, class: ClassRuntimeError},
+	{in: fromJSON | fromExit, class: drovertype.ClassRuntimeError},
 }
 
 var claudeSpec = &spec{
-	format: ClaudeStreamJSON,
+	format: drovertype.FormatClaudeStreamJSON,
 	rules:  claudeRules,
 	decode: decodeClaude,
 	final:  `"type":"result"`,
 }
 
-// claudeLine is every claude stream-json line type at once (RUNTIMES.md §4).
+// claudeLine is every claude stream-json line type at once
+// (docs/runtimes.md#claude).
 type claudeLine struct {
 	Type    string `json:"type"`
 	Subtype string `json:"subtype"`
@@ -178,7 +182,8 @@ func decodeClaude(p *parser, line []byte) bool {
 		p.push(Event{Kind: KindResult, Text: l.Result, IsError: l.IsError})
 		switch {
 		case l.IsError:
-			// result.subtype is "success" even on errors: read is_error (RUNTIMES.md §3).
+			// result.subtype is "success" even on errors: read is_error
+			// (fail-401/stdout.txt).
 			p.setFatal(&signal{status: l.APIErrorStatus, code: p.errCode, text: l.Result, retryAfter: p.retryDelay})
 		case len(l.PermissionDenials) > 0:
 			p.setFatal(&signal{code: codePermissionDenied, text: claudeDenied(&l)})

@@ -1,36 +1,41 @@
 package transcript
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/drover-dev/drover/internal/drovertype"
+)
 
 // codexRules classifies codex exec --json. Paths are under
-// testdata/transcripts/codex/ unless they name RUNTIMES.md. The status
+// testdata/transcripts/codex/; the rest is in docs/runtimes.md#codex. The status
 // comes from the message text (statusPatterns): codex has no status field.
 var codexRules = []rule{
 	// fail-401/stdout.txt: turn.failed "unexpected status 401 Unauthorized: Incorrect API key provided: ..."
-	{in: fromJSON, status: 401, class: ClassAuthFailed},
+	{in: fromJSON, status: 401, class: drovertype.ClassAuthFailed},
 	// fail-401/stdout.txt: the same line names the status "Unauthorized"
-	{in: fromJSON, text: re(`\bUnauthorized\b`), implies: 401, class: ClassAuthFailed},
+	{in: fromJSON, text: re(`\bUnauthorized\b`), implies: 401, class: drovertype.ClassAuthFailed},
 	// fail-429/stdout.txt: turn.failed "exceeded retry limit, last status: 429 Too Many Requests"
-	{in: fromJSON, status: 429, class: ClassRateLimited, retry: true},
+	{in: fromJSON, status: 429, class: drovertype.ClassRateLimited, retry: true},
 	// fail-429/stdout.txt: the same line names the status "Too Many Requests"
-	{in: fromJSON, text: re(`\bToo Many Requests\b`), implies: 429, class: ClassRateLimited, retry: true},
+	{in: fromJSON, text: re(`\bToo Many Requests\b`), implies: 429, class: drovertype.ClassRateLimited, retry: true},
 	// Not recorded: fail-401/stdout.txt's "unexpected status N" with a 5xx status (server trouble, retryable)
-	{in: fromJSON, status: statusServer, class: ClassRuntimeError, retry: true},
-	// RUNTIMES.md §2: `Error loading config.toml: wire_api = "chat" is no longer supported.` (exit 1)
-	{in: fromText, text: re(`^Error loading config\.toml`), class: ClassRuntimeError},
+	{in: fromJSON, status: statusServer, class: drovertype.ClassRuntimeError, retry: true},
+	// docs/runtimes.md: `Error loading config.toml: wire_api = "chat" is no longer supported.` (exit 1)
+	{in: fromText, text: re(`^Error loading config\.toml`), class: drovertype.ClassRuntimeError},
 	// Any other turn.failed, or a failed exit.
-	{in: fromJSON | fromExit, class: ClassRuntimeError},
+	{in: fromJSON | fromExit, class: drovertype.ClassRuntimeError},
 }
 
 var codexSpec = &spec{
-	format: CodexJSON,
+	format: drovertype.FormatCodexJSON,
 	rules:  codexRules,
 	decode: decodeCodex,
 	// success/stdout.txt ends with turn.completed, fail-*/stdout.txt with turn.failed.
 	final: `"type":"turn.completed" or "turn.failed"`,
 }
 
-// codexLine is every codex exec --json line type at once (RUNTIMES.md §4).
+// codexLine is every codex exec --json line type at once
+// (docs/runtimes.md#codex).
 type codexLine struct {
 	Type    string     `json:"type"`
 	Message string     `json:"message"` // error

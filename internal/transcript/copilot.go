@@ -3,36 +3,40 @@ package transcript
 import (
 	"encoding/json"
 	"strconv"
+
+	"github.com/drover-dev/drover/internal/drovertype"
 )
 
 // copilotRules classifies copilot -p ... --output-format json. Paths are
-// under testdata/transcripts/copilot/ unless they name RUNTIMES.md.
+// under testdata/transcripts/copilot/; the rest is in
+// docs/runtimes.md#copilot.
 var copilotRules = []rule{
 	// fail-401/stdout.txt: session.error "errorType":"authentication","statusCode":401
-	{in: fromJSON, code: "authentication", class: ClassAuthFailed},
+	{in: fromJSON, code: "authentication", class: drovertype.ClassAuthFailed},
 	// fail-429/stdout.txt: session.error "errorType":"rate_limit","statusCode":429
-	{in: fromJSON, code: "rate_limit", class: ClassRateLimited, retry: true},
+	{in: fromJSON, code: "rate_limit", class: drovertype.ClassRateLimited, retry: true},
 	// fail-401/stdout.txt: model.call_failure "statusCode":401 (a retry notice)
-	{in: fromJSON, status: 401, class: ClassAuthFailed},
+	{in: fromJSON, status: 401, class: drovertype.ClassAuthFailed},
 	// fail-429/stdout.txt: model.call_failure "statusCode":429 (a retry notice)
-	{in: fromJSON, status: 429, class: ClassRateLimited, retry: true},
+	{in: fromJSON, status: 429, class: drovertype.ClassRateLimited, retry: true},
 	// Not recorded: the same shapes with a 5xx status (server trouble, retryable)
-	{in: fromJSON, status: statusServer, class: ClassRuntimeError, retry: true},
-	// RUNTIMES.md §3 copilot, no creds: exit 1, stderr "Error: No authentication information found."
-	{in: fromText, text: re(`No authentication information found`), class: ClassAuthFailed},
+	{in: fromJSON, status: statusServer, class: drovertype.ClassRuntimeError, retry: true},
+	// docs/runtimes.md, no credentials: exit 1, stderr "Error: No authentication information found."
+	{in: fromText, text: re(`No authentication information found`), class: drovertype.ClassAuthFailed},
 	// Any other session.error, a result with a non-zero exitCode, or a failed exit.
-	{in: fromJSON | fromExit, class: ClassRuntimeError},
+	{in: fromJSON | fromExit, class: drovertype.ClassRuntimeError},
 }
 
 var copilotSpec = &spec{
-	format: CopilotJSON,
+	format: drovertype.FormatCopilotJSON,
 	rules:  copilotRules,
 	decode: decodeCopilot,
 	// success/stdout.txt and fail-*/stdout.txt all end with result {exitCode}.
 	final: `"type":"result"`,
 }
 
-// copilotLine is every copilot json line type this package reads (RUNTIMES.md §4).
+// copilotLine is every copilot json line type this package reads
+// (docs/runtimes.md#copilot).
 type copilotLine struct {
 	Type string `json:"type"`
 	Data *struct {

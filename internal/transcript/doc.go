@@ -10,8 +10,9 @@
 //   - One classification table per format (the *Rules variables). Matching
 //     a CLI's words is the job here, so the patterns live in those tables
 //     and nowhere else; every row cites the recording under
-//     testdata/transcripts or the line of RUNTIMES.md it comes from, and the
-//     recordings are the tests.
+//     testdata/transcripts or the fact of docs/runtimes.md it comes from,
+//     and the recordings are the tests. docs/runtimes.md#error-classes
+//     explains the tables.
 //   - Bounds: a Parser's memory does not grow with the output (lines are cut
 //     at MaxLine, the first and last KeepEvents events are kept, texts are
 //     clipped, at most MaxFiles files and 1024 tool call ids are kept: a few
@@ -41,9 +42,9 @@
 //     (claude/gemini/copilot "result", codex "turn.completed"/"turn.failed",
 //     pi "agent_end"; opencode/kilo and Text promise none). Exit 0 without
 //     it is RUNTIME_OUTPUT_MALFORMED, retryable: gemini exits 0 on SIGTERM
-//     (RUNTIMES.md §3), so that is a run cut short, not a success. If the
-//     CLI was retrying when it stopped, the latest retry notice names the
-//     class instead (e.g. RATE_LIMITED).
+//     (docs/runtimes.md#gemini), so that is a run cut short, not a
+//     success. If the CLI was retrying when it stopped, the latest retry
+//     notice names the class instead (e.g. RATE_LIMITED).
 //  4. A non-zero exit: rows keyed on the exit code (gemini 41, 145 = 401
 //     mod 256, 173 = 429 mod 256, 55), else the latest retry notice
 //     (claude api_retry, codex "Reconnecting...", pi auto_retry_start,

@@ -10,16 +10,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/transcript"
 )
 
-var allFormats = []transcript.Format{
-	transcript.ClaudeStreamJSON, transcript.CodexJSON, transcript.OpenCodeJSON,
-	transcript.GeminiStreamJSON, transcript.PiJSON, transcript.CopilotJSON, transcript.Text,
+var allFormats = []drovertype.OutputFormat{
+	drovertype.FormatClaudeStreamJSON, drovertype.FormatCodexJSON, drovertype.FormatOpenCodeJSON,
+	drovertype.FormatGeminiStreamJSON, drovertype.FormatPiJSON, drovertype.FormatCopilotJSON, drovertype.FormatText,
 }
 
 // feed parses stdout and stderr texts line by line.
-func feed(f transcript.Format, stdout, stderr string, exit int) *transcript.Summary {
+func feed(f drovertype.OutputFormat, stdout, stderr string, exit int) *transcript.Summary {
 	p := transcript.NewParser(f)
 	for line := range strings.Lines(stdout) {
 		p.Line(transcript.Stdout, []byte(strings.TrimSuffix(line, "\n")))
@@ -30,7 +31,7 @@ func feed(f transcript.Format, stdout, stderr string, exit int) *transcript.Summ
 	return p.Summary(exit)
 }
 
-func wantFailure(t *testing.T, s *transcript.Summary, class string, status int, retryable bool) {
+func wantFailure(t *testing.T, s *transcript.Summary, class drovertype.ErrorClass, status int, retryable bool) {
 	t.Helper()
 	f := s.Failure
 	if f == nil {
@@ -71,17 +72,17 @@ func edit(t *testing.T, line string, change func(m map[string]any)) string {
 }
 
 func TestParseFormat(t *testing.T) {
-	for in, want := range map[string]transcript.Format{
-		"claude-stream-json": transcript.ClaudeStreamJSON, "claude": transcript.ClaudeStreamJSON,
-		"codex-json": transcript.CodexJSON, "opencode-json": transcript.OpenCodeJSON, "kilo": transcript.OpenCodeJSON,
-		"gemini-stream-json": transcript.GeminiStreamJSON, "pi-json": transcript.PiJSON, " Copilot-JSON ": transcript.CopilotJSON,
-		"text": transcript.Text, "": transcript.Text,
+	for in, want := range map[string]drovertype.OutputFormat{
+		"claude-stream-json": drovertype.FormatClaudeStreamJSON, "claude": drovertype.FormatClaudeStreamJSON,
+		"codex-json": drovertype.FormatCodexJSON, "opencode-json": drovertype.FormatOpenCodeJSON, "kilo": drovertype.FormatOpenCodeJSON,
+		"gemini-stream-json": drovertype.FormatGeminiStreamJSON, "pi-json": drovertype.FormatPiJSON, " Copilot-JSON ": drovertype.FormatCopilotJSON,
+		"text": drovertype.FormatText, "": drovertype.FormatText,
 	} {
-		if got, err := transcript.ParseFormat(in); err != nil || got != want {
+		if got, err := drovertype.ParseOutputFormat(in); err != nil || got != want {
 			t.Errorf("ParseFormat(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	if _, err := transcript.ParseFormat("yaml"); !errors.Is(err, transcript.ErrUnknownFormat) {
+	if _, err := drovertype.ParseOutputFormat("yaml"); !errors.Is(err, drovertype.ErrUnknownFormat) {
 		t.Errorf("ParseFormat(yaml) error = %v", err)
 	}
 }
@@ -91,7 +92,7 @@ func TestGarbageLines(t *testing.T) {
 	for _, f := range allFormats {
 		t.Run(string(f), func(t *testing.T) {
 			s := feed(f, garbage+"{}\nnull\n{\"type\":42}\n\n", "", 1)
-			if f != transcript.Text && s.Unparsed != 6 {
+			if f != drovertype.FormatText && s.Unparsed != 6 {
 				t.Errorf("Unparsed = %d, want 6", s.Unparsed)
 			}
 			if s.Lines != 9 {
@@ -102,7 +103,7 @@ func TestGarbageLines(t *testing.T) {
 					t.Errorf("event %+v, want stdout text", e)
 				}
 			}
-			wantFailure(t, s, transcript.ClassRuntimeError, 0, false)
+			wantFailure(t, s, drovertype.ClassRuntimeError, 0, false)
 		})
 	}
 }
@@ -125,7 +126,7 @@ func TestHugeLine(t *testing.T) {
 			if s.Lines != 3 {
 				t.Errorf("Lines = %d, want 3", s.Lines)
 			}
-			if f != transcript.Text && s.Unparsed != 3 {
+			if f != drovertype.FormatText && s.Unparsed != 3 {
 				t.Errorf("Unparsed = %d, want 3 (truncated JSON does not parse)", s.Unparsed)
 			}
 			for _, e := range s.Events {
@@ -157,16 +158,16 @@ func TestTruncatedFinalLine(t *testing.T) {
 			if s.Unparsed != 1 {
 				t.Errorf("Unparsed = %d, want 1", s.Unparsed)
 			}
-			wantFailure(t, s, transcript.ClassOutputMalformed, 0, true)
+			wantFailure(t, s, drovertype.ClassOutputMalformed, 0, true)
 		})
 	}
 }
 
 func TestInterleavedStderr(t *testing.T) {
 	r := load(t, "gemini", "fail-429")
-	want := run(t, transcript.GeminiStreamJSON, r)
+	want := run(t, drovertype.FormatGeminiStreamJSON, r)
 	for range 20 {
-		p := transcript.NewParser(transcript.GeminiStreamJSON)
+		p := transcript.NewParser(drovertype.FormatGeminiStreamJSON)
 		var wg sync.WaitGroup
 		for _, x := range []struct {
 			s transcript.Stream
@@ -195,15 +196,15 @@ func TestEmptyOutput(t *testing.T) {
 		t.Run(string(f), func(t *testing.T) {
 			s := feed(f, "", "", 0)
 			switch f {
-			case transcript.OpenCodeJSON, transcript.Text: // no final line promised
+			case drovertype.FormatOpenCodeJSON, drovertype.FormatText: // no final line promised
 				if s.Failure != nil {
 					t.Errorf("exit 0: Failure = %+v, want none", s.Failure)
 				}
 			default:
-				wantFailure(t, s, transcript.ClassOutputMalformed, 0, true)
+				wantFailure(t, s, drovertype.ClassOutputMalformed, 0, true)
 			}
 			s = feed(f, "", "", 1)
-			wantFailure(t, s, transcript.ClassRuntimeError, 0, false)
+			wantFailure(t, s, drovertype.ClassRuntimeError, 0, false)
 			if s.Failure.Message != "exit code 1" {
 				t.Errorf("Message = %q", s.Failure.Message)
 			}
@@ -211,43 +212,43 @@ func TestEmptyOutput(t *testing.T) {
 	}
 }
 
-// RUNTIMES.md §3: gemini exits 0 on SIGTERM, with no result line.
+// gemini exits 0 on SIGTERM, with no result line (docs/runtimes.md#gemini).
 func TestGeminiSIGTERM(t *testing.T) {
 	out := stdoutOf(t, "gemini", "success")
-	s := feed(transcript.GeminiStreamJSON, withoutLast(out, 1), stderrOf(t, "gemini", "success"), 0)
-	wantFailure(t, s, transcript.ClassOutputMalformed, 0, true)
+	s := feed(drovertype.FormatGeminiStreamJSON, withoutLast(out, 1), stderrOf(t, "gemini", "success"), 0)
+	wantFailure(t, s, drovertype.ClassOutputMalformed, 0, true)
 	if s.FinalText != "Done. Created hello.txt." {
 		t.Errorf("FinalText = %q: what came before the cut is kept", s.FinalText)
 	}
 	// Killed while retrying 429s: the retry notices on stderr name the cause.
 	out = stdoutOf(t, "gemini", "fail-429")
-	s = feed(transcript.GeminiStreamJSON, withoutLast(out, 1), stderrOf(t, "gemini", "fail-429"), 0)
-	wantFailure(t, s, transcript.ClassRateLimited, 429, true)
+	s = feed(drovertype.FormatGeminiStreamJSON, withoutLast(out, 1), stderrOf(t, "gemini", "fail-429"), 0)
+	wantFailure(t, s, drovertype.ClassRateLimited, 429, true)
 }
 
 func TestStderrOnlyFailures(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
-		f              transcript.Format
+		f              drovertype.OutputFormat
 		stdout, stderr string
 		exit           int
-		class          string
+		class          drovertype.ErrorClass
 		status         int
 		retry          bool
 	}{
-		// RUNTIMES.md §2
-		{"claude root", transcript.ClaudeStreamJSON, "", "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons\n", 1, transcript.ClassRuntimeError, 0, false},
-		// RUNTIMES.md §3 no creds
-		{"gemini no auth", transcript.GeminiStreamJSON, "", "Please set an Auth method in your /h/.gemini/settings.json or specify one of the following environment variables before running: GEMINI_API_KEY, GOOGLE_GENAI_USE_VERTEXAI, GOOGLE_GENAI_USE_GCA\n", 41, transcript.ClassAuthFailed, 0, false},
-		{"gemini exit 41", transcript.GeminiStreamJSON, "", "", 41, transcript.ClassAuthFailed, 0, false},
-		{"gemini exit 145", transcript.GeminiStreamJSON, "", "", 145, transcript.ClassAuthFailed, 401, false},
-		{"gemini exit 173", transcript.GeminiStreamJSON, "", "", 173, transcript.ClassRateLimited, 429, true},
-		{"gemini untrusted", transcript.GeminiStreamJSON, "", "Gemini CLI is not running in a trusted directory. To proceed, ...\n", 55, transcript.ClassRuntimeError, 0, false},
-		{"pi no key", transcript.PiJSON, `{"type":"session","version":3,"id":"x","cwd":"/r"}` + "\n", "No API key found for the selected model.\n", 1, transcript.ClassAuthFailed, 0, false},
-		{"copilot no auth", transcript.CopilotJSON, "", "Error: No authentication information found.\n\nCopilot can be authenticated with GitHub using an OAuth Token or a Fine-Grained Personal Access Token.\n", 1, transcript.ClassAuthFailed, 0, false},
-		{"codex config", transcript.CodexJSON, "", "Error loading config.toml: wire_api = \"chat\" is no longer supported.\n", 1, transcript.ClassRuntimeError, 0, false},
+		// docs/runtimes.md#claude, permissions
+		{"claude root", drovertype.FormatClaudeStreamJSON, "", "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons\n", 1, drovertype.ClassRuntimeError, 0, false},
+		// docs/runtimes.md: failures told only on stderr or by the exit code
+		{"gemini no auth", drovertype.FormatGeminiStreamJSON, "", "Please set an Auth method in your /h/.gemini/settings.json or specify one of the following environment variables before running: GEMINI_API_KEY, GOOGLE_GENAI_USE_VERTEXAI, GOOGLE_GENAI_USE_GCA\n", 41, drovertype.ClassAuthFailed, 0, false},
+		{"gemini exit 41", drovertype.FormatGeminiStreamJSON, "", "", 41, drovertype.ClassAuthFailed, 0, false},
+		{"gemini exit 145", drovertype.FormatGeminiStreamJSON, "", "", 145, drovertype.ClassAuthFailed, 401, false},
+		{"gemini exit 173", drovertype.FormatGeminiStreamJSON, "", "", 173, drovertype.ClassRateLimited, 429, true},
+		{"gemini untrusted", drovertype.FormatGeminiStreamJSON, "", "Gemini CLI is not running in a trusted directory. To proceed, ...\n", 55, drovertype.ClassRuntimeError, 0, false},
+		{"pi no key", drovertype.FormatPiJSON, `{"type":"session","version":3,"id":"x","cwd":"/r"}` + "\n", "No API key found for the selected model.\n", 1, drovertype.ClassAuthFailed, 0, false},
+		{"copilot no auth", drovertype.FormatCopilotJSON, "", "Error: No authentication information found.\n\nCopilot can be authenticated with GitHub using an OAuth Token or a Fine-Grained Personal Access Token.\n", 1, drovertype.ClassAuthFailed, 0, false},
+		{"codex config", drovertype.FormatCodexJSON, "", "Error loading config.toml: wire_api = \"chat\" is no longer supported.\n", 1, drovertype.ClassRuntimeError, 0, false},
 		// kilo/fail-429/stderr.txt alone (no stdout): a hint, used because the exit failed
-		{"kilo stderr", transcript.OpenCodeJSON, "", "\x1b[91m\x1b[1mError: \x1b[0mRate limit reached for requests (mockllm). Please try again in 1s.\n", 1, transcript.ClassRateLimited, 429, true},
+		{"kilo stderr", drovertype.FormatOpenCodeJSON, "", "\x1b[91m\x1b[1mError: \x1b[0mRate limit reached for requests (mockllm). Please try again in 1s.\n", 1, drovertype.ClassRateLimited, 429, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := feed(tc.f, tc.stdout, tc.stderr, tc.exit)
@@ -257,7 +258,7 @@ func TestStderrOnlyFailures(t *testing.T) {
 }
 
 func TestKiloStderrANSI(t *testing.T) {
-	s := feed(transcript.OpenCodeJSON, "", stderrOf(t, "kilo", "fail-401"), 0)
+	s := feed(drovertype.FormatOpenCodeJSON, "", stderrOf(t, "kilo", "fail-401"), 0)
 	if len(s.Events) != 1 || s.Events[0].Text != "Error: Incorrect API key provided: mock****. (mockllm)" || s.Events[0].Stream != transcript.Stderr {
 		t.Errorf("events = %+v", s.Events)
 	}
@@ -266,20 +267,22 @@ func TestKiloStderrANSI(t *testing.T) {
 	}
 }
 
-// RUNTIMES.md §2: with no permission flag the Write is denied, exit 0, is_error false.
+// With no permission flag the Write is denied, exit 0, is_error false
+// (docs/runtimes.md#claude).
 func TestClaudePermissionDenied(t *testing.T) {
 	out := stdoutOf(t, "claude", "success")
 	res := edit(t, lastLine(out), func(m map[string]any) {
 		m["permission_denials"] = []any{map[string]any{"tool_name": "Write", "tool_use_id": "toolu_1", "tool_input": map[string]any{}}}
 	})
-	s := feed(transcript.ClaudeStreamJSON, withoutLast(out, 1)+res+"\n", "", 0)
-	wantFailure(t, s, transcript.ClassRuntimeError, 0, false)
+	s := feed(drovertype.FormatClaudeStreamJSON, withoutLast(out, 1)+res+"\n", "", 0)
+	wantFailure(t, s, drovertype.ClassRuntimeError, 0, false)
 	if !strings.Contains(s.Failure.Message, "Write") {
 		t.Errorf("Message = %q, want the denied tool", s.Failure.Message)
 	}
 }
 
-// RUNTIMES.md §3: claude 500/529 with MAX_RETRIES=0: "API Error: 500 ...", "error":"server_error".
+// claude 500/529 with CLAUDE_CODE_MAX_RETRIES=0: "API Error: 500 ...",
+// "error":"server_error" (docs/runtimes.md#claude).
 func TestClaudeServerError(t *testing.T) {
 	out := stdoutOf(t, "claude", "fail-429")
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
@@ -288,25 +291,26 @@ func TestClaudeServerError(t *testing.T) {
 		m["api_error_status"] = 529
 		m["result"] = "API Error: 529 Overloaded"
 	})
-	s := feed(transcript.ClaudeStreamJSON, lines[0]+"\n"+asst+"\n"+res+"\n", "", 1)
-	wantFailure(t, s, transcript.ClassRuntimeError, 529, true)
+	s := feed(drovertype.FormatClaudeStreamJSON, lines[0]+"\n"+asst+"\n"+res+"\n", "", 1)
+	wantFailure(t, s, drovertype.ClassRuntimeError, 529, true)
 }
 
-// RUNTIMES.md §3: "Not logged in · Please run /login", result is_error with no status.
+// Without credentials: "Not logged in · Please run /login", result is_error
+// with no status (docs/runtimes.md#claude).
 func TestClaudeNotLoggedIn(t *testing.T) {
 	res := edit(t, lastLine(stdoutOf(t, "claude", "fail-401")), func(m map[string]any) {
 		m["api_error_status"] = nil
 		m["result"] = "Not logged in · Please run /login"
 	})
-	s := feed(transcript.ClaudeStreamJSON, res+"\n", "", 1)
-	wantFailure(t, s, transcript.ClassAuthFailed, 0, false)
+	s := feed(drovertype.FormatClaudeStreamJSON, res+"\n", "", 1)
+	wantFailure(t, s, drovertype.ClassAuthFailed, 0, false)
 }
 
 // Claude killed during its own retries (no result line): the api_retry notices name the cause.
 func TestClaudeKilledWhileRetrying(t *testing.T) {
 	out := withoutLast(stdoutOf(t, "claude", "fail-429"), 2)
-	s := feed(transcript.ClaudeStreamJSON, out, "", 143)
-	wantFailure(t, s, transcript.ClassRateLimited, 429, true)
+	s := feed(drovertype.FormatClaudeStreamJSON, out, "", 143)
+	wantFailure(t, s, drovertype.ClassRateLimited, 429, true)
 	if s.Failure.RetryAfter != 39673*time.Millisecond {
 		t.Errorf("RetryAfter = %v", s.Failure.RetryAfter)
 	}
@@ -325,7 +329,7 @@ func TestPiRecovers(t *testing.T) {
 	}
 	b.WriteString(`{"type":"auto_retry_end","success":true,"attempt":1}` + "\n")
 	b.WriteString(ok)
-	s := feed(transcript.PiJSON, b.String(), "", 0)
+	s := feed(drovertype.FormatPiJSON, b.String(), "", 0)
 	if s.Failure != nil {
 		t.Errorf("Failure = %+v, want none", s.Failure)
 	}
@@ -341,8 +345,8 @@ func TestOpenCodeRetryAfterDate(t *testing.T) {
 		d["responseHeaders"].(map[string]any)["retry-after"] = "Sun, 22 Nov 2026 04:00:00 GMT"
 		d["message"] = "Rate limit reached for requests (mockllm)."
 	})
-	s := feed(transcript.OpenCodeJSON, line+"\n", "", 1)
-	wantFailure(t, s, transcript.ClassRateLimited, 429, true)
+	s := feed(drovertype.FormatOpenCodeJSON, line+"\n", "", 1)
+	wantFailure(t, s, drovertype.ClassRateLimited, 429, true)
 	if want := time.Date(2026, 11, 22, 4, 0, 0, 0, time.UTC); !s.Failure.ResetAt.Equal(want) || s.Failure.RetryAfter != 0 {
 		t.Errorf("ResetAt = %v, RetryAfter = %v; want %v, 0", s.Failure.ResetAt, s.Failure.RetryAfter, want)
 	}
@@ -351,7 +355,7 @@ func TestOpenCodeRetryAfterDate(t *testing.T) {
 // A field of an unexpected type loses that field, not the line.
 func TestTypeDrift(t *testing.T) {
 	res := edit(t, lastLine(stdoutOf(t, "claude", "success")), func(m map[string]any) { m["duration_ms"] = "fast"; m["num_turns"] = []int{} })
-	s := feed(transcript.ClaudeStreamJSON, res+"\n", "", 0)
+	s := feed(drovertype.FormatClaudeStreamJSON, res+"\n", "", 0)
 	if s.Failure != nil || s.Unparsed != 0 || s.Usage.InputTokens != 38432 {
 		t.Errorf("Failure = %+v, Unparsed = %d, Usage = %+v", s.Failure, s.Unparsed, s.Usage)
 	}
@@ -359,27 +363,27 @@ func TestTypeDrift(t *testing.T) {
 
 func TestText(t *testing.T) {
 	// Exit 0 is success whatever the text says: gemini prints "Attempt 1 failed with
-	// status 429" and then succeeds (RUNTIMES.md §2).
-	s := feed(transcript.Text, "Done.\n", "ERROR: exceeded retry limit, last status: 429 Too Many Requests\n", 0)
+	// status 429" and then succeeds (docs/runtimes.md#what-holds-for-all-seven).
+	s := feed(drovertype.FormatText, "Done.\n", "ERROR: exceeded retry limit, last status: 429 Too Many Requests\n", 0)
 	if s.Failure != nil || s.FinalText != "Done." {
 		t.Errorf("exit 0: Failure = %+v, FinalText = %q", s.Failure, s.FinalText)
 	}
-	s = feed(transcript.Text, "", "ERROR: exceeded retry limit, last status: 429 Too Many Requests\n", 1)
-	wantFailure(t, s, transcript.ClassRateLimited, 429, true)
-	s = feed(transcript.Text, "", "ERROR: unexpected status 401 Unauthorized: Incorrect API key provided\n", 1)
-	wantFailure(t, s, transcript.ClassAuthFailed, 401, false)
-	s = feed(transcript.Text, "", "something broke\nat line 3\n", 2)
-	wantFailure(t, s, transcript.ClassRuntimeError, 0, false)
+	s = feed(drovertype.FormatText, "", "ERROR: exceeded retry limit, last status: 429 Too Many Requests\n", 1)
+	wantFailure(t, s, drovertype.ClassRateLimited, 429, true)
+	s = feed(drovertype.FormatText, "", "ERROR: unexpected status 401 Unauthorized: Incorrect API key provided\n", 1)
+	wantFailure(t, s, drovertype.ClassAuthFailed, 401, false)
+	s = feed(drovertype.FormatText, "", "something broke\nat line 3\n", 2)
+	wantFailure(t, s, drovertype.ClassRuntimeError, 0, false)
 	if s.Failure.Message != "exit code 2: at line 3" {
 		t.Errorf("Message = %q", s.Failure.Message)
 	}
 	// The text rows do not fire on a status number alone.
-	s = feed(transcript.Text, "", "GET /items returned 429 in the test fixture\n", 1)
-	wantFailure(t, s, transcript.ClassRuntimeError, 0, false)
+	s = feed(drovertype.FormatText, "", "GET /items returned 429 in the test fixture\n", 1)
+	wantFailure(t, s, drovertype.ClassRuntimeError, 0, false)
 }
 
 func TestEventsBounded(t *testing.T) {
-	p := transcript.NewParser(transcript.Text)
+	p := transcript.NewParser(drovertype.FormatText)
 	for i := range 1000 {
 		p.Line(transcript.Stdout, []byte("line "+strconv.Itoa(i)))
 	}
@@ -400,7 +404,7 @@ func TestInputBounded(t *testing.T) {
 		c := m["message"].(map[string]any)["content"].([]any)[0].(map[string]any)
 		c["input"].(map[string]any)["content"] = strings.Repeat("y", 8<<10)
 	})
-	s := feed(transcript.ClaudeStreamJSON, big+"\n", "", 0)
+	s := feed(drovertype.FormatClaudeStreamJSON, big+"\n", "", 0)
 	if len(s.Events) != 1 || s.Events[0].Kind != transcript.KindToolCall || s.Events[0].Tool != "Write" || s.Events[0].Input != nil {
 		t.Errorf("events = %+v", s.Events)
 	}
@@ -446,21 +450,22 @@ type recorder struct{ lines *[]string }
 func (r *recorder) Line(_ transcript.Stream, b []byte) { *r.lines = append(*r.lines, string(b)) }
 func (r *recorder) Summary(int) *transcript.Summary    { return nil }
 
-// RUNTIMES.md §2: with only the first request failing with 429, every CLI
-// retried on its own and succeeded. The retry notice must not decide.
+// With only the first request failing with 429, every CLI retried on its
+// own and succeeded (docs/runtimes.md#what-holds-for-all-seven). The retry
+// notice must not decide.
 func TestRetriedThenSucceeded(t *testing.T) {
 	ok := strings.SplitAfter(stdoutOf(t, "claude", "success"), "\n")
 	retry := strings.SplitAfter(stdoutOf(t, "claude", "fail-429"), "\n")[1] // system/api_retry 429
 	out := ok[0] + retry + strings.Join(ok[1:], "")
-	if s := feed(transcript.ClaudeStreamJSON, out, "", 0); s.Failure != nil {
+	if s := feed(drovertype.FormatClaudeStreamJSON, out, "", 0); s.Failure != nil {
 		t.Errorf("exit 0: Failure = %+v", s.Failure)
 	}
-	s := feed(transcript.ClaudeStreamJSON, out, "", 1)
-	wantFailure(t, s, transcript.ClassRuntimeError, 0, false)
+	s := feed(drovertype.FormatClaudeStreamJSON, out, "", 1)
+	wantFailure(t, s, drovertype.ClassRuntimeError, 0, false)
 
 	// The same for gemini's stderr notice and copilot's model.call_failure.
 	gerr := "Attempt 1 failed with status 429. Retrying with backoff... _ApiError: {\"error\":{\"code\":429}}\n"
-	if s := feed(transcript.GeminiStreamJSON, stdoutOf(t, "gemini", "success"), gerr, 0); s.Failure != nil {
+	if s := feed(drovertype.FormatGeminiStreamJSON, stdoutOf(t, "gemini", "success"), gerr, 0); s.Failure != nil {
 		t.Errorf("gemini: Failure = %+v", s.Failure)
 	}
 	cok := strings.SplitAfter(stdoutOf(t, "copilot", "success"), "\n")
@@ -473,7 +478,7 @@ func TestRetriedThenSucceeded(t *testing.T) {
 		}
 	}
 	out = strings.Join(cok[:6], "") + callFailure + strings.Join(cok[6:], "")
-	if s := feed(transcript.CopilotJSON, out, "", 0); s.Failure != nil || s.FinalText != done {
+	if s := feed(drovertype.FormatCopilotJSON, out, "", 0); s.Failure != nil || s.FinalText != done {
 		t.Errorf("copilot: Failure = %+v, FinalText %q", s.Failure, s.FinalText)
 	}
 }

@@ -4,21 +4,22 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/transcript"
 )
 
 // One fuzz target per format, seeded with that format's recordings. Lines
 // that start with '!' also go to stderr, so both paths are exercised.
 
-func FuzzClaude(f *testing.F)   { fuzzFormat(f, transcript.ClaudeStreamJSON, "claude") }
-func FuzzCodex(f *testing.F)    { fuzzFormat(f, transcript.CodexJSON, "codex") }
-func FuzzOpenCode(f *testing.F) { fuzzFormat(f, transcript.OpenCodeJSON, "opencode", "kilo") }
-func FuzzGemini(f *testing.F)   { fuzzFormat(f, transcript.GeminiStreamJSON, "gemini") }
-func FuzzPi(f *testing.F)       { fuzzFormat(f, transcript.PiJSON, "pi") }
-func FuzzCopilot(f *testing.F)  { fuzzFormat(f, transcript.CopilotJSON, "copilot") }
-func FuzzText(f *testing.F)     { fuzzFormat(f, transcript.Text, "codex", "gemini") }
+func FuzzClaude(f *testing.F)   { fuzzFormat(f, drovertype.FormatClaudeStreamJSON, "claude") }
+func FuzzCodex(f *testing.F)    { fuzzFormat(f, drovertype.FormatCodexJSON, "codex") }
+func FuzzOpenCode(f *testing.F) { fuzzFormat(f, drovertype.FormatOpenCodeJSON, "opencode", "kilo") }
+func FuzzGemini(f *testing.F)   { fuzzFormat(f, drovertype.FormatGeminiStreamJSON, "gemini") }
+func FuzzPi(f *testing.F)       { fuzzFormat(f, drovertype.FormatPiJSON, "pi") }
+func FuzzCopilot(f *testing.F)  { fuzzFormat(f, drovertype.FormatCopilotJSON, "copilot") }
+func FuzzText(f *testing.F)     { fuzzFormat(f, drovertype.FormatText, "codex", "gemini") }
 
-func fuzzFormat(f *testing.F, format transcript.Format, clis ...string) {
+func fuzzFormat(f *testing.F, format drovertype.OutputFormat, clis ...string) {
 	for _, cli := range clis {
 		for _, c := range cases {
 			r := load(f, cli, c)
@@ -58,7 +59,7 @@ func prefixLines(b []byte, c byte) []byte {
 
 // checkSummary asserts what holds for any input: bounds, and a Failure
 // that is well formed.
-func checkSummary(t *testing.T, format transcript.Format, s *transcript.Summary, exit int) {
+func checkSummary(t *testing.T, format drovertype.OutputFormat, s *transcript.Summary, exit int) {
 	t.Helper()
 	if len(s.Events) > 2*transcript.KeepEvents {
 		t.Fatalf("%d events", len(s.Events))
@@ -82,7 +83,7 @@ func checkSummary(t *testing.T, format transcript.Format, s *transcript.Summary,
 		return
 	}
 	switch f.Class {
-	case transcript.ClassAuthFailed, transcript.ClassRateLimited, transcript.ClassRuntimeError, transcript.ClassOutputMalformed:
+	case drovertype.ClassAuthFailed, drovertype.ClassRateLimited, drovertype.ClassRuntimeError, drovertype.ClassOutputMalformed:
 	default:
 		t.Fatalf("class %q", f.Class)
 	}
@@ -92,7 +93,7 @@ func checkSummary(t *testing.T, format transcript.Format, s *transcript.Summary,
 	if f.RetryAfter < 0 || f.RetryAfter > 0 && !f.Retryable {
 		t.Fatalf("RetryAfter %v, Retryable %v", f.RetryAfter, f.Retryable)
 	}
-	if format == transcript.Text && exit == 0 {
+	if format == drovertype.FormatText && exit == 0 {
 		t.Fatalf("Text with exit 0 failed: %+v", f)
 	}
 }

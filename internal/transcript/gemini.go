@@ -3,56 +3,60 @@ package transcript
 import (
 	"encoding/json"
 	"sort"
+
+	"github.com/drover-dev/drover/internal/drovertype"
 )
 
 // geminiRules classifies gemini -p ... --output-format stream-json. Paths
-// are under testdata/transcripts/gemini/ unless they name RUNTIMES.md.
+// are under testdata/transcripts/gemini/; the rest is in
+// docs/runtimes.md#gemini.
 var geminiRules = []rule{
 	// fail-401/stdout.txt: result "status":"error", error.message
 	// `[API Error: {"error":{"code":401,"message":"API key not valid...","status":"UNAUTHENTICATED"}}]`
-	{in: fromJSON, status: 401, class: ClassAuthFailed},
+	{in: fromJSON, status: 401, class: drovertype.ClassAuthFailed},
 	// fail-401/stdout.txt: the same message says "UNAUTHENTICATED"
-	{in: fromJSON, text: re(`\bUNAUTHENTICATED\b`), implies: 401, class: ClassAuthFailed},
+	{in: fromJSON, text: re(`\bUNAUTHENTICATED\b`), implies: 401, class: drovertype.ClassAuthFailed},
 	// fail-429/stdout.txt: result error.message "[API Error: Resource has been exhausted (e.g. check quota). ...]"
 	// carries no code; fail-429/stderr.txt shows it is `{"error":{"code":429,...,"status":"RESOURCE_EXHAUSTED"}}`.
-	{in: fromJSON, text: re(`Resource has been exhausted|\bRESOURCE_EXHAUSTED\b`), implies: 429, class: ClassRateLimited, retry: true},
-	{in: fromJSON, status: 429, class: ClassRateLimited, retry: true},
+	{in: fromJSON, text: re(`Resource has been exhausted|\bRESOURCE_EXHAUSTED\b`), implies: 429, class: drovertype.ClassRateLimited, retry: true},
+	{in: fromJSON, status: 429, class: drovertype.ClassRateLimited, retry: true},
 	// Not recorded: the same error shape with a 5xx status (server trouble, retryable)
-	{in: fromJSON, status: statusServer, class: ClassRuntimeError, retry: true},
-	// RUNTIMES.md §3 gemini, no creds: exit 41, stderr "Please set an Auth method in your <HOME>/.gemini/settings.json ..."
-	{in: fromText, text: re(`^Please set an Auth method\b`), class: ClassAuthFailed},
-	// RUNTIMES.md §2: GOOGLE_GEMINI_BASE_URL alone: stderr "Invalid auth method selected." (exit 41)
-	{in: fromText, text: re(`^Invalid auth method selected`), class: ClassAuthFailed},
-	// RUNTIMES.md §2: untrusted folder: exit 55, stderr "Gemini CLI is not running in a trusted directory..."
-	{in: fromText, text: re(`is not running in a trusted directory`), class: ClassRuntimeError},
+	{in: fromJSON, status: statusServer, class: drovertype.ClassRuntimeError, retry: true},
+	// docs/runtimes.md, no credentials: exit 41, stderr "Please set an Auth method in your <HOME>/.gemini/settings.json ..."
+	{in: fromText, text: re(`^Please set an Auth method\b`), class: drovertype.ClassAuthFailed},
+	// docs/runtimes.md: GOOGLE_GEMINI_BASE_URL without an auth type: stderr "Invalid auth method selected." (exit 41)
+	{in: fromText, text: re(`^Invalid auth method selected`), class: drovertype.ClassAuthFailed},
+	// docs/runtimes.md: untrusted folder (no --skip-trust): exit 55, stderr "Gemini CLI is not running in a trusted directory..."
+	{in: fromText, text: re(`is not running in a trusted directory`), class: drovertype.ClassRuntimeError},
 	// fail-429/stderr.txt: "Attempt 1 failed with status 429. Retrying with backoff..." — gemini retries on its own
-	{in: fromText, status: 429, text: re(`^Attempt \d+ failed with status 429\b`), class: ClassRateLimited, retry: true, hint: true},
+	{in: fromText, status: 429, text: re(`^Attempt \d+ failed with status 429\b`), class: drovertype.ClassRateLimited, retry: true, hint: true},
 	// fail-429/stderr.txt: "Attempt 10 failed: Resource has been exhausted (e.g. check quota). (mockllm). Max attempts reached"
-	{in: fromText, text: re(`^Attempt \d+ failed: Resource has been exhausted`), implies: 429, class: ClassRateLimited, retry: true, hint: true},
+	{in: fromText, text: re(`^Attempt \d+ failed: Resource has been exhausted`), implies: 429, class: drovertype.ClassRateLimited, retry: true, hint: true},
 	// fail-401/stderr.txt: "Error when talking to Gemini API ... _ApiError: {"error":{"code":401,...}}"
-	{in: fromText, status: 401, text: re(`_ApiError: \{"error":\{"code":401\b`), class: ClassAuthFailed, hint: true},
-	// RUNTIMES.md §3 gemini: exit 41 without a result (no auth method)
-	{in: fromExit, exit: 41, class: ClassAuthFailed},
-	// RUNTIMES.md §3 gemini: "exit 145 (= 401 mod 256)" in the JSON modes
-	{in: fromExit, exit: 145, implies: 401, class: ClassAuthFailed},
-	// RUNTIMES.md §3 gemini: "exit 173 (= 429 mod 256)"
-	{in: fromExit, exit: 173, implies: 429, class: ClassRateLimited, retry: true},
-	// RUNTIMES.md §2 gemini: untrusted folder, exit 55
-	{in: fromExit, exit: 55, class: ClassRuntimeError},
+	{in: fromText, status: 401, text: re(`_ApiError: \{"error":\{"code":401\b`), class: drovertype.ClassAuthFailed, hint: true},
+	// docs/runtimes.md: exit 41 without a result (no auth method)
+	{in: fromExit, exit: 41, class: drovertype.ClassAuthFailed},
+	// fail-401/meta.json: exit 145 (= 401 mod 256) in the JSON modes
+	{in: fromExit, exit: 145, implies: 401, class: drovertype.ClassAuthFailed},
+	// fail-429/meta.json: exit 173 (= 429 mod 256)
+	{in: fromExit, exit: 173, implies: 429, class: drovertype.ClassRateLimited, retry: true},
+	// docs/runtimes.md: untrusted folder, exit 55
+	{in: fromExit, exit: 55, class: drovertype.ClassRuntimeError},
 	// Any other result with status "error", or a failed exit.
-	{in: fromJSON | fromExit, class: ClassRuntimeError},
+	{in: fromJSON | fromExit, class: drovertype.ClassRuntimeError},
 }
 
 var geminiSpec = &spec{
-	format: GeminiStreamJSON,
+	format: drovertype.FormatGeminiStreamJSON,
 	rules:  geminiRules,
 	decode: decodeGemini,
-	// RUNTIMES.md §3: gemini exits 0 on SIGTERM. Only the result line says
-	// the run finished (success/stdout.txt and fail-*/stdout.txt all end with it).
+	// gemini exits 0 on SIGTERM (docs/runtimes.md#gemini). Only the result
+	// line says the run finished (success/stdout.txt and fail-*/stdout.txt all end with it).
 	final: `"type":"result"`,
 }
 
-// geminiLine is every gemini stream-json line type at once (RUNTIMES.md §4).
+// geminiLine is every gemini stream-json line type at once
+// (docs/runtimes.md#gemini).
 type geminiLine struct {
 	Type       string          `json:"type"`
 	Model      string          `json:"model"`

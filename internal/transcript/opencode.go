@@ -3,34 +3,37 @@ package transcript
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/drover-dev/drover/internal/drovertype"
 )
 
 // openCodeRules classifies opencode run --format json and kilo run --format
-// json (the same shape). Paths are under testdata/transcripts/ unless they
-// name RUNTIMES.md. isRetryable, when present, overrides a row's retry.
+// json (the same shape). Paths are under testdata/transcripts/; the rest is
+// in docs/runtimes.md#opencode and #kilo. isRetryable, when present,
+// overrides a row's retry.
 var openCodeRules = []rule{
 	// opencode/fail-401, kilo/fail-401 stdout.txt: error.data "statusCode":401,"isRetryable":false
-	{in: fromJSON, status: 401, class: ClassAuthFailed},
+	{in: fromJSON, status: 401, class: drovertype.ClassAuthFailed},
 	// Not recorded: the same APIError shape with 403, the other status an
 	// OpenAI-compatible server refuses credentials with.
-	{in: fromJSON, status: 403, class: ClassAuthFailed},
+	{in: fromJSON, status: 403, class: drovertype.ClassAuthFailed},
 	// opencode/fail-429, kilo/fail-429 stdout.txt: "statusCode":429,"isRetryable":true
-	{in: fromJSON, status: 429, class: ClassRateLimited, retry: true},
+	{in: fromJSON, status: 429, class: drovertype.ClassRateLimited, retry: true},
 	// Not recorded: the same error shape with a 5xx status (server trouble, retryable)
-	{in: fromJSON, status: statusServer, class: ClassRuntimeError, retry: true},
+	{in: fromJSON, status: statusServer, class: drovertype.ClassRuntimeError, retry: true},
 	// kilo/fail-401/stderr.txt: "Error: Incorrect API key provided: mock****. (mockllm)" (ANSI stripped).
 	// kilo repeats the stdout error there; a hint, as stdout says it better.
-	{in: fromText, text: re(`^Error: .*\b(?:Incorrect|Invalid) API key\b`), class: ClassAuthFailed, hint: true},
+	{in: fromText, text: re(`^Error: .*\b(?:Incorrect|Invalid) API key\b`), class: drovertype.ClassAuthFailed, hint: true},
 	// kilo/fail-429/stderr.txt: "Error: Rate limit reached for requests (mockllm). Please try again in 1s."
-	{in: fromText, text: re(`^Error: .*\bRate limit reached\b`), implies: 429, class: ClassRateLimited, retry: true, hint: true},
-	// RUNTIMES.md §3 kilo: "stderr `Error: <message>` (ANSI colored)" for its fatal errors
-	{in: fromText, text: re(`^Error: `), class: ClassRuntimeError, hint: true},
+	{in: fromText, text: re(`^Error: .*\bRate limit reached\b`), implies: 429, class: drovertype.ClassRateLimited, retry: true, hint: true},
+	// docs/runtimes.md: kilo prints its fatal errors on stderr as `Error: <message>` (ANSI colored)
+	{in: fromText, text: re(`^Error: `), class: drovertype.ClassRuntimeError, hint: true},
 	// Any other error line, or a failed exit.
-	{in: fromJSON | fromExit, class: ClassRuntimeError},
+	{in: fromJSON | fromExit, class: drovertype.ClassRuntimeError},
 }
 
 var openCodeSpec = &spec{
-	format: OpenCodeJSON,
+	format: drovertype.FormatOpenCodeJSON,
 	rules:  openCodeRules,
 	decode: decodeOpenCode,
 	// No final line: success/stdout.txt ends with a step_finish like any
@@ -38,7 +41,8 @@ var openCodeSpec = &spec{
 	final: "",
 }
 
-// openCodeLine is every opencode/kilo json line type at once (RUNTIMES.md §4).
+// openCodeLine is every opencode/kilo json line type at once
+// (docs/runtimes.md#opencode).
 type openCodeLine struct {
 	Type string `json:"type"`
 	Part *struct {

@@ -10,11 +10,13 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/drover-dev/drover/internal/drovertype"
 )
 
 // spec is what a Parser knows about one format.
 type spec struct {
-	format Format
+	format drovertype.OutputFormat
 	// rules is the format's one classification table.
 	rules []rule
 	// decode handles one stdout line that starts with '{'; it returns
@@ -26,20 +28,19 @@ type spec struct {
 	final string
 }
 
-func specFor(f Format) *spec {
-	switch f {
-	case ClaudeStreamJSON:
-		return claudeSpec
-	case CodexJSON:
-		return codexSpec
-	case OpenCodeJSON:
-		return openCodeSpec
-	case GeminiStreamJSON:
-		return geminiSpec
-	case PiJSON:
-		return piSpec
-	case CopilotJSON:
-		return copilotSpec
+// specs holds the spec of every structured format; anything else is text.
+var specs = map[drovertype.OutputFormat]*spec{
+	drovertype.FormatClaudeStreamJSON: claudeSpec,
+	drovertype.FormatCodexJSON:        codexSpec,
+	drovertype.FormatOpenCodeJSON:     openCodeSpec,
+	drovertype.FormatGeminiStreamJSON: geminiSpec,
+	drovertype.FormatPiJSON:           piSpec,
+	drovertype.FormatCopilotJSON:      copilotSpec,
+}
+
+func specFor(f drovertype.OutputFormat) *spec {
+	if s, ok := specs[f]; ok {
+		return s
 	}
 	return textSpec
 }
@@ -221,7 +222,7 @@ func (p *parser) failure(exit int) *Failure {
 			return classify(p.spec.rules, p.hint)
 		}
 		return &Failure{
-			Class:     ClassOutputMalformed,
+			Class:     drovertype.ClassOutputMalformed,
 			Message:   fmt.Sprintf("exit code 0 but no final %s line: the run ended before it finished", p.spec.final),
 			Retryable: true,
 		}
@@ -279,8 +280,8 @@ func (p *parser) addTurn(s, sep string) {
 }
 
 // addTail appends a plain stdout line to the turn, keeping its end: in text
-// mode the answer comes last (RUNTIMES.md §4: "Text mode prints only the
-// final text on stdout").
+// mode the answer comes last (docs/runtimes.md: claude's text mode prints
+// only the final text on stdout, codex's only the final message).
 func (p *parser) addTail(s string) {
 	if len(p.turn) > 0 {
 		p.turn = append(p.turn, '\n')

@@ -1,25 +1,29 @@
 package transcript
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/drover-dev/drover/internal/drovertype"
+)
 
 // piRules classifies pi -p ... --mode json. Paths are under
-// testdata/transcripts/pi/ unless they name RUNTIMES.md. pi exits 0 on 401
-// and 429 (RUNTIMES.md §3): only these rows see those failures.
+// testdata/transcripts/pi/; the rest is in docs/runtimes.md#pi. pi exits 0
+// on 401 and 429 (fail-*/meta.json): only these rows see those failures.
 var piRules = []rule{
 	// fail-401/stdout.txt: message_end "stopReason":"error","errorMessage":"401 Incorrect API key provided: ..."
-	{in: fromJSON, status: 401, class: ClassAuthFailed},
+	{in: fromJSON, status: 401, class: drovertype.ClassAuthFailed},
 	// fail-429/stdout.txt: auto_retry_end "success":false,"finalError":"429 Rate limit reached for requests ..."
-	{in: fromJSON, status: 429, class: ClassRateLimited, retry: true},
+	{in: fromJSON, status: 429, class: drovertype.ClassRateLimited, retry: true},
 	// Not recorded: the same "<status> <message>" shape with a 5xx status (server trouble, retryable)
-	{in: fromJSON, status: statusServer, class: ClassRuntimeError, retry: true},
-	// RUNTIMES.md §3 pi, no creds: exit 1, stderr "No API key found for the selected model."
-	{in: fromText, text: re(`^No API key found\b`), class: ClassAuthFailed},
+	{in: fromJSON, status: statusServer, class: drovertype.ClassRuntimeError, retry: true},
+	// docs/runtimes.md, no credentials: exit 1, stderr "No API key found for the selected model."
+	{in: fromText, text: re(`^No API key found\b`), class: drovertype.ClassAuthFailed},
 	// Any other stopReason "error", or a failed exit.
-	{in: fromJSON | fromExit, class: ClassRuntimeError},
+	{in: fromJSON | fromExit, class: drovertype.ClassRuntimeError},
 }
 
 var piSpec = &spec{
-	format: PiJSON,
+	format: drovertype.FormatPiJSON,
 	rules:  piRules,
 	decode: decodePi,
 	// success/stdout.txt and fail-*/stdout.txt all have agent_end once the
@@ -27,7 +31,8 @@ var piSpec = &spec{
 	final: `"type":"agent_end"`,
 }
 
-// piLine is every pi json line type this package reads (RUNTIMES.md §4).
+// piLine is every pi json line type this package reads
+// (docs/runtimes.md#pi).
 // message_update lines repeat the partial message and are skipped.
 type piLine struct {
 	Type       string          `json:"type"`

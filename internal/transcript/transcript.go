@@ -2,54 +2,11 @@ package transcript
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
+
+	"github.com/drover-dev/drover/internal/drovertype"
 )
-
-// Format names a CLI output format.
-type Format string
-
-// The formats Drover can read. Each is the structured mode of one CLI run
-// headless; see RUNTIMES.md §4 for the shapes.
-const (
-	ClaudeStreamJSON Format = "claude-stream-json" // claude -p --output-format stream-json --verbose
-	CodexJSON        Format = "codex-json"         // codex exec --json
-	OpenCodeJSON     Format = "opencode-json"      // opencode run --format json, and kilo run --format json (same shape)
-	GeminiStreamJSON Format = "gemini-stream-json" // gemini -p ... --output-format stream-json
-	PiJSON           Format = "pi-json"            // pi -p ... --mode json
-	CopilotJSON      Format = "copilot-json"       // copilot -p ... --output-format json
-	Text             Format = "text"               // anything else: lines kept as text
-)
-
-// ErrUnknownFormat is returned by ParseFormat for a name it does not know.
-var ErrUnknownFormat = errors.New("transcript: unknown format")
-
-// ParseFormat turns a configured name into a Format. It accepts the format
-// names above and, for convenience, the CLI names (claude, codex, opencode,
-// kilo, gemini, pi, copilot). The empty string means Text.
-func ParseFormat(s string) (Format, error) {
-	switch f := Format(strings.ToLower(strings.TrimSpace(s))); f {
-	case ClaudeStreamJSON, CodexJSON, OpenCodeJSON, GeminiStreamJSON, PiJSON, CopilotJSON, Text:
-		return f, nil
-	case "":
-		return Text, nil
-	case "claude":
-		return ClaudeStreamJSON, nil
-	case "codex":
-		return CodexJSON, nil
-	case "opencode", "kilo", "kilo-json":
-		return OpenCodeJSON, nil
-	case "gemini":
-		return GeminiStreamJSON, nil
-	case "pi":
-		return PiJSON, nil
-	case "copilot":
-		return CopilotJSON, nil
-	}
-	return "", fmt.Errorf("%w: %q", ErrUnknownFormat, s)
-}
 
 // Kind says what an Event is.
 type Kind string
@@ -95,18 +52,9 @@ type Usage struct {
 	CostUSD          float64
 }
 
-// Error classes. They have the same values as package adapter's classes
-// (which imports this package, so this one cannot import it).
-const (
-	ClassRateLimited     = "RATE_LIMITED"
-	ClassAuthFailed      = "AUTH_FAILED"
-	ClassRuntimeError    = "RUNTIME_ERROR"
-	ClassOutputMalformed = "RUNTIME_OUTPUT_MALFORMED"
-)
-
 // Failure is the fatal error the output shows.
 type Failure struct {
-	Class      string        // one of the Class constants
+	Class      drovertype.ErrorClass
 	Status     int           // HTTP status when the output says (401, 429, 500…), else 0
 	Message    string        // the CLI's own words (≤ MaxMessage)
 	Retryable  bool          // trying again later may work
@@ -119,7 +67,7 @@ func (f *Failure) String() string {
 	if f.Status != 0 {
 		return fmt.Sprintf("%s (%d): %s", f.Class, f.Status, f.Message)
 	}
-	return f.Class + ": " + f.Message
+	return string(f.Class) + ": " + f.Message
 }
 
 // Summary is what a Parser learned from one run's output.
@@ -166,6 +114,6 @@ type Parser interface {
 }
 
 // NewParser returns a Parser for f; an unknown f is read as Text.
-func NewParser(f Format) Parser {
+func NewParser(f drovertype.OutputFormat) Parser {
 	return newParser(specFor(f))
 }

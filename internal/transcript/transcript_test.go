@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/transcript"
 )
 
@@ -20,14 +21,14 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 const recordings = "../../testdata/transcripts"
 
 // formatOf is the format each recorded CLI was run with (meta.json argv).
-var formatOf = map[string]transcript.Format{
-	"claude":   transcript.ClaudeStreamJSON,
-	"codex":    transcript.CodexJSON,
-	"opencode": transcript.OpenCodeJSON,
-	"kilo":     transcript.OpenCodeJSON,
-	"gemini":   transcript.GeminiStreamJSON,
-	"pi":       transcript.PiJSON,
-	"copilot":  transcript.CopilotJSON,
+var formatOf = map[string]drovertype.OutputFormat{
+	"claude":   drovertype.FormatClaudeStreamJSON,
+	"codex":    drovertype.FormatCodexJSON,
+	"opencode": drovertype.FormatOpenCodeJSON,
+	"kilo":     drovertype.FormatOpenCodeJSON,
+	"gemini":   drovertype.FormatGeminiStreamJSON,
+	"pi":       drovertype.FormatPiJSON,
+	"copilot":  drovertype.FormatCopilotJSON,
 }
 
 var clis = []string{"claude", "codex", "opencode", "kilo", "gemini", "pi", "copilot"}
@@ -67,7 +68,7 @@ func load(t testing.TB, cli, c string) recording {
 
 // run parses a recording: stdout through a LineWriter in odd-sized chunks
 // (so lines are split across writes), stderr line by line.
-func run(t testing.TB, f transcript.Format, r recording) *transcript.Summary {
+func run(t testing.TB, f drovertype.OutputFormat, r recording) *transcript.Summary {
 	t.Helper()
 	p := transcript.NewParser(f)
 	w := transcript.NewLineWriter(p, transcript.Stdout)
@@ -89,7 +90,7 @@ func run(t testing.TB, f transcript.Format, r recording) *transcript.Summary {
 
 // want is what each recording must give. The figures are read off the files.
 type want struct {
-	class      string // "" = no Failure
+	class      drovertype.ErrorClass // "" = no Failure
 	status     int
 	retryAfter time.Duration
 	final      string
@@ -105,44 +106,44 @@ var wants = map[string]want{
 		usage: transcript.Usage{Model: "claude-opus-4-8[1m]", InputTokens: 38432, OutputTokens: 24, CostUSD: 0.19276}},
 	// claude/fail-401: result api_error_status 401; not retryable, so no wait. The result
 	// text is claude's final text even on errors.
-	"claude/fail-401": {class: transcript.ClassAuthFailed, status: 401, final: "Invalid API key · Fix external API key"},
+	"claude/fail-401": {class: drovertype.ClassAuthFailed, status: 401, final: "Invalid API key · Fix external API key"},
 	// claude/fail-429: result api_error_status 429; last api_retry retry_delay_ms 39672.83051244048
-	"claude/fail-429": {class: transcript.ClassRateLimited, status: 429, retryAfter: 39673 * time.Millisecond,
+	"claude/fail-429": {class: drovertype.ClassRateLimited, status: 429, retryAfter: 39673 * time.Millisecond,
 		final: "API Error: Request rejected (429) · Number of requests has exceeded your per-minute rate limit (mockllm)"},
 
 	// codex/success: turn.completed usage input_tokens 19912, output_tokens 24; the edit was a shell command, no file reported
 	"codex/success":  {final: done, usage: transcript.Usage{InputTokens: 19912, OutputTokens: 24}},
-	"codex/fail-401": {class: transcript.ClassAuthFailed, status: 401},
-	"codex/fail-429": {class: transcript.ClassRateLimited, status: 429},
+	"codex/fail-401": {class: drovertype.ClassAuthFailed, status: 401},
+	"codex/fail-429": {class: drovertype.ClassRateLimited, status: 429},
 
 	// opencode/success: step_finish tokens input 7690 + 7765, output 12 + 12
 	"opencode/success":  {final: done, file: "/repo/hello.txt", usage: transcript.Usage{InputTokens: 15455, OutputTokens: 24}},
-	"opencode/fail-401": {class: transcript.ClassAuthFailed, status: 401},
+	"opencode/fail-401": {class: drovertype.ClassAuthFailed, status: 401},
 	// opencode/fail-429: responseHeaders "retry-after":"1"
-	"opencode/fail-429": {class: transcript.ClassRateLimited, status: 429, retryAfter: time.Second},
+	"opencode/fail-429": {class: drovertype.ClassRateLimited, status: 429, retryAfter: time.Second},
 
 	// kilo/success: step_finish tokens input 12648 + 12723, output 12 + 12
 	"kilo/success":  {final: done, file: "/repo/hello.txt", usage: transcript.Usage{InputTokens: 25371, OutputTokens: 24}},
-	"kilo/fail-401": {class: transcript.ClassAuthFailed, status: 401},
-	"kilo/fail-429": {class: transcript.ClassRateLimited, status: 429, retryAfter: time.Second},
+	"kilo/fail-401": {class: drovertype.ClassAuthFailed, status: 401},
+	"kilo/fail-429": {class: drovertype.ClassRateLimited, status: 429, retryAfter: time.Second},
 
 	// gemini/success: result stats input_tokens 25030, output_tokens 36, models {"gemini-mock"}; write_file file_path "hello.txt"
 	"gemini/success":  {final: done, file: "hello.txt", usage: transcript.Usage{Model: "gemini-mock", InputTokens: 25030, OutputTokens: 36}},
-	"gemini/fail-401": {class: transcript.ClassAuthFailed, status: 401},
+	"gemini/fail-401": {class: drovertype.ClassAuthFailed, status: 401},
 	// gemini/fail-429: "retryDelayMs: undefined" on stderr: no wait stated
-	"gemini/fail-429": {class: transcript.ClassRateLimited, status: 429},
+	"gemini/fail-429": {class: drovertype.ClassRateLimited, status: 429},
 
 	// pi/success: message_end usage input 1409 + 1492, output 12 + 12, model "mock-model"
 	"pi/success":  {final: done, file: "/repo/hello.txt", usage: transcript.Usage{Model: "mock-model", InputTokens: 2901, OutputTokens: 24}},
-	"pi/fail-401": {class: transcript.ClassAuthFailed, status: 401},
+	"pi/fail-401": {class: drovertype.ClassAuthFailed, status: 401},
 	// pi/fail-429: finalError "429 ... Please try again in 1s."
-	"pi/fail-429": {class: transcript.ClassRateLimited, status: 429, retryAfter: time.Second},
+	"pi/fail-429": {class: drovertype.ClassRateLimited, status: 429, retryAfter: time.Second},
 
 	// copilot/success: no token counts in the stream; model from assistant.message
 	"copilot/success":  {final: done, file: "/repo/hello.txt", usage: transcript.Usage{Model: "mock-model"}},
-	"copilot/fail-401": {class: transcript.ClassAuthFailed, status: 401},
+	"copilot/fail-401": {class: drovertype.ClassAuthFailed, status: 401},
 	// copilot/fail-429: "... Last error: 429 ... Please try again in 1s."
-	"copilot/fail-429": {class: transcript.ClassRateLimited, status: 429, retryAfter: time.Second},
+	"copilot/fail-429": {class: drovertype.ClassRateLimited, status: 429, retryAfter: time.Second},
 }
 
 func TestRecordings(t *testing.T) {
@@ -159,7 +160,7 @@ func TestRecordings(t *testing.T) {
 			}
 			class, status, retry, msg := "-", "-", "-", ""
 			if f := s.Failure; f != nil {
-				class, status, retry, msg = f.Class, fmt.Sprint(f.Status), fmt.Sprint(f.Retryable), f.Message
+				class, status, retry, msg = string(f.Class), fmt.Sprint(f.Status), fmt.Sprint(f.Retryable), f.Message
 				if f.RetryAfter > 0 {
 					retry += " after " + f.RetryAfter.String()
 				}
@@ -178,15 +179,15 @@ func TestRecordings(t *testing.T) {
 				if r.meta.File == "created" && c != "success" || r.meta.File != "created" && c == "success" {
 					t.Errorf("recording says file=%s", r.meta.File)
 				}
-				// The exit code alone is not enough (RUNTIMES.md §3): the output decides
+				// The exit code alone is not enough (docs/runtimes.md): the output decides
 				// a failure whatever the exit code, and a failed exit fails a clean run.
 				p := run(t, formatOf[cli], recording{meta: meta{Exit: 0}, stdout: r.stdout, stderr: r.stderr})
 				if w.class != "" && (p.Failure == nil || p.Failure.Class != w.class || p.Failure.Status != w.status) {
 					t.Errorf("with exit 0: Failure = %+v, want %s/%d", p.Failure, w.class, w.status)
 				}
 				p = run(t, formatOf[cli], recording{meta: meta{Exit: 1}, stdout: r.stdout, stderr: r.stderr})
-				if w.class == "" && (p.Failure == nil || p.Failure.Class != transcript.ClassRuntimeError) {
-					t.Errorf("with exit 1: Failure = %+v, want %s", p.Failure, transcript.ClassRuntimeError)
+				if w.class == "" && (p.Failure == nil || p.Failure.Class != drovertype.ClassRuntimeError) {
+					t.Errorf("with exit 1: Failure = %+v, want %s", p.Failure, drovertype.ClassRuntimeError)
 				}
 			})
 		}
@@ -206,7 +207,7 @@ func check(t *testing.T, s *transcript.Summary, w want) {
 		if f.Class != w.class || f.Status != w.status {
 			t.Errorf("Failure = %s/%d, want %s/%d (%q)", f.Class, f.Status, w.class, w.status, f.Message)
 		}
-		if wantRetry := w.class == transcript.ClassRateLimited; f.Retryable != wantRetry {
+		if wantRetry := w.class == drovertype.ClassRateLimited; f.Retryable != wantRetry {
 			t.Errorf("Retryable = %v, want %v", f.Retryable, wantRetry)
 		}
 		if f.RetryAfter != w.retryAfter {

@@ -1,10 +1,3 @@
-// Package verify runs a task's verification commands in an attempt's
-// worktree once the CLI has exited: each command is `sh -c CMD` under
-// internal/supervise (a process group of its own, SIGTERM → grace → SIGKILL
-// on timeout), in order, stopping at the first failure.
-//
-// It knows nothing of events or adapters: the attempt decides what a failed
-// check means.
 package verify
 
 import (
@@ -15,7 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/event"
+
 	"github.com/drover-dev/drover/internal/supervise"
 )
 
@@ -56,7 +50,7 @@ type Spec struct {
 // start): later commands are neither run nor listed. A cancelled ctx stops
 // the running command like a timeout would, and no further command starts;
 // the caller tells that apart by ctx.Err().
-func Run(ctx context.Context, s Spec) []eventlog.CommandResult {
+func Run(ctx context.Context, s Spec) []event.CommandResult {
 	if s.Timeout <= 0 {
 		s.Timeout = DefaultTimeout
 	}
@@ -64,14 +58,14 @@ func Run(ctx context.Context, s Spec) []eventlog.CommandResult {
 		s.MaxOutput = DefaultMaxOutput
 	}
 	sh, shErr := shell()
-	var out []eventlog.CommandResult
+	var out []event.CommandResult
 	for _, c := range s.Commands {
 		if ctx.Err() != nil {
 			break
 		}
-		var r eventlog.CommandResult
+		var r event.CommandResult
 		if shErr != nil {
-			r = eventlog.CommandResult{Command: c, ExitCode: -1, Output: shErr.Error()}
+			r = event.CommandResult{Command: c, ExitCode: -1, Output: shErr.Error()}
 		} else {
 			r = runOne(ctx, sh, c, s)
 		}
@@ -84,10 +78,10 @@ func Run(ctx context.Context, s Spec) []eventlog.CommandResult {
 }
 
 // Failed reports whether a command's result is a failure.
-func Failed(r eventlog.CommandResult) bool { return r.ExitCode != 0 || r.TimedOut }
+func Failed(r event.CommandResult) bool { return r.ExitCode != 0 || r.TimedOut }
 
 // Passed reports whether every result passed (true for none).
-func Passed(results []eventlog.CommandResult) bool {
+func Passed(results []event.CommandResult) bool {
 	for _, r := range results {
 		if Failed(r) {
 			return false
@@ -97,7 +91,7 @@ func Passed(results []eventlog.CommandResult) bool {
 }
 
 // Describe says how a failed command failed, e.g. "`go test ./...` exited 1".
-func Describe(r eventlog.CommandResult) string {
+func Describe(r event.CommandResult) string {
 	switch {
 	case r.TimedOut:
 		return fmt.Sprintf("`%s` timed out after %s", r.Command, (time.Duration(r.DurationMS) * time.Millisecond).Round(time.Millisecond))
@@ -118,8 +112,8 @@ func shell() (string, error) {
 	return filepath.Abs(p)
 }
 
-func runOne(ctx context.Context, sh, command string, s Spec) eventlog.CommandResult {
-	res := eventlog.CommandResult{Command: command}
+func runOne(ctx context.Context, sh, command string, s Spec) event.CommandResult {
+	res := event.CommandResult{Command: command}
 	buf := newHeadTail(s.MaxOutput)
 	spec := supervise.Spec{
 		Path: sh, Args: []string{"-c", command}, Dir: s.Dir, Env: s.Env,

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"time"
 
+	"github.com/drover-dev/drover/internal/event"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/drover-dev/drover/internal/eventlog"
 	"github.com/drover-dev/drover/internal/supervise"
 	"github.com/drover-dev/drover/internal/telemetry"
 )
@@ -51,7 +52,7 @@ func (m *workerMetrics) countOutput(runtime string, write func(supervise.Stream,
 }
 
 // phase records the time since the attempt's previous phase event.
-func (e *emitter) phase(ctx context.Context, typ eventlog.Type) {
+func (e *emitter) phase(ctx context.Context, typ event.Type) {
 	if e.m == nil {
 		return
 	}

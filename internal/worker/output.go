@@ -6,9 +6,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/event"
+
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/drover-dev/drover/internal/eventlog"
 	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/redact"
 	"github.com/drover-dev/drover/internal/supervise"
@@ -101,11 +103,11 @@ func (o *output) publishLocked(s supervise.Stream, p []byte) {
 		return
 	}
 	o.seq++
-	ev := eventlog.Event{
-		V: eventlog.Version, ID: fmt.Sprintf("%s:%s:%d", eventlog.RuntimeOutputChunk, o.job.Attempt, o.seq),
-		Type: eventlog.RuntimeOutputChunk, Time: time.Now().UTC(), Flow: o.job.Flow, Task: o.job.Task, Attempt: o.job.Attempt,
+	ev := event.Event{
+		V: event.Version, ID: drovertype.EventID(event.RuntimeOutputChunk, fmt.Sprintf("%s:%d", o.job.Attempt, o.seq)),
+		Type: event.RuntimeOutputChunk, Time: time.Now().UTC(), Flow: o.job.Flow, Task: o.job.Task, Attempt: o.job.Attempt,
 	}
-	ev.Data, _ = json.Marshal(eventlog.OutputChunkData{Stream: s.String(), Offset: off, Text: string(p)})
+	ev.Data, _ = json.Marshal(event.OutputChunkData{Stream: s.String(), Offset: off, Text: string(p)})
 	data, _ := json.Marshal(ev)
 	_, _ = o.js.PublishAsync(queue.OutputSubject(o.job.Flow, o.job.Attempt), data)
 }

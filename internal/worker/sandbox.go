@@ -74,6 +74,19 @@ func (s sandboxState) String() string {
 	return s.off
 }
 
+// logSandbox says at start how the worker's attempts will run: loudly
+// when they run unconfined or not at all.
+func (w *Worker) logSandbox() {
+	switch s := w.sandbox; {
+	case s.unavailable != nil:
+		w.log.Error("sandbox unavailable: claiming nothing", "err", sandbox.Reason(s.unavailable))
+	case s.sb == nil:
+		w.log.Error("SANDBOX OFF: CLIs will run with this worker's own access", "why", s.off)
+	default:
+		w.log.Info("sandbox on", "landlock", s.String())
+	}
+}
+
 // SandboxStatus is what a worker with this configuration would do about
 // confinement on this host: its state as `worker runtime health` shows it,
 // and whether it would claim attempts.

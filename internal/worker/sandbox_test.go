@@ -10,10 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/fleet"
 	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/sandbox"
 	"github.com/drover-dev/drover/internal/telemetry"
@@ -75,20 +73,7 @@ func noLandlockProbe() sandbox.Support {
 // registration and /readyz), and leaves its jobs for a worker that can
 // confine them.
 func TestNoLandlockClaimsNothing(t *testing.T) {
-	ns, err := queue.StartEmbedded(queue.EmbeddedOptions{StoreDir: t.TempDir(), Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := startNATS(t)
 	ctx := context.Background()
 	if err := queue.Ensure(ctx, js, queue.StreamOptions{}); err != nil {
 		t.Fatal(err)
@@ -105,18 +90,18 @@ func TestNoLandlockClaimsNothing(t *testing.T) {
 	if err := queue.PublishJob(ctx, js, job); err != nil {
 		t.Fatal(err)
 	}
-	w, err := New(cfg, nc, slog.New(slog.DiscardHandler), noLandlock)
+	w, err := New(cfg, slog.New(slog.DiscardHandler), noLandlock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Start(ctx); err != nil {
+	if err := w.Start(ctx, nc, nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.HandBack(); w.Wait() })
 
-	var reg *queue.Registration
+	var reg *fleet.Registration
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		ws, err := queue.Workers(ctx, js)
+		ws, err := fleet.Workers(ctx, js)
 		if err == nil && len(ws) == 1 && strings.HasPrefix(ws[0].NotClaiming, "sandbox unavailable") {
 			reg = ws[0]
 			break
@@ -140,7 +125,7 @@ func TestNoLandlockClaimsNothing(t *testing.T) {
 	}
 	// The claim loop checks the sandbox before it fetches: once it said
 	// so, the job is still there, delivered to no one.
-	cons, err := js.Consumer(ctx, queue.AttemptsStream, "attempts_"+cfg.Worker.Pool+"_shell")
+	cons, err := js.Consumer(ctx, queue.AttemptsStream, queue.AttemptConsumerName(cfg.Worker.Pool, "shell"))
 	if err != nil {
 		t.Fatal(err)
 	}

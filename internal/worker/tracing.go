@@ -6,13 +6,15 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/drover-dev/drover/internal/event"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/drover-dev/drover/internal/attempt"
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/redact"
 	"github.com/drover-dev/drover/internal/tracing"
@@ -34,15 +36,15 @@ const (
 )
 
 // phaseEndedBy is the phase each event ends.
-var phaseEndedBy = map[eventlog.Type]string{
-	eventlog.AttemptClaimed:        phaseClaim,
-	eventlog.AdapterInitialized:    phaseInitialize,
-	eventlog.PrepareCompleted:      phasePrepare,
-	eventlog.RuntimeExited:         phaseExecute,
-	eventlog.DiffComputed:          phaseObserve,
-	eventlog.VerificationCompleted: phaseVerify,
-	eventlog.AttemptReported:       phaseReport,
-	eventlog.FlowIntegrated:        phaseReport,
+var phaseEndedBy = map[event.Type]string{
+	event.AttemptClaimed:        phaseClaim,
+	event.AdapterInitialized:    phaseInitialize,
+	event.PrepareCompleted:      phasePrepare,
+	event.RuntimeExited:         phaseExecute,
+	event.DiffComputed:          phaseObserve,
+	event.VerificationCompleted: phaseVerify,
+	event.AttemptReported:       phaseReport,
+	event.FlowIntegrated:        phaseReport,
 }
 
 var phaseAfter = map[string]string{
@@ -55,8 +57,8 @@ var phaseAfter = map[string]string{
 	phaseIntegrate:  phaseReport,
 }
 
-func final(typ eventlog.Type) bool {
-	return typ == eventlog.AttemptReported || typ == eventlog.FlowIntegrated
+func final(typ event.Type) bool {
+	return typ == event.AttemptReported || typ == event.FlowIntegrated
 }
 
 // jobTrace follows one delivered job in spans: the process span of the job
@@ -73,6 +75,7 @@ type jobTrace struct {
 	ctx    context.Context // carries proc
 	job    *queue.Job
 	red    *redact.Redactor
+	ids    []attribute.KeyValue // on every phase: the flow, task, attempt and worker
 
 	mu       sync.Mutex
 	phase    trace.Span // the open phase; nil once the report is out
@@ -97,8 +100,8 @@ func (w *Worker) traceJob(ctx context.Context, msg jetstream.Msg, job *queue.Job
 	if job.Task != "" {
 		attrs = append(attrs, tracing.KeyTask.String(job.Task))
 	}
-	if job.Kind != "" {
-		attrs = append(attrs, tracing.KeyJobKind.String(job.Kind))
+	if job.Kind != drovertype.JobAttempt {
+		attrs = append(attrs, tracing.KeyJobKind.String(string(job.Kind)))
 	}
 	if md, err := msg.Metadata(); err == nil {
 		m.Consumer = md.Consumer
@@ -107,9 +110,20 @@ func (w *Worker) traceJob(ctx context.Context, msg jetstream.Msg, job *queue.Job
 	// A job queued by a controller that did not trace continues the
 	// attempt's derived span all the same.
 	ctx, span := tracing.StartProcess(ctx, msg.Headers(), m, queue.JobOwner(job), attrs...)
-	jt := &jobTrace{tracer: tracing.Tracer(), proc: span, ctx: ctx, job: job, red: w.red}
+	jt := &jobTrace{tracer: tracing.Tracer(), proc: span, ctx: ctx, job: job, red: w.red, ids: phaseIDs(job, w.cfg.Worker.ID)}
 	jt.open(phaseClaim)
 	return context.WithValue(ctx, jobTraceKey{}, jt), jt
+}
+
+// phaseIDs name a phase's flow, task, attempt and worker: a backend finds
+// a flow's spans by drover.flow.id, and several workers in one process
+// (controller dev) share its service.instance.id.
+func phaseIDs(job *queue.Job, worker string) []attribute.KeyValue {
+	ids := []attribute.KeyValue{tracing.KeyFlow.String(job.Flow), tracing.KeyAttempt.String(job.Attempt), tracing.KeyWorker.String(worker)}
+	if job.Task != "" {
+		ids = append(ids, tracing.KeyTask.String(job.Task))
+	}
+	return ids
 }
 
 func jobTraceFrom(ctx context.Context) *jobTrace {
@@ -175,7 +189,7 @@ func (jt *jobTrace) end() {
 }
 
 func (jt *jobTrace) open(name string) {
-	_, jt.phase = jt.tracer.Start(jt.ctx, name, trace.WithAttributes(tracing.KeyAttempt.String(jt.job.Attempt)))
+	_, jt.phase = jt.tracer.Start(jt.ctx, name, trace.WithAttributes(jt.ids...))
 	jt.name, jt.events = name, 0
 }
 
@@ -183,7 +197,7 @@ func (jt *jobTrace) next() {
 	jt.phase.End()
 	jt.phase = nil
 	after := phaseAfter[jt.name]
-	if jt.name == phaseClaim && jt.job.Kind == queue.KindIntegrate {
+	if jt.name == phaseClaim && jt.job.Kind == drovertype.JobIntegrate {
 		after = phaseIntegrate
 	}
 	if after != "" {
@@ -197,7 +211,7 @@ type tracedEmitter struct {
 	inner attempt.Emitter
 }
 
-func (t *tracedEmitter) Emit(ctx context.Context, typ eventlog.Type, key string, data any) error {
+func (t *tracedEmitter) Emit(ctx context.Context, typ event.Type, key string, data any) error {
 	span := t.jt.enter(typ, data)
 	err := t.inner.Emit(trace.ContextWithSpan(ctx, span), typ, key, data)
 	t.jt.leave(typ, data, err)
@@ -206,14 +220,14 @@ func (t *tracedEmitter) Emit(ctx context.Context, typ eventlog.Type, key string,
 
 // enter returns the span an event is published in, first closing the phase
 // an attempt gave up in when its result comes early.
-func (jt *jobTrace) enter(typ eventlog.Type, data any) trace.Span {
+func (jt *jobTrace) enter(typ event.Type, data any) trace.Span {
 	jt.mu.Lock()
 	defer jt.mu.Unlock()
 	if jt.phase == nil {
 		return jt.proc
 	}
 	switch {
-	case typ == eventlog.VerificationCompleted && jt.name == phaseReport && jt.events == 0:
+	case typ == event.VerificationCompleted && jt.name == phaseReport && jt.events == 0:
 		jt.phase.SetName(phaseVerify)
 		jt.name = phaseVerify
 	case final(typ) && jt.name != phaseReport:
@@ -231,7 +245,7 @@ func (jt *jobTrace) enter(typ eventlog.Type, data any) trace.Span {
 
 // leave annotates the phase with what the event says and ends the phase
 // the event ends.
-func (jt *jobTrace) leave(typ eventlog.Type, data any, err error) {
+func (jt *jobTrace) leave(typ event.Type, data any, err error) {
 	jt.mu.Lock()
 	defer jt.mu.Unlock()
 	if jt.phase == nil {
@@ -268,14 +282,14 @@ func (jt *jobTrace) fail(span trace.Span, class, msg string) {
 
 // outcome reads a result's error class and message.
 func outcome(data any) (class, msg string, failed bool) {
-	var e *eventlog.ErrorInfo
+	var e *event.ErrorInfo
 	switch d := data.(type) {
-	case *eventlog.Report:
+	case *event.Report:
 		if d.Success {
 			return "", "", false
 		}
 		e = d.Error
-	case *eventlog.FlowIntegratedData:
+	case *event.FlowIntegratedData:
 		if d.Error == nil {
 			return "", "", false
 		}
@@ -284,25 +298,25 @@ func outcome(data any) (class, msg string, failed bool) {
 		return "", "", false
 	}
 	if e == nil {
-		return "UNKNOWN", "the attempt failed without an error", true
+		return string(drovertype.ClassUnknown), "the attempt failed without an error", true
 	}
-	return e.Class, e.Message, true
+	return string(e.Class), e.Message, true
 }
 
 // annotate records on the open phase what an event says: versions, exit
 // codes, what changed, what the checks found, the result.
-func (jt *jobTrace) annotate(typ eventlog.Type, data any) {
+func (jt *jobTrace) annotate(typ event.Type, data any) {
 	s := jt.phase
 	switch d := data.(type) {
-	case eventlog.AttemptClaimedData:
+	case event.AttemptClaimedData:
 		s.SetAttributes(tracing.KeyWorker.String(d.Worker))
-	case eventlog.AdapterInitializedData:
+	case event.AdapterInitializedData:
 		s.SetAttributes(attribute.String("drover.runtime.binary", d.Binary), attribute.String("drover.runtime.version", d.Version))
-	case eventlog.PrepareCompletedData:
+	case event.PrepareCompletedData:
 		s.SetAttributes(tracing.KeyBranch.String(d.Branch), attribute.String("drover.base_commit", d.BaseCommit))
-	case eventlog.RuntimeStartedData:
+	case event.RuntimeStartedData:
 		s.AddEvent(string(typ), trace.WithAttributes(attribute.Int("process.pid", d.Pid)))
-	case eventlog.RuntimeExitedData:
+	case event.RuntimeExitedData:
 		s.SetAttributes(tracing.KeyExitCode.Int(d.ExitCode), attribute.String("drover.runtime.outcome", d.Outcome),
 			attribute.Int64("drover.runtime.duration_ms", d.DurationMS))
 		if d.Outcome != "exited" || d.ExitCode != 0 {
@@ -312,22 +326,22 @@ func (jt *jobTrace) annotate(typ eventlog.Type, data any) {
 			}
 			s.SetStatus(codes.Error, desc)
 		}
-	case eventlog.DiffComputedData:
+	case event.DiffComputedData:
 		s.SetAttributes(attribute.Int("drover.files.created", len(d.Created)), attribute.Int("drover.files.modified", len(d.Modified)),
 			attribute.Int("drover.files.deleted", len(d.Deleted)), attribute.Int("drover.diff.bytes", d.DiffBytes))
-	case *eventlog.Verification:
+	case *event.Verification:
 		if d != nil && !d.Passed {
 			jt.failVerification(s, d)
 		}
-	case eventlog.CheckpointCommitCreatedData:
+	case event.CheckpointCommitCreatedData:
 		s.SetAttributes(tracing.KeyCommit.String(d.Commit))
 		s.AddEvent(string(typ), trace.WithAttributes(tracing.KeyCommit.String(d.Commit)))
-	case *eventlog.Report:
+	case *event.Report:
 		s.SetAttributes(tracing.KeyExitCode.Int(d.ExitCode), tracing.KeyCommit.String(d.Commit))
-	case *eventlog.FlowIntegratedData:
+	case *event.FlowIntegratedData:
 		s.SetAttributes(tracing.KeyBranch.String(d.Branch), tracing.KeyCommit.String(d.Commit))
 	default:
-		if typ == eventlog.RuntimeTerminated {
+		if typ == event.RuntimeTerminated {
 			s.AddEvent(string(typ))
 		}
 	}
@@ -335,9 +349,9 @@ func (jt *jobTrace) annotate(typ eventlog.Type, data any) {
 
 // failVerification says which check failed: the scope, a command, or the
 // review.
-func (jt *jobTrace) failVerification(s trace.Span, v *eventlog.Verification) {
+func (jt *jobTrace) failVerification(s trace.Span, v *event.Verification) {
 	if n := len(v.ScopeViolations); n > 0 {
-		jt.fail(s, "SCOPE_VIOLATION", fmt.Sprintf("%d change(s) out of scope, first: %s", n, v.ScopeViolations[0]))
+		jt.fail(s, string(drovertype.ClassScopeViolation), fmt.Sprintf("%d change(s) out of scope, first: %s", n, v.ScopeViolations[0]))
 		return
 	}
 	for _, c := range v.Commands {
@@ -346,7 +360,7 @@ func (jt *jobTrace) failVerification(s trace.Span, v *eventlog.Verification) {
 			if c.TimedOut {
 				what = "timed out"
 			}
-			jt.fail(s, "VERIFICATION_FAILED", fmt.Sprintf("`%s` %s", c.Command, what))
+			jt.fail(s, string(drovertype.ClassVerificationFailed), fmt.Sprintf("`%s` %s", c.Command, what))
 			return
 		}
 	}
@@ -357,8 +371,8 @@ func (jt *jobTrace) failVerification(s trace.Span, v *eventlog.Verification) {
 		} else if len(r.Reasons) > 0 {
 			msg += ": " + strings.Join(r.Reasons, "; ")
 		}
-		jt.fail(s, "VERIFICATION_FAILED", msg)
+		jt.fail(s, string(drovertype.ClassVerificationFailed), msg)
 		return
 	}
-	jt.fail(s, "VERIFICATION_FAILED", "the checks did not pass")
+	jt.fail(s, string(drovertype.ClassVerificationFailed), "the checks did not pass")
 }

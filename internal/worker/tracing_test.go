@@ -6,12 +6,14 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/drover-dev/drover/internal/event"
+
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/redact"
 	"github.com/drover-dev/drover/internal/tracing"
@@ -19,11 +21,11 @@ import (
 
 // spanOfEvent records, for each event published, the span it was published in.
 type spanOfEvent struct {
-	spans map[eventlog.Type]trace.SpanID
-	fail  eventlog.Type
+	spans map[event.Type]trace.SpanID
+	fail  event.Type
 }
 
-func (s *spanOfEvent) Emit(ctx context.Context, typ eventlog.Type, _ string, _ any) error {
+func (s *spanOfEvent) Emit(ctx context.Context, typ event.Type, _ string, _ any) error {
 	s.spans[typ] = trace.SpanFromContext(ctx).SpanContext().SpanID()
 	if typ == s.fail {
 		return errors.New("nats: timeout")
@@ -40,21 +42,22 @@ type phaseRun struct {
 	em    *tracedEmitter
 }
 
-func newPhaseRun(t *testing.T, kind string) *phaseRun {
+func newPhaseRun(t *testing.T, kind drovertype.JobKind) *phaseRun {
 	t.Helper()
 	rec := tracetest.NewSpanRecorder()
 	tp := tracing.NewProvider(1, sdktrace.WithSpanProcessor(rec))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	job := &queue.Job{Flow: "f", Task: "t", Attempt: "f_t_1", N: 1, Kind: kind}
 	ctx, proc := tp.Tracer("test").Start(context.Background(), "process drover.attempts.{pool}.{runtime}")
-	jt := &jobTrace{tracer: tp.Tracer("test"), proc: proc, ctx: ctx, job: job, red: redact.FromEnv(nil, []string{"API_KEY=sekrit"})}
+	jt := &jobTrace{tracer: tp.Tracer("test"), proc: proc, ctx: ctx, job: job, red: redact.FromEnv(nil, []string{"API_KEY=sekrit"}),
+		ids: phaseIDs(job, "w1")}
 	jt.open(phaseClaim)
-	inner := &spanOfEvent{spans: map[eventlog.Type]trace.SpanID{}}
+	inner := &spanOfEvent{spans: map[event.Type]trace.SpanID{}}
 	return &phaseRun{t: t, rec: rec, jt: jt, ctx: context.WithValue(ctx, jobTraceKey{}, jt), inner: inner,
 		em: &tracedEmitter{jt: jt, inner: inner}}
 }
 
-func (r *phaseRun) emit(typ eventlog.Type, data any) {
+func (r *phaseRun) emit(typ event.Type, data any) {
 	r.t.Helper()
 	_ = r.em.Emit(context.Background(), typ, "", data)
 }
@@ -75,12 +78,16 @@ func (r *phaseRun) spans() ([]string, map[string]sdktrace.ReadOnlySpan) {
 		if s.Parent().SpanID() != r.jt.proc.SpanContext().SpanID() {
 			r.t.Errorf("%s is not a child of the process span", s.Name())
 		}
+		// The claim phase's worker is the one its event names.
+		if attr(s, "drover.flow.id") != "f" || attr(s, "drover.attempt.id") != "f_t_1" || (s.Name() != "claim" && attr(s, "drover.worker.id") != "w1") {
+			r.t.Errorf("%s does not name its flow, attempt and worker: %v", s.Name(), s.Attributes())
+		}
 	}
 	return names, byName
 }
 
 // publishedIn checks that each event went out inside the named phase.
-func (r *phaseRun) publishedIn(byName map[string]sdktrace.ReadOnlySpan, want map[eventlog.Type]string) {
+func (r *phaseRun) publishedIn(byName map[string]sdktrace.ReadOnlySpan, want map[event.Type]string) {
 	r.t.Helper()
 	for typ, phase := range want {
 		if s := byName[phase]; s == nil || r.inner.spans[typ] != s.SpanContext().SpanID() {
@@ -100,28 +107,28 @@ func attr(s sdktrace.ReadOnlySpan, key string) string {
 
 func TestPhasesOfACheckedAttempt(t *testing.T) {
 	r := newPhaseRun(t, "")
-	r.emit(eventlog.AttemptClaimed, eventlog.AttemptClaimedData{Worker: "w1"})
-	r.emit(eventlog.AdapterInitialized, eventlog.AdapterInitializedData{Version: "1.0"})
-	r.emit(eventlog.PrepareCompleted, eventlog.PrepareCompletedData{Branch: "drover/f/t/1"})
-	r.emit(eventlog.RuntimeStarted, eventlog.RuntimeStartedData{Pid: 42})
-	r.emit(eventlog.RuntimeExited, eventlog.RuntimeExitedData{Outcome: "exited"})
-	r.emit(eventlog.FileModified, eventlog.FileModifiedData{Path: "a.txt"})
-	r.emit(eventlog.DiffComputed, eventlog.DiffComputedData{Created: []string{"a.txt"}})
-	r.emit(eventlog.VerificationCompleted, &eventlog.Verification{Passed: true})
-	r.emit(eventlog.CheckpointCommitCreated, eventlog.CheckpointCommitCreatedData{Commit: "abc"})
-	r.emit(eventlog.RuntimeTerminated, struct{}{})
-	r.emit(eventlog.AttemptReported, &eventlog.Report{Success: true, Commit: "abc"})
+	r.emit(event.AttemptClaimed, event.AttemptClaimedData{Worker: "w1"})
+	r.emit(event.AdapterInitialized, event.AdapterInitializedData{Version: "1.0"})
+	r.emit(event.PrepareCompleted, event.PrepareCompletedData{Branch: "drover/f/t/1"})
+	r.emit(event.RuntimeStarted, event.RuntimeStartedData{Pid: 42})
+	r.emit(event.RuntimeExited, event.RuntimeExitedData{Outcome: "exited"})
+	r.emit(event.FileModified, event.FileModifiedData{Path: "a.txt"})
+	r.emit(event.DiffComputed, event.DiffComputedData{Created: []string{"a.txt"}})
+	r.emit(event.VerificationCompleted, &event.Verification{Passed: true})
+	r.emit(event.CheckpointCommitCreated, event.CheckpointCommitCreatedData{Commit: "abc"})
+	r.emit(event.RuntimeTerminated, struct{}{})
+	r.emit(event.AttemptReported, &event.Report{Success: true, Commit: "abc"})
 
 	names, spans := r.spans()
 	want := []string{"claim", "initialize", "prepare", "execute", "observe", "verify", "report"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("phases %v, want %v", names, want)
 	}
-	r.publishedIn(spans, map[eventlog.Type]string{
-		eventlog.AttemptClaimed: "claim", eventlog.AdapterInitialized: "initialize", eventlog.PrepareCompleted: "prepare",
-		eventlog.RuntimeStarted: "execute", eventlog.RuntimeExited: "execute", eventlog.FileModified: "observe",
-		eventlog.DiffComputed: "observe", eventlog.VerificationCompleted: "verify",
-		eventlog.CheckpointCommitCreated: "report", eventlog.AttemptReported: "report",
+	r.publishedIn(spans, map[event.Type]string{
+		event.AttemptClaimed: "claim", event.AdapterInitialized: "initialize", event.PrepareCompleted: "prepare",
+		event.RuntimeStarted: "execute", event.RuntimeExited: "execute", event.FileModified: "observe",
+		event.DiffComputed: "observe", event.VerificationCompleted: "verify",
+		event.CheckpointCommitCreated: "report", event.AttemptReported: "report",
 	})
 	for _, s := range spans {
 		if s.Status().Code == codes.Error {
@@ -135,13 +142,13 @@ func TestPhasesOfACheckedAttempt(t *testing.T) {
 
 func TestPhasesOfAFailedCLI(t *testing.T) {
 	r := newPhaseRun(t, "")
-	r.emit(eventlog.AttemptClaimed, eventlog.AttemptClaimedData{})
-	r.emit(eventlog.AdapterInitialized, eventlog.AdapterInitializedData{})
-	r.emit(eventlog.PrepareCompleted, eventlog.PrepareCompletedData{})
-	r.emit(eventlog.RuntimeExited, eventlog.RuntimeExitedData{Outcome: "exited", ExitCode: 3})
-	r.emit(eventlog.DiffComputed, eventlog.DiffComputedData{})
-	r.emit(eventlog.RuntimeTerminated, struct{}{})
-	r.emit(eventlog.AttemptReported, &eventlog.Report{Error: &eventlog.ErrorInfo{Class: "RUNTIME_ERROR", Message: "fatal: token sekrit refused"}})
+	r.emit(event.AttemptClaimed, event.AttemptClaimedData{})
+	r.emit(event.AdapterInitialized, event.AdapterInitializedData{})
+	r.emit(event.PrepareCompleted, event.PrepareCompletedData{})
+	r.emit(event.RuntimeExited, event.RuntimeExitedData{Outcome: "exited", ExitCode: 3})
+	r.emit(event.DiffComputed, event.DiffComputedData{})
+	r.emit(event.RuntimeTerminated, struct{}{})
+	r.emit(event.AttemptReported, &event.Report{Error: &event.ErrorInfo{Class: "RUNTIME_ERROR", Message: "fatal: token sekrit refused"}})
 
 	names, spans := r.spans()
 	if want := []string{"claim", "initialize", "prepare", "execute", "observe", "report"}; !slices.Equal(names, want) {
@@ -163,13 +170,13 @@ func TestPhasesOfAFailedCLI(t *testing.T) {
 
 func TestPhasesOfAFailedVerification(t *testing.T) {
 	r := newPhaseRun(t, "")
-	for _, typ := range []eventlog.Type{eventlog.AttemptClaimed, eventlog.AdapterInitialized, eventlog.PrepareCompleted} {
+	for _, typ := range []event.Type{event.AttemptClaimed, event.AdapterInitialized, event.PrepareCompleted} {
 		r.emit(typ, nil)
 	}
-	r.emit(eventlog.RuntimeExited, eventlog.RuntimeExitedData{Outcome: "exited"})
-	r.emit(eventlog.DiffComputed, eventlog.DiffComputedData{})
-	r.emit(eventlog.VerificationCompleted, &eventlog.Verification{Commands: []eventlog.CommandResult{{Command: "true"}, {Command: "go test ./...", ExitCode: 1}}})
-	r.emit(eventlog.AttemptReported, &eventlog.Report{Error: &eventlog.ErrorInfo{Class: "VERIFICATION_FAILED", Message: "`go test ./...` exited 1"}})
+	r.emit(event.RuntimeExited, event.RuntimeExitedData{Outcome: "exited"})
+	r.emit(event.DiffComputed, event.DiffComputedData{})
+	r.emit(event.VerificationCompleted, &event.Verification{Commands: []event.CommandResult{{Command: "true"}, {Command: "go test ./...", ExitCode: 1}}})
+	r.emit(event.AttemptReported, &event.Report{Error: &event.ErrorInfo{Class: "VERIFICATION_FAILED", Message: "`go test ./...` exited 1"}})
 
 	_, spans := r.spans()
 	v := spans["verify"]
@@ -182,8 +189,8 @@ func TestPhasesOfAFailedVerification(t *testing.T) {
 // initialize span carries the error.
 func TestPhasesOfAnEarlyFailure(t *testing.T) {
 	r := newPhaseRun(t, "")
-	r.emit(eventlog.AttemptClaimed, eventlog.AttemptClaimedData{})
-	r.emit(eventlog.AttemptReported, &eventlog.Report{Error: &eventlog.ErrorInfo{Class: "RUNTIME_CONNECTION_FAILED", Message: "no binary"}})
+	r.emit(event.AttemptClaimed, event.AttemptClaimedData{})
+	r.emit(event.AttemptReported, &event.Report{Error: &event.ErrorInfo{Class: "RUNTIME_CONNECTION_FAILED", Message: "no binary"}})
 	names, spans := r.spans()
 	if want := []string{"claim", "initialize", "report"}; !slices.Equal(names, want) {
 		t.Fatalf("phases %v, want %v", names, want)
@@ -191,15 +198,15 @@ func TestPhasesOfAnEarlyFailure(t *testing.T) {
 	if attr(spans["initialize"], "error.type") != "RUNTIME_CONNECTION_FAILED" {
 		t.Errorf("initialize span does not say why: %v", spans["initialize"].Attributes())
 	}
-	r.publishedIn(spans, map[eventlog.Type]string{eventlog.AttemptReported: "report"})
+	r.publishedIn(spans, map[event.Type]string{event.AttemptReported: "report"})
 }
 
 func TestPhasesOfAHandBack(t *testing.T) {
 	r := newPhaseRun(t, "")
-	r.inner.fail = eventlog.PrepareCompleted
-	r.emit(eventlog.AttemptClaimed, eventlog.AttemptClaimedData{})
-	r.emit(eventlog.AdapterInitialized, eventlog.AdapterInitializedData{})
-	r.emit(eventlog.PrepareCompleted, eventlog.PrepareCompletedData{})
+	r.inner.fail = event.PrepareCompleted
+	r.emit(event.AttemptClaimed, event.AttemptClaimedData{})
+	r.emit(event.AdapterInitialized, event.AdapterInitializedData{})
+	r.emit(event.PrepareCompleted, event.PrepareCompletedData{})
 	handedBack(r.ctx, ErrShutdown)
 	names, spans := r.spans()
 	if want := []string{"claim", "initialize", "prepare"}; !slices.Equal(names, want) {
@@ -213,9 +220,9 @@ func TestPhasesOfAHandBack(t *testing.T) {
 }
 
 func TestPhasesOfAnIntegration(t *testing.T) {
-	r := newPhaseRun(t, queue.KindIntegrate)
-	r.emit(eventlog.AttemptClaimed, eventlog.AttemptClaimedData{})
-	r.emit(eventlog.FlowIntegrated, &eventlog.FlowIntegratedData{Error: &eventlog.ErrorInfo{Class: "MERGE_CONFLICT", Message: "a.txt"}})
+	r := newPhaseRun(t, drovertype.JobIntegrate)
+	r.emit(event.AttemptClaimed, event.AttemptClaimedData{})
+	r.emit(event.FlowIntegrated, &event.FlowIntegratedData{Error: &event.ErrorInfo{Class: "MERGE_CONFLICT", Message: "a.txt"}})
 	names, spans := r.spans()
 	if want := []string{"claim", "integrate", "report"}; !slices.Equal(names, want) {
 		t.Fatalf("phases %v, want %v", names, want)

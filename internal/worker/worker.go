@@ -16,16 +16,23 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/drover-dev/drover/internal/fleet"
+	"github.com/drover-dev/drover/internal/natsconn"
+	"github.com/drover-dev/drover/internal/objstore"
+
+	"github.com/drover-dev/drover/internal/event"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/drover-dev/drover/internal/adapter"
 	"github.com/drover-dev/drover/internal/attempt"
 	"github.com/drover-dev/drover/internal/config"
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/redact"
 	"github.com/drover-dev/drover/internal/sandbox"
+	"github.com/drover-dev/drover/internal/startup"
 	"github.com/drover-dev/drover/internal/worktree"
 )
 
@@ -46,7 +53,7 @@ type Worker struct {
 
 	mu          sync.Mutex
 	running     map[string]*held // attempts held by this process
-	health      map[string]*queue.RuntimeHealth
+	health      map[string]*fleet.RuntimeHealth
 	started     time.Time
 	notClaiming string // why the worker claims nothing now ("" while it claims)
 
@@ -74,18 +81,16 @@ type Worker struct {
 	regMu sync.Mutex
 }
 
-// New builds a worker from its configuration and a NATS connection.
-func New(cfg *config.Config, nc *nats.Conn, log *slog.Logger, opts ...Option) (*Worker, error) {
+// New builds a worker from its configuration. It connects to nothing:
+// CheckRuntimes can tell a host without a usable runtime before NATS is
+// reached, and Start is given the connection.
+func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Worker, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
 	red := secrets(cfg)
 	log = slog.New(redact.Handler(log.Handler(), red))
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return nil, fmt.Errorf("worker: %w", err)
-	}
 	idle := 0
 	if cfg.Worker.ReuseWorktrees && !cfg.Worker.KeepWorktrees {
 		idle = cfg.Worker.Slots
@@ -100,16 +105,16 @@ func New(cfg *config.Config, nc *nats.Conn, log *slog.Logger, opts ...Option) (*
 		return nil, fmt.Errorf("worker: %w", err)
 	}
 	w := &Worker{
-		cfg: cfg, js: js, log: log.With("worker", cfg.Worker.ID), red: red,
+		cfg: cfg, log: log.With("worker", cfg.Worker.ID), red: red,
 		runner: &attempt.Runner{Cache: cache, WorkDir: cfg.Worker.WorkDir, KeepWorktrees: cfg.Worker.KeepWorktrees,
-			KeepFailed: cfg.Worker.KeepFailedWorktrees, Artifacts: queue.NewArtifacts(js), Redact: red, Logger: log,
+			KeepFailed: cfg.Worker.KeepFailedWorktrees, Redact: red, Logger: log,
 			Sandbox: sbs.sb, SandboxOff: sbs.off, SandboxDeny: cfg.SandboxDeny()},
 		sandbox:  sbs,
 		adapters: map[string]adapter.Adapter{},
 		slots:    make(chan struct{}, cfg.Worker.Slots),
 		now:      time.Now,
 		running:  map[string]*held{},
-		health:   map[string]*queue.RuntimeHealth{},
+		health:   map[string]*fleet.RuntimeHealth{},
 		m:        newWorkerMetrics(),
 	}
 	w.disk = &diskGate{dir: cfg.Worker.WorkDir, min: cfg.Worker.MinFreeDisk, free: freeBytes, sweep: w.runner.Sweep, now: w.now}
@@ -123,58 +128,96 @@ func New(cfg *config.Config, nc *nats.Conn, log *slog.Logger, opts ...Option) (*
 	return w, nil
 }
 
-// Start checks the runtimes, ensures the consumers and starts claiming. It
-// returns once the worker is claiming.
-func (w *Worker) Start(ctx context.Context) error {
+// CheckRuntimes fingerprints the runtimes and fails when none is usable on
+// this host: a configuration error, told before waiting for NATS.
+func (w *Worker) CheckRuntimes(ctx context.Context) error {
+	if w.checkHealth(ctx) == 0 {
+		return fmt.Errorf("worker: none of the runtimes %v is available on this host", w.cfg.Worker.Runtimes)
+	}
+	return nil
+}
+
+// Start claims over nc: it checks the runtimes unless CheckRuntimes did,
+// waits with wait (nil: one of its own) for the buckets and consumers the
+// controller's streams hold (docs/operations.md#start-order), and returns
+// once the worker is claiming. It creates no stream or bucket: they are
+// the controller's. A ctx ending while it waits returns an error wrapping
+// startup.ErrStopped, with nothing left running.
+func (w *Worker) Start(ctx context.Context, nc *nats.Conn, wait *startup.Waiter) error {
 	if err := os.MkdirAll(w.cfg.Worker.WorkDir, 0o755); err != nil {
 		return fmt.Errorf("worker: work dir: %w", err)
 	}
-	claims, err := queue.NewClaims(ctx, w.js, w.cfg.Queue.AckWait, w.now)
+	if w.started.IsZero() {
+		if err := w.CheckRuntimes(ctx); err != nil {
+			return err
+		}
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	w.js, w.runner.Artifacts = js, objstore.NewArtifacts(js)
+	w.logSandbox()
+	if wait == nil {
+		wait = startup.New(w.log, startup.Options{})
+	}
+	consumers, err := w.waitLayout(ctx, wait)
 	if err != nil {
 		return err
 	}
-	w.claims = claims
 	// Nothing runs here yet: whatever a previous process of this worker
 	// left in the work dir (it may have been killed mid-attempt) goes now.
 	if err := w.runner.Sweep(ctx, nil); err != nil {
 		w.log.Warn("sweep work dir", "err", err)
 	}
+	return w.startLoops(ctx, consumers)
+}
+
+// waitLayout waits for the claims bucket, the worker registry and the
+// artifacts store (their existence says the controller's Ensure is done),
+// then for this worker's consumer of each runtime. A step this NATS user
+// may not take ends it: waiting would not change the permissions.
+func (w *Worker) waitLayout(ctx context.Context, wait *startup.Waiter) (map[string]jetstream.Consumer, error) {
+	err := wait.Wait(ctx, "Drover's buckets", func(ctx context.Context) error {
+		if err := queue.CheckBuckets(ctx, w.js); err != nil {
+			return natsconn.Denied(w.js.Conn(), err)
+		}
+		claims, err := queue.NewClaims(ctx, w.js, w.cfg.Queue.AckWait, w.now)
+		w.claims = claims
+		return natsconn.Denied(w.js.Conn(), err)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	consumers := map[string]jetstream.Consumer{}
+	for name := range w.adapters {
+		cname := queue.AttemptConsumerName(w.cfg.Worker.Pool, name)
+		err := wait.Wait(ctx, "consumer "+cname, func(ctx context.Context) error {
+			cons, err := queue.EnsureAttemptConsumer(ctx, w.js, w.cfg.Worker.Pool, name, queue.ConsumerOptions{AckWait: w.cfg.Queue.AckWait})
+			consumers[name] = cons
+			return natsconn.Denied(w.js.Conn(), err)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("worker: %w", err)
+		}
+	}
+	return consumers, nil
+}
+
+// startLoops starts a claim loop per runtime, the cancel-signal listener
+// and the health loop, registers the worker, and adds its readiness checks.
+func (w *Worker) startLoops(ctx context.Context, consumers map[string]jetstream.Consumer) error {
 	runCtx, endRuns := context.WithCancelCause(context.WithoutCancel(ctx))
 	claimCtx, stopClaiming := context.WithCancelCause(runCtx)
 	w.runCtx, w.endRuns, w.stopClaiming = runCtx, endRuns, stopClaiming
-	cancel := func(err error) { stopClaiming(err); endRuns(err) }
-	w.started = w.now()
-	switch s := w.sandbox; {
-	case s.unavailable != nil:
-		w.log.Error("sandbox unavailable: claiming nothing", "err", sandbox.Reason(s.unavailable))
-	case s.sb == nil:
-		w.log.Error("SANDBOX OFF: CLIs will run with this worker's own access", "why", s.off)
-	default:
-		w.log.Info("sandbox on", "landlock", s.String())
-	}
-	if w.checkHealth(ctx) == 0 {
-		cancel(nil)
-		return fmt.Errorf("worker: none of the runtimes %v is available on this host", w.cfg.Worker.Runtimes)
-	}
-	for name, ad := range w.adapters {
-		cons, err := queue.EnsureAttemptConsumer(ctx, w.js, w.cfg.Worker.Pool, name, queue.ConsumerOptions{AckWait: w.cfg.Queue.AckWait})
-		if err != nil {
-			cancel(err)
-			return err
-		}
-		w.wg.Add(1)
-		go func() {
-			defer w.wg.Done()
-			w.claimLoop(claimCtx, name, ad, cons)
-		}()
-	}
 	// The controller's stop signals for cancelled attempts; every worker
 	// hears all of them and acts on those it holds.
 	sub, err := w.js.Conn().Subscribe(queue.CancelSubjects, func(m *nats.Msg) {
 		w.cancelHeld(strings.TrimPrefix(m.Subject, queue.CancelSubject("")))
 	})
 	if err != nil {
-		cancel(err)
+		stopClaiming(err)
+		endRuns(err)
 		return fmt.Errorf("worker: subscribe to cancel signals: %w", err)
 	}
 	w.wg.Add(1)
@@ -183,6 +226,13 @@ func (w *Worker) Start(ctx context.Context) error {
 		<-runCtx.Done()
 		_ = sub.Unsubscribe()
 	}()
+	for name, ad := range w.adapters {
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			w.claimLoop(claimCtx, name, ad, consumers[name])
+		}()
+	}
 	if err := w.register(ctx); err != nil {
 		w.log.Warn("register worker", "err", err)
 	}
@@ -199,6 +249,9 @@ func (w *Worker) Start(ctx context.Context) error {
 // checkHealth fingerprints every runtime afresh and returns how many are
 // healthy. Only healthy runtimes are claimed for.
 func (w *Worker) checkHealth(ctx context.Context) int {
+	if w.started.IsZero() {
+		w.started = w.now()
+	}
 	healthy := 0
 	for name, ad := range w.adapters {
 		h := Fingerprint(ctx, name, w.cfg.Runtimes[name].Adapter, ad, w.now())
@@ -223,8 +276,8 @@ func (w *Worker) checkHealth(ctx context.Context) int {
 
 // Fingerprint checks one runtime afresh: binary found, executable, version,
 // capabilities. The worker registers it; `worker runtime health` prints it.
-func Fingerprint(ctx context.Context, name, adapterName string, ad adapter.Adapter, now time.Time) *queue.RuntimeHealth {
-	h := &queue.RuntimeHealth{Name: name, Adapter: adapterName, Checked: now.UTC()}
+func Fingerprint(ctx context.Context, name, adapterName string, ad adapter.Adapter, now time.Time) *fleet.RuntimeHealth {
+	h := &fleet.RuntimeHealth{Name: name, Adapter: adapterName, Checked: now.UTC()}
 	var info *adapter.Info
 	var err error
 	if hc, ok := ad.(adapter.HealthChecker); ok {
@@ -250,11 +303,11 @@ func (w *Worker) healthy(runtime string) bool {
 	return h != nil && h.Healthy
 }
 
-func (w *Worker) registration() *queue.Registration {
+func (w *Worker) registration() *fleet.Registration {
 	host, _ := os.Hostname()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	r := &queue.Registration{
+	r := &fleet.Registration{
 		ID: w.cfg.Worker.ID, Host: host, Pool: w.cfg.Worker.Pool, Slots: w.cfg.Worker.Slots,
 		Busy: len(w.running), Started: w.started.UTC(), Seen: w.now().UTC(), NotClaiming: w.notClaiming,
 		Sandbox: w.sandbox.String(),
@@ -272,7 +325,7 @@ func (w *Worker) registration() *queue.Registration {
 func (w *Worker) register(ctx context.Context) error {
 	w.regMu.Lock()
 	defer w.regMu.Unlock()
-	return queue.Register(ctx, w.js, w.registration())
+	return fleet.Register(ctx, w.js, w.registration())
 }
 
 // healthLoop re-fingerprints the runtimes and renews the registration; on
@@ -284,7 +337,7 @@ func (w *Worker) healthLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			if err := queue.Deregister(dctx, w.js, w.cfg.Worker.ID); err != nil {
+			if err := fleet.Deregister(dctx, w.js, w.cfg.Worker.ID); err != nil {
 				w.log.Warn("deregister worker", "err", err)
 			}
 			cancel()
@@ -475,26 +528,18 @@ func (w *Worker) claimLoop(ctx context.Context, runtime string, ad adapter.Adapt
 
 // handle runs one delivered job to its end, or hands it back.
 func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.Msg) {
-	// Acks and reports must get through even while the worker stops.
-	bg := context.WithoutCancel(ctx)
-	job, err := queue.DecodeJob(msg.Data())
-	if err != nil {
-		w.log.Error("poison job terminated", "subject", msg.Subject(), "err", err)
-		if perr := queue.PublishDeadLetter(bg, w.js, "attempts", err.Error(), msg.Data()); perr != nil {
-			w.log.Error("park poison job", "err", perr)
-		}
-		_ = msg.Term()
+	job := w.decode(ctx, msg)
+	if job == nil {
 		return
 	}
 	ctx, jt := w.traceJob(ctx, msg, job)
 	defer jt.end()
-	bg = context.WithoutCancel(ctx) // hand-backs are recorded on the job's span
-	log := w.log.With("attempt", job.Attempt)
+	d := &delivery{msg: msg, job: job, trace: jt, log: w.log.With("attempt", job.Attempt)}
 	if w.sandbox.sb == nil {
-		log.Warn("this attempt runs without the sandbox", "why", w.sandbox.off)
+		d.log.Warn("this attempt runs without the sandbox", "why", w.sandbox.off)
 	}
 	if md, err := msg.Metadata(); err == nil && md.NumDelivered > 1 {
-		log.Info("job redelivered", "delivery", md.NumDelivered)
+		d.log.Info("job redelivered", "delivery", md.NumDelivered)
 	}
 	h := w.hold(job.Attempt)
 	if h == nil {
@@ -504,123 +549,166 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 		return
 	}
 	defer w.unhold(job.Attempt)
+	d.cancel = h.cancel
+	if w.claim(ctx, d) {
+		w.run(ctx, ad, d)
+	}
+}
 
+// delivery is one delivered job on its way through handle.
+type delivery struct {
+	msg    jetstream.Msg
+	job    *queue.Job
+	trace  *jobTrace
+	log    *slog.Logger
+	lease  *queue.Lease    // once claimed
+	cancel <-chan struct{} // closed by the controller's cancel signal
+}
+
+// decode reads a delivered job. A job that cannot be read is poison: it is
+// parked as a dead letter and terminated, and decode returns nil.
+func (w *Worker) decode(ctx context.Context, msg jetstream.Msg) *queue.Job {
+	job, err := queue.DecodeJob(msg.Data())
+	if err == nil {
+		return job
+	}
+	w.log.Error("poison job terminated", "subject", msg.Subject(), "err", err)
+	// Parking must get through even while the worker stops.
+	if perr := queue.PublishDeadLetter(context.WithoutCancel(ctx), w.js, "attempts", err.Error(), msg.Data()); perr != nil {
+		w.log.Error("park poison job", "err", perr)
+	}
+	_ = msg.Term()
+	return nil
+}
+
+// claim takes the attempt's claim for this worker, and reports whether it
+// did. A job whose attempt is finished is a duplicate and is acked; one
+// held by another worker, or a claim that failed, goes back for later.
+func (w *Worker) claim(ctx context.Context, d *delivery) bool {
 	acquire := w.claims.Acquire
-	if job.Kind == queue.KindIntegrate {
+	if d.job.Kind == drovertype.JobIntegrate {
 		acquire = w.claims.AcquireOrTakeOver
 	}
-	lease, err := acquire(bg, job.Attempt, w.cfg.Worker.ID)
+	lease, err := acquire(context.WithoutCancel(ctx), d.job.Attempt, w.cfg.Worker.ID)
 	switch {
 	case errors.Is(err, queue.ErrFinished):
 		w.m.claim(ctx, "finished")
-		log.Info("attempt already finished; acking duplicate job")
-		_ = msg.Ack()
-		return
+		d.log.Info("attempt already finished; acking duplicate job")
+		_ = d.msg.Ack()
+		return false
 	case errors.Is(err, queue.ErrHeld):
 		w.m.claim(ctx, "held")
 		// Held by a live worker, or by a silent one the controller has
 		// not declared lost yet: either way not ours to run.
-		log.Info("attempt held by another worker; not running it again")
-		_ = msg.NakWithDelay(w.cfg.Queue.AckWait)
-		return
+		d.log.Info("attempt held by another worker; not running it again")
+		_ = d.msg.NakWithDelay(w.cfg.Queue.AckWait)
+		return false
 	case err != nil:
 		w.m.claim(ctx, "error")
-		log.Warn("claim", "err", err)
-		_ = msg.NakWithDelay(time.Second)
-		return
+		d.log.Warn("claim", "err", err)
+		_ = d.msg.NakWithDelay(time.Second)
+		return false
 	}
 	w.m.claim(ctx, "claimed")
-	log = log.With("epoch", lease.Epoch())
-	em := jt.wrap(&emitter{js: w.js, job: job, epoch: lease.Epoch(), now: w.now, red: w.red, m: w.m})
+	d.lease, d.log = lease, d.log.With("epoch", lease.Epoch())
+	return true
+}
+
+// run runs a claimed job while heartbeats hold it, stores its result and
+// acks it. Whatever stops it short hands the job back.
+func (w *Worker) run(ctx context.Context, ad adapter.Adapter, d *delivery) {
+	// Acks and reports must get through even while the worker stops;
+	// hand-backs are recorded on the job's span.
+	bg := context.WithoutCancel(ctx)
+	em := d.trace.wrap(&emitter{js: w.js, job: d.job, epoch: d.lease.Epoch(), now: w.now, red: w.red, m: w.m})
 	runCtx, stop := context.WithCancelCause(ctx)
 	hbDone := make(chan struct{})
 	go func() {
 		defer close(hbDone)
-		w.heartbeat(runCtx, stop, msg, lease, log)
+		w.heartbeat(runCtx, stop, d.msg, d.lease, d.log)
 	}()
 	// Heartbeats end before the claim is finished or released.
 	stopHeartbeat := sync.OnceFunc(func() { stop(nil); <-hbDone })
 	defer stopHeartbeat()
 
-	if err := em.Emit(runCtx, eventlog.AttemptClaimed, "", eventlog.AttemptClaimedData{Worker: w.cfg.Worker.ID, Host: hostname()}); err != nil {
-		w.handBack(bg, msg, lease, log, err)
+	if err := em.Emit(runCtx, event.AttemptClaimed, "", event.AttemptClaimedData{Worker: w.cfg.Worker.ID, Host: hostname()}); err != nil {
+		w.handBack(bg, d, err)
 		return
 	}
-	aj := w.attemptJob(job, lease.Epoch(), h.cancel)
-	var result any
-	var typ eventlog.Type
-	if job.Kind == queue.KindIntegrate {
-		res, err := w.runner.Integrate(runCtx, aj)
-		if err != nil {
-			w.handBack(bg, msg, lease, log, err)
-			return
-		}
-		result, typ = res, eventlog.FlowIntegrated
-		log.Info("integration built", "branch", res.Branch, "commit", res.Commit, "error", res.Error)
-	} else {
-		out := newOutput(w.js, job, w.red)
-		rep, err := w.runner.Run(runCtx, aj, ad, em, w.m.countOutput(job.Runtime, out.write))
-		out.close()
-		if err != nil {
-			w.handBack(bg, msg, lease, log, err)
-			return
-		}
-		result, typ = rep, eventlog.AttemptReported
-		log.Info("attempt ran", "success", rep.Success, "exit", rep.ExitCode)
+	typ, result, err := w.execute(runCtx, ad, d, em)
+	if err != nil {
+		w.handBack(bg, d, err)
+		return
 	}
 	// The report must be stored before the job is acked.
 	if err := em.Emit(context.WithoutCancel(runCtx), typ, "", result); err != nil {
-		w.handBack(bg, msg, lease, log, err)
+		w.handBack(bg, d, err)
 		return
 	}
 	stopHeartbeat()
-	if err := lease.Finish(bg); err != nil {
-		log.Warn("mark claim finished", "err", err)
+	if err := d.lease.Finish(bg); err != nil {
+		d.log.Warn("mark claim finished", "err", err)
 	}
-	if err := msg.DoubleAck(bg); err != nil {
-		log.Warn("ack job", "err", err)
+	if err := d.msg.DoubleAck(bg); err != nil {
+		d.log.Warn("ack job", "err", err)
 	}
 }
 
-// attemptJob turns a queued job into what the runner needs, with the
-// adapters of the validator runtime looked up here.
-func (w *Worker) attemptJob(job *queue.Job, epoch uint64, cancel <-chan struct{}) *attempt.Job {
-	aj := &attempt.Job{
-		Flow: job.Flow, Task: job.Task, Attempt: job.Attempt, N: job.N, Epoch: epoch,
-		Repo: job.Repo, Base: job.Base, Branch: job.Branch, Prompt: job.Prompt,
-		Timeout: time.Duration(job.Timeout), Merge: job.Merge, Model: job.Model, Args: job.Args,
-		Verify: job.Verify, VerifyTimeout: time.Duration(job.VerifyTimeout), Scope: job.Scope, Cancel: cancel,
-	}
-	if r := job.Review; r != nil {
-		ad := w.adapters[r.Runtime]
-		if ad == nil {
-			// Not served for jobs here, but it may be configured: a
-			// validator need not run tasks of its own. An unconfigured one
-			// fails its Initialize, and the review says so.
-			ad, _ = adapter.New(r.Runtime, w.cfg.Runtimes[r.Runtime])
+// execute does what the job asks, building a flow's integration branch or
+// running an attempt, and returns the event that reports it.
+func (w *Worker) execute(ctx context.Context, ad adapter.Adapter, d *delivery, em attempt.Emitter) (event.Type, any, error) {
+	job := &attempt.Job{Job: d.job, Epoch: d.lease.Epoch(), Validator: w.validator(d.job.Review), Cancel: d.cancel}
+	if job.Kind == drovertype.JobIntegrate {
+		res, err := w.runner.Integrate(ctx, job)
+		if err != nil {
+			return "", nil, err
 		}
-		if ad == nil {
-			ad = adapter.NewCommand(r.Runtime, config.Runtime{})
-		}
-		aj.Review = &attempt.Review{Adapter: ad, Name: r.Runtime, Model: r.Model, Args: r.Args, Task: r.Task}
+		d.log.Info("integration built", "branch", res.Branch, "commit", res.Commit, "error", res.Error)
+		return event.FlowIntegrated, res, nil
 	}
-	return aj
+	out := newOutput(w.js, d.job, w.red)
+	rep, err := w.runner.Run(ctx, job, ad, em, w.m.countOutput(job.Runtime, out.write))
+	out.close()
+	if err != nil {
+		return "", nil, err
+	}
+	d.log.Info("attempt ran", "success", rep.Success, "exit", rep.ExitCode)
+	return event.AttemptReported, rep, nil
+}
+
+// validator is the adapter of the validator runtime a review asks for, or
+// nil when the job asks for no review.
+func (w *Worker) validator(r *queue.Review) adapter.Adapter {
+	if r == nil {
+		return nil
+	}
+	ad := w.adapters[r.Runtime]
+	if ad == nil {
+		// Not served for jobs here, but it may be configured: a validator
+		// need not run tasks of its own. An unconfigured one fails its
+		// Initialize, and the review says so.
+		ad, _ = adapter.New(r.Runtime, w.cfg.Runtimes[r.Runtime])
+	}
+	if ad == nil {
+		ad = adapter.NewCommand(r.Runtime, config.Runtime{})
+	}
+	return ad
 }
 
 // handBack leaves a job for another delivery. A superseded claim is not ours
 // to touch; otherwise the claim is released so the next holder need not wait
 // out the lease.
-func (w *Worker) handBack(ctx context.Context, msg jetstream.Msg, lease *queue.Lease, log *slog.Logger, cause error) {
+func (w *Worker) handBack(ctx context.Context, d *delivery, cause error) {
 	handedBack(ctx, cause)
 	if errors.Is(cause, queue.ErrSuperseded) {
-		log.Warn("claim superseded; abandoning run", "err", cause)
+		d.log.Warn("claim superseded; abandoning run", "err", cause)
 		return
 	}
-	log.Warn("handing attempt back", "cause", cause)
-	if err := lease.Release(ctx); err != nil {
-		log.Warn("release claim", "err", err)
+	d.log.Warn("handing attempt back", "cause", cause)
+	if err := d.lease.Release(ctx); err != nil {
+		d.log.Warn("release claim", "err", err)
 	}
-	_ = msg.Nak()
+	_ = d.msg.Nak()
 }
 
 // heartbeat keeps the job and the claim alive while the attempt runs.
@@ -701,13 +789,13 @@ type emitter struct {
 	last time.Time // when the previous phase event was emitted
 }
 
-func (e *emitter) Emit(ctx context.Context, typ eventlog.Type, key string, data any) error {
-	id := fmt.Sprintf("%s:%s:%d", typ, e.job.Attempt, e.epoch)
+func (e *emitter) Emit(ctx context.Context, typ event.Type, key string, data any) error {
+	id := drovertype.ClaimEventID(typ, e.job.Attempt, e.epoch)
 	if key != "" {
 		sum := sha256.Sum256([]byte(key))
-		id += ":" + hex.EncodeToString(sum[:8])
+		id = drovertype.ClaimEventID(typ, e.job.Attempt, e.epoch, hex.EncodeToString(sum[:8]))
 	}
-	ev, err := eventlog.New(id, typ, e.now(), e.job.Flow, e.job.Task, e.job.Attempt, e.epoch, data)
+	ev, err := event.New(id, typ, e.now(), e.job.Flow, e.job.Task, e.job.Attempt, e.epoch, data)
 	if err != nil {
 		return err
 	}
@@ -720,7 +808,7 @@ func (e *emitter) Emit(ctx context.Context, typ eventlog.Type, key string, data 
 
 // publishRetry publishes until the server acknowledges or ctx ends; the
 // event id makes the retries idempotent.
-func publishRetry(ctx context.Context, js jetstream.JetStream, ev *eventlog.Event) error {
+func publishRetry(ctx context.Context, js jetstream.JetStream, ev *event.Event) error {
 	backoff := 100 * time.Millisecond
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)

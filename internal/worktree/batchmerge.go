@@ -37,8 +37,9 @@ import (
 //   - its paths can be written unquoted in a fast-import stream (no line
 //     feed, no leading double quote).
 
-// minBatchMerges is the fewest merges worth a batch: the batch costs three
-// git processes, a merge on its own two.
+// minBatchMerges is the fewest merges worth a batch unless
+// CacheOptions.BatchMerges says otherwise: the batch costs three git
+// processes, a merge on its own two.
 const minBatchMerges = 3
 
 // pendingMerge is a result to merge: its branch, for the message, and sha.

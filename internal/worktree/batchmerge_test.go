@@ -25,9 +25,8 @@ type mergeTwice struct {
 }
 
 func newMergeTwice(t *testing.T, o *origin) *mergeTwice {
-	m := &mergeTwice{o: o, oneByOne: newTestCache(t)}
-	m.batched, m.rec = newRecordingCache(t)
-	m.batched.batchFrom, m.oneByOne.batchFrom = 1, -1
+	m := &mergeTwice{o: o, oneByOne: newTestCacheWith(t, CacheOptions{BatchMerges: -1})}
+	m.batched, m.rec = newRecordingCacheWith(t, CacheOptions{BatchMerges: 1})
 	return m
 }
 

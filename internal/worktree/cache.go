@@ -33,7 +33,7 @@ const cloneTempPrefix = ".clone-"
 // DefaultMaxDiffBytes bounds Changes.Diff unless CacheOptions says otherwise.
 const DefaultMaxDiffBytes = 8 << 20
 
-// Refspecs used for every fetch. Remote branches go to refs/remotes/origin/*
+// fetchRefspecs are the refspecs of every fetch. Remote branches go to refs/remotes/origin/*
 // so a fetch never writes a refs/heads/* branch that some live worktree has
 // checked out (git refuses that, and it would clobber attempt branches).
 var fetchRefspecs = []string{
@@ -68,6 +68,12 @@ type CacheOptions struct {
 	// commands Drover runs in an agent's repository (agentgit.go) go
 	// through it. The returned func is called once cmd has run.
 	Confine func(cmd *exec.Cmd, read []string) (done func(), err error)
+
+	// BatchMerges is the fewest results a Prepare must merge for it to try
+	// merging them in one batch (batchmerge.go) before git merges the rest
+	// one by one; negative never batches. Defaults to 3: the batch costs
+	// three git processes, a merge on its own two.
+	BatchMerges int
 }
 
 // Cache keeps one bare clone per repository URL and prepares worktrees from
@@ -85,11 +91,9 @@ type Cache struct {
 	maxIdle     int
 	confine     func(cmd *exec.Cmd, read []string) (func(), error)
 
+	batchFrom     int // Prepare tries batchMerges from this many results
 	mergeTreeOnce sync.Once
-	mergeTree     bool  // git has `merge-tree --write-tree` (2.38)
-	noMergeTree   bool  // tests: merge as an older git must
-	batchFrom     int   // tests: batch merges from this many (0: minBatchMerges, <0: never)
-	statRoom      int64 // tests: overrides statRoom
+	mergeTree     bool // git has `merge-tree --write-tree` (2.38)
 
 	mu    sync.Mutex
 	repos map[string]*repo // by cache directory
@@ -163,6 +167,7 @@ func NewCache(opts CacheOptions) (*Cache, error) {
 		maxDiff:     opts.MaxDiffBytes,
 		maxIdle:     max(opts.IdleWorktrees, 0),
 		confine:     opts.Confine,
+		batchFrom:   opts.BatchMerges,
 		repos:       make(map[string]*repo),
 	}
 	if c.authorName == "" {
@@ -173,6 +178,12 @@ func NewCache(opts CacheOptions) (*Cache, error) {
 	}
 	if c.maxDiff <= 0 {
 		c.maxDiff = DefaultMaxDiffBytes
+	}
+	switch {
+	case c.batchFrom == 0:
+		c.batchFrom = minBatchMerges
+	case c.batchFrom < 0:
+		c.batchFrom = math.MaxInt
 	}
 	c.removeStaleClones()
 	return c, nil
@@ -693,27 +704,12 @@ func plainBranch(branch string) bool {
 // (`git merge-tree --write-tree`, git 2.38), asking git once.
 func (c *Cache) mergeTreeWorks(ctx context.Context) bool {
 	c.mergeTreeOnce.Do(func() {
-		if c.noMergeTree {
-			return
-		}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		v, err := c.out(cctx, gitRun{args: []string{"version"}})
 		c.mergeTree = err == nil && gitAtLeast(v, 2, 38)
 	})
 	return c.mergeTree
-}
-
-// batchMergesFrom is how many results a Prepare must merge for it to try
-// batchMerges.
-func (c *Cache) batchMergesFrom() int {
-	switch {
-	case c.batchFrom < 0:
-		return math.MaxInt
-	case c.batchFrom > 0:
-		return c.batchFrom
-	}
-	return minBatchMerges
 }
 
 // gitAtLeast reports whether `git version` output v is major.minor or

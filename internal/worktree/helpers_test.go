@@ -160,6 +160,38 @@ func newTestCacheWith(t testing.TB, opts CacheOptions) *Cache {
 	return c
 }
 
+// oldGit returns a git that answers `git version` as 2.37 does, the last
+// release without `merge-tree --write-tree`, and is the real git for every
+// other command: a cache using it merges as it must with an older git.
+func oldGit(t testing.TB) string {
+	t.Helper()
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if real, err = filepath.Abs(real); err != nil {
+		t.Fatal(err)
+	}
+	// The command is the first argument after the -c NAME=VALUE pairs.
+	script := `#!/bin/sh
+skip=
+for a; do
+	if [ -n "$skip" ]; then skip=; continue; fi
+	case "$a" in
+	-c) skip=1 ;;
+	version) echo "git version 2.37.7"; exit 0 ;;
+	*) break ;;
+	esac
+done
+exec '` + real + `' "$@"
+`
+	p := filepath.Join(t.TempDir(), "git")
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // wtPath returns a fresh, not yet existing path for a worktree.
 func wtPath(t testing.TB) string {
 	return filepath.Join(t.TempDir(), "wt")

@@ -137,11 +137,7 @@ func (w *Worktree) diff(ctx context.Context, ch *Changes) error {
 	// The stat and the patch in one process: the stat, a blank line, the
 	// patch. Room is left for a stat of up to statRoom beyond the patch's
 	// own limit; a longer one takes a second run.
-	room := int64(statRoom)
-	if w.cache.statRoom > 0 {
-		room = w.cache.statRoom
-	}
-	res, err := w.run(ctx, gitRun{env: env, stdoutLimit: w.cache.maxDiff + room, allowTrunc: true,
+	res, err := w.run(ctx, gitRun{env: env, stdoutLimit: w.cache.maxDiff + statRoom, allowTrunc: true,
 		args: append(slices.Clone(diffArgs), "--patch-with-stat", w.Baseline, "--")})
 	if err != nil {
 		return fmt.Errorf("worktree: diff in %s: %w", w.Path, err)
@@ -177,8 +173,9 @@ func (w *Worktree) diff(ctx context.Context, ch *Changes) error {
 }
 
 // statRoom is how long a diff's stat may be and still come with its patch
-// from one git process.
-const statRoom = 1 << 20
+// from one git process. A variable only so that a test can make a stat
+// too long for it without writing thousands of files.
+var statRoom int64 = 1 << 20
 
 // cutDiff cuts a diff to at most limit bytes at a line boundary, so
 // consumers never see half a line.

@@ -192,14 +192,25 @@ func TestObserveDiffTruncated(t *testing.T) {
 	}
 	assertContains(t, "DiffStat", ch.DiffStat, "big.txt | 1000 +")
 	assertStrings(t, "Created", ch.Created, []string{"big.txt"})
+}
 
-	// A stat longer than the patch's limit and the room left for it is
-	// asked for apart: complete, and the patch still cut to the limit.
-	c.statRoom = 10
+// A stat longer than the patch's limit and the room left for it is asked
+// for apart: complete, and the patch still cut to the limit. Not parallel:
+// it shrinks the package's statRoom.
+func TestObserveLongDiffStat(t *testing.T) {
+	defer func(room int64) { statRoom = room }(statRoom)
+	statRoom = 10
+	o := newOrigin(t)
+	c, err := NewCache(CacheOptions{Dir: t.TempDir(), Logger: testLogger(t), MaxDiffBytes: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/obs/stat"})
+	writeFile(t, filepath.Join(w.Path, "big.txt"), strings.Repeat("a line of text\n", 1000), 0o644)
 	for i := range 30 {
 		writeFile(t, filepath.Join(w.Path, fmt.Sprintf("file-with-a-long-name-%02d.txt", i)), "x\n", 0o644)
 	}
-	ch, err = w.Observe(context.Background())
+	ch, err := w.Observe(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -531,9 +542,14 @@ func mergeModes(t *testing.T, test func(t *testing.T, newCache func(testing.TB) 
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			test(t, func(t testing.TB) *Cache {
-				c := newTestCache(t)
-				c.noMergeTree = mode == "in worktree"
-				c.batchFrom = map[string]int{"merge-tree": -1, "batched": 1}[mode]
+				opts := CacheOptions{BatchMerges: map[string]int{"merge-tree": -1, "batched": 1}[mode]}
+				if mode == "in worktree" {
+					opts.Git = oldGit(t)
+				}
+				c := newTestCacheWith(t, opts)
+				if works := c.mergeTreeWorks(context.Background()); works != (mode != "in worktree") {
+					t.Fatalf("%s: the cache takes git for one with merge-tree: %v", mode, works)
+				}
 				return c
 			})
 		})

@@ -376,7 +376,7 @@ func (w *Worktree) mergeAll(ctx context.Context, merges []Ref, shas []string) (s
 		}
 		return w.head(ctx)
 	}
-	if len(pending) >= w.cache.batchMergesFrom() {
+	if len(pending) >= w.cache.batchFrom {
 		merged, n, err := w.batchMerges(ctx, head, pending)
 		switch {
 		case err != nil && ctx.Err() != nil:

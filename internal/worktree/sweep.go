@@ -121,5 +121,5 @@ func (c *Cache) tidy(ctx context.Context, r *repo) error {
 }
 
 // resultsFetched is where a cache keeps the attempts' result branches it
-// fetched (queue.AttemptBranch names them drover/<flow>/...).
+// fetched (drovertype.AttemptBranch names them drover/<flow>/...).
 const resultsFetched = "refs/remotes/origin/drover/"

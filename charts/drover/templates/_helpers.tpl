@@ -63,18 +63,142 @@ imagePullPolicy: {{ $img.pullPolicy | default .root.Values.image.pullPolicy }}
 {{- end }}
 {{- end }}
 
-{{- define "drover.natsServiceName" -}}
-{{- (dig "service" "name" "" .Values.nats) | default (include "drover.natsFullname" .) }}
+{{/*
+The NATS subchart's values are read as that chart reads them: a value may be a
+{$tplYaml: PROGRAM} map, and a map may hold {$tplYamlSpread: PROGRAM} entries
+(the NATS chart's README, "tplYaml"). Programs run with the subchart's context,
+so `include "nats.fullname" .` works as it does there.
+*/}}
+
+{{/* One program's output parsed as YAML, as JSON {"v": value}. Input: dict root, program. */}}
+{{- define "drover.natsTpl" -}}
+{{- $root := .root -}}
+{{- $sub := dig "nats" dict (get $root "Subcharts" | default dict) -}}
+{{- $ctx := dict "Values" $root.Values.nats "Release" $root.Release "Capabilities" $root.Capabilities "Template" $root.Template -}}
+{{- $_ := set $ctx "Chart" (get $sub "Chart" | default (dict "Name" "nats")) -}}
+{{- $_ := set $ctx "Files" (get $sub "Files" | default $root.Files) -}}
+{{- $_ := set $ctx "Subcharts" (get $sub "Subcharts" | default dict) -}}
+{{- $doc := printf "tpl: %s" (nindent 2 (tpl (toString .program) $ctx)) | fromYaml -}}
+{{- if hasKey $doc "Error" }}
+{{- fail (printf "nats: a $tplYaml program gives no YAML (%s): %s" $doc.Error .program) }}
+{{- end }}
+{{- toJson (dict "v" (get $doc "tpl")) }}
 {{- end }}
 
-{{- define "drover.natsHeadlessServiceName" -}}
-{{- (dig "headlessService" "name" "" .Values.nats) | default (printf "%s-headless" (include "drover.natsFullname" .)) }}
+{{/* A node with its own $tplYaml evaluated, or its $tplYamlSpread entries spread
+into it, as JSON {"v": node}. Input: dict root, node. */}}
+{{- define "drover.natsResolve" -}}
+{{- $n := .node -}}
+{{- if and (kindIs "map" $n) (eq (len $n) 1) (hasKey $n "$tplYaml") }}
+{{- $n = (include "drover.natsTpl" (dict "root" .root "program" (get $n "$tplYaml")) | fromJson).v }}
+{{- else if kindIs "map" $n }}
+{{- $out := dict }}
+{{- range $k, $v := $n }}
+{{- if not (and (kindIs "map" $v) (eq (len $v) 1) (hasKey $v "$tplYamlSpread")) }}{{ $_ := set $out $k $v }}{{ end }}
+{{- end }}
+{{- range $k, $v := $n }}
+{{- if and (kindIs "map" $v) (eq (len $v) 1) (hasKey $v "$tplYamlSpread") }}
+{{- $spread := (include "drover.natsTpl" (dict "root" $.root "program" (get $v "$tplYamlSpread")) | fromJson).v }}
+{{- if kindIs "map" $spread }}{{ range $sk, $sv := $spread }}{{ $_ := set $out $sk $sv }}{{ end }}{{ end }}
+{{- end }}
+{{- end }}
+{{- $n = $out }}
+{{- end }}
+{{- toJson (dict "v" $n) }}
+{{- end }}
+
+{{/* "true" when a node has a program for drover.natsResolve to run. */}}
+{{- define "drover.natsHasTpl" -}}
+{{- if kindIs "map" . }}
+{{- if and (eq (len .) 1) (hasKey . "$tplYaml") }}true{{ end }}
+{{- range $k, $v := . }}{{ if and (kindIs "map" $v) (eq (len $v) 1) (hasKey $v "$tplYamlSpread") }}true{{ end }}{{ end }}
+{{- end }}
+{{- end }}
+
+{{/* The value at path (a list of keys) under nats, as JSON {"v": value}; "" where
+there is none. Input: dict root, path. */}}
+{{- define "drover.natsValue" -}}
+{{- $n := .root.Values.nats }}
+{{- range $key := .path }}
+{{- if include "drover.natsHasTpl" $n }}{{ $n = (include "drover.natsResolve" (dict "root" $.root "node" $n) | fromJson).v }}{{ end }}
+{{- if kindIs "map" $n }}{{ $n = get $n $key }}{{ else }}{{ $n = "" }}{{ end }}
+{{- end }}
+{{- if include "drover.natsHasTpl" $n }}{{ $n = (include "drover.natsResolve" (dict "root" .root "node" $n) | fromJson).v }}{{ end }}
+{{- toJson (dict "v" $n) }}
+{{- end }}
+
+{{/*
+Where and how the NATS subchart serves clients, computed as that chart does
+(its values.yaml documents each key): the Service (service.name, default the
+full name) in its namespace (namespaceOverride), the client port
+(config.nats.port), TLS (config.nats.tls) with the CA of tlsCA, the headless
+Service and monitoring port KEDA reads. As JSON; only with nats.enabled.
+Computed once a render: the templates share their root context, where it is
+kept (values do not change while Helm renders).
+*/}}
+{{- define "drover.nats" -}}
+{{- if not (hasKey . "droverNATS") }}
+{{- $_ := set . "droverNATS" (include "drover.natsCompute" .) }}
+{{- end }}
+{{- get . "droverNATS" }}
+{{- end }}
+
+{{- define "drover.natsCompute" -}}
+{{- $v := dict }}
+{{- range $k, $path := dict
+    "service" (list "service" "name") "serviceOn" (list "service" "enabled") "portOn" (list "service" "ports" "nats" "enabled")
+    "headless" (list "headlessService" "name") "namespace" (list "namespaceOverride")
+    "port" (list "config" "nats" "port") "tls" (list "config" "nats" "tls" "enabled")
+    "tlsMerge" (list "config" "nats" "tls" "merge") "tlsPatch" (list "config" "nats" "tls" "patch")
+    "caOn" (list "tlsCA" "enabled") "caSecret" (list "tlsCA" "secretName") "caConfigMap" (list "tlsCA" "configMapName") "caKey" (list "tlsCA" "key")
+    "monitorOn" (list "config" "monitor" "enabled") "monitorPort" (list "config" "monitor" "port") "monitorTLS" (list "config" "monitor" "tls" "enabled")
+    "serverNamePrefix" (list "config" "serverNamePrefix") }}
+{{- $_ := set $v $k (include "drover.natsValue" (dict "root" $ "path" $path) | fromJson).v }}
+{{- end }}
+{{- $n := dict "tls" (eq (toString $v.tls) "true") "monitorTLS" (eq (toString $v.monitorTLS) "true") }}
+{{- $_ := set $n "service" (toString ($v.service | default (include "drover.natsFullname" .))) }}
+{{- $_ := set $n "headless" (toString ($v.headless | default (printf "%s-headless" (include "drover.natsFullname" .)))) }}
+{{- $_ := set $n "namespace" (toString ($v.namespace | default .Release.Namespace)) }}
+{{- /* A false that is set, not a value left out (the subchart's defaults are absent before `helm dependency build`). */}}
+{{- $_ := set $n "serviceOff" (eq (toString $v.serviceOn) "false") }}
+{{- $_ := set $n "portOff" (eq (toString $v.portOn) "false") }}
+{{- $_ := set $n "monitorOff" (eq (toString $v.monitorOn) "false") }}
+{{- $_ := set $n "port" (int ($v.port | default 4222)) }}
+{{- $_ := set $n "monitorPort" (int ($v.monitorPort | default 8222)) }}
+{{- $_ := set $n "serverNamePrefix" (toString ($v.serverNamePrefix | default "")) }}
+{{- $host := $n.service }}
+{{- if ne $n.namespace .Release.Namespace }}{{ $host = printf "%s.%s.svc" $n.service $n.namespace }}{{ end }}
+{{- $_ := set $n "url" (printf "%s://%s:%d" ($n.tls | ternary "tls" "nats") $host $n.port) }}
+{{- $_ := set $n "monitoringEndpoint" (printf "%s.%s.svc.%s:%d" $n.headless $n.namespace .Values.clusterDomain $n.monitorPort) }}
+{{- /* The CA Drover's pods verify the server with: the subchart's tlsCA, mounted
+as that chart mounts it (a ConfigMap before a Secret). */}}
+{{- $_ := set $n "caKey" "" }}{{ $_ := set $n "caConfigMap" "" }}{{ $_ := set $n "caSecret" "" }}
+{{- if and (eq (toString $v.caOn) "true") (or $v.caConfigMap $v.caSecret) }}
+{{- $_ := set $n "caKey" (toString ($v.caKey | default "ca.crt")) }}
+{{- if $v.caConfigMap }}{{ $_ := set $n "caConfigMap" (toString $v.caConfigMap) }}{{ else }}{{ $_ := set $n "caSecret" (toString $v.caSecret) }}{{ end }}
+{{- end }}
+{{- /* Server TLS settings Drover's client cannot meet: client certificates
+(verify*), which the chart gives the pods only for externalNats, and TLS before
+the server's INFO (handshake_first), which Drover's client does not do. */}}
+{{- $unmet := list }}
+{{- $tlsMerge := kindIs "map" $v.tlsMerge | ternary $v.tlsMerge dict }}
+{{- $keys := list "verify" "verify_and_map" "verify_cert_and_check_known_urls" "handshake_first" }}
+{{- range $k := $keys }}
+{{- if and (hasKey $tlsMerge $k) (ne (toString (get $tlsMerge $k)) "false") }}{{ $unmet = append $unmet (printf "merge.%s" $k) }}{{ end }}
+{{- end }}
+{{- range $op := kindIs "slice" $v.tlsPatch | ternary $v.tlsPatch list }}
+{{- $p := trimPrefix "/" (toString (get ($op | default dict) "path")) }}
+{{- if and (has $p $keys) (ne (toString (get $op "op")) "remove") (ne (toString (get $op "value")) "false") }}{{ $unmet = append $unmet (printf "patch %s" $p) }}{{ end }}
+{{- end }}
+{{- $_ := set $n "unmetTLS" $unmet }}
+{{- $_ := set $n "tlsInMerge" (hasKey (dig "config" "merge" dict .Values.nats) "tls") }}
+{{- toJson $n }}
 {{- end }}
 
 {{/* The URL Drover's processes connect to (config nats.url). */}}
 {{- define "drover.natsURL" -}}
 {{- if .Values.nats.enabled }}
-{{- printf "nats://%s:%d" (include "drover.natsServiceName" .) (int (dig "config" "nats" "port" 4222 .Values.nats)) }}
+{{- (include "drover.nats" . | fromJson).url }}
 {{- else }}
 {{- .Values.externalNats.url }}
 {{- end }}
@@ -83,7 +207,7 @@ imagePullPolicy: {{ $img.pullPolicy | default .root.Values.image.pullPolicy }}
 {{/* The monitoring endpoint (host:port) KEDA reads consumer lag from. */}}
 {{- define "drover.natsMonitoringEndpoint" -}}
 {{- if .Values.nats.enabled }}
-{{- printf "%s.%s.svc.%s:%d" (include "drover.natsHeadlessServiceName" .) .Release.Namespace .Values.clusterDomain (int .Values.nats.config.monitor.port) }}
+{{- (include "drover.nats" . | fromJson).monitoringEndpoint }}
 {{- else }}
 {{- .Values.externalNats.monitoringEndpoint }}
 {{- end }}
@@ -125,7 +249,14 @@ referenced (secretKeyRef) or mounted, never copied. Input: dict root, role.
     secretKeyRef:
       name: {{ include "drover.natsAuthSecret" $root | quote }}
       key: {{ printf "%s-password" .role | quote }}
-{{- else if not $root.Values.nats.enabled }}
+{{- end }}
+{{- if $root.Values.nats.enabled }}
+{{- $n := include "drover.nats" $root | fromJson }}
+{{- if $n.tls }}
+- name: DROVER_NATS_TLS_CA_FILE
+  value: {{ printf "/etc/drover/nats-ca/%s" $n.caKey | quote }}
+{{- end }}
+{{- else }}
 {{- $a := index $root.Values.externalNats .role }}
 {{- with $a.user }}
 - name: DROVER_NATS_USER
@@ -162,10 +293,25 @@ referenced (secretKeyRef) or mounted, never copied. Input: dict root, role.
 {{- end }}
 {{- end }}
 
-{{/* The volumes holding one role's NATS credential files (externalNats). */}}
+{{/* The volumes holding one role's NATS credential files (externalNats), or the
+CA of the NATS subchart's TLS. */}}
 {{- define "drover.natsVolumes" -}}
 {{- $root := .root -}}
-{{- if not $root.Values.nats.enabled }}
+{{- if $root.Values.nats.enabled }}
+{{- $n := include "drover.nats" $root | fromJson }}
+{{- if $n.tls }}
+- name: nats-ca
+  {{- if $n.caConfigMap }}
+  configMap:
+    name: {{ $n.caConfigMap | quote }}
+  {{- else }}
+  secret:
+    secretName: {{ $n.caSecret | quote }}
+    defaultMode: 0444
+  {{- end }}
+    items: [{key: {{ $n.caKey | quote }}, path: {{ $n.caKey | quote }}}]
+{{- end }}
+{{- else }}
 {{- $a := index $root.Values.externalNats .role }}
 {{- with $a.credsSecret }}{{ if .name }}
 - name: nats-creds
@@ -192,7 +338,11 @@ referenced (secretKeyRef) or mounted, never copied. Input: dict root, role.
 
 {{- define "drover.natsVolumeMounts" -}}
 {{- $root := .root -}}
-{{- if not $root.Values.nats.enabled }}
+{{- if $root.Values.nats.enabled }}
+{{- if (include "drover.nats" $root | fromJson).tls }}
+- {name: nats-ca, mountPath: /etc/drover/nats-ca, readOnly: true}
+{{- end }}
+{{- else }}
 {{- $a := index $root.Values.externalNats .role }}
 {{- if $a.credsSecret.name }}
 - {name: nats-creds, mountPath: /etc/drover/nats-creds, readOnly: true}
@@ -262,6 +412,43 @@ first error, which should be the one naming the value. */}}
 {{- end }}
 {{- if and $v.externalNats.tls.certKey (not $v.externalNats.tls.keyKey) }}
 {{- fail "externalNats.tls.keyKey: required with certKey" }}
+{{- end }}
+{{- end }}
+{{- if $v.nats.enabled }}
+{{- $n := include "drover.nats" . | fromJson }}
+{{- $dns := "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" }}
+{{- if or (not (regexMatch $dns $n.service)) (gt (len $n.service) 63) }}
+{{- fail (printf "nats.service.name: %q is not a Service name (a DNS label: lower-case letters, digits and '-'); a $tplYaml program must give one" $n.service) }}
+{{- end }}
+{{- if or (not (regexMatch $dns $n.headless)) (gt (len $n.headless) 63) }}
+{{- fail (printf "nats.headlessService.name: %q is not a Service name (a DNS label)" $n.headless) }}
+{{- end }}
+{{- if or (not (regexMatch $dns $n.namespace)) (gt (len $n.namespace) 63) }}
+{{- fail (printf "nats.namespaceOverride: %q is not a namespace name (a DNS label)" $n.namespace) }}
+{{- end }}
+{{- if $n.serviceOff }}
+{{- fail "nats.service.enabled: Drover's pods connect to NATS through the NATS chart's Service; keep it on (or use nats.enabled=false and externalNats)" }}
+{{- end }}
+{{- if $n.portOff }}
+{{- fail "nats.service.ports.nats.enabled: Drover's pods connect to the client port of the NATS Service; keep it on" }}
+{{- end }}
+{{- if $n.tlsInMerge }}
+{{- fail "nats.config.merge.tls: set the client port's TLS with nats.config.nats.tls (and its merge), which the chart reads to give Drover's pods a tls:// URL and the CA" }}
+{{- end }}
+{{- if and $n.tls (not (or $n.caSecret $n.caConfigMap)) }}
+{{- fail "nats.config.nats.tls.enabled: Drover's pods must verify the NATS server's certificate: set nats.tlsCA (enabled: true, secretName or configMapName, key) to the CA that signed it; the NATS chart and Drover's pods both mount it (with cert-manager, the certificate's Secret holds it as ca.crt)" }}
+{{- end }}
+{{- range $n.unmetTLS }}
+{{- if hasSuffix "handshake_first" . }}
+{{- fail (printf "nats.config.nats.tls.%s: the NATS server would expect TLS before it sends its INFO, which Drover's NATS client does not do; leave it out" .) }}
+{{- end }}
+{{- fail (printf "nats.config.nats.tls.%s: the NATS server would ask for client certificates, which the chart gives Drover's pods only with externalNats (externalNats.tls.certKey/keyKey); leave it out, or use externalNats" .) }}
+{{- end }}
+{{- if and $v.keda.enabled $n.monitorOff }}
+{{- fail "nats.config.monitor.enabled: KEDA reads the attempt consumers' lag from the NATS monitoring endpoint; keep it on with keda.enabled" }}
+{{- end }}
+{{- if and $v.keda.enabled $n.serverNamePrefix $v.nats.config.cluster.enabled }}
+{{- fail (printf "nats.config.serverNamePrefix: KEDA's nats-jetstream scaler reaches a cluster's consumer leader at SERVER_NAME.%s, which resolves only while server names are the pod names; leave serverNamePrefix empty with keda.enabled (got %q)" $n.headless $n.serverNamePrefix) }}
 {{- end }}
 {{- end }}
 {{- if and $v.nats.enabled $v.nats.config.cluster.enabled (lt (int $v.nats.config.cluster.replicas) 3) }}

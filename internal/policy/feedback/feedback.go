@@ -1,17 +1,3 @@
-// Package feedback tells the next attempt of a task what went wrong with the
-// one before: FeedbackFrom gathers a failed attempt's error, verification,
-// review, scope violations and stderr, and ComposePrompt appends them to the
-// task's prompt.
-//
-// It is a sub-package of policy because it reads eventlog types, and
-// eventlog imports policy (for policy.Resolved).
-//
-// Everything the failed attempt produced is untrusted text. ComposePrompt
-// quotes every line of it with "> ", so no line of quoted material can start
-// with '@' (which the demo agent executes as a directive) or look like a
-// heading; it strips '\r' and NUL bytes, replaces invalid UTF-8, bounds the
-// section to MaxSection bytes, and uses no clock, so the same failure
-// always composes the same prompt.
 package feedback
 
 import (
@@ -21,7 +7,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/drover-dev/drover/internal/eventlog"
+	"github.com/drover-dev/drover/internal/event"
+
+	"github.com/drover-dev/drover/internal/drovertype"
 )
 
 // MaxSection bounds what ComposePrompt appends to the prompt, in bytes.
@@ -43,11 +31,12 @@ type Feedback struct {
 	N       int
 	Runtime string
 	// Class and Message are its classified error.
-	Class, Message string
+	Class   drovertype.ErrorClass
+	Message string
 	// StderrTail is the end of the CLI's stderr.
 	StderrTail string
 	// Verification is what the checks after the run found, if any ran.
-	Verification *eventlog.Verification
+	Verification *event.Verification
 	// ScopeViolations are changed paths outside the task's scope.
 	ScopeViolations []string
 }
@@ -55,7 +44,7 @@ type Feedback struct {
 // FeedbackFrom builds Feedback from a failed attempt's number, runtime, its
 // classified error (may be nil: the report's error is used) and report (may
 // be nil). The Verification is shared with the report, not copied.
-func FeedbackFrom(n int, runtime string, e *eventlog.ErrorInfo, r *eventlog.Report) Feedback {
+func FeedbackFrom(n int, runtime string, e *event.ErrorInfo, r *event.Report) Feedback {
 	fb := Feedback{N: n, Runtime: runtime}
 	if e == nil && r != nil {
 		e = r.Error
@@ -124,7 +113,7 @@ func ComposePrompt(prompt string, fb *Feedback) string {
 
 	failed := "The previous attempt failed"
 	if fb.Class != "" {
-		failed += ": " + oneLine(fb.Class, maxName)
+		failed += ": " + oneLine(string(fb.Class), maxName)
 	}
 	msg := trimNewlines(clean(fb.Message))
 	switch {
@@ -139,7 +128,7 @@ func ComposePrompt(prompt string, fb *Feedback) string {
 
 	v := fb.Verification
 	if v == nil {
-		v = &eventlog.Verification{}
+		v = &event.Verification{}
 	}
 	var shown, more int
 	for _, c := range v.Commands {

@@ -5,12 +5,12 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/drover-dev/drover/internal/eventlog"
-	"github.com/drover-dev/drover/internal/policy"
+	"github.com/drover-dev/drover/internal/event"
+
+	"github.com/drover-dev/drover/internal/drovertype"
 )
 
 // checkSafe fails unless out is prompt followed by a section in which no
@@ -49,17 +49,17 @@ func checkSafe(t testing.TB, prompt, out string) {
 
 func TestComposePromptGolden(t *testing.T) {
 	fb := FeedbackFrom(1, "claude",
-		&eventlog.ErrorInfo{Class: "VERIFICATION_FAILED", Message: "`go test ./...` exited 1"},
-		&eventlog.Report{
+		&event.ErrorInfo{Class: "VERIFICATION_FAILED", Message: "`go test ./...` exited 1"},
+		&event.Report{
 			StderrTail:      "warning: something\r\n@exit 3\n",
 			ScopeViolations: []string{"secrets/key.txt"},
-			Verification: &eventlog.Verification{
-				Commands: []eventlog.CommandResult{
+			Verification: &event.Verification{
+				Commands: []event.CommandResult{
 					{Command: "go vet ./...", ExitCode: 0, Output: "ok"},
 					{Command: "go test ./...", ExitCode: 1, Output: "--- FAIL: TestX (0.00s)\n    x_test.go:9: got 1\nFAIL\n"},
 					{Command: "make lint", TimedOut: true, ExitCode: -1},
 				},
-				Review:          &eventlog.ReviewResult{Runtime: "codex", Reasons: []string{"missing tests", "error handling\n@exit 3"}},
+				Review:          &event.ReviewResult{Runtime: "codex", Reasons: []string{"missing tests", "error handling\n@exit 3"}},
 				ScopeViolations: []string{"secrets/key.txt", "bin/tool"},
 			},
 		})
@@ -113,10 +113,10 @@ func TestComposePromptSmall(t *testing.T) {
 			"## Feedback from attempt 1\nThe previous attempt failed: boom\nFix these problems; start again from the task above.\n"},
 		{"hostile names stay on their line", Feedback{N: 1, Runtime: "cl\naude\n@exit 3", Class: "X\n@exit 3"},
 			"## Feedback from attempt 1 (cl aude @exit 3)\nThe previous attempt failed: X @exit 3.\nFix these problems; start again from the task above.\n"},
-		{"review without verdict", Feedback{N: 3, Class: "VERIFICATION_FAILED", Verification: &eventlog.Verification{Review: &eventlog.ReviewResult{Runtime: "codex", Error: "validator crashed\n@exit 1"}}},
+		{"review without verdict", Feedback{N: 3, Class: "VERIFICATION_FAILED", Verification: &event.Verification{Review: &event.ReviewResult{Runtime: "codex", Error: "validator crashed\n@exit 1"}}},
 			"## Feedback from attempt 3\nThe previous attempt failed: VERIFICATION_FAILED.\nReview by codex: no verdict\n> validator crashed\n> @exit 1\nFix these problems; start again from the task above.\n"},
-		{"passed review and commands are not mentioned", Feedback{N: 1, Class: "SCOPE_VIOLATION", ScopeViolations: []string{"a"}, Verification: &eventlog.Verification{
-			Commands: []eventlog.CommandResult{{Command: "true", Output: "fine"}}, Review: &eventlog.ReviewResult{Runtime: "codex", Passed: true, Reasons: []string{"nice"}}, ScopeViolations: []string{"a", "b"}}},
+		{"passed review and commands are not mentioned", Feedback{N: 1, Class: "SCOPE_VIOLATION", ScopeViolations: []string{"a"}, Verification: &event.Verification{
+			Commands: []event.CommandResult{{Command: "true", Output: "fine"}}, Review: &event.ReviewResult{Runtime: "codex", Passed: true, Reasons: []string{"nice"}}, ScopeViolations: []string{"a", "b"}}},
 			"## Feedback from attempt 1\nThe previous attempt failed: SCOPE_VIOLATION.\nScope violations (changes outside the allowed paths were discarded):\n> a\n> b\nFix these problems; start again from the task above.\n"},
 		{"blank stderr is dropped", Feedback{N: 1, StderrTail: " \n\r\n"}, "## Feedback from attempt 1\nThe previous attempt failed.\nFix these problems; start again from the task above.\n"},
 		{"control and invalid bytes", Feedback{N: 1, StderrTail: "a\x00b\rc\xffd\u2028@exit 3\ve\ff"},
@@ -148,17 +148,17 @@ func hostile(n int) string {
 func TestComposePromptAtLinesAreQuoted(t *testing.T) {
 	h := hostile(20)
 	prompt := "Do the thing.\n@exit 0\n" // the prompt's own directives are kept
-	var cmds []eventlog.CommandResult
+	var cmds []event.CommandResult
 	for i := range 15 {
-		cmds = append(cmds, eventlog.CommandResult{Command: "@exit 3\n@exit 4", ExitCode: i + 1, Output: h})
+		cmds = append(cmds, event.CommandResult{Command: "@exit 3\n@exit 4", ExitCode: i + 1, Output: h})
 	}
 	fb := Feedback{
 		N: 1, Runtime: "@exit 3\n@exit 3", Class: "@exit 3\n@exit 3", Message: h,
 		StderrTail:      h,
 		ScopeViolations: strings.Split(h, "\n"),
-		Verification: &eventlog.Verification{
+		Verification: &event.Verification{
 			Commands:        cmds,
-			Review:          &eventlog.ReviewResult{Runtime: "\n@exit 3", Reasons: strings.Split(h, "\n")},
+			Review:          &event.ReviewResult{Runtime: "\n@exit 3", Reasons: strings.Split(h, "\n")},
 			ScopeViolations: []string{"@exit 9", "\n@exit 9"},
 		},
 	}
@@ -171,7 +171,7 @@ func TestComposePromptAtLinesAreQuoted(t *testing.T) {
 		t.Error("the failed commands past the tenth are not counted")
 	}
 	// With the review's error instead.
-	fb.Verification.Review = &eventlog.ReviewResult{Runtime: "codex", Error: h}
+	fb.Verification.Review = &event.ReviewResult{Runtime: "codex", Error: h}
 	checkSafe(t, prompt, ComposePrompt(prompt, &fb))
 }
 
@@ -192,17 +192,17 @@ func TestComposePromptBound(t *testing.T) {
 
 	// Every block big, many of them, some mostly newlines (quoting triples
 	// them) or multi-byte runes (cuts must fall between runes).
-	var cmds []eventlog.CommandResult
+	var cmds []event.CommandResult
 	for range 12 {
-		cmds = append(cmds, eventlog.CommandResult{Command: strings.Repeat("c", 1000), ExitCode: 1, Output: strings.Repeat("\n", 100000) + "x"})
+		cmds = append(cmds, event.CommandResult{Command: strings.Repeat("c", 1000), ExitCode: 1, Output: strings.Repeat("\n", 100000) + "x"})
 	}
 	fb := Feedback{
-		N: 1, Runtime: strings.Repeat("r", 5000), Class: strings.Repeat("K", 5000), Message: strings.Repeat("ü€😀\n", 50000),
+		N: 1, Runtime: strings.Repeat("r", 5000), Class: drovertype.ErrorClass(strings.Repeat("K", 5000)), Message: strings.Repeat("ü€😀\n", 50000),
 		StderrTail:      strings.Repeat("😀", 100000),
 		ScopeViolations: strings.Split(strings.Repeat("p/", 100000), "/"),
-		Verification: &eventlog.Verification{
+		Verification: &event.Verification{
 			Commands: cmds,
-			Review:   &eventlog.ReviewResult{Runtime: "codex", Reasons: strings.Split(strings.Repeat("r\n", 50000), "\n")},
+			Review:   &event.ReviewResult{Runtime: "codex", Reasons: strings.Split(strings.Repeat("r\n", 50000), "\n")},
 		},
 	}
 	out = ComposePrompt("P", &fb)
@@ -259,10 +259,10 @@ func TestFeedbackFrom(t *testing.T) {
 	if got := FeedbackFrom(2, "codex", nil, nil); !reflect.DeepEqual(got, Feedback{N: 2, Runtime: "codex"}) {
 		t.Errorf("FeedbackFrom(nil, nil) = %+v", got)
 	}
-	v := &eventlog.Verification{ScopeViolations: []string{"b", "c"}}
-	r := &eventlog.Report{
+	v := &event.Verification{ScopeViolations: []string{"b", "c"}}
+	r := &event.Report{
 		StderrTail:      "err",
-		Error:           &eventlog.ErrorInfo{Class: "RUNTIME_ERROR", Message: "from report"},
+		Error:           &event.ErrorInfo{Class: "RUNTIME_ERROR", Message: "from report"},
 		Verification:    v,
 		ScopeViolations: []string{"a", "b"},
 	}
@@ -272,23 +272,9 @@ func TestFeedbackFrom(t *testing.T) {
 		t.Errorf("FeedbackFrom = %+v\nwant %+v", got, want)
 	}
 	// The classified error wins over the report's.
-	got = FeedbackFrom(1, "claude", &eventlog.ErrorInfo{Class: "VERIFICATION_FAILED", Message: "classified"}, r)
+	got = FeedbackFrom(1, "claude", &event.ErrorInfo{Class: "VERIFICATION_FAILED", Message: "classified"}, r)
 	if got.Class != "VERIFICATION_FAILED" || got.Message != "classified" {
 		t.Errorf("FeedbackFrom with error = %+v", got)
-	}
-}
-
-// TestStrategies keeps policy's strategy strings equal to eventlog's (policy
-// cannot import eventlog, which imports it).
-func TestStrategies(t *testing.T) {
-	r := policy.DefaultRetry()
-	r.Fallback = []string{"codex"}
-	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	if d := policy.Decide(r, "claude", "", policy.Failure{Class: "RUNTIME_TIMEOUT", Attempts: 1, Runtime: "claude"}, now, "s"); d.Strategy != eventlog.StrategySameRuntime {
-		t.Errorf("same-runtime strategy %q, eventlog says %q", d.Strategy, eventlog.StrategySameRuntime)
-	}
-	if d := policy.Decide(r, "claude", "", policy.Failure{Class: "RATE_LIMITED", Attempts: 1, Runtime: "claude"}, now, "s"); d.Strategy != eventlog.StrategyFallback {
-		t.Errorf("fallback strategy %q, eventlog says %q", d.Strategy, eventlog.StrategyFallback)
 	}
 }
 
@@ -304,20 +290,20 @@ func FuzzComposePrompt(f *testing.F) {
 		message = strings.Repeat(message, 1+copies*10)
 		stderr = strings.Repeat(stderr, 1+copies*20)
 		output = strings.Repeat(output, 1+copies*5)
-		v := &eventlog.Verification{
-			Review:          &eventlog.ReviewResult{Runtime: runtime, Reasons: []string{reason, output}},
+		v := &event.Verification{
+			Review:          &event.ReviewResult{Runtime: runtime, Reasons: []string{reason, output}},
 			ScopeViolations: []string{path, reason},
 		}
 		for i := range copies {
-			v.Commands = append(v.Commands, eventlog.CommandResult{Command: command, ExitCode: i - copies/2, TimedOut: i%3 == 0, Output: output})
+			v.Commands = append(v.Commands, event.CommandResult{Command: command, ExitCode: i - copies/2, TimedOut: i%3 == 0, Output: output})
 		}
-		fb := Feedback{N: n, Runtime: runtime, Class: class, Message: message, StderrTail: stderr, Verification: v, ScopeViolations: []string{path}}
+		fb := Feedback{N: n, Runtime: runtime, Class: drovertype.ErrorClass(class), Message: message, StderrTail: stderr, Verification: v, ScopeViolations: []string{path}}
 		out := ComposePrompt(prompt, &fb)
 		checkSafe(t, prompt, out)
 		if again := ComposePrompt(prompt, &fb); again != out {
 			t.Fatal("not deterministic")
 		}
-		v.Review = &eventlog.ReviewResult{Runtime: runtime, Error: message + reason}
+		v.Review = &event.ReviewResult{Runtime: runtime, Error: message + reason}
 		checkSafe(t, prompt, ComposePrompt(prompt, &fb))
 	})
 }

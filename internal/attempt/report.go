@@ -1,0 +1,195 @@
+package attempt
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/drover-dev/drover/internal/event"
+
+	"github.com/drover-dev/drover/internal/adapter"
+	"github.com/drover-dev/drover/internal/transcript"
+	"github.com/drover-dev/drover/internal/worktree"
+)
+
+// Limits of what one report and one diff event carry; the rest is counted.
+const (
+	maxDiffInEvent  = 64 << 10
+	maxTailInReport = 8 << 10
+	maxFileEvents   = 1000
+	maxToolsCounted = 100
+)
+
+// report assembles the report from what the phases found, as far as they
+// went; failure nil means the attempt succeeded.
+func (a *run) report(failure *adapter.Error) *event.Report {
+	rep := &event.Report{Branch: a.job.Branch, Success: failure == nil, Sandbox: a.r.sandboxState(), SandboxDenied: a.box.denied()}
+	if failure != nil {
+		rep.Error = &event.ErrorInfo{Class: failure.Class, Category: failure.Category, Message: failure.Message,
+			Recoverable: failure.Recoverable, Status: failure.Status, RetryAfterMS: failure.RetryAfter.Milliseconds(),
+			ResetAt: failure.ResetAt}
+	}
+	if a.wt != nil {
+		rep.Worktree = a.wt.Path
+	}
+	if res := a.res; res != nil {
+		rep.ExitCode, rep.Signal, rep.DurationMS = res.ExitCode, res.Signal, res.Duration().Milliseconds()
+		rep.StdoutTail = headTail(res.Stdout.String(), maxTailInReport)
+		rep.StderrTail = headTail(res.Stderr.String(), maxTailInReport)
+	}
+	if a.sum != nil {
+		rep.Usage, rep.ToolCalls = usage(a.sum.Usage), toolCalls(a.sum.Events)
+		rep.FinalText, rep.Unparsed = tailString(a.sum.FinalText, maxTailInReport), a.sum.Unparsed
+	}
+	if c := a.changes; c != nil {
+		// Lists are bounded so an event stays well under the stream's
+		// message size limit; the diff stat and the pushed branch have the
+		// whole story.
+		rep.FilesCreated, rep.FilesModified, rep.FilesDeleted = capList(c.Created), capList(c.Modified), capList(c.Deleted)
+		rep.DiffSummary = c.DiffStat
+	}
+	rep.Verification, rep.ScopeViolations = a.verification, a.violations
+	rep.Commit, rep.CommitsCreated = a.commit, a.commits
+	rep.EventsObject, rep.LogObject, rep.LogBytes, rep.PatchObject = a.stored.events, a.stored.log, a.stored.logBytes, a.stored.patch
+	return rep
+}
+
+// usage is what the CLI said it used, or nil when it said nothing.
+func usage(u transcript.Usage) *event.Usage {
+	if u == (transcript.Usage{}) {
+		return nil
+	}
+	return &event.Usage{Model: u.Model, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD}
+}
+
+// toolCalls counts the tool calls by tool, for the first maxToolsCounted
+// tools named; nil when there were none.
+func toolCalls(events []transcript.Event) map[string]int {
+	var calls map[string]int
+	for _, e := range events {
+		if e.Kind == transcript.KindToolCall && e.Tool != "" && len(calls) < maxToolsCounted {
+			if calls == nil {
+				calls = map[string]int{}
+			}
+			calls[e.Tool]++
+		}
+	}
+	return calls
+}
+
+// emitChanges emits a file event per changed path, up to maxFileEvents,
+// and the diff, cut to maxDiffInEvent.
+func (r *Runner) emitChanges(ctx context.Context, emit Emitter, c *worktree.Changes) error {
+	n := 0
+	for _, set := range []struct {
+		kind  string
+		paths []string
+	}{{"created", c.Created}, {"modified", c.Modified}, {"deleted", c.Deleted}} {
+		for _, p := range set.paths {
+			if n++; n > maxFileEvents {
+				break
+			}
+			if err := emit.Emit(ctx, event.FileModified, p, event.FileModifiedData{Path: p, Change: set.kind}); err != nil {
+				return err
+			}
+		}
+	}
+	d := event.DiffComputedData{
+		Created: capList(c.Created), Modified: capList(c.Modified), Deleted: capList(c.Deleted), Stat: tailString(c.DiffStat, maxDiffInEvent),
+		Diff: c.Diff, DiffBytes: len(c.Diff),
+	}
+	if len(d.Diff) > maxDiffInEvent {
+		d.Diff, d.DiffTruncated = d.Diff[:maxDiffInEvent], true
+	}
+	return emit.Emit(ctx, event.DiffComputed, "", d)
+}
+
+func tailString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
+// capList keeps the first maxFileEvents paths of a list.
+func capList(paths []string) []string {
+	if len(paths) > maxFileEvents {
+		return paths[:maxFileEvents]
+	}
+	return paths
+}
+
+// stored names the artifacts put in the object store.
+type stored struct {
+	events, log, patch string
+	logBytes           int64
+}
+
+// storeArtifacts uploads the parsed output events, the full log and the
+// patch. They are best effort: the report says what was stored, and a
+// failure to store loses no state.
+func (a *run) storeArtifacts(ctx context.Context) {
+	r, job, sum := a.r, a.job, a.sum
+	if r.Artifacts == nil {
+		return
+	}
+	if sum != nil && len(sum.Events) > 0 {
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		for _, e := range sum.Events {
+			_ = enc.Encode(outputEvent{Kind: string(e.Kind), Stream: streamName(e.Stream), Text: e.Text, Tool: e.Tool, Input: e.Input, IsError: e.IsError})
+		}
+		name := fmt.Sprintf("%s/e%d/events.jsonl", job.Attempt, job.Epoch)
+		if _, err := r.Artifacts.Put(ctx, name, strings.NewReader(r.Redact.String(b.String()))); err != nil {
+			r.Logger.Warn("store parsed events", "attempt", job.Attempt, "err", err)
+		} else {
+			a.stored.events = name
+		}
+	}
+	if f, err := os.Open(a.logPath); err == nil {
+		name := fmt.Sprintf("%s/e%d/output.log", job.Attempt, job.Epoch)
+		if n, err := r.Artifacts.Put(ctx, name, f); err != nil {
+			r.Logger.Warn("store output log", "attempt", job.Attempt, "err", err)
+		} else {
+			a.stored.log, a.stored.logBytes = name, n
+		}
+		f.Close()
+	}
+	if diff := a.changes.Diff; diff != "" {
+		name := fmt.Sprintf("%s/e%d/diff.patch", job.Attempt, job.Epoch)
+		if _, err := r.Artifacts.Put(ctx, name, strings.NewReader(r.Redact.String(diff))); err != nil {
+			r.Logger.Warn("store patch", "attempt", job.Attempt, "err", err)
+		} else {
+			a.stored.patch = name
+		}
+	}
+}
+
+// outputEvent is one normalised event of the CLI's output, as stored.
+type outputEvent struct {
+	Kind    string          `json:"kind"`
+	Stream  string          `json:"stream"`
+	Text    string          `json:"text,omitempty"`
+	Tool    string          `json:"tool,omitempty"`
+	Input   json.RawMessage `json:"input,omitempty"`
+	IsError bool            `json:"is_error,omitempty"`
+}
+
+func streamName(s transcript.Stream) string {
+	if s == transcript.Stderr {
+		return "stderr"
+	}
+	return "stdout"
+}
+
+// headTail keeps the first and the last n/2 bytes of s: how a CLI started
+// and how it ended are both worth reading in a report.
+func headTail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return fmt.Sprintf("%s\n…[%d bytes omitted; the full log is in the object store]…\n%s", s[:n/2], len(s)-n, s[len(s)-n/2:])
+}

@@ -1,0 +1,628 @@
+package console
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/queue"
+)
+
+// Live pages are server-sent events. Every payload is JSON, which has no
+// raw newline to break the stream's framing and escapes <, > and & so that
+// no payload reads as markup whatever a page does with it; the page's
+// script puts text in with textContent only (static/console.js).
+
+// sse writes one page's event stream.
+type sse struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+// heartbeat keeps idle streams open through proxies that close quiet
+// connections.
+const heartbeat = 15 * time.Second
+
+func startSSE(w http.ResponseWriter) *sse {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	s := &sse{w: w, rc: http.NewResponseController(w)}
+	_, _ = io.WriteString(w, "retry: 3000\n\n")
+	_ = s.rc.Flush()
+	return s
+}
+
+// send writes one event; an error means the browser is gone.
+func (s *sse) send(name string, v any) error {
+	data, err := json.Marshal(cleaned(v))
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	b.WriteString("event: ")
+	b.WriteString(name)
+	b.WriteString("\ndata: ")
+	b.Write(data)
+	b.WriteString("\n\n")
+	_ = s.rc.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if _, err := s.w.Write(b.Bytes()); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+func (s *sse) ping() error {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(s.w, ": ping\n\n"); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+// rowsMsg updates a table: rows replace those of the same key (or are
+// added, at the top with Prepend), Remove drops rows, Replace drops every
+// row not sent.
+type rowsMsg struct {
+	Table   string   `json:"t"`
+	Rows    []row    `json:"rows,omitempty"`
+	Remove  []string `json:"remove,omitempty"`
+	Replace bool     `json:"replace,omitempty"`
+	Prepend bool     `json:"prepend,omitempty"`
+}
+
+// rowDiff remembers the rows a page was sent, to send only changes.
+type rowDiff map[string]string
+
+// changed returns the rows that differ from those sent, and the keys sent
+// before that are no longer there.
+func (d rowDiff) changed(rows []row) (out []row, gone []string) {
+	seen := make(map[string]bool, len(rows))
+	for _, r := range rows {
+		seen[r.Key] = true
+		b, _ := json.Marshal(withoutAges(r))
+		if d[r.Key] != string(b) {
+			d[r.Key] = string(b)
+			out = append(out, r)
+		}
+	}
+	for k := range d {
+		if !seen[k] {
+			gone = append(gone, k)
+			delete(d, k)
+		}
+	}
+	slices.Sort(gone)
+	return out, gone
+}
+
+// withoutAges is a row without the text of its ages, which the page
+// keeps current itself: a row whose age alone changed is not sent again.
+func withoutAges(r row) row {
+	cells := make([]cell, len(r.Cells))
+	for i, c := range r.Cells {
+		if c.Since != 0 {
+			c.Text = ""
+		}
+		cells[i] = c
+	}
+	r.Cells = cells
+	return r
+}
+
+// fieldDiff does the same for a page's fields.
+type fieldDiff map[string]string
+
+func (d fieldDiff) changed(fields map[string]cell) map[string]cell {
+	out := map[string]cell{}
+	for k, v := range fields {
+		b, _ := json.Marshal(v)
+		if d[k] != string(b) {
+			d[k] = string(b)
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// follow streams a live page: update runs at once and again after folds
+// (wake), at most once per LiveInterval, until the browser leaves or the
+// console closes. update returns false to end the stream.
+func (c *Console) follow(w http.ResponseWriter, r *http.Request, wake <-chan struct{}, update func(s *sse) (bool, error)) {
+	if !c.enter() {
+		http.Error(w, "the console is stopping", http.StatusServiceUnavailable)
+		return
+	}
+	defer c.leave()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(c.ctx, cancel)
+	defer stop()
+	s := startSSE(w)
+	if more, err := update(s); err != nil || !more {
+		return
+	}
+	beat := time.NewTicker(heartbeat)
+	defer beat.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-beat.C:
+			if s.ping() != nil {
+				return
+			}
+			continue
+		case <-wake:
+		}
+		// Folds that arrive while this waits are sent together.
+		if wait := c.o.LiveInterval - time.Since(last); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
+		last = time.Now()
+		if more, err := update(s); err != nil || !more {
+			return
+		}
+	}
+}
+
+func (c *Console) flowsLive(w http.ResponseWriter, r *http.Request) {
+	filter := r.URL.Query().Get("state")
+	wake, unsub := c.o.Folds.Subscribe()
+	defer unsub()
+	sent := rowDiff{}
+	first := true
+	c.follow(w, r, wake, func(s *sse) (bool, error) {
+		now := c.o.Now()
+		var rows []row
+		for _, f := range c.cache.flows() {
+			if flowMatches(f, filter) {
+				rows = append(rows, f.row(now))
+			}
+		}
+		changed, gone := sent.changed(rows)
+		if len(changed) == 0 && len(gone) == 0 && !first {
+			return true, nil
+		}
+		first = false
+		// Newest first, as the page lists them: a new flow goes on top.
+		slices.Reverse(changed)
+		return true, s.send("rows", rowsMsg{Table: "flows", Rows: changed, Remove: gone, Prepend: true})
+	})
+}
+
+// tasksMsg is the graph's update: [index, state, attempts, error class]
+// per task that changed, all of them at first.
+type tasksMsg [][4]any
+
+func (c *Console) flowLive(w http.ResponseWriter, r *http.Request) {
+	flowID := r.PathValue("flow")
+	filter, pg, _ := pageParams(r)
+	wake, unsub := c.o.Folds.Subscribe()
+	defer unsub()
+	var tasks []taskLive
+	rows, fields := rowDiff{}, fieldDiff{}
+	c.follow(w, r, wake, func(s *sse) (bool, error) {
+		snap := c.cache.flow(flowID)
+		if snap == nil {
+			return false, s.send("notice", cell{Text: "There is no flow " + flowID + "."})
+		}
+		if f := fields.changed(flowFields(snap.summary)); len(f) > 0 {
+			if err := s.send("fields", f); err != nil {
+				return false, err
+			}
+		}
+		var delta tasksMsg
+		for i, t := range snap.tasks {
+			if tasks == nil || tasks[i] != t {
+				delta = append(delta, [4]any{i, t.S, t.A, t.E})
+			}
+		}
+		tasks = snap.tasks
+		if len(delta) > 0 {
+			if err := s.send("tasks", delta); err != nil {
+				return false, err
+			}
+		}
+		now := c.o.Now()
+		var page []row
+		c.o.Projection.Read(func(st *projection.State) {
+			f := st.Flows[flowID]
+			if f == nil {
+				return
+			}
+			idx, _ := tablePage(st, f, filter, pg, c.o.PageSize)
+			for _, i := range idx {
+				if t := st.Task(f.ID, f.Order[i]); t != nil {
+					page = append(page, taskRow(st, t, i, now))
+				}
+			}
+		})
+		if changed, gone := rows.changed(page); len(changed) > 0 || len(gone) > 0 {
+			return true, s.send("rows", rowsMsg{Table: "tasks", Rows: changed, Remove: gone})
+		}
+		return true, nil
+	})
+}
+
+func (c *Console) taskLive(w http.ResponseWriter, r *http.Request) {
+	flowID, taskID := r.PathValue("flow"), r.PathValue("task")
+	wake, unsub := c.o.Folds.Subscribe()
+	defer unsub()
+	rows, fields := rowDiff{}, fieldDiff{}
+	c.follow(w, r, wake, func(s *sse) (bool, error) {
+		now := c.o.Now()
+		var f map[string]cell
+		var attempts []row
+		c.o.Projection.Read(func(st *projection.State) {
+			t := st.Task(flowID, taskID)
+			if t == nil {
+				return
+			}
+			f = taskFields(st, t)
+			var prev *projection.Attempt
+			for _, a := range taskAttempts(st, t) {
+				attempts = append(attempts, attemptRow(a, prev, now))
+				prev = a
+			}
+		})
+		if f == nil {
+			return false, s.send("notice", cell{Text: "There is no task " + taskID + " in flow " + flowID + "."})
+		}
+		if ch := fields.changed(f); len(ch) > 0 {
+			if err := s.send("fields", ch); err != nil {
+				return false, err
+			}
+		}
+		if changed, gone := rows.changed(attempts); len(changed) > 0 || len(gone) > 0 {
+			return true, s.send("rows", rowsMsg{Table: "attempts", Rows: changed, Remove: gone})
+		}
+		return true, nil
+	})
+}
+
+// outputMsg is a piece of an attempt's output, cleaned (termText).
+type outputMsg struct {
+	Stream string `json:"s"`
+	Text   string `json:"t"`
+}
+
+// outputBatch is how long output chunks are gathered into one event.
+const outputBatch = 100 * time.Millisecond
+
+// outputQuiet is how long the output stream must stay silent, once the
+// attempt has ended, for all of its output to count as sent.
+const outputQuiet = 1500 * time.Millisecond
+
+func (c *Console) attemptLive(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("attempt")
+	withOutput := r.URL.Query().Get("output") == "1"
+	var flowID string
+	c.o.Projection.Read(func(st *projection.State) {
+		if a := st.Attempts[id]; a != nil {
+			flowID = a.Flow
+		}
+	})
+	if flowID == "" {
+		http.NotFound(w, r)
+		return
+	}
+	if !c.enter() {
+		http.Error(w, "the console is stopping", http.StatusServiceUnavailable)
+		return
+	}
+	defer c.leave()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(c.ctx, cancel)()
+	wake, unsub := c.o.Folds.Subscribe()
+	defer unsub()
+
+	var chunks chan outputMsg
+	if withOutput && c.o.Artifacts != nil {
+		if out, err := c.o.Artifacts.Output(ctx, flowID, id); err == nil {
+			defer out.Stop()
+			context.AfterFunc(ctx, out.Stop)
+			chunks = make(chan outputMsg, 64)
+			go readOutput(ctx, out, chunks)
+		}
+	}
+	s := startSSE(w)
+	fields := fieldDiff{}
+	sentSeqs := map[uint64]bool{}
+	var timeline []timelineEntry
+	var phaseKey string
+	var ended, endedAtFirst, first = false, false, true
+	update := func() error {
+		var a *projection.Attempt
+		var seqs []uint64
+		now := c.o.Now()
+		c.o.Projection.Read(func(st *projection.State) {
+			x := st.Attempts[id]
+			if x == nil {
+				return
+			}
+			cp := *x
+			a = &cp
+			// The events are looked for again only when the attempt changed.
+			key := string(x.Phase) + "|" + string(x.State) + "|" + x.EndedAt.String()
+			if x.Error != nil {
+				key += "|" + string(x.Error.Class)
+			}
+			if key != phaseKey {
+				phaseKey = key
+				seqs = attemptEventSeqs(st, id, maxTimeline)
+			}
+		})
+		if a == nil {
+			return nil
+		}
+		var fresh []uint64
+		for _, q := range seqs {
+			if !sentSeqs[q] {
+				fresh = append(fresh, q)
+			}
+		}
+		if len(fresh) > 0 {
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			entries := c.readTimeline(rctx, fresh)
+			cancel()
+			var start time.Time
+			timeline = append(timeline, entries...)
+			slices.SortFunc(timeline, func(x, y timelineEntry) int { return int(x.Seq) - int(y.Seq) })
+			if len(timeline) > 0 {
+				start = timeline[0].Time
+			}
+			var rows []row
+			for _, e := range timeline {
+				sentSeqs[e.Seq] = true
+				rows = append(rows, e.row(start))
+			}
+			if err := s.send("rows", rowsMsg{Table: "timeline", Rows: rows}); err != nil {
+				return err
+			}
+		}
+		f := attemptFields(a, now)
+		end := now
+		if !a.EndedAt.IsZero() {
+			end = a.EndedAt
+		}
+		f["bar"] = cell{Bar: phaseBar(timeline, end)}
+		if ch := fields.changed(f); len(ch) > 0 {
+			if err := s.send("fields", ch); err != nil {
+				return err
+			}
+		}
+		ended = a.State.Terminal()
+		if first {
+			endedAtFirst, first = ended, false
+		}
+		return nil
+	}
+	if update() != nil {
+		return
+	}
+	beat := time.NewTicker(heartbeat)
+	defer beat.Stop()
+	quiet := time.NewTimer(outputQuiet)
+	defer quiet.Stop()
+	var pending []outputMsg
+	var flush <-chan time.Time
+	last := time.Now()
+	for {
+		if ended && chunks == nil {
+			msg := cell{} // a page opened after the end has all there is
+			if !endedAtFirst {
+				msg.Text = "The attempt has ended: reload for its report, diff and stored log."
+			}
+			_ = s.send("end", msg)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-beat.C:
+			if s.ping() != nil {
+				return
+			}
+		case m, ok := <-chunks:
+			if !ok {
+				chunks = nil
+				continue
+			}
+			pending = append(pending, m)
+			if flush == nil {
+				flush = time.After(outputBatch)
+			}
+			quiet.Reset(outputQuiet)
+		case <-flush:
+			flush = nil
+			if s.send("output", mergeOutput(pending)) != nil {
+				return
+			}
+			pending = pending[:0]
+		case <-quiet.C:
+			if ended && len(pending) == 0 {
+				chunks = nil // all out: nothing came for a while after the end
+			}
+			quiet.Reset(outputQuiet)
+		case <-wake:
+			if wait := c.o.LiveInterval - time.Since(last); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(wait):
+				}
+			}
+			last = time.Now()
+			if update() != nil {
+				return
+			}
+			if ended {
+				quiet.Reset(outputQuiet)
+			}
+		}
+	}
+}
+
+// readOutput cleans an attempt's output chunks, per stream, into out.
+func readOutput(ctx context.Context, in OutputStream, out chan<- outputMsg) {
+	defer close(out)
+	cleaners := map[string]*termText{}
+	for {
+		ch, _, err := in.Next()
+		if err != nil {
+			return
+		}
+		t := cleaners[ch.Stream]
+		if t == nil {
+			t = &termText{}
+			cleaners[ch.Stream] = t
+		}
+		text := t.write(ch.Text)
+		if text == "" {
+			continue
+		}
+		select {
+		case out <- outputMsg{Stream: ch.Stream, Text: text}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// mergeOutput joins consecutive pieces of the same stream.
+func mergeOutput(ms []outputMsg) []outputMsg {
+	var out []outputMsg
+	for _, m := range ms {
+		if n := len(out); n > 0 && out[n-1].Stream == m.Stream {
+			out[n-1].Text += m.Text
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// workersRefresh re-reads the registry even without a change, so that a
+// worker whose registration lapsed leaves the page.
+const workersRefresh = 15 * time.Second
+
+func (c *Console) workersLive(w http.ResponseWriter, r *http.Request) {
+	if c.o.Fleet == nil {
+		http.NotFound(w, r)
+		return
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	wake := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	if changes, err := c.o.Fleet.WatchWorkers(ctx); err == nil {
+		go func() {
+			for range changes {
+				poke()
+			}
+		}()
+	}
+	go func() {
+		t := time.NewTicker(workersRefresh)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				poke()
+			}
+		}
+	}()
+	c.follow(w, r, wake, func(s *sse) (bool, error) {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		ws, err := c.o.Fleet.Workers(rctx)
+		cancel()
+		if err != nil {
+			return true, nil // keep what is shown; the next change tries again
+		}
+		workers, runtimes := workerRows(ws, c.o.Now())
+		if err := s.send("rows", rowsMsg{Table: "workers", Rows: workers, Replace: true}); err != nil {
+			return false, err
+		}
+		return true, s.send("rows", rowsMsg{Table: "runtimes", Rows: runtimes, Replace: true})
+	})
+}
+
+func (c *Console) deadLettersLive(w http.ResponseWriter, r *http.Request) {
+	if c.o.DeadLetters == nil {
+		http.NotFound(w, r)
+		return
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	in, err := c.o.DeadLetters.WatchDeadLetters(ctx)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	wake := make(chan struct{}, 1)
+	var mu sync.Mutex
+	var fresh []queue.DeadLetter
+	go func() {
+		for d := range in {
+			mu.Lock()
+			fresh = append(fresh, d)
+			mu.Unlock()
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	c.follow(w, r, wake, func(s *sse) (bool, error) {
+		mu.Lock()
+		ds := fresh
+		fresh = nil
+		mu.Unlock()
+		if len(ds) == 0 {
+			return true, nil
+		}
+		now := c.o.Now()
+		var rows []row
+		for _, d := range ds { // oldest first: each goes on top of the one before
+			rows = append(rows, deadLetterRow(d, now))
+		}
+		return true, s.send("rows", rowsMsg{Table: "deadletters", Rows: rows, Prepend: true})
+	})
+}
+
+// writeCompressed gzips a response for a browser that takes it.
+func writeCompressed(w http.ResponseWriter, r *http.Request, write func(io.Writer) error) {
+	if !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+		_ = write(w)
+		return
+	}
+	w.Header().Set("Content-Encoding", "gzip")
+	w.Header().Add("Vary", "Accept-Encoding")
+	zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	_ = write(zw)
+	_ = zw.Close()
+}

@@ -1,0 +1,339 @@
+package controller
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/projection/foldtest"
+	"github.com/drover-dev/drover/internal/queue"
+)
+
+// How the decision scenarios (decide_scenario_test.go) print decisions and
+// the projection: one line per thing, the fields that decide what happens
+// next, times as offsets from foldtest.BaseTime.
+
+// at prints a time as its offset from BaseTime.
+func at(t time.Time) string {
+	d := t.Sub(foldtest.BaseTime)
+	if d%time.Second == 0 {
+		return fmt.Sprintf("%ds", d/time.Second)
+	}
+	return d.String()
+}
+
+// fields builds a line of " key=value" pairs, skipping empty values.
+type fields struct{ strings.Builder }
+
+func (f *fields) add(key string, value any) *fields {
+	s := fmt.Sprint(value)
+	switch value.(type) {
+	case string:
+	default:
+		if s == "0" || s == "false" || s == "[]" || s == "0s" {
+			return f
+		}
+	}
+	if s != "" {
+		fmt.Fprintf(f, " %s=%s", key, s)
+	}
+	return f
+}
+
+func (f *fields) quoted(key, value string) *fields {
+	if value != "" {
+		fmt.Fprintf(f, " %s=%q", key, value)
+	}
+	return f
+}
+
+func (f *fields) flag(name string, on bool) *fields {
+	if on {
+		f.WriteString(" " + name)
+	}
+	return f
+}
+
+func merges(m []event.DepResult) string {
+	if len(m) == 0 {
+		return ""
+	}
+	parts := make([]string, len(m))
+	for i, r := range m {
+		parts[i] = r.Task + ":" + r.Branch + "@" + r.Commit
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// decisionFields prints the payload of each type of decision. A type not
+// listed prints its payload as JSON, so a new decision shows up in the
+// scenarios before it has a line of its own here.
+var decisionFields = map[event.Type]func(ev *event.Event) (string, error){
+	event.AttemptScheduled: payload(func(d *event.AttemptScheduledData) string {
+		var f fields
+		f.add("n", d.N).add("runtime", d.Runtime).add("model", d.Model)
+		if len(d.Args) > 0 {
+			f.add("args", "["+strings.Join(d.Args, " ")+"]")
+		}
+		f.add("pool", d.Pool).add("branch", d.Branch).add("timeout", time.Duration(d.Timeout)).add("merge", merges(d.Merge))
+		return f.String() + prompt(d.Prompt)
+	}),
+	event.RuntimeErrorClassified: payload(func(d *event.RuntimeErrorClassifiedData) string {
+		var f fields
+		f.add("class", d.Class).add("category", d.Category).quoted("message", d.Message)
+		return f.String()
+	}),
+	event.RuntimeRecoveryScheduled: payload(func(d *event.RuntimeRecoveryScheduledData) string {
+		var f fields
+		f.add("strategy", d.Strategy).add("n", d.N).add("runtime", d.Runtime).add("model", d.Model).
+			add("delay", (time.Duration(d.DelayMS)*time.Millisecond).String()).add("due", at(d.DueAt)).quoted("reason", d.Reason)
+		return f.String()
+	}),
+	event.TaskFailed: payload(func(d *event.TaskFailedData) string {
+		var f fields
+		f.add("class", d.Class).quoted("reason", d.Reason)
+		return f.String()
+	}),
+	event.TaskCancelled: payload(func(d *event.TaskCancelledData) string {
+		var f fields
+		f.quoted("reason", d.Reason)
+		return f.String()
+	}),
+	event.IntegrationScheduled: payload(func(d *event.IntegrationScheduledData) string {
+		var f fields
+		f.add("n", d.N).add("branch", d.Branch).add("runtime", d.Runtime).add("pool", d.Pool).add("merge", merges(d.Merge))
+		return f.String()
+	}),
+	event.FlowCompleted: payload(func(d *event.FlowCompletedData) string {
+		var f fields
+		f.add("state", d.State).add("round", d.Round)
+		return f.String()
+	}),
+}
+
+func payload[T any](render func(*T) string) func(ev *event.Event) (string, error) {
+	return func(ev *event.Event) (string, error) {
+		var d T
+		if err := ev.Payload(&d); err != nil {
+			return "", err
+		}
+		return render(&d), nil
+	}
+}
+
+// prompt prints a composed prompt as an indented block under its line.
+func prompt(p string) string {
+	if p == "" {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n  prompt:")
+	for line := range strings.SplitSeq(p, "\n") {
+		b.WriteString(strings.TrimRight("\n  | "+line, " "))
+	}
+	return b.String()
+}
+
+// renderAction prints one action of the decision function.
+func renderAction(st *projection.State, a action) string {
+	switch {
+	case a.event != nil:
+		ev := a.event
+		render, ok := decisionFields[ev.Type]
+		if !ok {
+			return fmt.Sprintf("%s %s", ev.ID, ev.Data)
+		}
+		s, err := render(ev)
+		if err != nil {
+			return fmt.Sprintf("%s undecodable: %v", ev.ID, err)
+		}
+		return ev.ID + s
+	case a.job != nil:
+		return "job " + a.job.Attempt + renderJob(st, a.job)
+	case a.stop != nil:
+		var f fields
+		f.add("state", a.stop.State).add("worker", a.stop.Worker).add("epoch", a.stop.Epoch)
+		return "stop " + a.stop.ID + f.String()
+	}
+	return "empty action"
+}
+
+// renderJob prints what a job carries. Its prompt should be the attempt's
+// composed one (prompt=composed), or the task's as written on a first
+// attempt (not printed); any other is printed whole.
+func renderJob(st *projection.State, j *queue.Job) string {
+	var f fields
+	if j.Kind != drovertype.JobAttempt {
+		f.add("kind", j.Kind)
+	}
+	f.add("runtime", j.Runtime).add("model", j.Model)
+	if len(j.Args) > 0 {
+		f.add("args", "["+strings.Join(j.Args, " ")+"]")
+	}
+	f.add("pool", j.Pool).add("branch", j.Branch).add("timeout", time.Duration(j.Timeout)).add("merge", merges(j.Merge))
+	if len(j.Verify) > 0 {
+		verify, _ := json.Marshal(j.Verify)
+		f.add("verify", string(verify))
+	}
+	if s := j.Scope; s != nil {
+		if len(s.Allow) > 0 {
+			f.add("allow", "["+strings.Join(s.Allow, " ")+"]")
+		}
+		if len(s.Deny) > 0 {
+			f.add("deny", "["+strings.Join(s.Deny, " ")+"]")
+		}
+	}
+	if r := j.Review; r != nil {
+		f.add("review", r.Runtime)
+	}
+	if j.Kind == drovertype.JobIntegrate {
+		return f.String()
+	}
+	want := ""
+	if a := st.Attempts[j.Attempt]; a != nil && a.Prompt != "" {
+		want = a.Prompt
+		f.add("prompt", "composed")
+	} else if fl := st.Flows[j.Flow]; fl != nil {
+		if spec, _ := fl.Spec.Task(j.Task); spec != nil {
+			want = spec.Prompt
+		}
+	}
+	if j.Prompt != want {
+		return f.String() + prompt(j.Prompt)
+	}
+	return f.String()
+}
+
+// A viewLine is one flow, task or attempt of the projection, printed.
+// What never changes (a flow's repo) is in more, printed with the whole
+// state and when the thing is new, not on every change.
+type viewLine struct{ key, text, more string }
+
+func (l viewLine) String() string { return l.key + ": " + l.text + l.more }
+
+// view prints the projection: each flow, then its tasks in the flow's
+// order, then their attempts.
+func view(st *projection.State) []viewLine {
+	var out []viewLine
+	for _, id := range slices.Sorted(maps.Keys(st.Flows)) {
+		f := st.Flows[id]
+		var more fields
+		more.add("repo", f.Spec.Repo).add("base", f.Spec.Base)
+		out = append(out, viewLine{"flow " + f.ID, flowLine(f), more.String()})
+		tasks := st.FlowTasks(f)
+		for _, t := range tasks {
+			out = append(out, viewLine{key: "task " + f.ID + "/" + t.ID, text: taskLine(t)})
+		}
+		for _, t := range tasks {
+			for n := 1; n <= t.Attempts; n++ {
+				if a := st.Attempts[drovertype.AttemptID(f.ID, t.ID, n)]; a != nil {
+					out = append(out, viewLine{key: "attempt " + a.ID, text: attemptLine(a)})
+				}
+			}
+		}
+	}
+	return out
+}
+
+func flowLine(f *projection.Flow) string {
+	var b fields
+	b.WriteString(string(f.State))
+	b.add("max_parallel", f.MaxParallel).add("round", f.Round).flag("paused", f.Paused)
+	if c := f.Cancel; c != nil {
+		b.WriteString(" cancel_requested")
+		b.quoted("reason", c.Reason)
+	}
+	if in := f.Integration; in != nil {
+		b.add("integration", fmt.Sprintf("#%d:%s", in.N, in.State)).add("branch", in.Branch).add("commit", in.Commit)
+		if in.Error != nil {
+			b.add("error", in.Error.Class)
+		}
+	}
+	return b.String()
+}
+
+func taskLine(t *projection.Task) string {
+	var b fields
+	b.WriteString(string(t.State))
+	if r := t.Retry; r != nil {
+		runtime := r.Runtime
+		if r.Model != "" {
+			runtime += "/" + r.Model
+		}
+		b.add("next", fmt.Sprintf("#%d:%s:%s", r.N, r.Strategy, runtime)).add("due", at(r.DueAt))
+	}
+	if t.ResultBranch != "" || t.ResultCommit != "" {
+		b.add("result", t.ResultBranch+"@"+t.ResultCommit)
+	}
+	b.add("blocked_by", t.BlockedBy)
+	if t.Error != nil {
+		b.add("error", t.Error.Class)
+	}
+	b.add("round", t.Round).flag("cancel_requested", t.CancelRequested)
+	return b.String()
+}
+
+func attemptLine(a *projection.Attempt) string {
+	var b fields
+	b.WriteString(string(a.State))
+	runtime := a.Runtime
+	if a.Model != "" {
+		runtime += "/" + a.Model
+	}
+	b.add("runtime", runtime).add("worker", a.Worker).add("epoch", a.Epoch)
+	if a.State == drovertype.AttemptClaimed && a.Phase != event.AttemptClaimed {
+		b.add("phase", a.Phase)
+	}
+	switch {
+	case a.Error != nil:
+		b.add("error", a.Error.Class)
+	case a.Report != nil && a.Report.Error != nil:
+		b.add("reported", a.Report.Error.Class)
+	}
+	if v := a.Verification; v != nil {
+		b.add("verification", map[bool]string{true: "passed", false: "failed"}[v.Passed])
+	}
+	b.add("fenced", a.Fenced)
+	return b.String()
+}
+
+func renderView(lines []viewLine) string {
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(l.String() + "\n")
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// diffView lists the lines that are new (+) or changed (~) after a fold,
+// in the view's order, then those gone (-).
+func diffView(before, after []viewLine) []string {
+	old := map[string]string{}
+	for _, l := range before {
+		old[l.key] = l.text
+	}
+	var out []string
+	now := map[string]bool{}
+	for _, l := range after {
+		now[l.key] = true
+		prev, ok := old[l.key]
+		switch {
+		case !ok:
+			out = append(out, "+ "+l.String())
+		case prev != l.text:
+			out = append(out, fmt.Sprintf("~ %s: %s", l.key, l.text))
+		}
+	}
+	for _, l := range before {
+		if !now[l.key] {
+			out = append(out, "- "+l.key)
+		}
+	}
+	return out
+}

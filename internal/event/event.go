@@ -1,0 +1,468 @@
+package event
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+
+	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/policy"
+)
+
+// Version is the envelope version this build writes and folds.
+const Version = 1
+
+// MaxEventSize bounds one encoded event; larger messages are poison.
+const MaxEventSize = 1 << 20
+
+// Type names an event, in snake_case; docs/design.md#one-attempt says which
+// phase or decision records each.
+type Type string
+
+// Event types. The controller writes the flow and decision events; workers
+// write the attempt lifecycle events.
+const (
+	FlowSubmitted           Type = "flow_submitted"
+	FlowCompleted           Type = "flow_completed"
+	AttemptScheduled        Type = "attempt_scheduled"
+	AttemptClaimed          Type = "attempt_claimed"
+	AdapterInitialized      Type = "adapter_initialized"
+	PrepareCompleted        Type = "prepare_completed"
+	RuntimeStarted          Type = "runtime_started"
+	RuntimeOutputChunk      Type = "runtime_output_chunk" // on the OUTPUT stream, never folded
+	RuntimeExited           Type = "runtime_exited"
+	FileModified            Type = "file_modified"
+	DiffComputed            Type = "diff_computed"
+	CheckpointCommitCreated Type = "checkpoint_commit_created"
+	RuntimeTerminated       Type = "runtime_terminated"
+	AttemptReported         Type = "attempt_reported"
+	RuntimeErrorClassified  Type = "runtime_error_classified"
+	TaskFailed              Type = "task_failed"
+
+	// The attempt's checks after the CLI exited: verification commands,
+	// the validator's review and the scope check (worker).
+	VerificationCompleted Type = "verification_completed"
+	// The policy's decision to run a failed task again (controller).
+	RuntimeRecoveryScheduled Type = "runtime_recovery_scheduled"
+	// Operator requests (controller API) and what the controller makes of them.
+	CancelRequested    Type = "cancel_requested"
+	TaskCancelled      Type = "task_cancelled"
+	FlowPaused         Type = "flow_paused"
+	FlowResumed        Type = "flow_resumed"
+	TaskRetryRequested Type = "task_retry_requested"
+	// The flow's integration branch: scheduled by the controller, built by a worker.
+	AttemptAbandoned Type = "attempt_abandoned"
+	// The controller's finding that an attempt's worker went silent for a
+	// lease: the attempt failed with WORKER_LOST.
+	AttemptLost Type = "attempt_lost"
+	// A part of a flow too large for one event: some of its tasks, ahead of
+	// the flow_submitted that names how many parts there are (controller).
+	FlowTasksSubmitted   Type = "flow_tasks_submitted"
+	IntegrationScheduled Type = "integration_scheduled"
+	FlowIntegrated       Type = "flow_integrated"
+)
+
+// Event is the envelope of everything on the EVENTS stream. ID is unique per
+// logical event and deterministic for decisions, so a republished event is
+// recognised and folded once.
+type Event struct {
+	V       int             `json:"v"`
+	ID      string          `json:"id"`
+	Type    Type            `json:"type"`
+	Time    time.Time       `json:"time"`
+	Flow    string          `json:"flow"`
+	Task    string          `json:"task,omitempty"`
+	Attempt string          `json:"attempt,omitempty"`
+	Epoch   uint64          `json:"epoch,omitempty"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// ErrDecode is wrapped by every decoding failure.
+var ErrDecode = errors.New("event: undecodable event")
+
+// New builds an event with its payload encoded.
+func New(id string, typ Type, at time.Time, flowID, task, attempt string, epoch uint64, data any) (*Event, error) {
+	ev := &Event{V: Version, ID: id, Type: typ, Time: at.UTC(), Flow: flowID, Task: task, Attempt: attempt, Epoch: epoch}
+	if data != nil {
+		raw, err := json.Marshal(data)
+		if err != nil {
+			return nil, fmt.Errorf("event: encode %s payload: %w", typ, err)
+		}
+		ev.Data = raw
+	}
+	return ev, nil
+}
+
+// Encode returns the wire form of ev.
+func (ev *Event) Encode() ([]byte, error) { return json.Marshal(ev) }
+
+// Decode parses and checks one event off the wire.
+func Decode(raw []byte) (*Event, error) {
+	if len(raw) > MaxEventSize {
+		return nil, fmt.Errorf("%w: %d bytes exceeds %d", ErrDecode, len(raw), MaxEventSize)
+	}
+	var ev Event
+	if err := unmarshal(raw, &ev); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDecode, err)
+	}
+	switch {
+	case ev.V != Version:
+		return nil, fmt.Errorf("%w: version %d, want %d", ErrDecode, ev.V, Version)
+	case ev.ID == "":
+		return nil, fmt.Errorf("%w: missing id", ErrDecode)
+	case ev.Type == "":
+		return nil, fmt.Errorf("%w: missing type", ErrDecode)
+	case ev.Flow == "":
+		return nil, fmt.Errorf("%w: missing flow", ErrDecode)
+	}
+	return &ev, nil
+}
+
+// unmarshal decodes events off the wire with the JSON v2 decoder (the
+// go-json-experiment module that is the standard library's encoding/json/v2
+// under GOEXPERIMENT=jsonv2): the fold spends most of its time decoding, and
+// v2 does it 3 to 4 times faster than encoding/json (docs/design.md#large-flows).
+// It is also stricter, which suits a wire format: duplicate member names,
+// invalid UTF-8 and members that differ from a field's name only in case are
+// errors, so such a message is poison. What Drover writes (encoding/json)
+// has none of them. Events are still encoded with encoding/json.
+func unmarshal(data []byte, v any) error {
+	if err := jsonv2.Unmarshal(data, v); err != nil {
+		return stableError{err}
+	}
+	return nil
+}
+
+// stableError words a decoding error the same way in every process. The v2
+// module deliberately picks "cannot" or "unable to" at random once per
+// process, so that nobody depends on its wording; but a poison reason is
+// stored in the projection, and a rebuild in another process must write the
+// same bytes.
+type stableError struct{ err error }
+
+func (e stableError) Error() string {
+	return strings.ReplaceAll(e.err.Error(), "json: unable to ", "json: cannot ")
+}
+
+func (e stableError) Unwrap() error { return e.err }
+
+// Payload decodes ev.Data into v.
+func (ev *Event) Payload(v any) error {
+	if len(ev.Data) == 0 {
+		return fmt.Errorf("%w: %s %s has no payload", ErrDecode, ev.Type, ev.ID)
+	}
+	if err := unmarshal(ev.Data, v); err != nil {
+		return fmt.Errorf("%w: %s %s payload: %v", ErrDecode, ev.Type, ev.ID, err)
+	}
+	return nil
+}
+
+// FlowSubmittedData records an accepted flow.
+type FlowSubmittedData struct {
+	Spec flow.Spec `json:"spec"`
+	// Plan is each task's resolved runtimes and policy, by task id, so the
+	// flow keeps what it was accepted with whatever the config says later.
+	Plan map[string]policy.Resolved `json:"plan,omitempty"`
+	// MaxParallel is the flow's resolved concurrency limit (0: none).
+	MaxParallel int `json:"max_parallel,omitempty"`
+	// Parts, when above 0, says the flow's tasks and their plans are not
+	// here (Spec.Tasks is empty) but in that many flow_tasks_submitted
+	// events, parts 1..Parts, which come before this one in the log.
+	Parts int `json:"parts,omitempty"`
+}
+
+// FlowTasksSubmittedData is one part of a large flow's tasks, in the order
+// of the flow file, with their plans.
+type FlowTasksSubmittedData struct {
+	Part  int                        `json:"part"`
+	Tasks []flow.Task                `json:"tasks"`
+	Plan  map[string]policy.Resolved `json:"plan,omitempty"`
+}
+
+// FlowCompletedData is the controller's decision that every task is terminal.
+type FlowCompletedData struct {
+	State drovertype.FlowState `json:"state"`
+	// Round is the flow's round the decision was made in; a decision from
+	// before an operator retry reopened the flow is stale.
+	Round int `json:"round,omitempty"`
+}
+
+// DepResult is a dependency's result branch merged into a dependent attempt.
+type DepResult struct {
+	Task   string `json:"task"`
+	Branch string `json:"branch,omitempty"`
+	Commit string `json:"commit"`
+	// N is the attempt whose result branch this is. Jobs carry it instead
+	// of the branch, which it names (see queue.PublishJob): a flow's
+	// integration lists every task that succeeded.
+	N int `json:"n,omitempty"`
+}
+
+// AttemptScheduledData is the controller's decision to run a task once more.
+type AttemptScheduledData struct {
+	N       int           `json:"n"`
+	Runtime string        `json:"runtime"`
+	Pool    string        `json:"pool"`
+	Branch  string        `json:"branch"`
+	Timeout flow.Duration `json:"timeout,omitempty"`
+	Merge   []DepResult   `json:"merge,omitempty"`
+	Model   string        `json:"model,omitempty"`
+	Args    []string      `json:"args,omitempty"`
+	// Prompt is set on a retry: the task's prompt with the feedback of the
+	// attempt before.
+	Prompt string `json:"prompt,omitempty"`
+}
+
+// AttemptAbandonedData is the controller's record that a queued attempt of a
+// cancelled task will never run: no worker held it, and its claim is revoked.
+type AttemptAbandonedData struct {
+	Reason string `json:"reason"`
+}
+
+// AttemptLostData records that the worker holding an attempt at
+// Event.Epoch stopped renewing its claim for a whole lease; the controller
+// revoked the claim, so that worker can publish nothing more that counts.
+type AttemptLostData struct {
+	Worker string `json:"worker"`
+	// LeaseMS is the lease that lapsed.
+	LeaseMS int64  `json:"lease_ms"`
+	Reason  string `json:"reason"`
+}
+
+// AttemptClaimedData says which worker holds the attempt, at Event.Epoch.
+type AttemptClaimedData struct {
+	Worker string `json:"worker"`
+	Host   string `json:"host,omitempty"`
+}
+
+// AdapterInitializedData is the Initialize phase's outcome.
+type AdapterInitializedData struct {
+	Adapter string `json:"adapter"`
+	Binary  string `json:"binary"`
+	Version string `json:"version,omitempty"`
+}
+
+// PrepareCompletedData is the Prepare phase's outcome.
+type PrepareCompletedData struct {
+	Worktree   string `json:"worktree"`
+	Branch     string `json:"branch"`
+	BaseCommit string `json:"base_commit"`
+	Baseline   string `json:"baseline"`
+}
+
+// RuntimeStartedData records the launched process.
+type RuntimeStartedData struct {
+	Pid  int      `json:"pid"`
+	Argv []string `json:"argv"`
+	// Sandbox is how the CLI is confined, as Report.Sandbox says.
+	Sandbox string `json:"sandbox,omitempty"`
+}
+
+// OutputChunkData is a piece of the CLI's output (OUTPUT stream).
+type OutputChunkData struct {
+	Stream string `json:"stream"`
+	Offset int64  `json:"offset"`
+	Text   string `json:"text"`
+}
+
+// RuntimeExitedData records how the process ended.
+type RuntimeExitedData struct {
+	Outcome    string `json:"outcome"`
+	ExitCode   int    `json:"exit_code"`
+	Signal     string `json:"signal,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+	// Denied is what the sandbox refused the CLI, as Report.SandboxDenied.
+	Denied []string `json:"denied,omitempty"`
+}
+
+// FileModifiedData is one changed path.
+type FileModifiedData struct {
+	Path   string `json:"path"`
+	Change string `json:"change"` // created | modified | deleted
+}
+
+// DiffComputedData is the aggregate diff, bounded; the full patch size is kept.
+type DiffComputedData struct {
+	Created       []string `json:"created,omitempty"`
+	Modified      []string `json:"modified,omitempty"`
+	Deleted       []string `json:"deleted,omitempty"`
+	Stat          string   `json:"stat,omitempty"`
+	Diff          string   `json:"diff,omitempty"`
+	DiffBytes     int      `json:"diff_bytes"`
+	DiffTruncated bool     `json:"diff_truncated,omitempty"`
+}
+
+// Commit is a commit the runtime or Drover made.
+type Commit struct {
+	SHA     string `json:"sha"`
+	Subject string `json:"subject"`
+}
+
+// CheckpointCommitCreatedData records the checkpoint commit and the runtime's own commits.
+type CheckpointCommitCreatedData struct {
+	Commit         string   `json:"commit"`
+	RuntimeCommits []Commit `json:"runtime_commits,omitempty"`
+}
+
+// ErrorInfo is a failure normalised into an error class
+// (docs/runtimes.md#error-classes says which part of Drover gives which).
+type ErrorInfo struct {
+	Class        drovertype.ErrorClass `json:"class"`
+	Category     drovertype.Category   `json:"category,omitempty"`
+	Message      string                `json:"message"`
+	Recoverable  bool                  `json:"recoverable"`
+	Status       int                   `json:"status,omitempty"`         // HTTP status the CLI reported
+	RetryAfterMS int64                 `json:"retry_after_ms,omitempty"` // how long the CLI said to wait
+	ResetAt      time.Time             `json:"reset_at,omitzero"`        // when the CLI said a quota resets
+}
+
+// Usage is token usage as the CLI reported it.
+type Usage struct {
+	Model            string  `json:"model,omitempty"`
+	InputTokens      int64   `json:"input_tokens"`
+	OutputTokens     int64   `json:"output_tokens"`
+	CacheReadTokens  int64   `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64   `json:"cache_write_tokens,omitempty"`
+	CostUSD          float64 `json:"cost_usd,omitempty"`
+}
+
+// Report is an attempt's ExecutionReport: how the CLI ended, what it
+// printed and changed, its usage, its checks and its error.
+type Report struct {
+	Success        bool       `json:"success"`
+	ExitCode       int        `json:"exit_code"`
+	Signal         string     `json:"signal,omitempty"`
+	DurationMS     int64      `json:"duration_ms"`
+	StdoutTail     string     `json:"stdout_tail,omitempty"`
+	StderrTail     string     `json:"stderr_tail,omitempty"`
+	FilesCreated   []string   `json:"files_created,omitempty"`
+	FilesModified  []string   `json:"files_modified,omitempty"`
+	FilesDeleted   []string   `json:"files_deleted,omitempty"`
+	CommitsCreated []string   `json:"commits_created,omitempty"`
+	DiffSummary    string     `json:"diff_summary,omitempty"`
+	Branch         string     `json:"branch,omitempty"`
+	Commit         string     `json:"commit,omitempty"`
+	Worktree       string     `json:"worktree,omitempty"`
+	Error          *ErrorInfo `json:"error,omitempty"`
+	// What the CLI's own output said, read best effort by its parser.
+	Usage     *Usage `json:"usage,omitempty"`
+	FinalText string `json:"final_text,omitempty"`
+	Unparsed  int    `json:"unparsed_lines,omitempty"`
+	// ToolCalls counts the tool calls the CLI reported, by tool name.
+	ToolCalls map[string]int `json:"tool_calls,omitempty"`
+	// Artifacts in the object store: the full (masked) log, the patch, and
+	// the CLI's output parsed into normalised events (JSON lines).
+	EventsObject string `json:"events_object,omitempty"`
+	LogObject    string `json:"log_object,omitempty"`
+	LogBytes     int64  `json:"log_bytes,omitempty"`
+	PatchObject  string `json:"patch_object,omitempty"`
+	// Verification is what the checks after the run found, when the task
+	// has any; ScopeViolations lists changes outside the task's scope.
+	Verification    *Verification `json:"verification,omitempty"`
+	ScopeViolations []string      `json:"scope_violations,omitempty"`
+	// Sandbox is how the CLI, its checks and its validator were confined:
+	// "landlock ABI 7", or "off: …" with why (worker.sandbox is off, or
+	// controller dev on a kernel without Landlock).
+	Sandbox string `json:"sandbox,omitempty"`
+	// SandboxDenied is what the sandbox refused the CLI, as its output
+	// said: "PATH: LINE" or "tcp/PORT: LINE" (internal/sandbox Denials).
+	SandboxDenied []string `json:"sandbox_denied,omitempty"`
+}
+
+// CommandResult is one verification command's outcome.
+type CommandResult struct {
+	Command    string `json:"command"`
+	ExitCode   int    `json:"exit_code"`
+	TimedOut   bool   `json:"timed_out,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+	Output     string `json:"output,omitempty"` // stdout and stderr interleaved, head and tail
+}
+
+// ReviewResult is the validator runtime's verdict.
+type ReviewResult struct {
+	Runtime string   `json:"runtime"`
+	Passed  bool     `json:"passed"`
+	Reasons []string `json:"reasons,omitempty"`
+	Error   string   `json:"error,omitempty"` // the validator could not give a verdict
+}
+
+// Verification is the data of verification_completed and part of a report.
+type Verification struct {
+	Passed          bool            `json:"passed"`
+	Commands        []CommandResult `json:"commands,omitempty"`
+	Review          *ReviewResult   `json:"review,omitempty"`
+	ScopeViolations []string        `json:"scope_violations,omitempty"`
+}
+
+// RuntimeErrorClassifiedData is the controller's classification of a failure.
+type RuntimeErrorClassifiedData struct {
+	ErrorInfo
+}
+
+// RuntimeRecoveryScheduledData is the policy's decision to try a failed task
+// again: attempt N on Runtime, not before DueAt.
+type RuntimeRecoveryScheduledData struct {
+	Strategy drovertype.Strategy `json:"strategy"`
+	N        int                 `json:"n"`
+	Runtime  string              `json:"runtime"`
+	Model    string              `json:"model,omitempty"`
+	DelayMS  int64               `json:"delay_ms"`
+	DueAt    time.Time           `json:"due_at"`
+	Reason   string              `json:"reason"`
+}
+
+// Cancel scopes.
+const (
+	CancelFlow    = "flow"
+	CancelTask    = "task"
+	CancelAttempt = "attempt"
+)
+
+// CancelRequestedData is an operator's request to stop a flow, a task or an
+// attempt (Event.Task and Event.Attempt say which).
+type CancelRequestedData struct {
+	Scope  string `json:"scope"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// TaskCancelledData is the controller's decision that a task ends cancelled.
+type TaskCancelledData struct {
+	Reason string `json:"reason"`
+}
+
+// OperatorData is the payload of flow_paused, flow_resumed and
+// task_retry_requested.
+type OperatorData struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// IntegrationScheduledData is the controller's decision to build the flow's
+// integration branch from its succeeded tasks, merged in Merge's order.
+type IntegrationScheduledData struct {
+	N       int    `json:"n"`
+	Branch  string `json:"branch"`
+	Runtime string `json:"runtime"` // whose workers build it
+	Pool    string `json:"pool"`
+	// Merge lists the tasks to merge; empty means every task of the flow
+	// that has succeeded, in the flow's order (what the controller writes).
+	Merge []DepResult `json:"merge,omitempty"`
+}
+
+// FlowIntegratedData is a worker's result of building the integration branch.
+type FlowIntegratedData struct {
+	N      int        `json:"n"`
+	Branch string     `json:"branch"`
+	Commit string     `json:"commit,omitempty"`
+	Error  *ErrorInfo `json:"error,omitempty"`
+}
+
+// TaskFailedData is the controller's decision that a task will not be retried.
+type TaskFailedData struct {
+	Reason string                `json:"reason"`
+	Class  drovertype.ErrorClass `json:"class,omitempty"`
+}

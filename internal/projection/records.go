@@ -1,0 +1,162 @@
+package projection
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	jsonv1 "github.com/go-json-experiment/json/v1"
+)
+
+// The projection is a set of records, each a key and a JSON value, so that
+// a store can persist exactly the ones a fold changed (ChangedRecords) and
+// load them back (LoadRecord). The store adds nothing but the applied
+// sequence.
+
+// Record key prefixes in the projection. A key names one JSON record.
+const (
+	keyFlow    = "f/"
+	keyTask    = "t/"
+	keyAttempt = "a/"
+	keySeen    = "e/"
+	keyPoison  = "p/"
+	keyPart    = "s/"
+)
+
+// partKey names a part of a flow in State.Parts; the part number is padded
+// so the parts of a flow sort in order.
+func partKey(flowID string, part int) string { return fmt.Sprintf("%s/%06d", flowID, part) }
+
+func (s *State) mark(key string) { s.dirty[key] = struct{}{} }
+
+func poisonKey(seq uint64) string { return fmt.Sprintf("%s%020d", keyPoison, seq) }
+
+// ChangedRecords calls fn with every record the fold changed since
+// ForgetChanges, its value nil for a record it removed. It stops at fn's
+// first error.
+func (st *State) ChangedRecords(fn func(key string, value []byte) error) error {
+	for k := range st.dirty {
+		v, err := st.encodeRecord(k)
+		if err != nil {
+			return err
+		}
+		if err := fn(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ForgetChanges marks every record as persisted.
+func (st *State) ForgetChanges() { clear(st.dirty) }
+
+// Records calls fn with every record of the state, in no order.
+func (st *State) Records(fn func(key string, value []byte) error) error {
+	var keys []string
+	for id := range st.Flows {
+		keys = append(keys, keyFlow+id)
+	}
+	for k := range st.Tasks {
+		keys = append(keys, keyTask+k)
+	}
+	for id := range st.Attempts {
+		keys = append(keys, keyAttempt+id)
+	}
+	for id := range st.Seen {
+		keys = append(keys, keySeen+id)
+	}
+	for seq := range st.Poisons {
+		keys = append(keys, poisonKey(seq))
+	}
+	for k := range st.Parts {
+		keys = append(keys, keyPart+k)
+	}
+	for _, k := range keys {
+		v, err := st.encodeRecord(k)
+		if err != nil {
+			return err
+		}
+		if err := fn(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// LoadRecord puts back a record that ChangedRecords or Records gave out.
+func (st *State) LoadRecord(k string, v []byte) error {
+	var err error
+	switch {
+	case strings.HasPrefix(k, keyFlow):
+		var f Flow
+		if err = json.Unmarshal(v, &f); err == nil {
+			st.Flows[f.ID] = &f
+		}
+	case strings.HasPrefix(k, keyTask):
+		var t Task
+		if err = json.Unmarshal(v, &t); err == nil {
+			if t.Plan != nil {
+				t.Plan = st.sharedPlan(t.Plan)
+			}
+			st.Tasks[TaskKey(t.Flow, t.ID)] = &t
+		}
+	case strings.HasPrefix(k, keyAttempt):
+		var a Attempt
+		if err = json.Unmarshal(v, &a); err == nil {
+			st.Attempts[a.ID] = &a
+		}
+	case strings.HasPrefix(k, keySeen):
+		var n uint64
+		if n, err = strconv.ParseUint(string(v), 10, 64); err == nil {
+			st.Seen[k[len(keySeen):]] = n
+		}
+	case strings.HasPrefix(k, keyPoison):
+		var p Poison
+		if err = json.Unmarshal(v, &p); err == nil {
+			st.Poisons[p.Seq] = &p
+		}
+	case strings.HasPrefix(k, keyPart):
+		var p SubmittedPart
+		if err = json.Unmarshal(v, &p); err == nil {
+			st.Parts[k[len(keyPart):]] = &p
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("projection: load record %q: %w", k, err)
+	}
+	return nil
+}
+
+// encodeRecord encodes the record at key k, nil for a removed one.
+func (st *State) encodeRecord(k string) ([]byte, error) {
+	var v any
+	switch {
+	case strings.HasPrefix(k, keyFlow):
+		v = st.Flows[k[len(keyFlow):]]
+	case strings.HasPrefix(k, keyTask):
+		v = st.Tasks[k[len(keyTask):]]
+	case strings.HasPrefix(k, keyAttempt):
+		v = st.Attempts[k[len(keyAttempt):]]
+	case strings.HasPrefix(k, keySeen):
+		return []byte(strconv.FormatUint(st.Seen[k[len(keySeen):]], 10)), nil
+	case strings.HasPrefix(k, keyPoison):
+		n, err := strconv.ParseUint(k[len(keyPoison):], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("projection: bad poison key %q: %w", k, err)
+		}
+		v = st.Poisons[n]
+	case strings.HasPrefix(k, keyPart):
+		p := st.Parts[k[len(keyPart):]]
+		if p == nil {
+			return nil, nil
+		}
+		v = p
+	}
+	raw, err := jsonv2.Marshal(v, jsonv1.DefaultOptionsV1())
+	if err != nil {
+		return nil, fmt.Errorf("projection: encode %s: %w", k, err)
+	}
+	return raw, nil
+}

@@ -1,0 +1,210 @@
+package projection
+
+import (
+	"reflect"
+	"time"
+
+	"github.com/drover-dev/drover/internal/event"
+
+	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/policy"
+)
+
+// Flow is the projection of one submitted flow.
+type Flow struct {
+	ID          string               `json:"id"`
+	State       drovertype.FlowState `json:"state"`
+	SubmittedAt time.Time            `json:"submitted_at"`
+	CompletedAt time.Time            `json:"completed_at,omitzero"`
+	Order       []string             `json:"order"` // task ids, dependencies first
+	Spec        flow.Spec            `json:"spec"`
+	// MaxParallel bounds the flow's live attempts (resolved at submission);
+	// 0 means no limit.
+	MaxParallel int `json:"max_parallel,omitempty"`
+	// Round counts the times an operator reopened the finished flow (a
+	// retry); decision ids that happen once per flow life carry it.
+	Round       int          `json:"round,omitempty"`
+	Paused      bool         `json:"paused,omitempty"`
+	Cancel      *Cancel      `json:"cancel,omitempty"`
+	Integration *Integration `json:"integration,omitempty"`
+}
+
+// Cancel records an operator's cancel request.
+type Cancel struct {
+	Reason string    `json:"reason,omitempty"`
+	At     time.Time `json:"at"`
+}
+
+// Integration is the flow's branch that merges its succeeded tasks.
+type Integration struct {
+	N       int                         `json:"n"`
+	State   drovertype.IntegrationState `json:"state"`
+	Branch  string                      `json:"branch"`
+	Runtime string                      `json:"runtime"`
+	Pool    string                      `json:"pool"`
+	Merge   []event.DepResult           `json:"merge"`
+	Commit  string                      `json:"commit,omitempty"`
+	Error   *event.ErrorInfo            `json:"error,omitempty"`
+}
+
+// Task is the projection of one task of a flow.
+type Task struct {
+	Flow         string               `json:"flow"`
+	ID           string               `json:"id"`
+	State        drovertype.TaskState `json:"state"`
+	DependsOn    []string             `json:"depends_on,omitempty"`
+	Runtime      string               `json:"runtime"`
+	Attempts     int                  `json:"attempts"`
+	Attempt      string               `json:"attempt,omitempty"` // the current attempt
+	ResultBranch string               `json:"result_branch,omitempty"`
+	ResultCommit string               `json:"result_commit,omitempty"`
+	BlockedBy    string               `json:"blocked_by,omitempty"`
+	Error        *event.ErrorInfo     `json:"error,omitempty"`
+	UpdatedAt    time.Time            `json:"updated_at"`
+	// Plan is what the task runs with, resolved when the flow was submitted.
+	Plan *policy.Resolved `json:"plan,omitempty"`
+	// Retry is the scheduled retry while the task is retrying.
+	Retry *PendingRetry `json:"retry,omitempty"`
+	// RetryBase is the attempt count at the last operator retry: the retry
+	// budget counts attempts after it.
+	RetryBase int `json:"retry_base,omitempty"`
+	// Round counts operator retries of the task.
+	Round int `json:"round,omitempty"`
+	// CancelRequested: an operator asked to cancel the task.
+	CancelRequested bool `json:"cancel_requested,omitempty"`
+}
+
+// PendingRetry is a retry the policy scheduled (runtime_recovery_scheduled).
+type PendingRetry struct {
+	N        int                 `json:"n"`
+	Strategy drovertype.Strategy `json:"strategy"`
+	Runtime  string              `json:"runtime"`
+	Model    string              `json:"model,omitempty"`
+	DueAt    time.Time           `json:"due_at"`
+	Reason   string              `json:"reason"`
+}
+
+// Attempt is the projection of one run of a task.
+type Attempt struct {
+	ID      string   `json:"id"`
+	Flow    string   `json:"flow"`
+	Task    string   `json:"task"`
+	N       int      `json:"n"`
+	Runtime string   `json:"runtime"`
+	Model   string   `json:"model,omitempty"`
+	Args    []string `json:"args,omitempty"`
+	Pool    string   `json:"pool"`
+	Branch  string   `json:"branch"`
+	// Prompt is the prompt composed with the previous attempt's feedback;
+	// empty on a first attempt, which runs the task's prompt as written.
+	Prompt      string                  `json:"prompt,omitempty"`
+	Timeout     flow.Duration           `json:"timeout,omitempty"`
+	Merge       []event.DepResult       `json:"merge,omitempty"`
+	State       drovertype.AttemptState `json:"state"`
+	Phase       event.Type              `json:"phase,omitempty"` // the last lifecycle event folded
+	Epoch       uint64                  `json:"epoch"`
+	Worker      string                  `json:"worker,omitempty"`
+	Worktree    string                  `json:"worktree,omitempty"`
+	BaseCommit  string                  `json:"base_commit,omitempty"`
+	Pid         int                     `json:"pid,omitempty"`
+	DiffStat    string                  `json:"diff_stat,omitempty"`
+	ScheduledAt time.Time               `json:"scheduled_at"`
+	ClaimedAt   time.Time               `json:"claimed_at,omitzero"`
+	EndedAt     time.Time               `json:"ended_at,omitzero"`
+	// Report is what the attempt reported, without its stdout tail: up to
+	// 8 KiB per attempt that nothing the controller decides reads, and
+	// most of the projection's bytes and memory otherwise (72 of 92 MB
+	// folding the benchmark's flows). The tail stays in the report event,
+	// ReportEventID, which the EVENTS stream keeps: the controller's report
+	// API reads it whole. The stderr tail, which retry feedback quotes, is
+	// kept.
+	Report      *event.Report    `json:"report,omitempty"`
+	ReportEventID string           `json:"report_event,omitempty"`
+	Error       *event.ErrorInfo `json:"error,omitempty"`  // set by runtime_error_classified
+	Fenced      int              `json:"fenced,omitempty"` // events ignored from superseded claims
+	// Verification is what the checks after the run found.
+	Verification *event.Verification `json:"verification,omitempty"`
+}
+
+// SubmittedPart is a part of a flow's tasks (flow_tasks_submitted) folded
+// ahead of the flow_submitted that completes it.
+type SubmittedPart struct {
+	Flow string `json:"flow"`
+	event.FlowTasksSubmittedData
+}
+
+// Poison records an event that could not be folded. It is part of the
+// projection so that a rebuild records the same poison at the same sequence.
+type Poison struct {
+	Seq    uint64 `json:"seq"`
+	Reason string `json:"reason"`
+	Size   int    `json:"size"`
+}
+
+// State is the whole projection in memory. Apply mutates it and marks the
+// records it touched so the store can persist exactly those.
+type State struct {
+	Flows    map[string]*Flow
+	Tasks    map[string]*Task // key: flow + "/" + task
+	Attempts map[string]*Attempt
+	Seen     map[string]uint64 // event id -> sequence that folded it
+	Poisons  map[uint64]*Poison
+	// Parts holds the parts of large flows until their flow_submitted.
+	Parts map[string]*SubmittedPart // key: partKey
+	dirty map[string]struct{}
+	// plans are the last distinct plans tasks were given (sharedPlan).
+	plans []*policy.Resolved
+}
+
+// sharedPlans bounds the distinct plans sharedPlan compares a new one with.
+const sharedPlans = 4
+
+// sharedPlan returns a plan equal to p that other tasks have already, or
+// p. A flow's tasks mostly resolve to the same few plans, and a copy per
+// task (about 0.6 KB, its map of where each retry setting came from
+// included) was most of what a 10,000-task flow's tasks held. Plans are
+// never changed after submission, so tasks can share them.
+func (s *State) sharedPlan(p *policy.Resolved) *policy.Resolved {
+	for _, q := range s.plans {
+		if reflect.DeepEqual(p, q) {
+			return q
+		}
+	}
+	if len(s.plans) == sharedPlans {
+		copy(s.plans, s.plans[1:])
+		s.plans = s.plans[:sharedPlans-1]
+	}
+	s.plans = append(s.plans, p)
+	return p
+}
+
+// NewState returns an empty projection.
+func NewState() *State {
+	return &State{
+		Flows:    map[string]*Flow{},
+		Tasks:    map[string]*Task{},
+		Attempts: map[string]*Attempt{},
+		Seen:     map[string]uint64{},
+		Poisons:  map[uint64]*Poison{},
+		Parts:    map[string]*SubmittedPart{},
+		dirty:    map[string]struct{}{},
+	}
+}
+
+// TaskKey is the key of a task in State.Tasks.
+func TaskKey(flowID, task string) string { return flowID + "/" + task }
+
+// Task returns a task of a flow.
+func (s *State) Task(flowID, task string) *Task { return s.Tasks[TaskKey(flowID, task)] }
+
+// FlowTasks returns a flow's tasks in dependency order.
+func (s *State) FlowTasks(f *Flow) []*Task {
+	out := make([]*Task, 0, len(f.Order))
+	for _, id := range f.Order {
+		if t := s.Task(f.ID, id); t != nil {
+			out = append(out, t)
+		}
+	}
+	return out
+}
