@@ -242,9 +242,11 @@ runtime: demo
 tasks:
   - id: finish
     prompt: |
-      @sleep 2s
+      @sleep 6s
       @write finish.txt done
 `)
+	// The CLI runs long enough to be seen running, and stopped while it
+	// does, on a loaded machine too.
 	c.running(id, drovertype.AttemptID(id, "finish", 1))
 	_ = patient.cmd.Process.Signal(syscall.SIGTERM)
 	patient.waitLog(10*time.Second, "draining")

@@ -359,13 +359,15 @@ tasks:
 		t.Errorf("retrying a succeeded task: exit %d, want 2", code)
 	}
 
-	// Pause: the first task may already be running; the second must wait.
+	// Pause: the first task may already be running (it takes a few seconds,
+	// so that a CLI process slow to start on a loaded machine still pauses
+	// the flow before it ends); the second must wait.
 	out, _, code = c.cli("submit", writeFlow(t, `name: paused
 repo: `+repo+`
 base: main
 runtime: demo
 tasks:
-  - {id: first, prompt: "@write first.txt ok"}
+  - {id: first, prompt: "@sleep 6s\n@write first.txt ok"}
   - {id: next, depends_on: [first], prompt: "@write next.txt ok"}
 `))
 	if code != 0 {

@@ -19,7 +19,10 @@ func TestBuiltinRuntimesWithFakeCLIs(t *testing.T) {
 	t.Parallel()
 	clis := map[string]string{"claude-code": "claude", "codex": "codex", "opencode": "opencode", "kilo": "kilo",
 		"gemini": "gemini", "pi": "pi", "copilot": "copilot"}
-	env := personaEnv(t, clis)
+	// Each runtime's 429 cools it down (docs/design.md#cooldowns) for what
+	// the recording says, up to a minute: its other tasks would wait for
+	// it. This test is about classification: a second at most.
+	env := append(personaEnv(t, clis), "DROVER_COOLDOWN_MAX=1s")
 	c := startController(t, env...)
 	c.startWorker("worker-1", 4, env...)
 	repo := newRepo(t)

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/drover-dev/drover/internal/controller"
 	"github.com/drover-dev/drover/internal/fleet"
 	"github.com/drover-dev/drover/internal/termsafe"
 
@@ -141,11 +142,29 @@ func newRuntimeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// The cooldowns are the controller's: without one answering,
+			// the workers' health is still worth showing.
+			var cds []controller.CooldownStatus
+			cdErr := withClient(cmd, func(cl *controller.Client) error {
+				st, err := cl.Status(cmd.Context(), "")
+				if err == nil {
+					cds = st.Cooldowns
+				}
+				return err
+			})
 			if hOutput == "json" {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(ws)
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(struct {
+					Workers   []*fleet.Registration       `json:"workers"`
+					Cooldowns []controller.CooldownStatus `json:"cooldowns"`
+				}{ws, cds})
 			}
 			printHealth(cmd.OutOrStdout(), ws)
-			return nil
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			printCooldowns(tw, cds)
+			if cdErr != nil {
+				fmt.Fprintf(tw, "\ncooldowns unknown: %v\n", cdErr)
+			}
+			return tw.Flush()
 		},
 	}
 	health.Flags().StringVarP(&hOutput, "output", "o", "text", "output format: text or json")

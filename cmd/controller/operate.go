@@ -81,14 +81,66 @@ its task.`,
 }
 
 func newRetry() *cobra.Command {
-	return withCompletion(completeTasks, newOperatorCmd("retry FLOW/TASK", "Start a new attempt of a failed, cancelled or blocked task",
+	return withCompletion(completeFlows|completeTasks, newOperatorCmd("retry FLOW|FLOW/TASK", "Start a new attempt of a failed, cancelled or blocked task",
 		`retry reopens a failed or cancelled task with a fresh retry budget; the tasks it blocked
 wait for it again, and a finished flow runs again (its integration branch is rebuilt as
-drover/FLOW/integration-N). Retrying a blocked task retries the task that blocks it.`,
-		`  controller retry hello-x1y2z3/greet`,
+drover/FLOW/integration-N). Retrying a blocked task retries the task that blocks it; retrying
+a flow retries every failed or cancelled task of it. A task its budget (or its flow's) no
+longer covers is refused until the budget is raised (controller budget).`,
+		`  controller retry hello-x1y2z3/greet
+  controller retry hello-x1y2z3          # every failed or cancelled task`,
 		func(ctx context.Context, cl *controller.Client, target, reason string) (*controller.OperatorResponse, error) {
 			return cl.Retry(ctx, target, reason)
 		}))
+}
+
+func newBudget() *cobra.Command {
+	var output, reason string
+	var tokens int64
+	var cost float64
+	cmd := &cobra.Command{
+		Use:   "budget FLOW|FLOW/TASK [--tokens N] [--cost-usd X]",
+		Short: "Set the budget of a flow or a task",
+		Long: `budget replaces the limits given of a flow's or a task's budget (0 removes one) and records
+it. It starts nothing by itself: once the budget covers the spend again, controller retry
+resumes the tasks it ended (BUDGET_EXCEEDED). Spend counts the input and output tokens the
+CLIs reported, and their cost: a CLI's own figure, else an estimate from the pricing table.`,
+		Example: `  controller budget hello-x1y2z3 --tokens 5000000
+  controller budget hello-x1y2z3 --cost-usd 40 --reason "the migration is worth it"
+  controller budget hello-x1y2z3/greet --tokens 0      # no limit of its own`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := controller.ParseTarget(args[0]); err != nil {
+				return usageError(err)
+			}
+			req := controller.BudgetRequest{Target: args[0], Reason: reason}
+			if cmd.Flags().Changed("tokens") {
+				req.Tokens = &tokens
+			}
+			if cmd.Flags().Changed("cost-usd") {
+				req.CostUSD = &cost
+			}
+			if req.Tokens == nil && req.CostUSD == nil {
+				return usageError(fmt.Errorf("budget: give --tokens, --cost-usd or both"))
+			}
+			return withClient(cmd, func(cl *controller.Client) error {
+				resp, err := cl.Budget(cmd.Context(), req)
+				if err != nil {
+					return err
+				}
+				if output == "json" {
+					return json.NewEncoder(cmd.OutOrStdout()).Encode(resp)
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), resp.Message)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().Int64Var(&tokens, "tokens", 0, "input and output tokens the flow or task may spend (0: no limit)")
+	cmd.Flags().Float64Var(&cost, "cost-usd", 0, "US dollars the flow or task may spend (0: no limit)")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded with the request")
+	return withCompletion(completeFlows|completeTasks, cmd)
 }
 
 func newPause() *cobra.Command {

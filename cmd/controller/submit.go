@@ -154,19 +154,24 @@ func printStatus(out io.Writer, st *controller.StatusResponse) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	defer tw.Flush()
 	if st.Detail == nil {
-		fmt.Fprintln(tw, "FLOW\tSTATE\tTASKS\tSUBMITTED")
+		fmt.Fprintln(tw, "FLOW\tSTATE\tTASKS\tSUBMITTED\tSPEND")
 		for _, f := range st.Flows {
 			var parts []string
 			for s, n := range f.Tasks {
 				parts = append(parts, fmt.Sprintf("%s=%d", s, n))
 			}
 			sort.Strings(parts)
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", l(f.ID), l(string(f.State)), l(strings.Join(parts, " ")), f.SubmittedAt.Local().Format(time.DateTime))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l(f.ID), l(string(f.State)), l(strings.Join(parts, " ")), f.SubmittedAt.Local().Format(time.DateTime),
+				controller.SpendLine(f.Spend))
 		}
+		printCooldowns(tw, st.Cooldowns)
 		return
 	}
 	d := st.Detail
 	fmt.Fprintf(tw, "flow %s (%s): %s, repo %s @ %s\n", l(d.Flow.ID), l(d.Flow.Spec.Name), l(string(d.Flow.State)), l(d.Flow.Spec.Repo), l(d.Flow.Spec.Base))
+	if line := controller.SpendLine(d.Spend); line != "" {
+		fmt.Fprintln(tw, line)
+	}
 	if d.Flow.Paused {
 		fmt.Fprintln(tw, "paused: no new attempt starts until `controller resume`")
 	}
@@ -193,6 +198,12 @@ func printStatus(out io.Writer, st *controller.StatusResponse) {
 		if r := t.Retry; r != nil {
 			detail = fmt.Sprintf("retry %d on %s at %s", r.N, r.Runtime, r.DueAt.Local().Format("15:04:05"))
 		}
+		if w := t.Waiting(); w != nil {
+			detail = "waits: " + w.Reason
+		}
+		if s := d.TaskSpend[t.ID]; s != nil && s.Budget.Limited() {
+			detail += " [" + controller.SpendLine(s) + "]"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", l(t.ID), l(string(t.State)), l(t.Runtime), t.Attempts, l(detail))
 	}
 	fmt.Fprintln(tw, "\nATTEMPT\tSTATE\tWORKER\tEPOCH\tEXIT\tFILES")
@@ -204,6 +215,37 @@ func printStatus(out io.Writer, st *controller.StatusResponse) {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", l(a.ID), l(string(a.State)), l(a.Worker), a.Epoch, exit, files)
 	}
+	printCooldowns(tw, st.Cooldowns)
+}
+
+// printCooldowns lists the cooldowns holding back runtimes, models and
+// credentials across the fleet, with their end and cause.
+func printCooldowns(tw io.Writer, cds []controller.CooldownStatus) {
+	if len(cds) == 0 {
+		return
+	}
+	fmt.Fprintln(tw, "\nCOOLDOWN\tSTATE\tUNTIL\tSTEP\tPROBE\tCAUSE")
+	for _, c := range cds {
+		what := c.Key
+		if len(c.Runtimes) > 0 {
+			what += " (" + strings.Join(c.Runtimes, ", ") + ")"
+		}
+		cause := fmt.Sprintf("%s on %s (%s", c.Class, c.Runtime, c.Source)
+		if c.Limited > 1 {
+			cause += fmt.Sprintf(", %d attempts limited", c.Limited)
+		}
+		cause += "): " + c.Cause
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", what, c.State, c.Until.Local().Format(time.DateTime), c.Step, c.Probe, oneLine(cause, 160))
+	}
+}
+
+// oneLine is s on one line, cut to n bytes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
 }
 
 // checkOutput checks a command's -o.

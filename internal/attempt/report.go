@@ -2,14 +2,18 @@ package attempt
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/drover-dev/drover/internal/event"
 
 	"github.com/drover-dev/drover/internal/adapter"
+	"github.com/drover-dev/drover/internal/redact"
 	"github.com/drover-dev/drover/internal/transcript"
 	"github.com/drover-dev/drover/internal/worktree"
 )
@@ -53,7 +57,37 @@ func (a *run) report(failure *adapter.Error) *event.Report {
 	rep.Verification, rep.ScopeViolations = a.verification, a.violations
 	rep.Commit, rep.CommitsCreated = a.commit, a.commits
 	rep.EventsObject, rep.LogObject, rep.LogBytes, rep.PatchObject = a.stored.events, a.stored.log, a.stored.logBytes, a.stored.patch
+	if a.cmd != nil {
+		rep.Credential = CredentialFingerprint(a.cmd.Env)
+	}
 	return rep
+}
+
+// CredentialFingerprint names the credentials in a CLI's environment
+// without revealing them: the first 12 hex digits of a SHA-256 over the
+// NAME=value entries whose names say they hold a secret
+// (redact.IsSecretName), sorted. Attempts given the same keys share it, so
+// the controller can cool down every runtime that uses a rate-limited key;
+// 48 bits of a hash of a key cannot be turned back into the key. "" when
+// there are none (a CLI whose login lives in its HOME).
+func CredentialFingerprint(env []string) string {
+	var secret []string
+	for _, kv := range env {
+		name, v, ok := strings.Cut(kv, "=")
+		if ok && v != "" && redact.IsSecretName(name) {
+			secret = append(secret, kv)
+		}
+	}
+	if len(secret) == 0 {
+		return ""
+	}
+	slices.Sort(secret)
+	h := sha256.New()
+	for _, kv := range secret {
+		h.Write([]byte(kv))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
 // usage is what the CLI said it used, or nil when it said nothing.

@@ -56,6 +56,11 @@ type Config struct {
 	// both are refused without it, and logged as a warning with it.
 	// Defaults to false.
 	InsecureListen bool `mapstructure:"insecure_listen"`
+	// Cooldown tunes how the fleet waits out a provider's limit (limits.go).
+	Cooldown Cooldown `mapstructure:"cooldown"`
+	// Pricing estimates the cost of usage a CLI reports without one, for
+	// budgets. Defaults to none: such usage costs nothing.
+	Pricing []Price `mapstructure:"pricing"`
 
 	// File is the configuration file Load read, "" for none; it is one of
 	// the worker's secrets (SandboxDeny).
@@ -134,6 +139,8 @@ type Project struct {
 	MaxParallel int `mapstructure:"max_parallel"`
 	// Retry is the project's retry policy; unset fields inherit.
 	Retry Retry `mapstructure:"retry"`
+	// Budget caps each flow of the project that sets none; unset inherits.
+	Budget Budget `mapstructure:"budget"`
 }
 
 // Retry is a retry policy at one level of configuration. Zero fields are
@@ -284,6 +291,9 @@ type Defaults struct {
 	// Retry is the global retry policy; unset fields take the built-in
 	// defaults (docs/flows.md).
 	Retry Retry `mapstructure:"retry"`
+	// Budget caps every flow that sets none and whose project sets none.
+	// Defaults to none.
+	Budget Budget `mapstructure:"budget"`
 }
 
 // Runtime describes one CLI: how to find it, start it and feed it.
@@ -452,6 +462,12 @@ func defaults() map[string]any {
 		"tracing.service_name":           "",
 		"tracing.shutdown_timeout":       time.Duration(0),
 		"insecure_listen":                false,
+		"cooldown.default":               time.Minute,
+		"cooldown.max":                   24 * time.Hour,
+		"cooldown.coefficient":           2.0,
+		"defaults.budget.tokens":         int64(0),
+		"defaults.budget.cost_usd":       0.0,
+		"defaults.budget.running":        "",
 	}
 }
 
@@ -669,6 +685,7 @@ func (c *Config) Validate() error {
 	validateTracing(c.Tracing, &p)
 	c.validateProjects(&p)
 	c.validateRuntimes(&p)
+	c.validateLimits(&p)
 	return errors.Join(p...)
 }
 

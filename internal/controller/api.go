@@ -56,6 +56,8 @@ type FlowSummary struct {
 	Tasks       map[drovertype.TaskState]int `json:"tasks"`
 	SubmittedAt time.Time                    `json:"submitted_at"`
 	CompletedAt time.Time                    `json:"completed_at,omitzero"`
+	// Spend is what the flow spent against its budget (limitsapi.go).
+	Spend *SpendStatus `json:"spend,omitempty"`
 }
 
 // FlowDetail is one flow with its tasks and attempts.
@@ -63,6 +65,10 @@ type FlowDetail struct {
 	Flow     *projection.Flow      `json:"flow"`
 	Tasks    []*projection.Task    `json:"tasks"`
 	Attempts []*projection.Attempt `json:"attempts"`
+	// Spend is the flow's spend against its budget, TaskSpend each task's
+	// that has spent anything or has a budget (limitsapi.go).
+	Spend     *SpendStatus            `json:"spend,omitempty"`
+	TaskSpend map[string]*SpendStatus `json:"task_spend,omitempty"`
 }
 
 // StatusResponse answers a StatusRequest.
@@ -71,6 +77,9 @@ type StatusResponse struct {
 	Detail  *FlowDetail   `json:"detail,omitempty"`
 	Applied uint64        `json:"applied_seq"`
 	Poisons int           `json:"poison_events,omitempty"`
+	// Cooldowns are the limits holding back runtimes, models and
+	// credentials fleet-wide now (limitsapi.go).
+	Cooldowns []CooldownStatus `json:"cooldowns,omitempty"`
 }
 
 // RebuildResponse reports whether replaying the stream gives the live state.
@@ -113,6 +122,7 @@ func (c *Controller) ServeAPI(ctx context.Context, nc *nats.Conn, known func(str
 		{"resume", SubjectResume, c.handlePause(true)},
 		{"resolve", SubjectResolve, c.handleResolve},
 		{"report", SubjectReport, c.handleReport},
+		{"budget", SubjectBudget, c.handleBudget},
 	}
 	for _, e := range endpoints {
 		if err := svc.AddEndpoint(e.name, micro.ContextHandler(ctx, e.fn), micro.WithEndpointSubject(e.subject)); err != nil {
@@ -178,7 +188,7 @@ func Accept(cfg *config.Config, spec *flow.Spec) (event.FlowSubmittedData, error
 	}
 	s := *spec
 	s.Repo = res.Repo
-	return event.FlowSubmittedData{Spec: s, Plan: res.Tasks, MaxParallel: res.MaxParallel}, nil
+	return event.FlowSubmittedData{Spec: s, Plan: res.Tasks, MaxParallel: res.MaxParallel, Budget: res.Budget}, nil
 }
 
 // record publishes an event the API accepted and waits (up to 10s) until it
@@ -224,10 +234,12 @@ func (c *Controller) handleStatus(ctx context.Context, r micro.Request) {
 	var notFound bool
 	c.store.Read(func(st *projection.State) {
 		resp.Poisons = len(st.Poisons)
+		resp.Cooldowns = cooldowns(st, c.now())
 		if req.Flow == "" {
 			for _, f := range st.Flows {
 				s := FlowSummary{ID: f.ID, Name: f.Spec.Name, State: f.State, Tasks: map[drovertype.TaskState]int{},
-					SubmittedAt: f.SubmittedAt, CompletedAt: f.CompletedAt}
+					SubmittedAt: f.SubmittedAt, CompletedAt: f.CompletedAt,
+					Spend: spendStatus(c.cfg, "the flow's", f.Budget, f.Spend)}
 				for _, t := range st.FlowTasks(f) {
 					s.Tasks[t.State]++
 				}
@@ -244,9 +256,15 @@ func (c *Controller) handleStatus(ctx context.Context, r micro.Request) {
 			notFound = true
 			return
 		}
-		d := &FlowDetail{Flow: clone(f)}
+		d := &FlowDetail{Flow: clone(f), Spend: spendStatus(c.cfg, "the flow's", f.Budget, f.Spend)}
 		for _, t := range st.FlowTasks(f) {
 			d.Tasks = append(d.Tasks, clone(t))
+			if s := spendStatus(c.cfg, "the task's", t.Budget, t.Spend); s != nil {
+				if d.TaskSpend == nil {
+					d.TaskSpend = map[string]*SpendStatus{}
+				}
+				d.TaskSpend[t.ID] = s
+			}
 		}
 		for _, a := range st.Attempts {
 			if a.Flow == f.ID {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/drover-dev/drover/internal/event"
@@ -17,11 +18,13 @@ import (
 )
 
 // action is one decision to carry out: an event to record, a job to queue,
-// or an attempt to stop.
+// an attempt to stop, or a queued attempt to take back before it runs.
 type action struct {
-	event *event.Event
-	job   *queue.Job
-	stop  *projection.Attempt
+	event    *event.Event
+	job      *queue.Job
+	stop     *projection.Attempt
+	withdraw *projection.Attempt
+	reason   string // why a stop or withdraw, for the event it records
 }
 
 // decide computes every action the folded state calls for and carries them
@@ -43,6 +46,7 @@ func (c *Controller) decide(ctx context.Context) (time.Duration, error) {
 	// (a round may be 10,000 of them), in order, awaited together. One that
 	// fails is decided again next round.
 	var errs []error
+	var withdraws []action
 	b := queue.NewBatch(c.js)
 	for _, a := range actions {
 		switch {
@@ -51,11 +55,14 @@ func (c *Controller) decide(ctx context.Context) (time.Duration, error) {
 		case a.job != nil:
 			b.Job(ctx, a.job, func() { c.published.add(a.job.Attempt) })
 		case a.stop != nil:
-			if err := c.stop(ctx, a.stop); err != nil {
+			if err := c.stop(ctx, a.stop, a.reason); err != nil {
 				errs = append(errs, err)
 			}
+		case a.withdraw != nil:
+			withdraws = append(withdraws, a)
 		}
 	}
+	errs = append(errs, c.withdraw(ctx, b, withdraws))
 	errs = append(errs, b.Wait(ctx))
 	return walk, errors.Join(errs...)
 }
@@ -64,11 +71,11 @@ func (c *Controller) decide(ctx context.Context) (time.Duration, error) {
 // so none ever will, and recorded as abandoned; the holder of one that runs
 // is told to stop its CLI and reports CANCELLED. Both repeat every tick
 // until the attempt has ended, so a lost signal only delays the stop.
-func (c *Controller) stop(ctx context.Context, a *projection.Attempt) error {
+func (c *Controller) stop(ctx context.Context, a *projection.Attempt, reason string) error {
 	err := c.claims.Revoke(ctx, a.ID)
 	switch {
 	case err == nil:
-		ev, err := c.abandonment(a)
+		ev, err := c.abandonment(a, reason)
 		if err != nil {
 			return err
 		}
@@ -83,18 +90,77 @@ func (c *Controller) stop(ctx context.Context, a *projection.Attempt) error {
 
 // abandonment is what stop records about an attempt whose claim it revoked
 // before any worker held it (the decision scenarios fold it too).
-func (c *Controller) abandonment(a *projection.Attempt) (*event.Event, error) {
+func (c *Controller) abandonment(a *projection.Attempt, reason string) (*event.Event, error) {
+	if reason == "" {
+		reason = "cancelled before a worker ran it"
+	}
 	return event.New(drovertype.EventID(event.AttemptAbandoned, a.ID), event.AttemptAbandoned, c.now(), a.Flow, a.Task, a.ID, 0,
-		event.AttemptAbandonedData{Reason: "cancelled before a worker ran it"})
+		event.AttemptAbandonedData{Reason: reason})
+}
+
+// withdraw takes back queued attempts before any worker runs them: each
+// claim is revoked, so no worker ever will, and attempt_withdrawn, added to
+// the round's batch, records it. One a worker already holds runs on (it
+// was running when the reason arose). A cooldown withdraws every attempt
+// queued on its runtime at once, while workers that have not met the limit
+// yet may be pulling them: the revokes run side by side, withdrawRevokes at
+// a time. Like stop, a withdraw repeats every tick until the attempt ended.
+func (c *Controller) withdraw(ctx context.Context, b *queue.Batch, acts []action) error {
+	var (
+		mu   sync.Mutex
+		evs  []*event.Event
+		errs []error
+		wg   sync.WaitGroup
+	)
+	sem := make(chan struct{}, withdrawRevokes)
+	for _, a := range acts {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			err := c.claims.Revoke(ctx, a.withdraw.ID)
+			var ev *event.Event
+			switch {
+			case err == nil:
+				ev, err = c.withdrawal(a.withdraw, a.reason)
+			case errors.Is(err, queue.ErrHeld):
+				err = nil
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if ev != nil {
+				evs = append(evs, ev)
+			}
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, ev := range evs {
+		b.Event(ctx, ev)
+	}
+	return errors.Join(errs...)
+}
+
+// withdrawRevokes bounds the revokes of one round running at once.
+const withdrawRevokes = 16
+
+// withdrawal is what withdraw records (the decision scenarios fold it too).
+func (c *Controller) withdrawal(a *projection.Attempt, reason string) (*event.Event, error) {
+	return event.New(drovertype.EventID(event.AttemptWithdrawn, a.ID), event.AttemptWithdrawn, c.now(), a.Flow, a.Task, a.ID, 0,
+		event.AttemptWithdrawnData{Reason: reason})
 }
 
 // decider holds one run of the decision function.
 type decider struct {
-	c    *Controller
-	st   *projection.State
-	now  time.Time
-	out  []action
-	live int // attempts scheduled or running, across flows
+	c     *Controller
+	st    *projection.State
+	now   time.Time
+	out   []action
+	live  int // attempts scheduled or running, across flows
+	flows []runningFlow
+	cool  *cooling // the cooldowns, as the round has decided them so far
 }
 
 // decisions is the decision function: folded state in, actions out. It reads the
@@ -116,6 +182,15 @@ func (c *Controller) decisions(st *projection.State) ([]action, error) {
 		a, b := flows[i].f, flows[j].f
 		return a.SubmittedAt.Before(b.SubmittedAt) || a.SubmittedAt.Equal(b.SubmittedAt) && a.ID < b.ID
 	})
+	dc.flows, dc.cool = flows, newCooling(dc)
+	// The limits first: a cooldown holds back every flow's attempts, and
+	// a probe that got past one lets them start, in this round already.
+	if err := dc.limits(); err != nil {
+		return nil, err
+	}
+	if err := dc.releases(); err != nil {
+		return nil, err
+	}
 	for _, r := range flows {
 		if err := dc.flow(r); err != nil {
 			return nil, err
@@ -245,25 +320,22 @@ func (dc *decider) task(f *projection.Flow, t *projection.Task, flowLive *int) e
 		dc.out = append(dc.out, action{stop: a})
 		return nil
 	}
+	if done, err := dc.budget(f, t, a); done {
+		return err
+	}
 	switch t.State {
 	case drovertype.TaskPending:
-		if merge, ready := readyMerge(dc.st, f, t); ready && dc.mayStart(f, flowLive) {
-			return dc.schedule(f, t, merge, "", "", nil, "")
+		if merge, ready := readyMerge(dc.st, f, t); ready {
+			return dc.begin(f, t, merge, nil, flowLive)
 		}
 	case drovertype.TaskRetrying:
 		r := t.Retry
 		if r == nil || dc.now.Before(r.DueAt) {
 			return nil
 		}
-		merge, ready := readyMerge(dc.st, f, t)
-		if !ready || !dc.mayStart(f, flowLive) {
-			return nil
+		if merge, ready := readyMerge(dc.st, f, t); ready {
+			return dc.begin(f, t, merge, r, flowLive)
 		}
-		var args []string
-		if plan := t.Plan; plan != nil && plan.Worker.Name == r.Runtime {
-			args = plan.Worker.Args
-		}
-		return dc.schedule(f, t, merge, r.Runtime, r.Model, args, dc.retryPrompt(f, t))
 	case drovertype.TaskScheduled, drovertype.TaskRunning:
 		at := dc.st.Attempts[t.Attempt]
 		if at == nil {
@@ -271,6 +343,10 @@ func (dc *decider) task(f *projection.Flow, t *projection.Task, flowLive *int) e
 		}
 		switch {
 		case at.State == drovertype.AttemptScheduled:
+			if h, ok := dc.withdrawable(at); ok {
+				dc.out = append(dc.out, action{withdraw: at, reason: h.reason})
+				return nil
+			}
 			if !dc.published(at.ID) {
 				dc.out = append(dc.out, action{job: dc.c.job(f, t, at)})
 			}
@@ -303,7 +379,7 @@ func (dc *decider) recover(f *projection.Flow, t *projection.Task, a *projection
 		at = a.ScheduledAt
 	}
 	d := policy.Decide(plan.Retry, plan.Worker.Name, plan.Worker.Model, policy.Failure{
-		Class: e.Class, Attempts: t.Attempts - t.RetryBase, Runtime: a.Runtime, Model: a.Model,
+		Class: e.Class, Attempts: t.Attempts - t.RetryBase - dc.withdrawn(f, t), Runtime: a.Runtime, Model: a.Model,
 		RetryAfter: time.Duration(e.RetryAfterMS) * time.Millisecond, ResetAt: e.ResetAt,
 	}, at, a.ID)
 	if !d.Retry {
@@ -318,7 +394,48 @@ func (dc *decider) recover(f *projection.Flow, t *projection.Task, a *projection
 		})
 }
 
+// withdrawn counts the task's attempts since the last operator retry that
+// were withdrawn before they ran: they do not count against its attempts.
+func (dc *decider) withdrawn(f *projection.Flow, t *projection.Task) int {
+	n := 0
+	for i := t.RetryBase + 1; i <= t.Attempts; i++ {
+		if a := dc.st.Attempts[drovertype.AttemptID(f.ID, t.ID, i)]; a != nil && a.State == drovertype.AttemptWithdrawn {
+			n++
+		}
+	}
+	return n
+}
+
+// begin starts a ready task's next attempt (retry nil: a new one), where
+// the cooldowns allow: the first runtime of its chain they do not hold
+// back, as that runtime's probe when its cooldown has just ended. Held
+// back everywhere, the task waits, and says why.
+func (dc *decider) begin(f *projection.Flow, t *projection.Task, merge []event.DepResult, retry *projection.PendingRetry, flowLive *int) error {
+	at := dc.where(t, retry)
+	if at.wait != nil {
+		if f.Paused || f.Cancel != nil {
+			return nil // it waits for the operator first
+		}
+		return dc.waitFor(f, t, at.wait)
+	}
+	if !dc.mayStart(f, flowLive) {
+		if t.Waiting() != nil && !f.Paused && f.Cancel == nil {
+			return dc.waitFor(f, t, &hold{}) // no cooldown holds it back now: a limit does
+		}
+		return nil
+	}
+	prompt := ""
+	if retry != nil {
+		prompt = dc.retryPrompt(f, t)
+	}
+	if len(at.probe) > 0 {
+		dc.cool.probe(at.probe, drovertype.AttemptID(f.ID, t.ID, t.Attempts+1))
+	}
+	return dc.schedule(f, t, merge, at.runtime, at.model, at.args, prompt, at.probe)
+}
+
 // retryPrompt is the task's prompt with the feedback of its last attempt.
+// After an attempt withdrawn before it ran, the next gets its prompt.
 func (dc *decider) retryPrompt(f *projection.Flow, t *projection.Task) string {
 	spec, _ := f.Spec.Task(t.ID)
 	if spec == nil {
@@ -327,6 +444,9 @@ func (dc *decider) retryPrompt(f *projection.Flow, t *projection.Task) string {
 	prev := dc.st.Attempts[t.Attempt]
 	if prev == nil {
 		return spec.Prompt
+	}
+	if prev.State == drovertype.AttemptWithdrawn {
+		return prev.Prompt
 	}
 	fb := feedback.FeedbackFrom(prev.N, prev.Runtime, prev.Error, prev.Report)
 	if fb.Verification == nil {
@@ -408,9 +528,10 @@ func readyMerge(st *projection.State, f *projection.Flow, t *projection.Task) ([
 	return merge, true
 }
 
-// schedule records the task's next attempt. runtime "" means the task's
-// resolved runtime, with its model and arguments.
-func (dc *decider) schedule(f *projection.Flow, t *projection.Task, merge []event.DepResult, runtime, model string, args []string, prompt string) error {
+// schedule records the task's next attempt, the probe of the cooldowns
+// probe names. runtime "" means the task's resolved runtime, with its model
+// and arguments.
+func (dc *decider) schedule(f *projection.Flow, t *projection.Task, merge []event.DepResult, runtime, model string, args []string, prompt string, probe []string) error {
 	n := t.Attempts + 1
 	id := drovertype.AttemptID(f.ID, t.ID, n)
 	if runtime == "" {
@@ -428,7 +549,7 @@ func (dc *decider) schedule(f *projection.Flow, t *projection.Task, merge []even
 	}
 	return dc.add(id, event.AttemptScheduled, f.ID, t.ID, id, event.AttemptScheduledData{
 		N: n, Runtime: runtime, Model: model, Args: args, Pool: dc.c.cfg.Defaults.Pool,
-		Branch: drovertype.AttemptBranch(f.ID, t.ID, n), Timeout: timeout, Merge: merge, Prompt: prompt,
+		Branch: drovertype.AttemptBranch(f.ID, t.ID, n), Timeout: timeout, Merge: merge, Prompt: prompt, Probe: probe,
 	})
 }
 

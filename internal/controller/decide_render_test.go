@@ -10,6 +10,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/projection"
 	"github.com/drover-dev/drover/internal/projection/foldtest"
 	"github.com/drover-dev/drover/internal/queue"
@@ -82,7 +83,34 @@ var decisionFields = map[event.Type]func(ev *event.Event) (string, error){
 			f.add("args", "["+strings.Join(d.Args, " ")+"]")
 		}
 		f.add("pool", d.Pool).add("branch", d.Branch).add("timeout", time.Duration(d.Timeout)).add("merge", merges(d.Merge))
+		if len(d.Probe) > 0 {
+			f.add("probe", "["+strings.Join(d.Probe, " ")+"]")
+		}
 		return f.String() + prompt(d.Prompt)
+	}),
+	event.CooldownStarted: payload(func(d *event.CooldownStartedData) string {
+		var f fields
+		f.add("key", event.CooldownKey(d.Scope, d.Name)).add("step", d.Step).add("from", at(d.From)).add("until", at(d.Until)).
+			add("source", d.Source).add("on", d.Runtime).add("in_flight", d.InFlight)
+		if len(d.Runtimes) > 0 {
+			f.add("runtimes", "["+strings.Join(d.Runtimes, " ")+"]")
+		}
+		f.quoted("cause", d.Cause)
+		return f.String()
+	}),
+	event.CooldownReleased: payload(func(d *event.CooldownReleasedData) string {
+		var f fields
+		f.add("key", event.CooldownKey(d.Scope, d.Name)).quoted("reason", d.Reason)
+		return f.String()
+	}),
+	event.TaskWaiting: payload(func(d *event.TaskWaitingData) string {
+		var f fields
+		f.add("n", d.N).add("seq", d.Seq).add("cooldowns", "["+strings.Join(d.Cooldowns, " ")+"]")
+		if !d.Until.IsZero() {
+			f.add("until", at(d.Until))
+		}
+		f.quoted("reason", d.Reason)
+		return f.String()
 	}),
 	event.RuntimeErrorClassified: payload(func(d *event.RuntimeErrorClassifiedData) string {
 		var f fields
@@ -158,8 +186,12 @@ func renderAction(st *projection.State, a action) string {
 		return "job " + a.job.Attempt + renderJob(st, a.job)
 	case a.stop != nil:
 		var f fields
-		f.add("state", a.stop.State).add("worker", a.stop.Worker).add("epoch", a.stop.Epoch)
+		f.add("state", a.stop.State).add("worker", a.stop.Worker).add("epoch", a.stop.Epoch).quoted("reason", a.reason)
 		return "stop " + a.stop.ID + f.String()
+	case a.withdraw != nil:
+		var f fields
+		f.add("state", a.withdraw.State).add("worker", a.withdraw.Worker).quoted("reason", a.reason)
+		return "withdraw " + a.withdraw.ID + f.String()
 	}
 	return "empty action"
 }
@@ -238,13 +270,56 @@ func view(st *projection.State) []viewLine {
 			}
 		}
 	}
+	for _, k := range slices.Sorted(maps.Keys(st.Cooldowns)) {
+		out = append(out, viewLine{key: "cooldown " + k, text: cooldownLine(st.Cooldowns[k])})
+	}
 	return out
+}
+
+func cooldownLine(c *projection.Cooldown) string {
+	var b fields
+	if c.Released {
+		b.WriteString("released")
+		b.add("at", at(c.ReleasedAt))
+	} else {
+		b.WriteString("holds")
+		b.add("until", at(c.Until))
+	}
+	b.add("step", c.Step).add("source", c.Source).add("limited", c.Limited).add("in_flight", c.InFlight).add("probe", c.Probe)
+	if len(c.Runtimes) > 0 {
+		b.add("runtimes", "["+strings.Join(c.Runtimes, " ")+"]")
+	}
+	return b.String()
+}
+
+// budgetLine prints a budget against its spend.
+func budgetLine(b *fields, budget *flow.Budget, sp *projection.Spend) {
+	if budget != nil {
+		if budget.Tokens > 0 {
+			b.add("budget_tokens", budget.Tokens)
+		}
+		if budget.CostUSD > 0 {
+			b.add("budget_usd", budget.CostUSD)
+		}
+		b.add("running", budget.Running)
+	}
+	if sp != nil {
+		b.add("spent_tokens", sp.Tokens)
+		if sp.CostUSD > 0 {
+			b.add("spent_usd", fmt.Sprintf("%.4f", sp.CostUSD))
+		}
+		for _, m := range slices.Sorted(maps.Keys(sp.Unpriced)) {
+			u := sp.Unpriced[m]
+			b.add("unpriced["+m+"]", fmt.Sprintf("%d/%d", u.Input, u.Output))
+		}
+	}
 }
 
 func flowLine(f *projection.Flow) string {
 	var b fields
 	b.WriteString(string(f.State))
 	b.add("max_parallel", f.MaxParallel).add("round", f.Round).flag("paused", f.Paused)
+	budgetLine(&b, f.Budget, f.Spend)
 	if c := f.Cancel; c != nil {
 		b.WriteString(" cancel_requested")
 		b.quoted("reason", c.Reason)
@@ -276,6 +351,15 @@ func taskLine(t *projection.Task) string {
 		b.add("error", t.Error.Class)
 	}
 	b.add("round", t.Round).flag("cancel_requested", t.CancelRequested)
+	budgetLine(&b, t.Budget, t.Spend)
+	if w := t.Waiting(); w != nil {
+		b.add("waits", fmt.Sprintf("#%d:[%s]", w.N, strings.Join(w.Cooldowns, " ")))
+		if !w.Until.IsZero() {
+			b.add("until", at(w.Until))
+		} else {
+			b.add("until", "probe")
+		}
+	}
 	return b.String()
 }
 
@@ -300,6 +384,9 @@ func attemptLine(a *projection.Attempt) string {
 		b.add("verification", map[bool]string{true: "passed", false: "failed"}[v.Passed])
 	}
 	b.add("fenced", a.Fenced)
+	if len(a.Probe) > 0 {
+		b.add("probe", "["+strings.Join(a.Probe, " ")+"]")
+	}
 	return b.String()
 }
 

@@ -53,13 +53,16 @@ import (
 //	    A worker's attempt_claimed, at the attempt's next epoch unless
 //	    epoch= says otherwise. The attempt's job must have been queued (by
 //	    a decide fold).
-//	report attempt=ID ok [commit=C]
-//	report attempt=ID fail=CLASS [message=(M)] [retry_after=D] [reset_at=D] [stderr=(S)]
+//	report attempt=ID ok [commit=C] [usage...]
+//	report attempt=ID fail=CLASS [message=(M)] [retry_after=D] [reset_at=D] [stderr=(S)] [usage...]
 //	    The claim holder's attempt_reported: success with the attempt's
 //	    branch at commit C (default: the task and the attempt number), or
 //	    a failure of that class; the CLI's wait, and its quota's reset at
-//	    BaseTime + D. Anything else a report holds: event
-//	    type=attempt_reported. (A value with spaces goes in parentheses.)
+//	    BaseTime + D. usage is any of tokens=IN/OUT (input and output
+//	    tokens), cost=USD (the CLI's cost), model=M (the model it
+//	    reports) and credential=FP (the fingerprint of its keys). Anything
+//	    else a report holds: event type=attempt_reported. (A value with
+//	    spaces goes in parentheses.)
 //	integrated flow=ID [commit=C | fail=CLASS [message=(M)]]
 //	    The worker's flow_integrated for the flow's scheduled build.
 //	decide [fold] [as=NAME]
@@ -68,7 +71,10 @@ import (
 //	    (its effects indented below it), count each job as published, and
 //	    stop each attempt (one whose claim is not folded is revoked and
 //	    abandoned, as Controller.stop records it; one a worker holds is
-//	    signalled, and its worker's report is the scenario's to fold).
+//	    signalled, and its worker's report is the scenario's to fold), and
+//	    withdraw each (one whose claim is not folded is revoked and
+//	    withdrawn, as Controller.withdraw records it; one a worker holds
+//	    runs on).
 //	    as=NAME keeps the decided events for fold decisions=NAME.
 //	fold decisions=NAME
 //	    Fold again the events of an earlier decide (a late or republished
@@ -270,6 +276,7 @@ func (h *decideHarness) claim(t *testing.T, d *datadriven.TestData) string {
 func (h *decideHarness) report(t *testing.T, d *datadriven.TestData) string {
 	a := h.attempt(t, d)
 	rep := event.Report{Branch: a.Branch, DurationMS: 1000}
+	h.usage(t, d, &rep)
 	switch {
 	case d.HasArg("ok"):
 		rep.Success, rep.Commit = true, fmt.Sprintf("%s%d", a.Task, a.N)
@@ -292,6 +299,27 @@ func (h *decideHarness) report(t *testing.T, d *datadriven.TestData) string {
 	}
 	return h.fold(t, h.newEvent(t, drovertype.ClaimEventID(event.AttemptReported, a.ID, a.Epoch), event.AttemptReported,
 		a.Flow, a.Task, a.ID, a.Epoch, rep))
+}
+
+// usage fills what a report directive says the CLI reported of its usage
+// and credentials.
+func (h *decideHarness) usage(t *testing.T, d *datadriven.TestData, rep *event.Report) {
+	var tokens, model string
+	var cost float64
+	d.MaybeScanArgs(t, "credential", &rep.Credential)
+	d.MaybeScanArgs(t, "tokens", &tokens)
+	d.MaybeScanArgs(t, "model", &model)
+	d.MaybeScanArgs(t, "cost", &cost)
+	if tokens == "" && model == "" && cost == 0 {
+		return
+	}
+	u := &event.Usage{Model: model, CostUSD: cost}
+	if tokens != "" {
+		if _, err := fmt.Sscanf(tokens, "%d/%d", &u.InputTokens, &u.OutputTokens); err != nil {
+			t.Fatalf("%s: tokens=%s: want IN/OUT", d.Pos, tokens)
+		}
+	}
+	rep.Usage = u
 }
 
 func (h *decideHarness) integrated(t *testing.T, d *datadriven.TestData) string {
@@ -414,6 +442,8 @@ func otherActions(acts []action) []string {
 			out = append(out, "job "+a.job.Attempt)
 		case a.stop != nil:
 			out = append(out, "stop "+a.stop.ID)
+		case a.withdraw != nil:
+			out = append(out, "withdraw "+a.withdraw.ID)
 		}
 	}
 	return out
@@ -455,7 +485,9 @@ func (h *decideHarness) decide(t *testing.T, d *datadriven.TestData) string {
 			h.c.published.add(a.job.Attempt)
 			h.queued[a.job.Attempt] = true
 		case a.stop != nil && carry:
-			writeIndented(&b, h.stop(t, a.stop))
+			writeIndented(&b, h.stop(t, a.stop, a.reason))
+		case a.withdraw != nil && carry:
+			writeIndented(&b, h.withdraw(t, a.withdraw, a.reason))
 		}
 	}
 	if d.HasArg("as") {
@@ -472,11 +504,28 @@ func (h *decideHarness) decide(t *testing.T, d *datadriven.TestData) string {
 // stop carries out a stop as Controller.stop does, with the projection
 // standing in for the claims bucket: an attempt whose claim is not folded
 // is revoked and abandoned, one that is claimed is signalled.
-func (h *decideHarness) stop(t *testing.T, a *projection.Attempt) string {
+func (h *decideHarness) stop(t *testing.T, a *projection.Attempt, reason string) string {
 	if a.State != drovertype.AttemptScheduled {
 		return "signal: " + a.Worker + " is told to stop the CLI"
 	}
-	ev, err := h.c.abandonment(a)
+	ev, err := h.c.abandonment(a, reason)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString("revoked: " + ev.ID + "\n")
+	writeIndented(&b, h.fold(t, ev))
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// withdraw carries out a withdraw as Controller.withdraw does: an attempt
+// whose claim is not folded is revoked and withdrawn; one a worker holds
+// runs on.
+func (h *decideHarness) withdraw(t *testing.T, a *projection.Attempt, reason string) string {
+	if a.State != drovertype.AttemptScheduled {
+		return "held by " + a.Worker + ": it runs on"
+	}
+	ev, err := h.c.withdrawal(a, reason)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,16 +53,22 @@ func newMetrics(c *Controller) *metrics {
 		metric.WithDescription("Attempt jobs queued or delivered but not acknowledged, by runtime."))
 	workers, _ := mt.Int64ObservableGauge("drover_workers",
 		metric.WithDescription("Registered workers serving each runtime, by runtime and health (healthy|unhealthy)."))
+	cool := cooldownGauges{}
+	cool.remaining, _ = mt.Float64ObservableGauge("drover_runtime_cooldown_remaining_seconds", metric.WithUnit("s"),
+		metric.WithDescription("Seconds until the cooldowns holding back each configured runtime end (its own, or its credential's); 0 when none holds it back or they have ended."))
+	cool.state, _ = mt.Int64ObservableGauge("drover_runtime_cooldown",
+		metric.WithDescription("1 while a cooldown holds back the runtime, by state: cooling (nothing starts), half_open (one probe goes first); 0 otherwise."))
 	// The gauges read on scrape are observed only while Run runs.
 	m.observe = func() (metric.Registration, error) {
 		return mt.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
 			o.ObserveInt64(lag, int64(m.foldLag.Load()))
+			m.observeCooldowns(o, cool)
 			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
 			m.observeQueue(ctx, o, qlag)
 			m.observeWorkers(ctx, o, workers)
 			return nil
-		}, lag, qlag, workers)
+		}, lag, qlag, workers, cool.remaining, cool.state)
 	}
 	return m
 }
@@ -122,6 +128,48 @@ func (m *metrics) recordFolded(ctx context.Context, seq uint64, ev *event.Event)
 				m.tokens.Add(ctx, n, metric.WithAttributes(rt, model, attribute.String("direction", dir)))
 			}
 		}
+	}
+}
+
+// cooldownGauges are the instruments of the runtimes' cooldowns.
+type cooldownGauges struct {
+	remaining metric.Float64Observable
+	state     metric.Int64Observable
+}
+
+// observeCooldowns reports, for each configured runtime (the label's values
+// are bounded by the configuration), the cooldowns holding it back. A
+// model's cooldown holds back attempts asking for that model, not a
+// runtime, and shows in status only.
+func (m *metrics) observeCooldowns(o metric.Observer, g cooldownGauges) {
+	now := m.c.now()
+	type row struct {
+		remaining         float64
+		cooling, halfOpen int64
+	}
+	rows := map[string]*row{}
+	m.c.store.Read(func(st *projection.State) {
+		for name := range m.c.cfg.Runtimes {
+			r := &row{}
+			for _, c := range st.CooldownsFor(name, "") {
+				if c.Cooling(now) {
+					r.cooling = 1
+					r.remaining = max(r.remaining, c.Until.Sub(now).Seconds())
+				} else {
+					r.halfOpen = 1
+				}
+			}
+			if r.cooling == 1 {
+				r.halfOpen = 0
+			}
+			rows[name] = r
+		}
+	})
+	for name, r := range rows {
+		rt := attribute.String("runtime", name)
+		o.ObserveFloat64(g.remaining, r.remaining, metric.WithAttributes(rt))
+		o.ObserveInt64(g.state, r.cooling, metric.WithAttributes(rt, attribute.String("state", CooldownCooling)))
+		o.ObserveInt64(g.state, r.halfOpen, metric.WithAttributes(rt, attribute.String("state", CooldownHalfOpen)))
 	}
 }
 

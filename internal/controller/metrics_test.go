@@ -50,6 +50,12 @@ func TestMetrics(t *testing.T) {
 		Success: false, DurationMS: 1500, Error: &event.ErrorInfo{Class: "RUNTIME_ERROR", Message: "exit 3"},
 		Usage: &event.Usage{Model: "m1", InputTokens: 10, OutputTokens: 4}})
 	h.waitFor("the report to be folded", func(st *projection.State) bool { return st.Attempts[att].State == drovertype.AttemptFailed })
+	// A cooldown on demo, as the decisions record one, for its gauges.
+	now := time.Now()
+	h.publish("cooldown", event.CooldownStarted, id, "a", att, 0, event.CooldownStartedData{
+		Scope: event.CooldownRuntime, Name: "demo", Runtime: "demo", Step: 1, From: now, Until: now.Add(time.Hour),
+		Source: event.CooldownDefault, Class: drovertype.ClassRateLimited, Cause: "429"})
+	h.waitFor("the cooldown to be folded", func(st *projection.State) bool { return st.Cooldowns["runtime:demo"] != nil })
 
 	var body string
 	deadline := time.Now().Add(10 * time.Second)
@@ -66,6 +72,9 @@ func TestMetrics(t *testing.T) {
 		`drover_tokens_total{direction="input",model="m1",runtime="demo"} 10`,
 		`drover_fold_lag_events `,
 		`drover_queue_lag_jobs{runtime="demo"} `,
+		`drover_runtime_cooldown{runtime="demo",state="cooling"} 1`,
+		`drover_runtime_cooldown{runtime="demo",state="half_open"} 0`,
+		`drover_runtime_cooldown_remaining_seconds{runtime="demo"} 359`, // about an hour: 359x seconds
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %s", want)

@@ -180,9 +180,16 @@ func (c *Controller) handleCancel(ctx context.Context, r micro.Request) {
 }
 
 func (c *Controller) handleRetry(ctx context.Context, r micro.Request) {
+	var req OperatorRequest
+	if json.Unmarshal(r.Data(), &req) == nil {
+		if t, err := ParseTarget(req.Target); err == nil && t.Task == "" && t.Attempt == "" {
+			c.retryFlow(ctx, r, t, req.Reason)
+			return
+		}
+	}
 	c.operate(ctx, r, func(st *projection.State, t Target, reason string) (*event.Event, string, error) {
 		if t.Task == "" {
-			return nil, "", fmt.Errorf("retry takes FLOW/TASK, got %q", t.Flow)
+			return nil, "", fmt.Errorf("retry takes FLOW or FLOW/TASK, got %q", req.Target)
 		}
 		f, task, err := findTask(st, t)
 		if err != nil {
@@ -207,10 +214,77 @@ func (c *Controller) handleRetry(ctx context.Context, r micro.Request) {
 		if a := st.Attempts[task.Attempt]; a != nil && !a.State.Terminal() {
 			return nil, "", fmt.Errorf("task %s: attempt %s is still stopping; try again in a few seconds", task.ID, a.ID)
 		}
+		if why, _ := budgetReached(c.cfg, f, task); why != "" {
+			return nil, "", fmt.Errorf("task %s: %s; raise it first (controller budget)", task.ID, why)
+		}
 		ev, err := event.New(drovertype.EventID(event.TaskRetryRequested, randomSuffix()), event.TaskRetryRequested, c.now(), f.ID, task.ID, "", 0,
 			event.OperatorData{Reason: reason})
 		return ev, msg, err
 	})
+}
+
+// retryFlow reopens every failed or cancelled task of a flow at once (the
+// tasks they blocked follow): what `controller retry FLOW` does after the
+// flow's budget was raised, say. Each is its own task_retry_requested.
+func (c *Controller) retryFlow(ctx context.Context, r micro.Request, t Target, reason string) {
+	if len(reason) > 1000 {
+		reason = reason[:1000]
+	}
+	var evs []*event.Event
+	var err error
+	c.store.Read(func(st *projection.State) { evs, err = c.flowRetries(st, t, reason) })
+	if err != nil {
+		code := CodeBadRequest
+		if nf, ok := err.(notFound); ok {
+			code, err = CodeNotFound, nf
+		}
+		_ = r.Error(code, err.Error(), nil)
+		return
+	}
+	tasks := make([]string, len(evs))
+	for i, ev := range evs {
+		if err := c.record(ctx, ev); err != nil {
+			_ = r.Error(CodeInternal, fmt.Sprintf("retried %s, then: %v", strings.Join(tasks[:i], ", "), err), nil)
+			return
+		}
+		tasks[i] = ev.Task
+	}
+	c.log.Info("operator request", "type", event.TaskRetryRequested, "flow", t.Flow, "tasks", len(evs), "reason", reason)
+	c.respondJSON(ctx, r, OperatorResponse{Flow: t.Flow, Event: string(event.TaskRetryRequested),
+		Message: fmt.Sprintf("retrying %d tasks of flow %s: %s", len(evs), t.Flow, strings.Join(tasks, ", "))})
+}
+
+// flowRetries are the retry requests of a flow's failed and cancelled tasks.
+func (c *Controller) flowRetries(st *projection.State, t Target, reason string) ([]*event.Event, error) {
+	f, err := findFlow(st, t)
+	if err != nil {
+		return nil, err
+	}
+	if f.Cancel != nil {
+		return nil, fmt.Errorf("flow %s was cancelled; submit it again", f.ID)
+	}
+	var evs []*event.Event
+	for _, task := range st.FlowTasks(f) {
+		if task.State != drovertype.TaskFailed && task.State != drovertype.TaskCancelled {
+			continue
+		}
+		if a := st.Attempts[task.Attempt]; a != nil && !a.State.Terminal() {
+			return nil, fmt.Errorf("task %s: attempt %s is still stopping; try again in a few seconds", task.ID, a.ID)
+		}
+		if why, _ := budgetReached(c.cfg, f, task); why != "" {
+			return nil, fmt.Errorf("task %s: %s; raise it first (controller budget)", task.ID, why)
+		}
+		ev, err := event.New(drovertype.EventID(event.TaskRetryRequested, randomSuffix()), event.TaskRetryRequested, c.now(), f.ID, task.ID, "", 0,
+			event.OperatorData{Reason: reason})
+		if err != nil {
+			return nil, err
+		}
+		evs = append(evs, ev)
+	}
+	if len(evs) == 0 {
+		return nil, fmt.Errorf("flow %s has no failed or cancelled task to retry", f.ID)
+	}
+	return evs, nil
 }
 
 func (c *Controller) handlePause(resume bool) func(context.Context, micro.Request) {

@@ -22,13 +22,17 @@ type Resolution struct {
 	Repo        string                     `json:"repo"`
 	MaxParallel int                        `json:"max_parallel,omitempty"`
 	Tasks       map[string]policy.Resolved `json:"tasks"`
+	// Budget is the flow's: its own, else its project's, else
+	// defaults.budget, each taken whole; nil when none limits anything.
+	Budget *flow.Budget `json:"budget,omitempty"`
 }
 
 // Resolve fills what a flow takes from its project (the repo, when the flow
 // names none) and resolves every task. It fails when a task ends up without
 // a runtime, or asks for a review without a validator.
 func Resolve(cfg *config.Config, spec *flow.Spec) (*Resolution, error) {
-	res := &Resolution{Repo: spec.Repo, MaxParallel: cfg.Defaults.MaxParallel, Tasks: map[string]policy.Resolved{}}
+	res := &Resolution{Repo: spec.Repo, MaxParallel: cfg.Defaults.MaxParallel, Tasks: map[string]policy.Resolved{},
+		Budget: cfg.Defaults.Budget.Spec()}
 	var project policy.Layer
 	if spec.Project != "" {
 		p, ok := cfg.Projects[spec.Project]
@@ -37,6 +41,9 @@ func Resolve(cfg *config.Config, spec *flow.Spec) (*Resolution, error) {
 		}
 		if res.Repo == "" {
 			res.Repo = p.Repo
+		}
+		if b := p.Budget.Spec(); b != nil {
+			res.Budget = b
 		}
 		if p.MaxParallel > 0 {
 			res.MaxParallel = p.MaxParallel
@@ -52,6 +59,10 @@ func Resolve(cfg *config.Config, spec *flow.Spec) (*Resolution, error) {
 	}
 	if spec.MaxParallel > 0 {
 		res.MaxParallel = spec.MaxParallel
+	}
+	if spec.Budget.Limited() {
+		b := *spec.Budget
+		res.Budget = &b
 	}
 	global := policy.Layer{Level: policy.LevelGlobal, Runtime: flow.RuntimeRef{Name: cfg.Defaults.Runtime},
 		Retry: cfg.Defaults.Retry.Spec()}

@@ -37,6 +37,10 @@ const (
 	ClassTurnBudgetExhausted  ErrorClass = "TURN_BUDGET_EXHAUSTED"
 	ClassTokenBudgetExhausted ErrorClass = "TOKEN_BUDGET_EXHAUSTED"
 	ClassTimeBudgetExhausted  ErrorClass = "TIME_BUDGET_EXHAUSTED"
+	// The flow's or the task's budget was spent: the controller ends the
+	// task without running it again (docs/flows.md#budgets). A quota of the
+	// provider is not this: it is RATE_LIMITED with a reset time.
+	ClassBudgetExceeded ErrorClass = "BUDGET_EXCEEDED"
 )
 
 // classes lists every class, in the order above.
@@ -46,6 +50,7 @@ var classes = []ErrorClass{
 	ClassMergeConflict, ClassObserveFailed, ClassVerificationFailed,
 	ClassScopeViolation, ClassCancelled, ClassWorkerLost, ClassUnknown,
 	ClassTurnBudgetExhausted, ClassTokenBudgetExhausted, ClassTimeBudgetExhausted,
+	ClassBudgetExceeded,
 }
 
 // Classes returns every error class, in declaration order.

@@ -160,7 +160,7 @@ func TestErrorClasses(t *testing.T) {
 			t.Errorf("ParseErrorClass(%q) = %q %v", c, got, err)
 		}
 	}
-	if len(seen) != 18 {
+	if len(seen) != 19 {
 		t.Errorf("%d classes", len(seen))
 	}
 	if _, err := ParseErrorClass("MY_CLASS"); err == nil {
@@ -170,5 +170,16 @@ func TestErrorClasses(t *testing.T) {
 	Classes()[0] = "X"
 	if Classes()[0] != ClassCrashed {
 		t.Error("Classes shares its slice")
+	}
+}
+
+func TestAttemptStates(t *testing.T) {
+	for s, terminal := range map[AttemptState]bool{
+		AttemptScheduled: false, AttemptClaimed: false,
+		AttemptSucceeded: true, AttemptFailed: true, AttemptWithdrawn: true,
+	} {
+		if s.Terminal() != terminal {
+			t.Errorf("%s.Terminal() = %v", s, !terminal)
+		}
 	}
 }

@@ -48,10 +48,16 @@ const (
 	AttemptClaimed   AttemptState = "claimed"
 	AttemptSucceeded AttemptState = "succeeded"
 	AttemptFailed    AttemptState = "failed"
+	// Withdrawn: the controller took the queued attempt back before any
+	// worker ran it (its runtime began cooling down, or its flow's budget
+	// was spent); it does not count against the task's attempts.
+	AttemptWithdrawn AttemptState = "withdrawn"
 )
 
-// Terminal reports whether the attempt has its report.
-func (s AttemptState) Terminal() bool { return s == AttemptSucceeded || s == AttemptFailed }
+// Terminal reports whether the attempt has ended: reported, or withdrawn.
+func (s AttemptState) Terminal() bool {
+	return s == AttemptSucceeded || s == AttemptFailed || s == AttemptWithdrawn
+}
 
 // IntegrationState is where a flow's integration branch is.
 type IntegrationState string

@@ -65,6 +65,18 @@ const (
 	FlowTasksSubmitted   Type = "flow_tasks_submitted"
 	IntegrationScheduled Type = "integration_scheduled"
 	FlowIntegrated       Type = "flow_integrated"
+
+	// A provider's limit as a fact about the fleet (controller): a runtime,
+	// a model or a credential cools down, and its probe's success releases
+	// it (docs/design.md#cooldowns).
+	CooldownStarted  Type = "cooldown_started"
+	CooldownReleased Type = "cooldown_released"
+	// The controller took back a queued attempt before any worker ran it.
+	AttemptWithdrawn Type = "attempt_withdrawn"
+	// A task that could start waits, and why (controller).
+	TaskWaiting Type = "task_waiting"
+	// An operator set a flow's or a task's budget (controller API).
+	BudgetSet Type = "budget_set"
 )
 
 // Event is the envelope of everything on the EVENTS stream. ID is unique per
@@ -174,6 +186,9 @@ type FlowSubmittedData struct {
 	// here (Spec.Tasks is empty) but in that many flow_tasks_submitted
 	// events, parts 1..Parts, which come before this one in the log.
 	Parts int `json:"parts,omitempty"`
+	// Budget is the flow's resolved budget (its own, else its project's,
+	// else the configured default); nil: none.
+	Budget *flow.Budget `json:"budget,omitempty"`
 }
 
 // FlowTasksSubmittedData is one part of a large flow's tasks, in the order
@@ -216,6 +231,9 @@ type AttemptScheduledData struct {
 	// Prompt is set on a retry: the task's prompt with the feedback of the
 	// attempt before.
 	Prompt string `json:"prompt,omitempty"`
+	// Probe lists the cooldowns (CooldownKey) whose end this attempt tests:
+	// it goes first, and its outcome releases or extends them.
+	Probe []string `json:"probe,omitempty"`
 }
 
 // AttemptAbandonedData is the controller's record that a queued attempt of a
@@ -365,6 +383,11 @@ type Report struct {
 	// has any; ScopeViolations lists changes outside the task's scope.
 	Verification    *Verification `json:"verification,omitempty"`
 	ScopeViolations []string      `json:"scope_violations,omitempty"`
+	// Credential fingerprints the credentials the CLI was given (never the
+	// secret: a short hash of the values of its key variables), so that a
+	// rate limit can cool down every runtime that shares them; "" when it
+	// was given none in its environment.
+	Credential string `json:"credential,omitempty"`
 	// Sandbox is how the CLI, its checks and its validator were confined:
 	// "landlock ABI 7", or "off: …" with why (worker.sandbox is off, or
 	// controller dev on a kernel without Landlock).
@@ -465,4 +488,85 @@ type FlowIntegratedData struct {
 type TaskFailedData struct {
 	Reason string                `json:"reason"`
 	Class  drovertype.ErrorClass `json:"class,omitempty"`
+}
+
+// Cooldown scopes: what a cooldown holds back.
+const (
+	CooldownRuntime    = "runtime"    // every attempt on the runtime
+	CooldownModel      = "model"      // every attempt asking for the model by name, on any runtime
+	CooldownCredential = "credential" // every attempt on a runtime known to use the credential
+)
+
+// CooldownKey names a cooldown: its scope and what it holds back.
+func CooldownKey(scope, name string) string { return scope + ":" + name }
+
+// Where a cooldown's length came from.
+const (
+	CooldownResetAt    = "reset_at"    // the quota's reset time the CLI printed
+	CooldownRetryAfter = "retry_after" // the wait the CLI asked for
+	CooldownDefault    = "default"     // neither: the configured default
+)
+
+// CooldownStartedData is the controller's decision that a limit holds back
+// every attempt in its scope until Until. Event.Attempt is the attempt that
+// met the limit. A cooldown that exists already is extended: Until moves
+// later, and Step grows when the limit met its probe (backoff).
+type CooldownStartedData struct {
+	Scope string `json:"scope"`
+	// Name is the runtime, the model, or the credential's fingerprint.
+	Name string `json:"name"`
+	// Runtimes are, for a credential, the runtimes known to use it.
+	Runtimes []string `json:"runtimes,omitempty"`
+	// Runtime is where the limit was met.
+	Runtime string `json:"runtime"`
+	// Step is 1 for a new cooldown, one more for each limit its probe met.
+	Step int `json:"step"`
+	// From is when the attempt that met the limit ended; Until when the
+	// cooldown ends, From plus the wait of Source and Step.
+	From   time.Time             `json:"from"`
+	Until  time.Time             `json:"until"`
+	Source string                `json:"source"`
+	Class  drovertype.ErrorClass `json:"class"`
+	Cause  string                `json:"cause"`
+	// InFlight counts the other attempts running in the scope when the
+	// cooldown was decided: they finish, and may meet the limit too.
+	InFlight int `json:"in_flight,omitempty"`
+}
+
+// CooldownReleasedData is the controller's decision that a cooldown is
+// over: its probe, Event.Attempt, got past the limit.
+type CooldownReleasedData struct {
+	Scope  string `json:"scope"`
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// AttemptWithdrawnData says why the controller took back a queued attempt
+// before any worker ran it (its claim is revoked): the task runs again
+// without it counting against its attempts.
+type AttemptWithdrawnData struct {
+	Reason string `json:"reason"`
+	// Cooldown is the cooldown (CooldownKey) it was withdrawn for, if any.
+	Cooldown string `json:"cooldown,omitempty"`
+}
+
+// TaskWaitingData says why a task that could start its attempt N does not:
+// the cooldowns in its way; none says the wait is over. Seq numbers a
+// task's waits, so that a wait recorded again after other ones is a new
+// event.
+type TaskWaitingData struct {
+	N         int       `json:"n"`
+	Seq       int       `json:"seq"`
+	Cooldowns []string  `json:"cooldowns"`
+	Until     time.Time `json:"until,omitzero"` // when the longest of them ends; zero while one awaits its probe
+	Reason    string    `json:"reason"`
+}
+
+// BudgetSetData is an operator's change of a budget, the flow's or
+// (Event.Task) a task's: the fields given replace the budget's, 0 meaning
+// no limit.
+type BudgetSetData struct {
+	Tokens  *int64   `json:"tokens,omitempty"`
+	CostUSD *float64 `json:"cost_usd,omitempty"`
+	Reason  string   `json:"reason,omitempty"`
 }

@@ -196,9 +196,10 @@ type decoder struct{ p *problems }
 
 var (
 	specFields = []string{"name", "repo", "base", "project", "runtime", "validator", "review", "retry",
-		"max_parallel", "scope", "timeout", "tasks"}
+		"max_parallel", "scope", "timeout", "budget", "tasks"}
 	taskFields = []string{"id", "prompt", "depends_on", "runtime", "validator", "review", "retry",
-		"timeout", "verify", "verify_timeout", "scope"}
+		"timeout", "verify", "verify_timeout", "scope", "budget"}
+	budgetFields  = []string{"tokens", "cost_usd", "running"}
 	runtimeFields = []string{"name", "model", "args"}
 	retryFields   = []string{"max_attempts", "initial_backoff", "coefficient", "max_backoff", "jitter",
 		"retry_on", "fallback"}
@@ -240,6 +241,8 @@ func (d decoder) spec(n *yaml.Node, s *Spec) {
 			s.Scope = d.scope(v, field)
 		case "timeout":
 			s.Timeout = d.duration(v, field)
+		case "budget":
+			s.Budget = d.budget(v, field)
 		case "tasks":
 			s.Tasks = d.tasks(v, field)
 		}
@@ -294,6 +297,8 @@ func (d decoder) task(n *yaml.Node, path string, t *Task) {
 			t.VerifyTimeout = d.duration(v, field)
 		case "scope":
 			t.Scope = d.scope(v, field)
+		case "budget":
+			t.Budget = d.budget(v, field)
 		}
 	})
 }
@@ -400,6 +405,48 @@ func (d decoder) scope(n *yaml.Node, field string) *Scope {
 		}
 	})
 	return sc
+}
+
+// budget decodes a budget; null reads as unset.
+func (d decoder) budget(n *yaml.Node, field string) *Budget {
+	if !d.mapping(n, field, "a mapping like {tokens: 2000000, cost_usd: 25}") {
+		return nil
+	}
+	b := &Budget{}
+	d.fields(n, field, budgetFields, func(key, f string, v *yaml.Node) {
+		switch key {
+		case "tokens":
+			if c := d.count(v, f); c != nil {
+				b.Tokens = *c
+			}
+		case "cost_usd":
+			if c := d.float(v, f); c != nil {
+				b.CostUSD = *c
+			}
+		case "running":
+			b.Running, _ = d.str(v, f)
+		}
+	})
+	return b
+}
+
+// count decodes a YAML integer that may need 64 bits; null reads as unset.
+func (d decoder) count(n *yaml.Node, field string) *int64 {
+	if n.Kind == yaml.ScalarNode {
+		switch n.ShortTag() {
+		case "!!null":
+			return nil
+		case "!!int":
+			var v int64
+			if err := n.Decode(&v); err == nil {
+				return &v
+			}
+			d.fail(n, field, "number %.40s is out of range", n.Value)
+			return nil
+		}
+	}
+	d.fail(n, field, "must be a whole number, got %s", describeValue(n))
+	return nil
 }
 
 // verify decodes verification commands: a list of strings, or one string

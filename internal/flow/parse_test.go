@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -536,5 +537,38 @@ func TestParseUnknownClass(t *testing.T) {
 	_, err := Parse("f.yaml", data, Options{})
 	if err == nil || err.Error() != `f.yaml:4:20: retry.retry_on[0]: unknown error class "MY_CLASS"` {
 		t.Errorf("got %v", err)
+	}
+}
+
+func TestParseBudget(t *testing.T) {
+	spec, err := Parse("budget.yaml", []byte(`name: b
+repo: ./repo.git
+runtime: demo
+budget: {tokens: 5000000000, cost_usd: 12.5, running: finish}
+tasks:
+  - {id: a, prompt: a, budget: {tokens: 1000}}
+  - {id: b, prompt: b, budget: {cost_usd: 0.25}}
+  - {id: c, prompt: c, budget: null}
+`), testOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := spec.Budget; *b != (Budget{Tokens: 5_000_000_000, CostUSD: 12.5, Running: BudgetFinish}) || !b.Limited() || b.Stops() {
+		t.Errorf("flow budget %+v", b)
+	}
+	if b := spec.Tasks[0].Budget; *b != (Budget{Tokens: 1000}) || !b.Stops() {
+		t.Errorf("task a budget %+v", b)
+	}
+	if b := spec.Tasks[1].Budget; *b != (Budget{CostUSD: 0.25}) {
+		t.Errorf("task b budget %+v", b)
+	}
+	if spec.Tasks[2].Budget != nil || (*Budget)(nil).Limited() || (&Budget{Running: "stop"}).Limited() {
+		t.Errorf("task c budget %+v, or an empty budget limits something", spec.Tasks[2].Budget)
+	}
+	if err := CheckBudget(&Budget{CostUSD: math.NaN()}); err == nil || !strings.Contains(err.Error(), "budget.cost_usd") {
+		t.Errorf("CheckBudget(NaN) = %v", err)
+	}
+	if err := CheckBudget(&Budget{Tokens: 7, Running: BudgetStop}); err != nil {
+		t.Errorf("CheckBudget = %v", err)
 	}
 }

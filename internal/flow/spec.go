@@ -73,6 +73,9 @@ type Spec struct {
 	// Timeout is the default per-task wall-clock limit; 0 means the
 	// configured default.
 	Timeout Duration `yaml:"timeout" json:"timeout,omitempty"`
+	// Budget caps what the whole flow may spend; nil means its project's
+	// or the configured default.
+	Budget *Budget `yaml:"budget" json:"budget,omitempty"`
 	// Tasks are kept in file order, which breaks ties everywhere an order is
 	// needed.
 	Tasks []Task `yaml:"tasks" json:"tasks"`
@@ -107,7 +110,34 @@ type Task struct {
 	VerifyTimeout Duration `yaml:"verify_timeout" json:"verify_timeout,omitempty"`
 	// Scope overrides Spec.Scope as a whole.
 	Scope *Scope `yaml:"scope" json:"scope,omitempty"`
+	// Budget caps what this task may spend, within the flow's.
+	Budget *Budget `yaml:"budget" json:"budget,omitempty"`
 }
+
+// Budget caps what a flow or a task may spend, summed from its attempts'
+// reported usage (docs/flows.md#budgets). A zero limit is no limit.
+type Budget struct {
+	// Tokens caps the input and output tokens the CLIs report.
+	Tokens int64 `yaml:"tokens" json:"tokens,omitempty"`
+	// CostUSD caps the cost in US dollars: the CLI's own figure where it
+	// reports one, else an estimate from the configured pricing.
+	CostUSD float64 `yaml:"cost_usd" json:"cost_usd,omitempty"`
+	// Running is what happens to attempts running when the budget is
+	// reached: BudgetStop (the default) or BudgetFinish.
+	Running string `yaml:"running" json:"running,omitempty"`
+}
+
+// What a reached budget does to the attempts running.
+const (
+	BudgetStop   = "stop"   // they are stopped, as a cancel stops them
+	BudgetFinish = "finish" // they finish; nothing new starts
+)
+
+// Limited reports whether b limits anything.
+func (b *Budget) Limited() bool { return b != nil && (b.Tokens > 0 || b.CostUSD > 0) }
+
+// Stops reports whether reaching b stops the attempts running.
+func (b *Budget) Stops() bool { return b == nil || b.Running != BudgetFinish }
 
 // RuntimeRef names a runtime with optional model and extra arguments. In a
 // file it is a name, or a mapping with name, model and args.

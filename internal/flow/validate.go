@@ -148,6 +148,7 @@ func (s *Spec) validate(p *problems, opts Options) {
 	if s.Timeout < 0 {
 		p.add("timeout", "negative duration %s", s.Timeout)
 	}
+	checkBudget(p, "budget", s.Budget)
 
 	if len(s.Tasks) == 0 {
 		p.add("tasks", "at least one task is required")
@@ -214,6 +215,7 @@ func (s *Spec) validateTask(p *problems, opts Options, i int, first map[string]i
 		p.add(f+".verify_timeout", "negative duration %s", t.VerifyTimeout)
 	}
 	checkScope(p, f+".scope", t.Scope)
+	checkBudget(p, f+".budget", t.Budget)
 
 	seen := make(map[string]int, len(t.DependsOn)) // id -> first index in depends_on
 	for j, dep := range t.DependsOn {
@@ -388,7 +390,40 @@ const (
 	maxAttempts    = 100
 	maxCoefficient = 100
 	maxParallel    = 10_000
+	// MaxBudgetTokens and MaxBudgetUSD bound a budget: beyond them a
+	// budget limits nothing a flow could spend, and sums stay exact.
+	MaxBudgetTokens = 1_000_000_000_000_000
+	MaxBudgetUSD    = 1_000_000_000
 )
+
+// CheckBudget checks a budget the way a flow file's is checked, for the
+// operator's budget command and the configuration; errors name its fields
+// as budget.tokens, budget.cost_usd and budget.running.
+func CheckBudget(b *Budget) error {
+	p := &problems{}
+	checkBudget(p, "budget", b)
+	return p.err()
+}
+
+// checkBudget checks a budget: limits in range (0 is none), running one of
+// stop and finish.
+func checkBudget(p *problems, field string, b *Budget) {
+	if b == nil {
+		return
+	}
+	if b.Tokens < 0 || b.Tokens > MaxBudgetTokens {
+		p.add(field+".tokens", "%d is out of range: want 0 to %d (0 means no limit)", b.Tokens, int64(MaxBudgetTokens))
+	}
+	// Written negated so that NaN fails too.
+	if !(b.CostUSD >= 0 && b.CostUSD <= MaxBudgetUSD) {
+		p.add(field+".cost_usd", "%v is out of range: want 0 to %d (0 means no limit)", b.CostUSD, MaxBudgetUSD)
+	}
+	switch b.Running {
+	case "", BudgetStop, BudgetFinish:
+	default:
+		p.add(field+".running", "%.40q is not stop or finish (what happens to running attempts when the budget is reached)", b.Running)
+	}
+}
 
 var classRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
 

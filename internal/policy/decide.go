@@ -46,8 +46,8 @@ type Decision struct {
 // The runtime chain is primary followed by r.Fallback, without duplicates,
 // empty names or the primary again. The rules, in order:
 //
-//  0. CANCELLED and MERGE_CONFLICT are never retried, even when listed in
-//     RetryOn.
+//  0. CANCELLED, MERGE_CONFLICT and BUDGET_EXCEEDED are never retried, even
+//     when listed in RetryOn.
 //  1. f.Attempts >= r.MaxAttempts: attempts exhausted, no retry.
 //  2. RATE_LIMITED or AUTH_FAILED, with a runtime in the chain after the
 //     failed one: fall back to that runtime at once (Delay 0). A failed

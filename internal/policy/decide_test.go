@@ -79,6 +79,7 @@ func TestDecide(t *testing.T) {
 		// Never retried even when listed.
 		{"cancelled listed", everything, f(drovertype.ClassCancelled, 1, "claude", ""), fail("CANCELLED on claude is never retried")},
 		{"merge conflict listed", everything, f(drovertype.ClassMergeConflict, 1, "claude", ""), fail("MERGE_CONFLICT on claude is never retried")},
+		{"budget exceeded listed", everything, f(drovertype.ClassBudgetExceeded, 1, "claude", ""), fail("BUDGET_EXCEEDED on claude is never retried")},
 		{"crashed listed", everything, f(drovertype.ClassCrashed, 1, "claude", ""), want{true, same, "claude", "", 10 * time.Second, true, "RUNTIME_CRASHED"}},
 		{"cancelled beats exhausted", def, f(drovertype.ClassCancelled, 3, "claude", ""), fail("CANCELLED on claude is never retried")},
 

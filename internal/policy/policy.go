@@ -9,10 +9,12 @@ import (
 )
 
 // neverRetried are the classes Decide never retries, even when a policy
-// lists them in retry_on: an operator's cancellation is final, and a merge
-// conflict between dependencies will not resolve itself by running again.
+// lists them in retry_on: an operator's cancellation is final, a merge
+// conflict between dependencies will not resolve itself by running again,
+// and a spent budget is raised by an operator, not by waiting.
 func neverRetried(class drovertype.ErrorClass) bool {
-	return class == drovertype.ClassCancelled || class == drovertype.ClassMergeConflict
+	return class == drovertype.ClassCancelled || class == drovertype.ClassMergeConflict ||
+		class == drovertype.ClassBudgetExceeded
 }
 
 // Retry is a retry policy. Its JSON form is used inside events, so it is a

@@ -97,12 +97,14 @@ func (s *State) flowSubmitted(ev *event.Event, d *event.FlowSubmittedData) error
 		MaxParallel: d.MaxParallel}
 	s.Flows[f.ID] = f
 	s.mark(keyFlow + f.ID)
+	f.Budget = d.Budget
 	for i := range d.Spec.Tasks {
 		t := &d.Spec.Tasks[i]
 		task := &Task{
 			Flow: f.ID, ID: t.ID, State: drovertype.TaskPending, DependsOn: t.DependsOn,
 			Runtime: d.Spec.RuntimeFor(t), UpdatedAt: ev.Time,
 		}
+		task.Budget = t.Budget
 		if plan, ok := d.Plan[t.ID]; ok {
 			task.Plan = s.sharedPlan(&plan)
 			task.Runtime = plan.Worker.Name
@@ -168,6 +170,7 @@ func (s *State) attemptScheduled(ev *event.Event, d *event.AttemptScheduledData)
 	}
 	s.Attempts[a.ID] = a
 	s.touchAttempt(a)
+	s.probe(a, d.Probe)
 	t.State, t.Attempts, t.Attempt, t.Retry = drovertype.TaskScheduled, d.N, a.ID, nil
 	s.touchTask(t, ev)
 	return nil
@@ -254,6 +257,7 @@ func (s *State) attemptReported(ev *event.Event, r *event.Report) error {
 		a.State = drovertype.AttemptSucceeded
 	}
 	s.touchAttempt(a)
+	s.addSpend(a, r.Usage)
 	t := s.Task(a.Flow, a.Task)
 	if t == nil || t.Attempt != a.ID || t.State.Terminal() {
 		return nil

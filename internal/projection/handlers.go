@@ -31,6 +31,13 @@ var handlers = map[event.Type]handler{
 	event.IntegrationScheduled:     on((*State).integrationScheduled),
 	event.FlowIntegrated:           on((*State).flowIntegrated),
 
+	// Limits and budgets (cooldown.go, budget.go).
+	event.CooldownStarted:  on((*State).cooldownStarted),
+	event.CooldownReleased: on((*State).cooldownReleased),
+	event.AttemptWithdrawn: on((*State).attemptWithdrawn),
+	event.TaskWaiting:      on((*State).taskWaiting),
+	event.BudgetSet:        on((*State).budgetSet),
+
 	// An attempt's lifecycle, as its worker reports it.
 	event.AdapterInitialized:      on(phase[event.AdapterInitializedData]),
 	event.PrepareCompleted:        on(phase[event.PrepareCompletedData]),

@@ -17,12 +17,13 @@ import (
 
 // Record key prefixes in the projection. A key names one JSON record.
 const (
-	keyFlow    = "f/"
-	keyTask    = "t/"
-	keyAttempt = "a/"
-	keySeen    = "e/"
-	keyPoison  = "p/"
-	keyPart    = "s/"
+	keyFlow     = "f/"
+	keyTask     = "t/"
+	keyAttempt  = "a/"
+	keySeen     = "e/"
+	keyPoison   = "p/"
+	keyPart     = "s/"
+	keyCooldown = "c/"
 )
 
 // partKey names a part of a flow in State.Parts; the part number is padded
@@ -73,6 +74,9 @@ func (st *State) Records(fn func(key string, value []byte) error) error {
 	for k := range st.Parts {
 		keys = append(keys, keyPart+k)
 	}
+	for k := range st.Cooldowns {
+		keys = append(keys, keyCooldown+k)
+	}
 	for _, k := range keys {
 		v, err := st.encodeRecord(k)
 		if err != nil {
@@ -122,6 +126,11 @@ func (st *State) LoadRecord(k string, v []byte) error {
 		if err = json.Unmarshal(v, &p); err == nil {
 			st.Parts[k[len(keyPart):]] = &p
 		}
+	case strings.HasPrefix(k, keyCooldown):
+		var c Cooldown
+		if err = json.Unmarshal(v, &c); err == nil {
+			st.Cooldowns[k[len(keyCooldown):]] = &c
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("projection: load record %q: %w", k, err)
@@ -153,6 +162,8 @@ func (st *State) encodeRecord(k string) ([]byte, error) {
 			return nil, nil
 		}
 		v = p
+	case strings.HasPrefix(k, keyCooldown):
+		v = st.Cooldowns[k[len(keyCooldown):]]
 	}
 	raw, err := jsonv2.Marshal(v, jsonv1.DefaultOptionsV1())
 	if err != nil {

@@ -28,6 +28,10 @@ type Flow struct {
 	Paused      bool         `json:"paused,omitempty"`
 	Cancel      *Cancel      `json:"cancel,omitempty"`
 	Integration *Integration `json:"integration,omitempty"`
+	// Budget caps what the flow's attempts may spend (resolved at
+	// submission, raised by an operator); Spend is what they reported.
+	Budget *flow.Budget `json:"budget,omitempty"`
+	Spend  *Spend       `json:"spend,omitempty"`
 }
 
 // Cancel records an operator's cancel request.
@@ -73,6 +77,14 @@ type Task struct {
 	Round int `json:"round,omitempty"`
 	// CancelRequested: an operator asked to cancel the task.
 	CancelRequested bool `json:"cancel_requested,omitempty"`
+	// Budget caps what the task's attempts may spend (its flow file's,
+	// raised by an operator); Spend is what they reported.
+	Budget *flow.Budget `json:"budget,omitempty"`
+	Spend  *Spend       `json:"spend,omitempty"`
+	// Wait is why the task, ready to start, does not (task_waiting);
+	// Waiting says whether it still holds. Waits counts the waits recorded.
+	Wait  *TaskWait `json:"wait,omitempty"`
+	Waits int       `json:"waits,omitempty"`
 }
 
 // PendingRetry is a retry the policy scheduled (runtime_recovery_scheduled).
@@ -119,12 +131,17 @@ type Attempt struct {
 	// ReportEventID, which the EVENTS stream keeps: the controller's report
 	// API reads it whole. The stderr tail, which retry feedback quotes, is
 	// kept.
-	Report      *event.Report    `json:"report,omitempty"`
+	Report        *event.Report    `json:"report,omitempty"`
 	ReportEventID string           `json:"report_event,omitempty"`
-	Error       *event.ErrorInfo `json:"error,omitempty"`  // set by runtime_error_classified
-	Fenced      int              `json:"fenced,omitempty"` // events ignored from superseded claims
+	Error         *event.ErrorInfo `json:"error,omitempty"`  // set by runtime_error_classified
+	Fenced        int              `json:"fenced,omitempty"` // events ignored from superseded claims
 	// Verification is what the checks after the run found.
 	Verification *event.Verification `json:"verification,omitempty"`
+	// Probe lists the cooldowns this attempt was the first to try after
+	// they ended (event.CooldownKey).
+	Probe []string `json:"probe,omitempty"`
+	// Withdrawn says why the controller took the attempt back before it ran.
+	Withdrawn string `json:"withdrawn,omitempty"`
 }
 
 // SubmittedPart is a part of a flow's tasks (flow_tasks_submitted) folded
@@ -152,7 +169,10 @@ type State struct {
 	Poisons  map[uint64]*Poison
 	// Parts holds the parts of large flows until their flow_submitted.
 	Parts map[string]*SubmittedPart // key: partKey
-	dirty map[string]struct{}
+	// Cooldowns are the limits the fleet has met, by event.CooldownKey;
+	// a released one stays until the next limit in its scope replaces it.
+	Cooldowns map[string]*Cooldown
+	dirty     map[string]struct{}
 	// plans are the last distinct plans tasks were given (sharedPlan).
 	plans []*policy.Resolved
 }
@@ -182,13 +202,14 @@ func (s *State) sharedPlan(p *policy.Resolved) *policy.Resolved {
 // NewState returns an empty projection.
 func NewState() *State {
 	return &State{
-		Flows:    map[string]*Flow{},
-		Tasks:    map[string]*Task{},
-		Attempts: map[string]*Attempt{},
-		Seen:     map[string]uint64{},
-		Poisons:  map[uint64]*Poison{},
-		Parts:    map[string]*SubmittedPart{},
-		dirty:    map[string]struct{}{},
+		Flows:     map[string]*Flow{},
+		Tasks:     map[string]*Task{},
+		Attempts:  map[string]*Attempt{},
+		Seen:      map[string]uint64{},
+		Poisons:   map[uint64]*Poison{},
+		Parts:     map[string]*SubmittedPart{},
+		dirty:     map[string]struct{}{},
+		Cooldowns: map[string]*Cooldown{},
 	}
 }
 

@@ -140,6 +140,9 @@ var statusPatterns = []*regexp.Regexp{
 	re(`\bAPI Error: (\d{3})\b`),
 	// gemini/fail-429/stderr.txt: "Attempt 1 failed with status 429. Retrying with backoff..."
 	re(`\bfailed with status (\d{3})\b`),
+	// docs/runtimes.md#quota-messages: pi with Google's Code Assist, errorMessage
+	// "Cloud Code Assist API error (429): You have exhausted your capacity on this model. …"
+	re(`\bAPI error \((\d{3})\)`),
 }
 
 // statusFromText returns the first HTTP error status the words give, or 0.

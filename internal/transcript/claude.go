@@ -29,6 +29,11 @@ var claudeRules = []rule{
 	{in: fromJSON, status: 429, class: drovertype.ClassRateLimited, retry: true},
 	// fail-429/stdout.txt: assistant "error":"rate_limit"
 	{in: fromJSON, code: "rate_limit", class: drovertype.ClassRateLimited, retry: true},
+	// docs/runtimes.md#quota-messages: a subscription past its limit, result
+	// "Claude AI usage limit reached|1749924000", "Claude usage limit reached. Your limit
+	// will reset at 1pm (Etc/GMT+5).", "You've hit your session limit · resets 12:50am (…)"
+	{in: fromJSON | fromText, text: re(`(?i)\busage limit reached\b|\bhit your (?:session |weekly |usage )?limit\b|\bout of extra usage\b`),
+		implies: 429, class: drovertype.ClassRateLimited, retry: true},
 	// docs/runtimes.md: 500/529 (CLAUDE_CODE_MAX_RETRIES=0) "API Error: 500 ..."/"529 ..."
 	{in: fromJSON, status: statusServer, class: drovertype.ClassRuntimeError, retry: true},
 	// docs/runtimes.md: assistant "error":"server_error"

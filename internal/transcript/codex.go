@@ -18,6 +18,11 @@ var codexRules = []rule{
 	{in: fromJSON, status: 429, class: drovertype.ClassRateLimited, retry: true},
 	// fail-429/stdout.txt: the same line names the status "Too Many Requests"
 	{in: fromJSON, text: re(`\bToo Many Requests\b`), implies: 429, class: drovertype.ClassRateLimited, retry: true},
+	// docs/runtimes.md#quota-messages: a ChatGPT plan past its limit, "You've hit your usage
+	// limit. Upgrade to Pro (…) or try again in 5 days 22 hours 11 minutes.", or the body
+	// {"error":{"type":"usage_limit_reached",…}}
+	{in: fromJSON | fromText, text: re(`(?i)\bhit your usage limit\b|\busage_limit_reached\b`), implies: 429,
+		class: drovertype.ClassRateLimited, retry: true},
 	// Not recorded: fail-401/stdout.txt's "unexpected status N" with a 5xx status (server trouble, retryable)
 	{in: fromJSON, status: statusServer, class: drovertype.ClassRuntimeError, retry: true},
 	// docs/runtimes.md: `Error loading config.toml: wire_api = "chat" is no longer supported.` (exit 1)

@@ -60,6 +60,9 @@
 // response header (opencode/kilo responseHeaders), or the server's "Please
 // try again in 1s." (pi, opencode, kilo, copilot). Codex and gemini state
 // none. Copilot's "total retry wait time" is time already spent, not a wait,
-// and is not used. ResetAt is set only from a Retry-After HTTP date; no
-// recording has one.
+// and is not used. ResetAt is set from a Retry-After HTTP date, and both
+// from the quota and usage-limit messages of each format's wait table
+// (wait.go: claude's "usage limit reached|<unix time>" and "resets 3pm
+// (Zone)", codex's "try again in 5 days …", gemini's RetryInfo, …), read
+// with the parser's clock (NewParserWith) for a time of day.
 package transcript

@@ -28,6 +28,10 @@ func fuzzFormat(f *testing.F, format drovertype.OutputFormat, clis ...string) {
 		}
 	}
 	f.Add([]byte("{\"type\":\"result\"\n\x1b[91mError: \x1b[0m429\n!Error: 401 Unauthorized\r\n"), 0)
+	// Quota messages, whose waits each format's table reads (wait.go).
+	for _, q := range quotaSeeds {
+		f.Add([]byte(q), 1)
+	}
 	f.Add([]byte{}, 0)
 	f.Fuzz(func(t *testing.T, data []byte, exit int) {
 		p := transcript.NewParser(format)
@@ -46,6 +50,20 @@ func fuzzFormat(f *testing.F, format drovertype.OutputFormat, clis ...string) {
 		}
 		checkSummary(t, format, p.Summary(exit), exit)
 	})
+}
+
+// quotaSeeds are quota and usage-limit messages in each format's error
+// shape, and as plain text on stderr.
+var quotaSeeds = []string{
+	`{"type":"result","subtype":"success","is_error":true,"result":"Claude AI usage limit reached|1749924000"}` + "\n",
+	`{"type":"result","subtype":"success","is_error":true,"result":"You've hit your session limit · resets 12:50am (America/Los_Angeles)"}` + "\n",
+	`{"type":"turn.failed","error":{"message":"You've hit your usage limit. Upgrade to Pro (https://openai.com/chatgpt/pricing) or try again in 5 days 22 hours 11 minutes."}}` + "\n",
+	`{"type":"turn.failed","error":{"message":"You've hit your usage limit. or try again at Jul 5th, 2026 8:19 PM."}}` + "\n",
+	`{"type":"result","status":"error","error":{"type":"x","message":"[API Error: {\"error\":{\"code\":429,\"details\":[{\"retryDelay\":\"38s\"}]}}] Please retry in 47.43s."}}` + "\n",
+	`{"type":"session.error","data":{"errorType":"rate_limit","statusCode":429,"message":"Please try again in 15 hours 23 minutes."}}` + "\n",
+	`{"type":"auto_retry_end","success":false,"attempt":3,"finalError":"Cloud Code Assist API error (429): Your quota will reset after 12h34m16s."}` + "\n",
+	"!Sorry, you've hit a rate limit that restricts the number of Copilot model requests. Please try again in 2 hours.\n",
+	"!{\"error\":{\"type\":\"usage_limit_reached\",\"resets_at\":1775317531,\"resets_in_seconds\":602705}}\n",
 }
 
 func prefixLines(b []byte, c byte) []byte {

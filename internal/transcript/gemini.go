@@ -20,6 +20,11 @@ var geminiRules = []rule{
 	// carries no code; fail-429/stderr.txt shows it is `{"error":{"code":429,...,"status":"RESOURCE_EXHAUSTED"}}`.
 	{in: fromJSON, text: re(`Resource has been exhausted|\bRESOURCE_EXHAUSTED\b`), implies: 429, class: drovertype.ClassRateLimited, retry: true},
 	{in: fromJSON, status: 429, class: drovertype.ClassRateLimited, retry: true},
+	// docs/runtimes.md#quota-messages: "Quota exceeded for quota metric 'Gemini 2.5 Pro
+	// Requests' …", "You exceeded your current quota, …", "You have exhausted your capacity
+	// on this model. Your quota will reset after 12h34m16s."
+	{in: fromJSON, text: re(`(?i)\bquota exceeded\b|\bexceeded your current quota\b|\bexhausted your capacity\b`), implies: 429,
+		class: drovertype.ClassRateLimited, retry: true},
 	// Not recorded: the same error shape with a 5xx status (server trouble, retryable)
 	{in: fromJSON, status: statusServer, class: drovertype.ClassRuntimeError, retry: true},
 	// docs/runtimes.md, no credentials: exit 41, stderr "Please set an Auth method in your <HOME>/.gemini/settings.json ..."

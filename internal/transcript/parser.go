@@ -76,6 +76,11 @@ type parser struct {
 	tools map[string]string // tool call id → tool name
 	paths map[string]string // tool call id → file the call writes
 
+	// The clock and zone times of day in the output are read with
+	// (NewParserWith); nil means time.Now and time.Local.
+	now func() time.Time
+	loc *time.Location
+
 	// claude
 	retryDelay time.Duration // the latest api_retry retry_delay_ms
 	errCode    string        // the latest assistant "error"
@@ -155,6 +160,9 @@ func (p *parser) resolve(sig *signal) *signal {
 	sig.rule = lookup(p.spec.rules, sig)
 	if sig.retryAfter == 0 {
 		sig.retryAfter = retryAfterText(sig.text)
+	}
+	if sig.rule != nil {
+		p.waitIn(sig) // a quota's wait or reset time, in the format's wordings (wait.go)
 	}
 	sig.text = clip(strings.TrimSpace(sig.text), MaxMessage)
 	return sig

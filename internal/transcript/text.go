@@ -15,6 +15,11 @@ var textRules = []rule{
 	{in: fromText, text: re(`(?i)\brate limit (?:reached|exceeded)\b|\bexceeded your [\w-]* ?rate limit\b`), class: drovertype.ClassRateLimited, retry: true, hint: true},
 	// gemini/fail-429: "Resource has been exhausted (e.g. check quota)"
 	{in: fromText, text: re(`(?i)\bresource has been exhausted\b`), implies: 429, class: drovertype.ClassRateLimited, retry: true, hint: true},
+	// docs/runtimes.md#quota-messages: claude "usage limit reached", "You've hit your session
+	// limit"; codex "You've hit your usage limit"; copilot "you've hit a rate limit that
+	// restricts the number of Copilot model requests"; gemini "Quota exceeded for quota metric"
+	{in: fromText, text: re(`(?i)\busage limit reached\b|\bhit (?:a|your) (?:rate |usage |session |weekly )?limit\b|\bquota exceeded\b`),
+		implies: 429, class: drovertype.ClassRateLimited, retry: true, hint: true},
 	// codex/fail-401/stdout.txt: "unexpected status 401 Unauthorized"
 	{in: fromText, text: re(`(?i)\b401 Unauthorized\b`), implies: 401, class: drovertype.ClassAuthFailed, hint: true},
 	// claude/fail-401: "Invalid API key"; codex, opencode, kilo, pi fail-401: "Incorrect API key provided"; gemini/fail-401: "API key not valid"

@@ -4,7 +4,10 @@
 // with heartbeats and a fenced claim (package queue), runs them through
 // package attempt, streams their output, stores their artifacts (package
 // objstore), publishes their events masked of secrets, stops an attempt the
-// controller cancels, and acks a job only after its report is stored. Stop
+// controller cancels, and acks a job only after its report is stored. A
+// runtime one of its attempts found rate limited it pulls no jobs of for
+// the stated wait (pause.go), before the controller's cooldown holds the
+// fleet. Stop
 // drains: it claims nothing more and lets what runs finish; HandBack gives
 // the running attempts back at once.
 //

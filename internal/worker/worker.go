@@ -58,6 +58,9 @@ type Worker struct {
 	notClaiming string // why the worker claims nothing now ("" while it claims)
 
 	disk *diskGate
+	// paused are the runtimes whose jobs this worker does not pull for a
+	// while, one of their attempts having met a rate limit (pause.go).
+	paused pauses
 
 	// stopClaiming ends the claim loops; handBack ends what runs (attempts,
 	// heartbeats, the health loop). Stop calls the first at once and the
@@ -482,6 +485,9 @@ func (w *Worker) claimLoop(ctx context.Context, runtime string, ad adapter.Adapt
 		case <-ctx.Done():
 			return
 		}
+		if !w.paused.wait(ctx, runtime, w.now) {
+			return
+		}
 		fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		msg, err := cons.Next(jetstream.FetchContext(fctx))
 		cancel()
@@ -503,6 +509,12 @@ func (w *Worker) claimLoop(ctx context.Context, runtime string, ad adapter.Adapt
 		if ctx.Err() != nil {
 			_ = msg.Nak()
 			return
+		}
+		if d := w.paused.left(runtime, w.now()); d > 0 {
+			// Fetched as the pause began: back for another worker, or
+			// for the controller to withdraw.
+			_ = msg.NakWithDelay(min(d, pausedNak))
+			continue
 		}
 		select {
 		case w.slots <- struct{}{}:
@@ -673,6 +685,10 @@ func (w *Worker) execute(ctx context.Context, ad adapter.Adapter, d *delivery, e
 		return "", nil, err
 	}
 	d.log.Info("attempt ran", "success", rep.Success, "exit", rep.ExitCode)
+	cd := w.cfg.Cooldown.WithDefaults()
+	if until, ok := w.paused.limit(job.Runtime, rep, w.now(), cd.Default, cd.Max); ok {
+		d.log.Info("runtime rate limited: pulling none of its jobs until then", "runtime", job.Runtime, "until", until)
+	}
 	return event.AttemptReported, rep, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/projection"
 )
 
@@ -25,6 +26,9 @@ func RenderState(st *projection.State) string {
 	}
 	for _, id := range slices.Sorted(maps.Keys(st.Attempts)) {
 		renderAttempt(&b, st.Attempts[id])
+	}
+	for _, k := range slices.Sorted(maps.Keys(st.Cooldowns)) {
+		renderCooldown(&b, st.Cooldowns[k])
 	}
 	for _, seq := range slices.Sorted(maps.Keys(st.Poisons)) {
 		p := st.Poisons[seq]
@@ -64,6 +68,7 @@ func renderFlow(b *strings.Builder, f *projection.Flow) {
 	if c := f.Cancel; c != nil {
 		fmt.Fprintf(b, "  cancel: at=%s reason=%q\n", ts(c.At), c.Reason)
 	}
+	renderBudget(b, "  ", f.Budget, f.Spend)
 	if in := f.Integration; in != nil {
 		fmt.Fprintf(b, "  integration #%d: %s branch=%s runtime=%s pool=%s", in.N, in.State, in.Branch, in.Runtime, in.Pool)
 		for _, m := range in.Merge {
@@ -109,6 +114,15 @@ func renderTask(b *strings.Builder, t *projection.Task) {
 			fmt.Fprintf(b, " model=%s", r.Model)
 		}
 		fmt.Fprintf(b, " due=%s reason=%q\n", ts(r.DueAt), r.Reason)
+	}
+	renderBudget(b, "    ", t.Budget, t.Spend)
+	if w := t.Wait; w != nil {
+		fmt.Fprintf(b, "    wait #%d: attempt=%d cooldowns=[%s] until=%s since=%s reason=%q", t.Waits, w.N, strings.Join(w.Cooldowns, " "),
+			ts(w.Until), ts(w.Since), w.Reason)
+		if t.Waiting() == nil {
+			b.WriteString(" (over)")
+		}
+		b.WriteString("\n")
 	}
 	if p := t.Plan; p != nil {
 		fmt.Fprintf(b, "    plan: worker=%s", renderChoice(p.Worker))
@@ -180,6 +194,48 @@ func renderAttempt(b *strings.Builder, a *projection.Attempt) {
 	if v := a.Verification; v != nil {
 		renderVerification(b, v)
 	}
+	if len(a.Probe) > 0 {
+		fmt.Fprintf(b, "  probe: [%s]\n", strings.Join(a.Probe, " "))
+	}
+	if a.Withdrawn != "" {
+		fmt.Fprintf(b, "  withdrawn: %q\n", a.Withdrawn)
+	}
+}
+
+func renderBudget(b *strings.Builder, indent string, budget *flow.Budget, spend *projection.Spend) {
+	if budget != nil {
+		fmt.Fprintf(b, "%sbudget: tokens=%d cost_usd=%g", indent, budget.Tokens, budget.CostUSD)
+		if budget.Running != "" {
+			fmt.Fprintf(b, " running=%s", budget.Running)
+		}
+		b.WriteString("\n")
+	}
+	if spend != nil {
+		fmt.Fprintf(b, "%sspend: tokens=%d cost_usd=%g attempts=%d", indent, spend.Tokens, spend.CostUSD, spend.Attempts)
+		for _, m := range slices.Sorted(maps.Keys(spend.Unpriced)) {
+			u := spend.Unpriced[m]
+			fmt.Fprintf(b, " unpriced[%s]=%d/%d/%d/%d", m, u.Input, u.Output, u.CacheRead, u.CacheWrite)
+		}
+		b.WriteString("\n")
+	}
+}
+
+func renderCooldown(b *strings.Builder, c *projection.Cooldown) {
+	fmt.Fprintf(b, "cooldown %s: step=%d from=%s until=%s source=%s class=%s runtime=%s attempt=%s started=%s limited=%d",
+		c.Key, c.Step, ts(c.From), ts(c.Until), c.Source, c.Class, c.Runtime, c.Attempt, ts(c.StartedAt), c.Limited)
+	if c.InFlight > 0 {
+		fmt.Fprintf(b, " in_flight=%d", c.InFlight)
+	}
+	if len(c.Runtimes) > 0 {
+		fmt.Fprintf(b, " runtimes=[%s]", strings.Join(c.Runtimes, " "))
+	}
+	if c.Probe != "" {
+		fmt.Fprintf(b, " probe=%s", c.Probe)
+	}
+	if c.Released {
+		fmt.Fprintf(b, " released=%s reason=%q", ts(c.ReleasedAt), c.ReleaseReason)
+	}
+	fmt.Fprintf(b, " cause=%q\n", c.Cause)
 }
 
 func renderVerification(b *strings.Builder, v *event.Verification) {
