@@ -311,3 +311,26 @@ func TestAgentImportIsConfined(t *testing.T) {
 		t.Fatalf("Observe = %+v, %v", ch, err)
 	}
 }
+
+// BenchmarkAgentRepo times the file work the agent's own repository adds
+// to an attempt: making it in Prepare (make), and the cache's digest taken
+// and checked around every attempt (digest). Importing the agent's commits
+// is git's work (three processes, and none when it made no commit).
+func BenchmarkAgentRepo(b *testing.B) {
+	c := newTestCache(b)
+	w := prepare(b, c, PrepareOptions{RepoURL: newOrigin(b).URL, Base: mainBranch, Branch: "drover/bench"})
+	b.Run("make", func(b *testing.B) {
+		for b.Loop() {
+			if err := w.makeAgentGitDir(w.agentHead); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("digest", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := digestOf(w.repo.dir); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
