@@ -28,7 +28,9 @@ const (
 // claude and codex binaries (installed from npm into a cache kept between
 // runs) against a loopback mock of their model APIs (mockmodel_test.go). Only
 // what must differ from the built-ins is set, by environment: the binary
-// paths, the model endpoints and keys, and codex's passthrough list.
+// paths, the model endpoints and keys. codex's key variable, which its
+// config.toml names (env_key), is passed through by the built-in's
+// provider_config, with no passthrough list configured.
 //
 // First flow: each CLI gets a tool call that writes hello.txt, then a final
 // text; the file must be in the task's result branch. Second flow: the mock
@@ -71,11 +73,9 @@ wire_api = "responses"
 	runtimes := []string{
 		"DROVER_RUNTIMES_CLAUDE_CODE_BINARY=" + clis.claude,
 		"DROVER_RUNTIMES_CODEX_BINARY=" + clis.codex,
-		// Lists replace: the built-in passes OPENAI_API_KEY and CODEX_HOME.
-		"DROVER_RUNTIMES_CODEX_ENV_PASSTHROUGH=OPENAI_API_KEY,CODEX_HOME,MOCK_API_KEY",
 		// Confined, codex may connect to its model's port: its provider's
-		// base_url is in config.toml, where Drover does not look (claude's
-		// is ANTHROPIC_BASE_URL, whose port is allowed by itself).
+		// base_url is in config.toml, whose port Drover does not read
+		// (claude's is ANTHROPIC_BASE_URL, whose port is allowed by itself).
 		"DROVER_RUNTIMES_CODEX_SANDBOX_CONNECT=" + mock.URL(),
 	}
 	c := startController(t, runtimes...)
@@ -86,7 +86,8 @@ wire_api = "responses"
 		"ANTHROPIC_BASE_URL="+mock.URL(),
 		"ANTHROPIC_API_KEY=sk-ant-mock-key",
 		"IS_SANDBOX=1", // tests run as root; claude refuses to skip permissions as root otherwise
-		// Passed through by codex (MOCK_API_KEY by the list above).
+		// Passed through by codex: CODEX_HOME by its list, MOCK_API_KEY
+		// because $CODEX_HOME/config.toml names it.
 		"CODEX_HOME="+codexHome,
 		"MOCK_API_KEY=sk-mock",
 	)...)
@@ -141,7 +142,7 @@ wire_api = "responses"
 		if a.Report.FinalText != "Done. Created hello.txt." {
 			t.Errorf("%s: final text %q", id, a.Report.FinalText)
 		}
-		if u := a.Report.Usage; u == nil || u.InputTokens == 0 || u.OutputTokens == 0 {
+		if u := a.Report.Usage; u == nil || u.InputTokens == nil || *u.InputTokens == 0 || u.OutputTokens == nil || *u.OutputTokens == 0 {
 			t.Errorf("%s: usage %+v, want tokens from the CLI's own report", id, u)
 		}
 	}
@@ -163,6 +164,9 @@ wire_api = "responses"
 			rep := c.report(a.ID)
 			t.Errorf("%s: error %+v, want RATE_LIMITED with status 429\nstdout:\n%s\nstderr:\n%s", id, e,
 				rep.StdoutTail, rep.StderrTail)
+		}
+		if a.Report.Branch != "" || git(t, repo, "for-each-ref", "refs/heads/"+a.Branch) != "" {
+			t.Errorf("%s: the rate-limited attempt pushed %s", id, a.Branch)
 		}
 	}
 	t.Logf("mock requests:\n  %s", strings.Join(mock.requests(), "\n  "))

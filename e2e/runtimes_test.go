@@ -79,10 +79,19 @@ func TestBuiltinRuntimesWithFakeCLIs(t *testing.T) {
 		if e == nil || e.Class != w.class || e.Status != w.status {
 			t.Errorf("%s: error %+v, want %s with status %d", task.ID, e, w.class, w.status)
 		}
+		// A CLI that failed changed nothing worth keeping: no branch.
+		if a.Report.Branch != "" || git(t, repo, "for-each-ref", "refs/heads/"+a.Branch) != "" {
+			t.Errorf("%s: the failed attempt pushed %s", task.ID, a.Branch)
+		}
+	}
+	// copilot's stream states no tokens: unknown, not 0.
+	if u := attempts["copilot-success"].Report.Usage; u == nil || u.InputTokens != nil || u.OutputTokens != nil || u.Model != "mock-model" {
+		t.Errorf("copilot usage %+v, want the model and no token counts", u)
 	}
 	// Token usage from claude's own result line (2 model calls, summed), and
 	// the tool call it made.
-	if r := attempts["claude-code-success"].Report; r.Usage == nil || r.Usage.InputTokens != 38432 || r.Usage.OutputTokens != 24 || r.ToolCalls["Write"] != 1 {
+	if r := attempts["claude-code-success"].Report; r.Usage == nil || r.Usage.InputTokens == nil || *r.Usage.InputTokens != 38432 ||
+		r.Usage.OutputTokens == nil || *r.Usage.OutputTokens != 24 || r.ToolCalls["Write"] != 1 {
 		t.Errorf("claude usage %+v, tool calls %v", r.Usage, r.ToolCalls)
 	}
 }

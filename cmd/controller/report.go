@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/controller"
+	"github.com/drover-dev/drover/internal/event"
 	"github.com/drover-dev/drover/internal/termsafe"
 )
 
@@ -94,14 +96,13 @@ func writeReport(w io.Writer, resp *controller.ReportResponse) {
 		// The stat names the files the agent wrote: escaped everywhere.
 		fmt.Fprintf(w, "changes: %s\n", termsafe.Text(strings.TrimSpace(r.DiffSummary)))
 	}
-	if u := r.Usage; u != nil {
-		fmt.Fprintf(w, "usage: %d tokens in, %d out\n", u.InputTokens, u.OutputTokens)
-	}
+	fmt.Fprintf(w, "usage: %s\n", l(usageText(r.Usage))) // the model's name is the CLI's
 	if r.Sandbox != "" {
-		fmt.Fprintf(w, "sandbox: %s\n", r.Sandbox)
+		fmt.Fprintf(w, "sandbox: %s\n", l(r.Sandbox))
 	}
+	// What was denied is quoted from the CLI's output.
 	for _, d := range r.SandboxDenied {
-		fmt.Fprintf(w, "denied by the sandbox: %s\n", d)
+		fmt.Fprintf(w, "denied by the sandbox: %s\n", l(d))
 	}
 	for _, s := range []struct{ name, tail string }{{"stdout", r.StdoutTail}, {"stderr", r.StderrTail}} {
 		if s.tail == "" {
@@ -112,4 +113,31 @@ func writeReport(w io.Writer, resp *controller.ReportResponse) {
 			fmt.Fprintln(w)
 		}
 	}
+}
+
+// usageText is the tokens and cost an attempt's CLI reported, "unknown"
+// where it reported none: copilot states no tokens, so its 0 would lie.
+func usageText(u *event.Usage) string {
+	if !u.Known() {
+		return "unknown (the CLI reported none)"
+	}
+	s := tokens(u.InputTokens) + " tokens in, " + tokens(u.OutputTokens) + " out"
+	if u.CacheReadTokens != nil || u.CacheWriteTokens != nil {
+		s += ", cache " + tokens(u.CacheReadTokens) + " read, " + tokens(u.CacheWriteTokens) + " written"
+	}
+	if u.CostUSD != nil {
+		s += fmt.Sprintf(", $%.4f", *u.CostUSD)
+	}
+	if u.Model != "" {
+		s += " (" + u.Model + ")"
+	}
+	return s
+}
+
+// tokens is a count the CLI reported, or "unknown".
+func tokens(n *int64) string {
+	if n == nil {
+		return "unknown"
+	}
+	return strconv.FormatInt(*n, 10)
 }

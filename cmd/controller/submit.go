@@ -206,14 +206,18 @@ func printStatus(out io.Writer, st *controller.StatusResponse) {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", l(t.ID), l(string(t.State)), l(t.Runtime), t.Attempts, l(detail))
 	}
-	fmt.Fprintln(tw, "\nATTEMPT\tSTATE\tWORKER\tEPOCH\tEXIT\tFILES")
+	fmt.Fprintln(tw, "\nATTEMPT\tSTATE\tWORKER\tEPOCH\tEXIT\tFILES\tTOKENS IN/OUT")
 	for _, a := range d.Attempts {
-		exit, files := "", ""
+		exit, files, toks := "", "", ""
 		if r := a.Report; r != nil {
 			exit = fmt.Sprint(r.ExitCode)
 			files = fmt.Sprintf("+%d ~%d -%d", len(r.FilesCreated), len(r.FilesModified), len(r.FilesDeleted))
+			toks = "unknown"
+			if u := r.Usage; u.Known() {
+				toks = tokens(u.InputTokens) + "/" + tokens(u.OutputTokens)
+			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", l(a.ID), l(string(a.State)), l(a.Worker), a.Epoch, exit, files)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", l(a.ID), l(string(a.State)), l(a.Worker), a.Epoch, exit, files, toks)
 	}
 	printCooldowns(tw, st.Cooldowns)
 }

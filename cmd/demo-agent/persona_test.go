@@ -32,9 +32,10 @@ func transcriptsPath(t *testing.T) string {
 }
 
 type meta struct {
-	Argv []string `json:"argv"`
-	Exit int      `json:"exit"`
-	File string   `json:"file"`
+	Argv    []string `json:"argv"`
+	Exit    int      `json:"exit"`
+	File    string   `json:"file"`
+	Seconds float64  `json:"seconds"`
 }
 
 func readMeta(t *testing.T, cli, name string) meta {

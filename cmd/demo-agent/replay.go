@@ -24,10 +24,13 @@ const (
 
 // recording is one recorded run, ready to replay in the current directory.
 type recording struct {
+	cli            string
 	stdout, stderr string // placeholders already replaced
 	exit           int
 	createsFile    bool
+	seconds        float64       // the recorded run's wall time
 	pace           time.Duration // between lines, from DEMO_AGENT_PACE
+	scale          float64       // DEMO_AGENT_PACE=recorded[/N]: the recorded pace, N times faster; 0 otherwise
 }
 
 // transcriptsDir finds the recordings: $DEMO_AGENT_TRANSCRIPTS, else a
@@ -87,16 +90,17 @@ func loadRecording(transcripts, cli, name, cwd string) (*recording, error) {
 		return nil, err
 	}
 	var meta struct {
-		Exit int    `json:"exit"`
-		File string `json:"file"` // "created" or "missing"
+		Exit    int     `json:"exit"`
+		File    string  `json:"file"` // "created" or "missing"
+		Seconds float64 `json:"seconds"`
 	}
 	if err := json.Unmarshal(b, &meta); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "meta.json"), err)
 	}
-	rec := &recording{exit: meta.Exit, createsFile: meta.File == "created"}
+	rec := &recording{cli: cli, exit: meta.Exit, createsFile: meta.File == "created", seconds: meta.Seconds}
 	if pace := os.Getenv("DEMO_AGENT_PACE"); pace != "" {
-		if rec.pace, err = time.ParseDuration(pace); err != nil || rec.pace < 0 {
-			return nil, fmt.Errorf("DEMO_AGENT_PACE=%s: want a Go duration such as 10ms", pace)
+		if rec.pace, rec.scale, err = parsePace(pace); err != nil {
+			return nil, err
 		}
 	}
 	for file, text := range map[string]*string{"stdout.txt": &rec.stdout, "stderr.txt": &rec.stderr} {
@@ -139,21 +143,24 @@ func jsonEscape(s string) string {
 }
 
 // replay plays the recording (the @case directive): stderr, then stdout,
-// a line per write; then it creates the file the run created, and makes
-// the recorded exit code the run's.
+// a line per write, at DEMO_AGENT_PACE (timing.go for "recorded"); then
+// it creates the file the run created, and makes the recorded exit code
+// the run's.
 func (a *agent) replay() error {
-	first := true
-	play := func(w io.Writer, text string) {
-		for line := range strings.Lines(text) {
-			if !first && a.rec.pace > 0 {
-				time.Sleep(a.rec.pace)
-			}
-			first = false
-			_, _ = io.WriteString(w, line)
+	lines, waits := timeline(a.rec.cli, a.rec, a.rec.scale)
+	for i, l := range lines {
+		switch {
+		case a.rec.scale > 0:
+			time.Sleep(waits[i])
+		case i > 0 && a.rec.pace > 0:
+			time.Sleep(a.rec.pace)
 		}
+		w := a.out.w
+		if l.stderr {
+			w = a.stderr
+		}
+		_, _ = io.WriteString(w, l.text)
 	}
-	play(a.stderr, a.rec.stderr)
-	play(a.out.w, a.rec.stdout)
 	if a.rec.createsFile {
 		if err := a.root.WriteFile(recordedFile, []byte(recordedContent), 0o644); err != nil {
 			return err

@@ -44,18 +44,25 @@ func newRuntime() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// config: by its config keys (config.Runtime.MarshalJSON);
+			// env_passed: the worker's variables the CLI may see, the base
+			// list and the runtime's; key_variables: those its provider
+			// configuration names on this host, passed on top.
 			type row struct {
 				Name         string               `json:"name"`
 				Runtime      config.Runtime       `json:"config"`
+				EnvPassed    []string             `json:"env_passed"`
+				KeyVariables []string             `json:"key_variables,omitempty"`
 				Capabilities adapter.Capabilities `json:"capabilities"`
 			}
 			var rows []row
 			for _, name := range cfg.RuntimeNames() {
-				ad, err := adapter.New(name, cfg.Runtimes[name])
+				rt := cfg.Runtimes[name]
+				ad, err := adapter.New(name, rt)
 				if err != nil {
 					return err
 				}
-				rows = append(rows, row{name, cfg.Runtimes[name], ad.Capabilities()})
+				rows = append(rows, row{name, rt, adapter.PassedEnv(rt), adapter.HostKeyVariables(rt), ad.Capabilities()})
 			}
 			if output == "json" {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(rows)

@@ -89,6 +89,9 @@ type Command struct {
 	Grace           time.Duration
 	MaxOutput       int64
 	Limits          supervise.Limits
+	// OwnRetryTimeout bounds the CLI's own retries of a rate limit, read
+	// from its output while it runs (see StopOn); 0 means the default.
+	OwnRetryTimeout time.Duration
 	// Sandbox is what the process may reach when the worker confines it.
 	Sandbox Sandbox
 }

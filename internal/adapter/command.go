@@ -59,9 +59,10 @@ func (a *CommandAdapter) Runtime() config.Runtime { return a.rt }
 
 // PassedEnv is the names of the worker's environment variables a runtime's
 // CLI sees, when they are set: the base allowlist, then the runtime's
-// env_passthrough.
+// env_passthrough and env_passthrough_add. The variables its provider
+// configuration names come on top, per attempt (KeyVariables).
 func PassedEnv(rt config.Runtime) []string {
-	return append(slices.Clone(baseEnv), rt.EnvPassthrough...)
+	return append(slices.Clone(baseEnv), rt.Passthrough()...)
 }
 
 // Initialize implements Adapter: binary found, executable, version printed.
@@ -227,11 +228,15 @@ func (a *CommandAdapter) Command(in *Input) (*Command, error) {
 		timeout = in.Timeout
 	}
 	env := in.Env
-	home := ""
+	// home is where the CLI's provider configs are read from; ownHome the
+	// HOME made for this attempt, which it may write.
+	home, _ := os.UserHomeDir()
+	ownHome := ""
 	if a.rt.Home == "isolated" {
 		if home, err = a.isolatedHome(in.TempDir); err != nil {
 			return nil, err
 		}
+		ownHome = home
 		env = append(append([]string(nil), env...), "HOME="+home)
 	}
 	// The CLI's TMPDIR is a directory of its own: the rest of TempDir
@@ -240,11 +245,11 @@ func (a *CommandAdapter) Command(in *Input) (*Command, error) {
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return nil, fmt.Errorf("adapter: TMPDIR: %w", err)
 	}
-	env = a.env(env, tmp)
+	env = a.withKeyVariables(a.env(env, tmp), home)
 	c := &Command{
-		Path: info.Binary, Args: args, Env: env, Sandbox: sandboxNeeds(a.rt.Sandbox, env, home, tmp, prompt),
+		Path: info.Binary, Args: args, Env: env, Sandbox: sandboxNeeds(a.rt.Sandbox, env, ownHome, tmp, prompt),
 		Timeout: timeout, NoOutputTimeout: a.rt.NoOutputTimeout, Grace: a.rt.Grace, MaxOutput: a.rt.MaxOutputSize,
-		Limits: supervise.Limits(a.rt.Limits),
+		Limits: supervise.Limits(a.rt.Limits), OwnRetryTimeout: a.rt.OwnRetryTimeout,
 	}
 	if stdin != nil {
 		c.Stdin = stdin
@@ -338,6 +343,27 @@ func (a *CommandAdapter) env(extra []string, tmp string) []string {
 	return env
 }
 
+// withKeyVariables adds to env the worker's variables that the CLI's
+// provider configuration names as holding keys, read where the CLI will
+// read it: in home, the HOME it gets, or where env points. A configuration
+// that does not parse adds nothing: the CLI fails on it and says why.
+func (a *CommandAdapter) withKeyVariables(env []string, home string) []string {
+	if a.rt.ProviderConfig == "" || a.rt.ProviderConfig == "none" {
+		return env
+	}
+	names, _ := KeyVariables(a.rt.ProviderConfig, home, env)
+	for _, name := range names {
+		if v, ok := os.LookupEnv(name); ok && !hasVar(env, name) {
+			env = append(env, name+"="+v)
+		}
+	}
+	return env
+}
+
+func hasVar(env []string, name string) bool {
+	return slices.ContainsFunc(env, func(kv string) bool { n, _, _ := strings.Cut(kv, "="); return n == name })
+}
+
 // NewParser implements OutputReader with the runtime's output format.
 func (a *CommandAdapter) NewParser() transcript.Parser {
 	return transcript.NewParser(a.rt.Output) // config validated it; an unknown one reads as text
@@ -354,6 +380,10 @@ func (a *CommandAdapter) Classify(res *supervise.Result, sum *transcript.Summary
 // ended by a timeout (the CLI was busy retrying) or exited 0; any other
 // failure in the output turns an exit 0 into a failure.
 func Classify(res *supervise.Result, sum *transcript.Summary) *Error {
+	var byOutput *StoppedByOutput
+	if res.Outcome == supervise.Stopped && errors.As(res.StopCause, &byOutput) {
+		return stoppedError(byOutput)
+	}
 	exit := ClassifyExit(res)
 	if sum == nil || sum.Failure == nil {
 		return exit

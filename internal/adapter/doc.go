@@ -3,7 +3,14 @@
 // (Initialize), building its command line, environment and input for an
 // attempt (the runtime-specific part of Prepare and Execute), reading its
 // output with package transcript's parser for the runtime's format, and
-// translating how it ended into Drover's error classes (Classify).
+// translating how it ended into Drover's error classes (Classify), and
+// deciding from its output while it runs whether it can still succeed
+// (StopOn: refused credentials and rate limits it gave up on end it at
+// once, its own retries of them after own_retry_timeout). The environment
+// carries the variables the CLI's own provider configuration names as
+// holding its keys (KeyVariables: codex config.toml, pi models.json,
+// opencode and kilo {env:NAME}), read where the CLI reads it, never from
+// the repository.
 // Optional capabilities are small interfaces of their own (OutputReader,
 // HealthChecker).
 //

@@ -165,7 +165,8 @@ type run struct {
 	verification  *event.Verification
 	violations    []string // scope violations, as the report lists them
 
-	// Push and Report.
+	// Push and Report: the pushed branch and commit, if pushed.
+	branch  string
 	commit  string
 	commits []string // the commits the runtime made itself
 	stored  stored
@@ -279,7 +280,7 @@ func (a *run) execute(ctx context.Context) error {
 		return infraFailure(ctx, drovertype.ClassPrepareFailed, err)
 	}
 	a.box = box
-	reader := newOutputReader(a.ad)
+	reader := newOutputReader(a.ad, a.cmd.OwnRetryTimeout)
 	// The full log goes to disk (bounded by the disk, not by memory),
 	// masked, and from there to the object store.
 	logW, err := a.openLog()
@@ -297,7 +298,7 @@ func (a *run) execute(ctx context.Context) error {
 		proc.Wait()
 		return err
 	}
-	a.res, a.cancelled = a.wait(proc)
+	a.res, a.cancelled = a.wait(proc, reader.watch.stops())
 	if a.res.LimitErr != nil {
 		a.log.Warn("resource limits not applied", "err", a.res.LimitErr)
 	}
@@ -357,15 +358,19 @@ func (a *run) spec(onOutput func(supervise.Stream, []byte), logW io.Writer) supe
 	}
 }
 
-// wait waits for the CLI to end. The operator's cancel stops its whole
-// group meanwhile: SIGTERM, grace, SIGKILL.
-func (a *run) wait(proc *supervise.Process) (res *supervise.Result, cancelled bool) {
+// wait waits for the CLI to end. The operator's cancel, or a failure its
+// output shows that it will not get past (stops, see stopWatch), stops its
+// whole group meanwhile: SIGTERM, grace, SIGKILL.
+func (a *run) wait(proc *supervise.Process, stops <-chan error) (res *supervise.Result, cancelled bool) {
 	watchDone, watchQuit := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(watchDone)
 		select {
 		case <-a.job.Cancel: // a nil channel never fires
 			proc.Stop(errCancelled)
+		case cause := <-stops:
+			a.log.Info("stopping the CLI by its output", "cause", cause)
+			proc.Stop(cause)
 		case <-watchQuit:
 		}
 	}()
@@ -455,17 +460,22 @@ func (a *run) verify(ctx context.Context) error {
 	return a.emit.Emit(ctx, event.VerificationCompleted, "", ver)
 }
 
-// push sends the attempt's branch to the remote. A refused result is not
-// pushed; one that failed its verification is, for inspection.
+// push sends the attempt's branch to the remote when its result is worth
+// keeping (docs/design.md, the checks' step 6): a success, which dependents
+// merge even when it changed nothing, or a result that failed only its
+// verification and changed something, for inspection. A refused result, a
+// CLI that failed (rate limited, refused, crashed: it left at best a half
+// done change), and a failed check of no change push nothing; the patch is
+// in the object store and the worktree is kept for inspection.
 func (a *run) push(ctx context.Context) error {
-	if a.failure != nil && a.failure.Class != drovertype.ClassVerificationFailed {
+	if !a.worthKeeping() {
 		return nil
 	}
 	sha, err := a.wt.Push(ctx)
 	if err != nil {
 		return infraFailure(ctx, drovertype.ClassObserveFailed, err)
 	}
-	a.commit = sha
+	a.commit, a.branch = sha, a.wt.Branch
 	commits := make([]event.Commit, len(a.changes.Commits))
 	for i, c := range a.changes.Commits {
 		commits[i] = event.Commit{SHA: c.SHA, Subject: c.Subject}
@@ -474,6 +484,21 @@ func (a *run) push(ctx context.Context) error {
 	return a.emit.Emit(ctx, event.CheckpointCommitCreated, "", event.CheckpointCommitCreatedData{
 		Commit: sha, RuntimeCommits: commits,
 	})
+}
+
+// worthKeeping reports whether the attempt's result is pushed.
+func (a *run) worthKeeping() bool {
+	switch {
+	case a.runErr != nil:
+		return false
+	case a.failure == nil:
+		return true
+	case a.failure.Class == drovertype.ClassVerificationFailed:
+		// What the branch would carry beyond its base: the CLI's commits
+		// and the diff the checkpoint committed.
+		return len(a.changes.Commits) > 0 || a.changes.Diff != ""
+	}
+	return false
 }
 
 // terminate says the CLI's process group is gone: it is once Wait

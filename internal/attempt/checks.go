@@ -175,7 +175,7 @@ func (r *Runner) review(ctx context.Context, job *Job, wt *worktree.Worktree, tm
 		res.Error = "the validator cannot run: " + err.Error()
 		return res
 	}
-	reader := newOutputReader(validator)
+	reader := newOutputReader(validator, cmd.OwnRetryTimeout)
 	box, err := r.confine(cmd, wt, tmp)
 	if err != nil {
 		res.Error = "the validator cannot run: " + err.Error()
@@ -191,7 +191,7 @@ func (r *Runner) review(ctx context.Context, job *Job, wt *worktree.Worktree, tm
 		res.Error = "the validator cannot run: " + err.Error()
 		return res
 	}
-	pr := proc.Wait()
+	pr := reader.waitStopping(proc)
 	sum := reader.summary(pr.ExitCode)
 	text := ""
 	if sum != nil {

@@ -8,6 +8,12 @@
 // flow's integration branch (Integrate) and sweeps the worker's work dir
 // (Sweep).
 //
+// Execute reads the CLI's output while it runs (output.go): the parser's
+// verdict, judged by adapter.StopOn, stops the process group at refused
+// credentials or a rate limit the CLI gave up on, and after the runtime's
+// own_retry_timeout of the CLI's own retries of either, so that the task's
+// fallback need not wait for minutes of them.
+//
 // After Observe come the checks, in this order:
 //
 //  1. an operator's cancel (Job.Cancel): the CLI's process group is stopped,
@@ -18,7 +24,8 @@
 //  3. the checkpoint commit; then, only if the CLI itself succeeded, the
 //     verification commands (package verify) and, if they passed, the
 //     validator's review (ReviewPrompt, ParseVerdict). A failure is class
-//     VERIFICATION_FAILED; the branch is still pushed, for inspection. The
+//     VERIFICATION_FAILED; the branch is still pushed, for inspection, if
+//     the CLI changed something. A CLI that failed pushes nothing. The
 //     worktree is reset to the checkpoint afterwards, so nothing the checks
 //     wrote is pushed, and the scope guard is asked again.
 //

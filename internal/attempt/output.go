@@ -2,8 +2,11 @@ package attempt
 
 import (
 	"io"
+	"sync"
+	"time"
 
 	"github.com/drover-dev/drover/internal/adapter"
+	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/supervise"
 	"github.com/drover-dev/drover/internal/transcript"
 )
@@ -14,14 +17,16 @@ import (
 type outputReader struct {
 	parser  transcript.Parser
 	streams map[supervise.Stream]io.WriteCloser
+	watch   *stopWatch // nil without a parser
 }
 
-func newOutputReader(ad adapter.Adapter) *outputReader {
+func newOutputReader(ad adapter.Adapter, ownRetryTimeout time.Duration) *outputReader {
 	or, ok := ad.(adapter.OutputReader)
 	if !ok {
 		return &outputReader{}
 	}
 	r := &outputReader{parser: or.NewParser()}
+	r.watch = newStopWatch(r.parser, ownRetryTimeout)
 	r.streams = map[supervise.Stream]io.WriteCloser{
 		supervise.Stdout: transcript.NewLineWriter(r.parser, transcript.Stdout),
 		supervise.Stderr: transcript.NewLineWriter(r.parser, transcript.Stderr),
@@ -37,6 +42,7 @@ func (r *outputReader) tee(sink OutputSink) func(supervise.Stream, []byte) {
 		}
 		if w := r.streams[s]; w != nil {
 			_, _ = w.Write(p)
+			r.watch.check()
 		}
 	}
 }
@@ -47,8 +53,115 @@ func (r *outputReader) summary(exitCode int) *transcript.Summary {
 	if r.parser == nil {
 		return nil
 	}
+	r.watch.close()
 	for _, w := range r.streams {
 		_ = w.Close()
 	}
 	return r.parser.Summary(exitCode)
+}
+
+// waitStopping waits for proc, stopping it when the watch says so.
+func (r *outputReader) waitStopping(proc *supervise.Process) *supervise.Result {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case cause := <-r.watch.stops():
+			proc.Stop(cause)
+		case <-quit:
+		}
+	}()
+	res := proc.Wait()
+	close(quit)
+	<-done
+	return res
+}
+
+// stopWatch stops the CLI by what its output says while it runs
+// (adapter.StopOn): at once on refused credentials or a rate limit the CLI
+// gave up on, and after the runtime's own_retry_timeout of retrying either,
+// measured from the first retry notice since the CLI last made progress. It is checked after each piece of output, and by a timer
+// while a retrying CLI is silent (gemini waits up to 30 s between tries).
+// Durations are those of a live process, on the monotonic clock, like
+// package supervise's timeouts.
+type stopWatch struct {
+	parser transcript.Parser
+	limit  time.Duration
+	stop   chan error // buffered: the cause to stop the CLI with, once
+
+	mu    sync.Mutex
+	since time.Time // when the current streak of rate-limit retries began
+	timer *time.Timer
+	done  bool
+}
+
+func newStopWatch(parser transcript.Parser, limit time.Duration) *stopWatch {
+	if limit <= 0 {
+		limit = config.DefaultOwnRetryTimeout
+	}
+	return &stopWatch{parser: parser, limit: limit, stop: make(chan error, 1)}
+}
+
+// check reads the parser's verdict and acts on it.
+func (w *stopWatch) check() {
+	if w == nil {
+		return
+	}
+	v := w.parser.Verdict()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return
+	}
+	switch adapter.StopOn(v) {
+	case adapter.StopNow:
+		w.fire(&adapter.StoppedByOutput{Failure: v.Failure})
+	case adapter.StopAfterRetries:
+		if w.since.IsZero() {
+			w.since = time.Now()
+			w.timer = time.AfterFunc(w.limit, w.check)
+		} else if d := time.Since(w.since); d >= w.limit {
+			w.fire(&adapter.StoppedByOutput{Failure: v.Failure, Retrying: d})
+		}
+	default:
+		// Progress, or an error the CLI may get past: a new streak starts
+		// from the next retry notice. A timer already firing finds the
+		// streak reset and does nothing.
+		w.since = time.Time{}
+		w.stopTimer()
+	}
+}
+
+// fire hands the stop's cause to the goroutine that waits for the CLI.
+func (w *stopWatch) fire(cause error) {
+	w.done = true
+	w.stopTimer()
+	w.stop <- cause // buffered, sent once
+}
+
+func (w *stopWatch) stopTimer() {
+	if w.timer != nil {
+		w.timer.Stop()
+		w.timer = nil
+	}
+}
+
+// close stops watching; the CLI has ended.
+func (w *stopWatch) close() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.done = true
+	w.stopTimer()
+}
+
+// stops is the channel a stop's cause arrives on; nil, which never
+// delivers, without a watch.
+func (w *stopWatch) stops() <-chan error {
+	if w == nil {
+		return nil
+	}
+	return w.stop
 }

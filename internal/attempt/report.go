@@ -29,7 +29,7 @@ const (
 // report assembles the report from what the phases found, as far as they
 // went; failure nil means the attempt succeeded.
 func (a *run) report(failure *adapter.Error) *event.Report {
-	rep := &event.Report{Branch: a.job.Branch, Success: failure == nil, Sandbox: a.r.sandboxState(), SandboxDenied: a.box.denied()}
+	rep := &event.Report{Success: failure == nil, Sandbox: a.r.sandboxState(), SandboxDenied: a.box.denied()}
 	if failure != nil {
 		rep.Error = &event.ErrorInfo{Class: failure.Class, Category: failure.Category, Message: failure.Message,
 			Recoverable: failure.Recoverable, Status: failure.Status, RetryAfterMS: failure.RetryAfter.Milliseconds(),
@@ -55,7 +55,7 @@ func (a *run) report(failure *adapter.Error) *event.Report {
 		rep.DiffSummary = c.DiffStat
 	}
 	rep.Verification, rep.ScopeViolations = a.verification, a.violations
-	rep.Commit, rep.CommitsCreated = a.commit, a.commits
+	rep.Branch, rep.Commit, rep.CommitsCreated = a.branch, a.commit, a.commits
 	rep.EventsObject, rep.LogObject, rep.LogBytes, rep.PatchObject = a.stored.events, a.stored.log, a.stored.logBytes, a.stored.patch
 	if a.cmd != nil {
 		rep.Credential = CredentialFingerprint(a.cmd.Env)
@@ -90,7 +90,8 @@ func CredentialFingerprint(env []string) string {
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
-// usage is what the CLI said it used, or nil when it said nothing.
+// usage is what the CLI said it used, or nil when it said nothing; a
+// count it did not state stays nil, unknown.
 func usage(u transcript.Usage) *event.Usage {
 	if u == (transcript.Usage{}) {
 		return nil

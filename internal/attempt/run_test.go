@@ -90,7 +90,7 @@ func (r *recorder) find(typ event.Type) []recorded {
 // harness is a remote repository, a runner and an agent that runs its
 // prompt as a shell script (after printing its arguments).
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	origin string
 	runner *Runner
 	agent  adapter.Adapter
@@ -100,7 +100,7 @@ type harness struct {
 // agentScript prints its argv, then runs the prompt (stdin) with sh.
 const agentScript = "#!/bin/sh\necho \"ARGS: $*\"\nexec sh -c \"$(cat)\"\n"
 
-func writeScript(t *testing.T, body string) string {
+func writeScript(t testing.TB, body string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "agent")
 	if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
@@ -109,7 +109,7 @@ func writeScript(t *testing.T, body string) string {
 	return p
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	root := t.TempDir()
 	seed := filepath.Join(root, "seed")
@@ -218,8 +218,8 @@ func TestRunReusesSucceededCheckouts(t *testing.T) {
 	if n := h.runner.Cache.Idle(); n != 1 {
 		t.Fatalf("%d checkouts parked after a success, want 1", n)
 	}
-	second, _ := h.run(h.job("echo three > three.txt; exit 2"), nil)
-	if second.Success || second.Worktree == first.Worktree {
+	second, _ := h.run(h.job("echo three > three.txt"), nil)
+	if !second.Success || second.Worktree == first.Worktree {
 		t.Fatalf("second: %+v", second)
 	}
 	if strings.Join(second.FilesCreated, ",") != "three.txt" || len(second.FilesModified) != 0 {
@@ -227,6 +227,10 @@ func TestRunReusesSucceededCheckouts(t *testing.T) {
 	}
 	if got := h.remoteFiles(second.Branch); got != "README.md\nsrc/app.go\nthree.txt" {
 		t.Errorf("second's result holds %q", got)
+	}
+	third, _ := h.run(h.job("echo four > four.txt; exit 2"), nil)
+	if third.Success || strings.Join(third.FilesCreated, ",") != "four.txt" || len(third.FilesModified) != 0 {
+		t.Fatalf("third: %+v", third)
 	}
 	if n := h.runner.Cache.Idle(); n != 0 {
 		t.Errorf("%d checkouts parked after a failure, want 0", n)
@@ -302,6 +306,19 @@ func TestRunVerifyFail(t *testing.T) {
 	}
 }
 
+// A failed check of no change leaves nothing to inspect: no branch at the
+// base commit is pushed.
+func TestRunVerifyFailWithoutChangesPushesNothing(t *testing.T) {
+	h := newHarness(t)
+	job := h.job("true")
+	job.Verify = []string{"exit 1"}
+	rep, _ := h.run(job, nil)
+	wantClass(t, rep, drovertype.ClassVerificationFailed)
+	if h.remoteBranch(job.Branch) != "" || rep.Branch != "" || rep.Commit != "" {
+		t.Errorf("pushed %q@%q for a check of no change", rep.Branch, rep.Commit)
+	}
+}
+
 func TestRunRuntimeFailureSkipsChecks(t *testing.T) {
 	h := newHarness(t)
 	job := h.job("echo hi > hello.txt; exit 2")
@@ -311,8 +328,12 @@ func TestRunRuntimeFailureSkipsChecks(t *testing.T) {
 	if len(rec.find(event.VerificationCompleted)) != 0 || rep.Verification != nil {
 		t.Error("checks ran after a failed runtime")
 	}
-	if h.remoteBranch(job.Branch) == "" {
-		t.Error("a failed runtime's branch is still pushed")
+	// Its half-done change is not a result: nothing is pushed (docs/design.md).
+	if h.remoteBranch(job.Branch) != "" || rep.Branch != "" || rep.Commit != "" {
+		t.Errorf("a failed runtime's branch was pushed: report %q@%q", rep.Branch, rep.Commit)
+	}
+	if len(rep.FilesCreated) != 1 || rep.DiffSummary == "" {
+		t.Errorf("the report lost the change: created %q, stat %q", rep.FilesCreated, rep.DiffSummary)
 	}
 }
 
@@ -549,8 +570,8 @@ func TestRunFailureReportsPhasesSoFar(t *testing.T) {
 	job.Model = "big-model" // the runtime cannot select one: no command
 	rep, rec := h.run(job, nil)
 	wantClass(t, rep, drovertype.ClassConnectionFailed)
-	if rep.Worktree == "" || rep.Branch != job.Branch {
-		t.Errorf("prepared worktree %q, branch %q, want both", rep.Worktree, rep.Branch)
+	if rep.Worktree == "" || rep.Branch != "" {
+		t.Errorf("prepared worktree %q, branch %q, want the worktree and no branch pushed", rep.Worktree, rep.Branch)
 	}
 	if rep.DurationMS != 0 || rep.StdoutTail != "" || rep.FilesCreated != nil || rep.Commit != "" || rep.Verification != nil {
 		t.Errorf("report has results of phases that never ran: %+v", rep)

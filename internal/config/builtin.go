@@ -30,32 +30,44 @@ func builtinRuntimes() map[string]Runtime {
 			Env: []string{"CLAUDE_CODE_MAX_RETRIES=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"},
 		},
 		// codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox PROMPT.
+		// A custom provider's key is in the variable config.toml's
+		// model_providers.<id>.env_key names (provider_config). Its own
+		// retries end within 8 s (5 reconnects): no cap needed.
 		"codex": {
 			Binary: "codex", Input: "arg",
 			Args:      []string{"exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"},
 			ModelFlag: "-m", Output: "codex-json", HomeFiles: []string{".codex/auth.json", ".codex/config.toml"},
-			EnvPassthrough: []string{"OPENAI_API_KEY", "CODEX_HOME"},
+			EnvPassthrough: []string{"OPENAI_API_KEY", "CODEX_HOME"}, ProviderConfig: "codex",
 		},
-		// opencode run --format json --auto PROMPT.
+		// opencode run --format json --auto PROMPT. Its global config
+		// (~/.config/opencode: providers, {env:NAME} keys) and the keys of
+		// `opencode auth login` (~/.local/share/opencode/auth.json).
 		"opencode": {
 			Binary: "opencode", Input: "arg",
 			Args:      []string{"run", "--format", "json", "--auto"},
 			ModelFlag: "-m", Output: "opencode-json",
+			HomeFiles: []string{".config/opencode", ".local/share/opencode/auth.json"},
 			EnvPassthrough: []string{"OPENCODE_CONFIG", "OPENCODE_CONFIG_CONTENT", "ANTHROPIC_API_KEY", "OPENAI_API_KEY",
 				"GEMINI_API_KEY", "OPENROUTER_API_KEY"},
-			Env: []string{"OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1"},
+			Env:            []string{"OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1"},
+			ProviderConfig: "opencode",
 		},
 		// kilo run --format json --auto PROMPT (an opencode fork: same flags and output).
 		"kilo": {
 			Binary: "kilo", Input: "arg",
 			Args:      []string{"run", "--format", "json", "--auto"},
 			ModelFlag: "-m", Output: "opencode-json",
+			HomeFiles: []string{".config/kilo", ".local/share/kilo/auth.json"},
 			EnvPassthrough: []string{"KILO_CONFIG", "KILO_CONFIG_CONTENT", "ANTHROPIC_API_KEY", "OPENAI_API_KEY",
 				"OPENROUTER_API_KEY"},
-			Env: []string{"KILO_DISABLE_AUTOUPDATE=1", "KILO_DISABLE_MODELS_FETCH=1", "KILO_TELEMETRY_LEVEL=off"},
+			Env:            []string{"KILO_DISABLE_AUTOUPDATE=1", "KILO_DISABLE_MODELS_FETCH=1", "KILO_TELEMETRY_LEVEL=off"},
+			ProviderConfig: "kilo",
 		},
 		// gemini --output-format stream-json --yolo --skip-trust -p PROMPT.
 		// Without --skip-trust it exits 55 in an untrusted folder and drops --yolo.
+		// Its retries of a 429 (5 minutes) have no cap a variable can set:
+		// settings.json general.maxAttempts leaves the routing call's 5
+		// tries, 65 s; own_retry_timeout stops it.
 		"gemini": {
 			Binary: "gemini", Input: "arg", PromptFlag: "-p",
 			Args:      []string{"--output-format", "stream-json", "--yolo", "--skip-trust"},
@@ -63,13 +75,15 @@ func builtinRuntimes() map[string]Runtime {
 			EnvPassthrough: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL",
 				"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA", "GOOGLE_CLOUD_PROJECT"},
 		},
-		// pi --mode json --no-session -p PROMPT.
+		// pi --mode json --no-session -p PROMPT. models.json names the
+		// variable holding a provider's key (apiKey): provider_config. Its
+		// retries (settings.json retry.maxRetries, no variable) take 23 s.
 		"pi": {
 			Binary: "pi", Input: "arg", PromptFlag: "-p",
 			Args:      []string{"--mode", "json", "--no-session"},
 			ModelFlag: "--model", Output: "pi-json", HomeFiles: []string{".pi/agent"},
 			EnvPassthrough: []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "PI_CODING_AGENT_DIR"},
-			Env:            []string{"PI_TELEMETRY=0"},
+			Env:            []string{"PI_TELEMETRY=0"}, ProviderConfig: "pi",
 		},
 		// copilot --output-format json --allow-all-tools --disable-client-telemetry --no-auto-update -p PROMPT.
 		"copilot": {
@@ -121,6 +135,7 @@ func overlay(base, over Runtime) Runtime {
 		base.Output = over.Output
 	}
 	set(&base.Home, over.Home)
+	set(&base.ProviderConfig, over.ProviderConfig)
 	set(&base.MinVersion, over.MinVersion)
 	base.Sandbox = base.Sandbox.merged(over.Sandbox)
 	if over.HomeFiles != nil {
@@ -131,6 +146,9 @@ func overlay(base, over Runtime) Runtime {
 	}
 	if over.EnvPassthrough != nil {
 		base.EnvPassthrough = over.EnvPassthrough
+	}
+	if over.EnvPassthroughAdd != nil {
+		base.EnvPassthroughAdd = over.EnvPassthroughAdd
 	}
 	if over.Limits != (Limits{}) {
 		base.Limits = over.Limits
@@ -155,6 +173,9 @@ func overlay(base, over Runtime) Runtime {
 	}
 	if over.NoOutputTimeout != 0 {
 		base.NoOutputTimeout = over.NoOutputTimeout
+	}
+	if over.OwnRetryTimeout != 0 {
+		base.OwnRetryTimeout = over.OwnRetryTimeout
 	}
 	if over.MaxOutputSize != 0 {
 		base.MaxOutputSize = over.MaxOutputSize

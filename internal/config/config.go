@@ -308,8 +308,22 @@ type Runtime struct {
 	Input string `mapstructure:"input"`
 	// PromptFlag, for input arg or file, is put before the prompt or its path.
 	PromptFlag string `mapstructure:"prompt_flag"`
-	// EnvPassthrough names the worker's environment variables the CLI may see.
+	// EnvPassthrough names the worker's environment variables the CLI may
+	// see (besides the base list: PATH, HOME, LANG, …). Configuring it
+	// replaces a built-in runtime's list; EnvPassthroughAdd extends it.
 	EnvPassthrough []string `mapstructure:"env_passthrough"`
+	// EnvPassthroughAdd names more of the worker's variables the CLI may
+	// see, after EnvPassthrough: a built-in runtime's list extended
+	// without repeating it. Defaults to none.
+	EnvPassthroughAdd []string `mapstructure:"env_passthrough_add"`
+	// ProviderConfig is the CLI whose own provider configuration Drover
+	// reads, in the files the CLI reads (the staged home_files, or where
+	// a variable it sees points), for the variables it names as holding
+	// keys, and passes them through: codex (config.toml
+	// model_providers.*.env_key), pi (models.json apiKey), opencode or
+	// kilo ({env:NAME}); none turns a built-in's off. Defaults to none;
+	// the built-ins of those CLIs set their own.
+	ProviderConfig string `mapstructure:"provider_config"`
 	// Env sets fixed variables for the CLI, as NAME=value entries (a list,
 	// because configuration keys are case-insensitive and names are not).
 	Env []string `mapstructure:"env"`
@@ -319,6 +333,13 @@ type Runtime struct {
 	Grace time.Duration `mapstructure:"grace"`
 	// NoOutputTimeout ends a run that prints nothing for this long. Defaults to 0, off.
 	NoOutputTimeout time.Duration `mapstructure:"no_output_timeout"`
+	// OwnRetryTimeout is how long the CLI may go on retrying a rate limit
+	// or refused credentials on its own, by its output's retry notices,
+	// before Drover stops it and reports RATE_LIMITED or AUTH_FAILED, so
+	// that the task's fallback acts at once rather than after the CLI's
+	// minutes of retries. Either one the CLI gave up on stops it at once.
+	// Only structured output formats are watched. Defaults to 15s.
+	OwnRetryTimeout time.Duration `mapstructure:"own_retry_timeout"`
 	// MaxOutputSize is the bytes of each stream kept for the report. Defaults to 1 MiB.
 	MaxOutputSize int64 `mapstructure:"max_output_size"`
 	// VersionArgs print the CLI's version for the health check. Defaults to ["--version"].
@@ -355,6 +376,12 @@ type Runtime struct {
 	// the built-in CLIs).
 	Sandbox RuntimeSandbox `mapstructure:"sandbox"`
 }
+
+// DefaultOwnRetryTimeout is Runtime.OwnRetryTimeout's default: long enough
+// for a CLI to get past a transient 429 (a Retry-After of a few seconds),
+// short enough that a rate-limited attempt ends within 30 s with the
+// runtime's grace (docs/runtimes.md#their-own-retries).
+const DefaultOwnRetryTimeout = 15 * time.Second
 
 // Limits are resource limits for a CLI; 0 leaves one unset.
 type Limits struct {
@@ -477,6 +504,7 @@ var runtimeFields = func() []string {
 	f := []string{"adapter", "binary", "args", "input", "prompt_flag", "env_passthrough",
 		"env", "timeout", "grace", "no_output_timeout", "max_output_size", "version_args", "model", "models", "model_flag", "output", "home", "home_files", "min_version",
 		"provider", "base_url", "api_key_env", "max_tokens", "max_retries", "command_timeout",
+		"env_passthrough_add", "provider_config", "own_retry_timeout",
 		"sandbox_read", "sandbox_write", "sandbox_connect", "sandbox_bind"}
 	sort.Slice(f, func(i, j int) bool { return len(f[i]) > len(f[j]) })
 	return f
@@ -629,6 +657,9 @@ func (c *Config) WithDefaults() {
 		}
 		if rt.Grace == 0 {
 			rt.Grace = 5 * time.Second
+		}
+		if rt.OwnRetryTimeout == 0 {
+			rt.OwnRetryTimeout = DefaultOwnRetryTimeout
 		}
 		if rt.MaxOutputSize == 0 {
 			rt.MaxOutputSize = 1 << 20
@@ -867,7 +898,7 @@ func validateRuntime(p *problems, name string, rt Runtime) {
 	for _, d := range []struct {
 		k string
 		v time.Duration
-	}{{"timeout", rt.Timeout}, {"grace", rt.Grace}, {"no_output_timeout", rt.NoOutputTimeout}} {
+	}{{"timeout", rt.Timeout}, {"grace", rt.Grace}, {"no_output_timeout", rt.NoOutputTimeout}, {"own_retry_timeout", rt.OwnRetryTimeout}} {
 		if d.v < 0 || d.v > MaxTimeout {
 			p.add(key+"."+d.k, "must be 0..%s (got %s)", MaxTimeout, d.v)
 		}
@@ -898,11 +929,32 @@ func validateRuntime(p *problems, name string, rt Runtime) {
 			p.add(key+".env", "entry %q is not NAME=value", e)
 		}
 	}
-	for _, e := range rt.EnvPassthrough {
-		if e == "" || strings.ContainsAny(e, "= \t\n") {
-			p.add(key+".env_passthrough", "bad variable name %q", e)
+	for field, names := range map[string][]string{"env_passthrough": rt.EnvPassthrough, "env_passthrough_add": rt.EnvPassthroughAdd} {
+		for _, e := range names {
+			if e == "" || strings.ContainsAny(e, "= \t\n") {
+				p.add(key+"."+field, "bad variable name %q", e)
+			}
 		}
 	}
+	if rt.ProviderConfig != "" && rt.ProviderConfig != "none" && !slices.Contains(ProviderConfigs, rt.ProviderConfig) {
+		p.add(key+".provider_config", "must be %s or none (got %q)", strings.Join(ProviderConfigs, ", "), rt.ProviderConfig)
+	}
+}
+
+// ProviderConfigs are the CLIs whose provider configuration
+// Runtime.ProviderConfig may name (package adapter reads them).
+var ProviderConfigs = []string{"codex", "pi", "opencode", "kilo"}
+
+// Passthrough is every name of the worker's environment the CLI may see
+// beyond the base list: EnvPassthrough, then EnvPassthroughAdd, each once.
+func (rt Runtime) Passthrough() []string {
+	var out []string
+	for _, n := range append(slices.Clone(rt.EnvPassthrough), rt.EnvPassthroughAdd...) {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // validateLimits checks a runtime's resource limits, which are in bytes:

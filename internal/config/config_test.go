@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,7 +11,9 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
 )
 
 func writeFile(t *testing.T, body string) string {
@@ -210,6 +213,9 @@ func TestInvalid(t *testing.T) {
 		{"min free disk env", "", map[string]string{"DROVER_WORKER_MIN_FREE_DISK": "-1GiB"}, "min_free_disk"},
 		{"drain timeout", "worker:\n  drain_timeout: -1s\n", nil, "worker.drain_timeout"},
 		{"keep failed", "worker:\n  keep_failed_worktrees: -1h\n", nil, "worker.keep_failed_worktrees"},
+		{"passthrough add", "runtimes:\n  codex:\n    env_passthrough_add: [\"A=B\"]\n", nil, "runtimes.codex.env_passthrough_add"},
+		{"provider config", "runtimes:\n  x:\n    binary: x\n    provider_config: aider\n", nil, "runtimes.x.provider_config"},
+		{"own retry timeout", "runtimes:\n  gemini:\n    own_retry_timeout: -1s\n", nil, "runtimes.gemini"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for k, v := range tc.env {
@@ -270,6 +276,28 @@ runtimes:
 	}
 	if _, err := Load(LoadOptions{File: writeFile(t, "runtimes:\n  x:\n    binary: x\n    output: xml\n")}); err == nil || !strings.Contains(err.Error(), "runtimes.x.output") {
 		t.Errorf("unknown output format: %v", err)
+	}
+}
+
+// env_passthrough_add extends a built-in's list without repeating it, from
+// a file or a DROVER_RUNTIMES_<NAME>_ENV_PASSTHROUGH_ADD variable; the
+// built-ins read their CLI's provider configuration and bound its retries.
+func TestPassthroughAdd(t *testing.T) {
+	t.Setenv("DROVER_RUNTIMES_PI_ENV_PASSTHROUGH_ADD", "PI_GATEWAY_KEY")
+	c, err := Load(LoadOptions{File: writeFile(t, "runtimes:\n  codex:\n    env_passthrough_add: [MY_GATEWAY_KEY, OPENAI_API_KEY]\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.Runtimes["codex"].Passthrough(), " "); got != "OPENAI_API_KEY CODEX_HOME MY_GATEWAY_KEY" {
+		t.Errorf("codex passthrough %q", got)
+	}
+	if got := c.Runtimes["pi"].Passthrough(); got[len(got)-1] != "PI_GATEWAY_KEY" || len(got) != 5 {
+		t.Errorf("pi passthrough %q", got)
+	}
+	for name, want := range map[string]string{"codex": "codex", "pi": "pi", "opencode": "opencode", "kilo": "kilo", "claude-code": "", "gemini": "", "copilot": ""} {
+		if rt := c.Runtimes[name]; rt.ProviderConfig != want || rt.OwnRetryTimeout != DefaultOwnRetryTimeout {
+			t.Errorf("%s: provider_config %q, own_retry_timeout %s", name, rt.ProviderConfig, rt.OwnRetryTimeout)
+		}
 	}
 }
 
@@ -572,5 +600,44 @@ func TestConsole(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", body, err, want)
 		}
+	}
+}
+
+// A runtime marshals by its config keys, durations as strings, and reads
+// back as configuration.
+func TestRuntimeJSON(t *testing.T) {
+	c, err := Load(LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(c.Runtimes["claude-code"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"env_passthrough":["ANTHROPIC_API_KEY"`, `"timeout":"30m0s"`, `"grace":"5s"`, `"own_retry_timeout":"15s"`,
+		`"no_output_timeout":"0s"`, `"limits":{"address_space":0`, `"home_files":[".claude/.credentials.json"`, `"output":"claude-stream-json"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %s", b, want)
+		}
+	}
+	if strings.Contains(string(b), "EnvPassthrough") || strings.Contains(string(b), "1800000000000") {
+		t.Errorf("Go field names or nanoseconds: %s", b)
+	}
+	// And back: the JSON is valid configuration for the same runtime.
+	file := filepath.Join(t.TempDir(), "drover.json")
+	if err := os.WriteFile(file, []byte(`{"runtimes":{"again":`+string(b)+`}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v := viper.New()
+	v.SetConfigFile(file)
+	if err := v.ReadInConfig(); err != nil {
+		t.Fatal(err)
+	}
+	var back Config
+	if err := v.Unmarshal(&back, func(dc *mapstructure.DecoderConfig) { dc.ErrorUnused = true }); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprintf("%+v", back.Runtimes["again"]), fmt.Sprintf("%+v", c.Runtimes["claude-code"]); got != want {
+		t.Errorf("read back:\n%s\nwant\n%s", got, want)
 	}
 }

@@ -74,9 +74,9 @@ func demoFlow(w *world) (flowID string) {
 	w.objects["patch-a"] = "diff --git a/x.go b/x.go\n--- a/x.go\n+++ b/x.go\n@@ -1 +1 @@\n-package x\n+package y // changed\n"
 	w.run(flowID, "a", 1, &event.Report{Success: true, Branch: "drover/demo-abc123/a/1", Commit: "c0ffee",
 		FilesModified: []string{"x.go"}, LogObject: "log-a", PatchObject: "patch-a",
-		Usage: &event.Usage{InputTokens: 1000, OutputTokens: 500, CostUSD: 0.25}})
+		Usage: &event.Usage{InputTokens: new(int64(1000)), OutputTokens: new(int64(500)), CostUSD: new(0.25)}})
 	b1 := w.run(flowID, "b", 1, &event.Report{Success: false, Error: &event.ErrorInfo{Class: "RATE_LIMITED", Message: "429 slow down"},
-		Usage: &event.Usage{InputTokens: 10, OutputTokens: 5}})
+		Usage: &event.Usage{InputTokens: new(int64(10)), OutputTokens: new(int64(5))}})
 	w.fold(w.ev(event.RuntimeErrorClassified, flowID, "b", b1, 0, event.RuntimeErrorClassifiedData{
 		ErrorInfo: event.ErrorInfo{Class: "RATE_LIMITED", Message: "429 slow down"}}))
 	w.fold(w.ev(event.RuntimeRecoveryScheduled, flowID, "b", b1, 0, event.RuntimeRecoveryScheduledData{
@@ -756,5 +756,24 @@ func TestStaticAssets(t *testing.T) {
 	}
 	if code, _ := get(t, client(t), srv.URL+"/ui/static/..%2fconsole.go"); code != 404 {
 		t.Errorf("path escape: %d", code)
+	}
+}
+
+// A CLI that reports no tokens (copilot) adds nothing to a flow's spend,
+// and the cell says the sum leaves it out: unknown is not 0.
+func TestSpendUnknown(t *testing.T) {
+	var s spend
+	s.add(&event.Report{Usage: &event.Usage{InputTokens: new(int64(1000)), OutputTokens: new(int64(500)), CacheReadTokens: new(int64(7))}})
+	s.add(&event.Report{Usage: &event.Usage{Model: "mock-model"}})
+	s.add(&event.Report{})
+	c := s.cell()
+	if s.Input != 1000 || s.Output != 500 || s.Cache != 7 || s.Reported != 1 || s.Unknown != 2 ||
+		c.Text != "1.5k tok+" || !strings.Contains(c.Title, "2 more reported none (unknown)") {
+		t.Errorf("spend %+v, cell %+v", s, c)
+	}
+	var none spend
+	none.add(&event.Report{Usage: &event.Usage{Model: "mock-model"}})
+	if c := none.cell(); c.Text != "—" {
+		t.Errorf("no counts at all: %+v", c)
 	}
 }

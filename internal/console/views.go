@@ -82,35 +82,53 @@ func durationText(d time.Duration) string {
 	return d.Round(time.Second).String()
 }
 
-// spend is what a flow's attempts used, as their reports say.
+// spend is what a flow's attempts used, as their reports say. A count a
+// CLI did not report (copilot reports no tokens) adds nothing and is
+// counted as unknown: the sum is a lower bound then, and says so.
 type spend struct {
 	Input, Output, Cache int64
 	CostUSD              float64
-	Reported             int // attempts whose report had usage
+	Reported             int // attempts whose report had token counts
+	Unknown              int // attempts whose CLI reported none
 }
 
 func (s *spend) add(r *event.Report) {
-	if r == nil || r.Usage == nil {
+	if r == nil {
 		return
 	}
 	u := r.Usage
-	s.Input += u.InputTokens
-	s.Output += u.OutputTokens
-	s.Cache += u.CacheReadTokens + u.CacheWriteTokens
-	s.CostUSD += u.CostUSD
+	if u == nil || u.InputTokens == nil && u.OutputTokens == nil {
+		s.Unknown++
+		return
+	}
+	for _, c := range []struct {
+		dst *int64
+		n   *int64
+	}{{&s.Input, u.InputTokens}, {&s.Output, u.OutputTokens}, {&s.Cache, u.CacheReadTokens}, {&s.Cache, u.CacheWriteTokens}} {
+		if c.n != nil {
+			*c.dst += *c.n
+		}
+	}
+	if u.CostUSD != nil {
+		s.CostUSD += *u.CostUSD
+	}
 	s.Reported++
 }
 
 func (s spend) cell() cell {
 	if s.Reported == 0 {
-		return cell{Text: "—", Title: "no attempt reported usage"}
+		return cell{Text: "—", Title: "no attempt reported token counts"}
 	}
 	text := tokens(s.Input+s.Output) + " tok"
 	if s.CostUSD > 0 {
 		text += fmt.Sprintf(" · $%.2f", s.CostUSD)
 	}
-	return cell{Text: text, Class: "spend",
-		Title: fmt.Sprintf("%d input, %d output, %d cache tokens over %d attempts", s.Input, s.Output, s.Cache, s.Reported)}
+	title := fmt.Sprintf("%d input, %d output, %d cache tokens over %d attempts", s.Input, s.Output, s.Cache, s.Reported)
+	if s.Unknown > 0 {
+		text += "+"
+		title += fmt.Sprintf("; %d more reported none (unknown)", s.Unknown)
+	}
+	return cell{Text: text, Class: "spend", Title: title}
 }
 
 func tokens(n int64) string {
@@ -276,7 +294,7 @@ func (s flowSummary) row(now time.Time) row {
 func spendByFlow(st *projection.State) map[string]spend {
 	out := map[string]spend{}
 	for _, a := range st.Attempts {
-		if a.Report != nil && a.Report.Usage != nil {
+		if a.Report != nil {
 			s := out[a.Flow]
 			s.add(a.Report)
 			out[a.Flow] = s

@@ -313,11 +313,16 @@ func (h *decideHarness) usage(t *testing.T, d *datadriven.TestData, rep *event.R
 	if tokens == "" && model == "" && cost == 0 {
 		return
 	}
-	u := &event.Usage{Model: model, CostUSD: cost}
+	u := &event.Usage{Model: model}
+	if cost != 0 {
+		u.CostUSD = &cost
+	}
 	if tokens != "" {
-		if _, err := fmt.Sscanf(tokens, "%d/%d", &u.InputTokens, &u.OutputTokens); err != nil {
+		var in, out int64
+		if _, err := fmt.Sscanf(tokens, "%d/%d", &in, &out); err != nil {
 			t.Fatalf("%s: tokens=%s: want IN/OUT", d.Pos, tokens)
 		}
+		u.InputTokens, u.OutputTokens = &in, &out
 	}
 	rep.Usage = u
 }

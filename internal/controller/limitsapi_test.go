@@ -35,7 +35,7 @@ func TestBudgetAPI(t *testing.T) {
 	h.waitFor("a's attempt", func(st *projection.State) bool { return st.Attempts[a1] != nil })
 	h.publish("claim", event.AttemptClaimed, id, "a", a1, 1, event.AttemptClaimedData{Worker: "w1"})
 	h.publish("report", event.AttemptReported, id, "a", a1, 1, event.Report{Success: true, Branch: "drover/x/a/1", Commit: "c1",
-		Usage: &event.Usage{InputTokens: 90, OutputTokens: 30}})
+		Usage: &event.Usage{InputTokens: new(int64(90)), OutputTokens: new(int64(30))}})
 	h.waitFor("b and c to end", func(st *projection.State) bool {
 		b, c := st.Task(id, "b"), st.Task(id, "c")
 		return b.State == drovertype.TaskFailed && c.State == drovertype.TaskBlocked

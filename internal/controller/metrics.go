@@ -122,10 +122,11 @@ func (m *metrics) recordFolded(ctx context.Context, seq uint64, ev *event.Event)
 	m.duration.Record(ctx, float64(rep.DurationMS)/1000, metric.WithAttributes(rt, out))
 	if u := rep.Usage; u != nil {
 		model := attribute.String("model", u.Model)
-		for dir, n := range map[string]int64{"input": u.InputTokens, "output": u.OutputTokens,
+		// A count the CLI did not report adds nothing: unknown is not 0.
+		for dir, n := range map[string]*int64{"input": u.InputTokens, "output": u.OutputTokens,
 			"cache_read": u.CacheReadTokens, "cache_write": u.CacheWriteTokens} {
-			if n > 0 {
-				m.tokens.Add(ctx, n, metric.WithAttributes(rt, model, attribute.String("direction", dir)))
+			if n != nil && *n > 0 {
+				m.tokens.Add(ctx, *n, metric.WithAttributes(rt, model, attribute.String("direction", dir)))
 			}
 		}
 	}

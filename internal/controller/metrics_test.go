@@ -48,7 +48,7 @@ func TestMetrics(t *testing.T) {
 	h.publish("claim", event.AttemptClaimed, id, "a", att, 1, event.AttemptClaimedData{Worker: "w1"})
 	h.publish("report", event.AttemptReported, id, "a", att, 1, event.Report{
 		Success: false, DurationMS: 1500, Error: &event.ErrorInfo{Class: "RUNTIME_ERROR", Message: "exit 3"},
-		Usage: &event.Usage{Model: "m1", InputTokens: 10, OutputTokens: 4}})
+		Usage: &event.Usage{Model: "m1", InputTokens: new(int64(10)), OutputTokens: new(int64(4))}})
 	h.waitFor("the report to be folded", func(st *projection.State) bool { return st.Attempts[att].State == drovertype.AttemptFailed })
 	// A cooldown on demo, as the decisions record one, for its gauges.
 	now := time.Now()

@@ -194,6 +194,7 @@ func attemptSpan(a projection.Attempt, taskRound int) endedSpan {
 			if r.Commit != "" {
 				attrs = append(attrs, tracing.KeyCommit.String(r.Commit))
 			}
+			attrs = append(attrs, usageAttrs(r.Usage)...)
 			if r.Error != nil {
 				e = r.Error
 			}
@@ -305,4 +306,26 @@ func endAt(end, start time.Time) time.Time {
 		return start
 	}
 	return end
+}
+
+// usageAttrs are the token counts the attempt's CLI reported, by the
+// OpenTelemetry GenAI names; a count it did not report is left out, since
+// unknown is not 0.
+func usageAttrs(u *event.Usage) []attribute.KeyValue {
+	if u == nil {
+		return nil
+	}
+	var attrs []attribute.KeyValue
+	for _, c := range []struct {
+		key string
+		n   *int64
+	}{
+		{"gen_ai.usage.input_tokens", u.InputTokens}, {"gen_ai.usage.output_tokens", u.OutputTokens},
+		{"gen_ai.usage.cache_read.input_tokens", u.CacheReadTokens}, {"gen_ai.usage.cache_creation.input_tokens", u.CacheWriteTokens},
+	} {
+		if c.n != nil {
+			attrs = append(attrs, attribute.Int64(c.key, *c.n))
+		}
+	}
+	return attrs
 }

@@ -339,14 +339,24 @@ type ErrorInfo struct {
 	ResetAt      time.Time             `json:"reset_at,omitzero"`        // when the CLI said a quota resets
 }
 
-// Usage is token usage as the CLI reported it.
+// Usage is token usage as the CLI reported it. A count or cost the CLI
+// did not report is nil and absent on the wire: unknown, not 0 (copilot
+// reports no tokens, gemini no cache writes, codex and gemini no cost).
+// Events written before this distinction carry input_tokens and
+// output_tokens always, so an old 0 may mean unknown.
 type Usage struct {
-	Model            string  `json:"model,omitempty"`
-	InputTokens      int64   `json:"input_tokens"`
-	OutputTokens     int64   `json:"output_tokens"`
-	CacheReadTokens  int64   `json:"cache_read_tokens,omitempty"`
-	CacheWriteTokens int64   `json:"cache_write_tokens,omitempty"`
-	CostUSD          float64 `json:"cost_usd,omitempty"`
+	Model            string   `json:"model,omitempty"`
+	InputTokens      *int64   `json:"input_tokens,omitempty"`
+	OutputTokens     *int64   `json:"output_tokens,omitempty"`
+	CacheReadTokens  *int64   `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens *int64   `json:"cache_write_tokens,omitempty"`
+	CostUSD          *float64 `json:"cost_usd,omitempty"`
+}
+
+// Known reports whether the CLI reported any token count or cost.
+func (u *Usage) Known() bool {
+	return u != nil && (u.InputTokens != nil || u.OutputTokens != nil || u.CacheReadTokens != nil ||
+		u.CacheWriteTokens != nil || u.CostUSD != nil)
 }
 
 // Report is an attempt's ExecutionReport: how the CLI ended, what it

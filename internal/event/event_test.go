@@ -1,6 +1,7 @@
 package event
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -21,5 +22,38 @@ func TestDecodeErrorsAreWordedAlike(t *testing.T) {
 	}
 	if !errors.Is(stableError{inner}, inner) {
 		t.Fatal("stableError does not unwrap")
+	}
+}
+
+// Usage on the wire: a count the CLI did not report is absent, and reads
+// back as unknown; an old event, which always carried input_tokens and
+// output_tokens, still decodes, its counts known (0 included).
+func TestUsageWire(t *testing.T) {
+	in, out := int64(38432), int64(0)
+	for _, tc := range []struct {
+		u    Usage
+		want string
+	}{
+		{Usage{Model: "mock-model"}, `{"model":"mock-model"}`},
+		{Usage{InputTokens: &in, OutputTokens: &out}, `{"input_tokens":38432,"output_tokens":0}`},
+	} {
+		b, err := json.Marshal(tc.u)
+		if err != nil || string(b) != tc.want {
+			t.Errorf("Marshal(%+v) = %s, %v; want %s", tc.u, b, err, tc.want)
+		}
+		var back Usage
+		if err := unmarshal(b, &back); err != nil || (back.InputTokens == nil) != (tc.u.InputTokens == nil) || back.Known() != tc.u.Known() {
+			t.Errorf("%s read back as %+v, %v", b, back, err)
+		}
+	}
+	var old Report
+	if err := unmarshal([]byte(`{"success":true,"exit_code":0,"duration_ms":1,"usage":{"model":"m","input_tokens":0,"output_tokens":0}}`), &old); err != nil {
+		t.Fatal(err)
+	}
+	if u := old.Usage; u == nil || u.InputTokens == nil || *u.InputTokens != 0 || u.CacheReadTokens != nil || u.CostUSD != nil || !u.Known() {
+		t.Errorf("old usage %+v", old.Usage)
+	}
+	if (&Usage{Model: "m"}).Known() || (*Usage)(nil).Known() {
+		t.Error("a usage of no counts is known")
 	}
 }

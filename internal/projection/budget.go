@@ -23,6 +23,9 @@ type Spend struct {
 	Unpriced map[string]*Tokens `json:"unpriced,omitempty"`
 	// Attempts counts the reports that carried usage.
 	Attempts int `json:"attempts,omitempty"`
+	// Unreported counts the reports that carried usage with a count or
+	// cost missing: their CLI did not say, so the spend above is a floor.
+	Unreported int `json:"unreported,omitempty"`
 }
 
 // Tokens is token usage by kind.
@@ -37,7 +40,9 @@ type Tokens struct {
 // more is counted under the model "" (unknown, so unpriced).
 const maxUnpricedModels = 32
 
-// addSpend adds a report's usage to its task's and its flow's spend.
+// addSpend adds a report's usage to its task's and its flow's spend. A
+// count the CLI did not report is unknown, not zero: it adds nothing, and
+// the spend says that some usage went unreported.
 func (s *State) addSpend(a *Attempt, u *event.Usage) {
 	if u == nil {
 		return
@@ -68,9 +73,12 @@ func (sp *Spend) add(u *event.Usage, model string) *Spend {
 		}
 	}
 	out.Attempts++
+	if u.InputTokens == nil || u.OutputTokens == nil {
+		out.Unreported++
+	}
 	out.Tokens = sum(out.Tokens, u.InputTokens, u.OutputTokens)
-	if u.CostUSD > 0 && !math.IsInf(u.CostUSD, 0) {
-		out.CostUSD += u.CostUSD
+	if c := u.CostUSD; c != nil && *c > 0 && !math.IsInf(*c, 0) {
+		out.CostUSD += *c
 		return out
 	}
 	if out.Unpriced == nil {
@@ -91,13 +99,15 @@ func (sp *Spend) add(u *event.Usage, model string) *Spend {
 	return out
 }
 
-// sum adds counts, ignoring negative ones and saturating: reports come
-// from workers, and a count cannot take a sum down or wrap it.
-func sum(total int64, counts ...int64) int64 {
-	for _, n := range counts {
-		if n <= 0 {
+// sum adds counts, ignoring unknown (nil) and negative ones and
+// saturating: reports come from workers, and a count cannot take a sum
+// down or wrap it.
+func sum(total int64, counts ...*int64) int64 {
+	for _, c := range counts {
+		if c == nil || *c <= 0 {
 			continue
 		}
+		n := *c
 		if total > math.MaxInt64-n {
 			return math.MaxInt64
 		}

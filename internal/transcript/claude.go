@@ -79,7 +79,7 @@ type claudeLine struct {
 	IsError           bool                        `json:"is_error"`
 	APIErrorStatus    int                         `json:"api_error_status"`
 	Result            string                      `json:"result"`
-	TotalCostUSD      float64                     `json:"total_cost_usd"`
+	TotalCostUSD      *float64                    `json:"total_cost_usd"`
 	Usage             *claudeUsage                `json:"usage"`
 	ModelUsage        map[string]claudeModelUsage `json:"modelUsage"`
 	PermissionDenials []struct {
@@ -88,18 +88,18 @@ type claudeLine struct {
 }
 
 type claudeUsage struct {
-	InputTokens              int64 `json:"input_tokens"`
-	OutputTokens             int64 `json:"output_tokens"`
-	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	InputTokens              *int64 `json:"input_tokens"`
+	OutputTokens             *int64 `json:"output_tokens"`
+	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
 }
 
 type claudeModelUsage struct {
-	InputTokens              int64   `json:"inputTokens"`
-	OutputTokens             int64   `json:"outputTokens"`
-	CacheReadInputTokens     int64   `json:"cacheReadInputTokens"`
-	CacheCreationInputTokens int64   `json:"cacheCreationInputTokens"`
-	CostUSD                  float64 `json:"costUSD"`
+	InputTokens              *int64   `json:"inputTokens"`
+	OutputTokens             *int64   `json:"outputTokens"`
+	CacheReadInputTokens     *int64   `json:"cacheReadInputTokens"`
+	CacheCreationInputTokens *int64   `json:"cacheCreationInputTokens"`
+	CostUSD                  *float64 `json:"costUSD"`
 }
 
 type claudeBlock struct {
@@ -224,15 +224,15 @@ func (p *parser) claudeUsage(l *claudeLine) {
 	var sum Usage
 	for _, name := range names {
 		m := l.ModelUsage[name]
-		sum.InputTokens += m.InputTokens
-		sum.OutputTokens += m.OutputTokens
-		sum.CacheReadTokens += m.CacheReadInputTokens
-		sum.CacheWriteTokens += m.CacheCreationInputTokens
-		sum.CostUSD += m.CostUSD
+		add(&sum.InputTokens, m.InputTokens)
+		add(&sum.OutputTokens, m.OutputTokens)
+		add(&sum.CacheReadTokens, m.CacheReadInputTokens)
+		add(&sum.CacheWriteTokens, m.CacheCreationInputTokens)
+		add(&sum.CostUSD, m.CostUSD)
 	}
 	u.InputTokens, u.OutputTokens = sum.InputTokens, sum.OutputTokens
 	u.CacheReadTokens, u.CacheWriteTokens = sum.CacheReadTokens, sum.CacheWriteTokens
-	if u.CostUSD == 0 {
+	if u.CostUSD == nil {
 		u.CostUSD = sum.CostUSD
 	}
 }

@@ -23,6 +23,10 @@ var codexRules = []rule{
 	// {"error":{"type":"usage_limit_reached",…}}
 	{in: fromJSON | fromText, text: re(`(?i)\bhit your usage limit\b|\busage_limit_reached\b`), implies: 429,
 		class: drovertype.ClassRateLimited, retry: true},
+	// missing-env/stdout.txt: config.toml's env_key names a variable codex does not see:
+	// error and turn.failed "Missing environment variable: `MOCK_API_KEY`."; in text mode
+	// the same as "ERROR: ..." on stderr. No key: the credentials are missing.
+	{in: fromJSON | fromText, text: re(`^(?:ERROR: )?Missing environment variable: `), class: drovertype.ClassAuthFailed},
 	// Not recorded: fail-401/stdout.txt's "unexpected status N" with a 5xx status (server trouble, retryable)
 	{in: fromJSON, status: statusServer, class: drovertype.ClassRuntimeError, retry: true},
 	// docs/runtimes.md: `Error loading config.toml: wire_api = "chat" is no longer supported.` (exit 1)
@@ -49,10 +53,10 @@ type codexLine struct {
 		Message string `json:"message"`
 	} `json:"error"`
 	Usage *struct {
-		InputTokens           int64 `json:"input_tokens"`
-		CachedInputTokens     int64 `json:"cached_input_tokens"`
-		CacheWriteInputTokens int64 `json:"cache_write_input_tokens"`
-		OutputTokens          int64 `json:"output_tokens"`
+		InputTokens           *int64 `json:"input_tokens"`
+		CachedInputTokens     *int64 `json:"cached_input_tokens"`
+		CacheWriteInputTokens *int64 `json:"cache_write_input_tokens"`
+		OutputTokens          *int64 `json:"output_tokens"`
 	} `json:"usage"`
 }
 
@@ -92,10 +96,10 @@ func decodeCodex(p *parser, line []byte) bool {
 	case "turn.completed":
 		p.sawFinal = true
 		if u := l.Usage; u != nil {
-			p.usage.InputTokens += u.InputTokens
-			p.usage.OutputTokens += u.OutputTokens
-			p.usage.CacheReadTokens += u.CachedInputTokens
-			p.usage.CacheWriteTokens += u.CacheWriteInputTokens
+			add(&p.usage.InputTokens, u.InputTokens)
+			add(&p.usage.OutputTokens, u.OutputTokens)
+			add(&p.usage.CacheReadTokens, u.CachedInputTokens)
+			add(&p.usage.CacheWriteTokens, u.CacheWriteInputTokens)
 		}
 		p.push(Event{Kind: KindResult, Text: p.final})
 		p.setFatal(nil)

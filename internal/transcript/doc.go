@@ -54,6 +54,16 @@
 // Text never fails a run that exited 0: in plain text a fatal error and a
 // retry the CLI got past look alike.
 //
+// # While the CLI runs
+//
+// Verdict says what the output shows so far, so that a CLI retrying for
+// minutes can be stopped (the caller decides when: adapter.StopOn): the
+// structured fatal error (Retrying when the CLI goes on after it, as pi
+// does after a failed message), else a fatal plain text line, else the
+// latest retry notice (Retrying) unless the CLI made progress since — an
+// answer, a tool call or its result, not an error. Plain text (Text) is
+// never judged while it runs.
+//
 // RetryAfter is set only for retryable failures and only from what the
 // output states: claude's latest api_retry retry_delay_ms (the wait the CLI
 // itself computed: the server's Retry-After or its backoff), a Retry-After

@@ -356,7 +356,7 @@ func TestOpenCodeRetryAfterDate(t *testing.T) {
 func TestTypeDrift(t *testing.T) {
 	res := edit(t, lastLine(stdoutOf(t, "claude", "success")), func(m map[string]any) { m["duration_ms"] = "fast"; m["num_turns"] = []int{} })
 	s := feed(drovertype.FormatClaudeStreamJSON, res+"\n", "", 0)
-	if s.Failure != nil || s.Unparsed != 0 || s.Usage.InputTokens != 38432 {
+	if s.Failure != nil || s.Unparsed != 0 || count(s.Usage.InputTokens) != "38432" {
 		t.Errorf("Failure = %+v, Unparsed = %d, Usage = %+v", s.Failure, s.Unparsed, s.Usage)
 	}
 }
@@ -449,6 +449,7 @@ type recorder struct{ lines *[]string }
 
 func (r *recorder) Line(_ transcript.Stream, b []byte) { *r.lines = append(*r.lines, string(b)) }
 func (r *recorder) Summary(int) *transcript.Summary    { return nil }
+func (r *recorder) Verdict() transcript.Verdict        { return transcript.Verdict{} }
 
 // With only the first request failing with 429, every CLI retried on its
 // own and succeeded (docs/runtimes.md#what-holds-for-all-seven). The retry

@@ -48,6 +48,13 @@ func fuzzFormat(f *testing.F, format drovertype.OutputFormat, clis ...string) {
 				p.Line(transcript.Stderr, bytes.TrimSuffix(line[1:], []byte("\n")))
 			}
 		}
+		// While it runs: plain text is never judged, and a verdict is a
+		// classified failure, bounded like the Summary's.
+		if v := p.Verdict(); v.Failure != nil {
+			if format == drovertype.FormatText || !v.Failure.Class.Known() || len(v.Failure.Message) > transcript.MaxMessage {
+				t.Fatalf("%s: Verdict %+v", format, v)
+			}
+		}
 		checkSummary(t, format, p.Summary(exit), exit)
 	})
 }

@@ -77,9 +77,9 @@ type geminiLine struct {
 		Message string `json:"message"`
 	} `json:"error"`
 	Stats *struct {
-		InputTokens  int64                      `json:"input_tokens"`
-		OutputTokens int64                      `json:"output_tokens"`
-		Cached       int64                      `json:"cached"`
+		InputTokens  *int64                     `json:"input_tokens"`
+		OutputTokens *int64                     `json:"output_tokens"`
+		Cached       *int64                     `json:"cached"`
 		Models       map[string]json.RawMessage `json:"models"`
 	} `json:"stats"`
 }

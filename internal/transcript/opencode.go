@@ -22,8 +22,9 @@ var openCodeRules = []rule{
 	// Not recorded: the same error shape with a 5xx status (server trouble, retryable)
 	{in: fromJSON, status: statusServer, class: drovertype.ClassRuntimeError, retry: true},
 	// kilo/fail-401/stderr.txt: "Error: Incorrect API key provided: mock****. (mockllm)" (ANSI stripped).
-	// kilo repeats the stdout error there; a hint, as stdout says it better.
-	{in: fromText, text: re(`^Error: .*\b(?:Incorrect|Invalid) API key\b`), class: drovertype.ClassAuthFailed, hint: true},
+	// kilo repeats the stdout error there (statusCode 401); a hint, as stdout says it
+	// better, but the one a stop while it runs may see first.
+	{in: fromText, text: re(`^Error: .*\b(?:Incorrect|Invalid) API key\b`), implies: 401, class: drovertype.ClassAuthFailed, hint: true},
 	// kilo/fail-429/stderr.txt: "Error: Rate limit reached for requests (mockllm). Please try again in 1s."
 	{in: fromText, text: re(`^Error: .*\bRate limit reached\b`), implies: 429, class: drovertype.ClassRateLimited, retry: true, hint: true},
 	// docs/runtimes.md: kilo prints its fatal errors on stderr as `Error: <message>` (ANSI colored)
@@ -60,14 +61,14 @@ type openCodeLine struct {
 			} `json:"metadata"`
 		} `json:"state"`
 		Tokens *struct {
-			Input  int64 `json:"input"`
-			Output int64 `json:"output"`
+			Input  *int64 `json:"input"`
+			Output *int64 `json:"output"`
 			Cache  struct {
-				Read  int64 `json:"read"`
-				Write int64 `json:"write"`
+				Read  *int64 `json:"read"`
+				Write *int64 `json:"write"`
 			} `json:"cache"`
 		} `json:"tokens"`
-		Cost float64 `json:"cost"`
+		Cost *float64 `json:"cost"`
 	} `json:"part"`
 	Error *struct {
 		Name string `json:"name"`
@@ -116,13 +117,13 @@ func decodeOpenCode(p *parser, line []byte) bool {
 		// success/stdout.txt: one step_finish per model call; the run's usage is their sum.
 		if l.Part != nil && l.Part.Tokens != nil {
 			t := l.Part.Tokens
-			p.usage.InputTokens += t.Input
-			p.usage.OutputTokens += t.Output
-			p.usage.CacheReadTokens += t.Cache.Read
-			p.usage.CacheWriteTokens += t.Cache.Write
+			add(&p.usage.InputTokens, t.Input)
+			add(&p.usage.OutputTokens, t.Output)
+			add(&p.usage.CacheReadTokens, t.Cache.Read)
+			add(&p.usage.CacheWriteTokens, t.Cache.Write)
 		}
 		if l.Part != nil {
-			p.usage.CostUSD += l.Part.Cost
+			add(&p.usage.CostUSD, l.Part.Cost)
 		}
 	case "error":
 		sig := &signal{}

@@ -69,8 +69,10 @@ type parser struct {
 	sawFinal        bool
 
 	fatal     *signal // the structured error that ends the run; nil while things look fine
+	retrying  bool    // fatal is an error the CLI retries after (pi), not its last word
 	textFatal *signal // the first plain text line a non-hint row matched
 	hint      *signal // the latest retry notice
+	moved     bool    // the CLI made progress (an answer, a tool call) since hint
 	lastErr   string  // the latest non-empty stderr line
 
 	tools map[string]string // tool call id → tool name
@@ -139,7 +141,7 @@ func (p *parser) plain(s Stream, line []byte) {
 	switch {
 	case sig.rule == nil:
 	case sig.rule.hint:
-		p.hint = sig
+		p.hint, p.moved = sig, false
 	case p.textFatal == nil:
 		p.textFatal = sig
 	}
@@ -172,6 +174,7 @@ func (p *parser) resolve(sig *signal) *signal {
 // CLI got past its errors (a good answer, a clean final line): it clears
 // the error and the retry notices before it.
 func (p *parser) setFatal(sig *signal) {
+	p.retrying = false
 	if sig == nil {
 		p.fatal, p.hint = nil, nil
 		return
@@ -180,10 +183,37 @@ func (p *parser) setFatal(sig *signal) {
 	p.fatal = p.resolve(sig)
 }
 
+// setRetriedFatal records a structured error the CLI goes on to retry
+// after (pi's failed message_end before auto_retry_start): Summary reads
+// it like any fatal error, Verdict as a retry.
+func (p *parser) setRetriedFatal(sig *signal) {
+	p.setFatal(sig)
+	p.retrying = true
+}
+
 // setHint records a structured retry notice.
 func (p *parser) setHint(sig *signal) {
 	sig.from = fromJSON
-	p.hint = p.resolve(sig)
+	p.hint, p.moved = p.resolve(sig), false
+}
+
+// Verdict implements Parser: the structured fatal error, else a fatal
+// plain text line, else the latest retry notice unless the CLI made
+// progress after it (a transient 429 the CLI got past is not a failure).
+func (p *parser) Verdict() Verdict {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.spec.decode == nil:
+		return Verdict{}
+	case p.fatal != nil:
+		return Verdict{Failure: classify(p.spec.rules, p.fatal), Retrying: p.retrying}
+	case p.textFatal != nil:
+		return Verdict{Failure: classify(p.spec.rules, p.textFatal)}
+	case p.hint != nil && !p.moved:
+		return Verdict{Failure: classify(p.spec.rules, p.hint), Retrying: true}
+	}
+	return Verdict{}
 }
 
 func (p *parser) Summary(exitCode int) *Summary {
@@ -252,6 +282,11 @@ func (p *parser) failure(exit int) *Failure {
 func (p *parser) push(e Event) {
 	if e.Stream == 0 {
 		e.Stream = Stdout
+	}
+	switch e.Kind {
+	case KindAssistantText, KindToolCall, KindToolResult:
+		// claude's synthetic answer to a failed call is an error, not progress.
+		p.moved = p.moved || !e.IsError
 	}
 	e.Text = clip(e.Text, MaxText)
 	e.Tool = clip(e.Tool, maxTool)

@@ -55,12 +55,12 @@ type piMessage struct {
 	Content json.RawMessage `json:"content"`
 	Model   string          `json:"model"`
 	Usage   *struct {
-		Input      int64 `json:"input"`
-		Output     int64 `json:"output"`
-		CacheRead  int64 `json:"cacheRead"`
-		CacheWrite int64 `json:"cacheWrite"`
+		Input      *int64 `json:"input"`
+		Output     *int64 `json:"output"`
+		CacheRead  *int64 `json:"cacheRead"`
+		CacheWrite *int64 `json:"cacheWrite"`
 		Cost       struct {
-			Total float64 `json:"total"`
+			Total *float64 `json:"total"`
 		} `json:"cost"`
 	} `json:"usage"`
 	StopReason   string `json:"stopReason"`
@@ -130,11 +130,11 @@ func (p *parser) piAssistant(m *piMessage) {
 	}
 	if u := m.Usage; u != nil {
 		// success/stdout.txt: each message_end carries that call's usage; the run's is their sum.
-		p.usage.InputTokens += u.Input
-		p.usage.OutputTokens += u.Output
-		p.usage.CacheReadTokens += u.CacheRead
-		p.usage.CacheWriteTokens += u.CacheWrite
-		p.usage.CostUSD += u.Cost.Total
+		add(&p.usage.InputTokens, u.Input)
+		add(&p.usage.OutputTokens, u.Output)
+		add(&p.usage.CacheReadTokens, u.CacheRead)
+		add(&p.usage.CacheWriteTokens, u.CacheWrite)
+		add(&p.usage.CostUSD, u.Cost.Total)
 	}
 	var blocks []struct {
 		Type      string          `json:"type"`
@@ -162,8 +162,10 @@ func (p *parser) piAssistant(m *piMessage) {
 		p.final = clip(text, MaxFinal)
 	}
 	if m.StopReason == "error" {
+		// fail-429/stdout.txt: pi retries after such an error on its own
+		// (auto_retry_start follows) unless it is its last word.
 		p.push(Event{Kind: KindError, Text: m.ErrorMessage, IsError: true})
-		p.setFatal(&signal{text: m.ErrorMessage})
+		p.setRetriedFatal(&signal{text: m.ErrorMessage})
 	} else {
 		// A later good answer (after pi's own retry) clears an earlier error.
 		p.setFatal(nil)

@@ -42,14 +42,30 @@ type Event struct {
 	IsError bool
 }
 
-// Usage is token usage as the CLI reports it.
+// Usage is token usage as the CLI reports it. A count or cost the output
+// never states is nil: unknown, which is not 0 (copilot's stream states no
+// tokens at all, gemini's no cache writes, codex's and gemini's no cost).
 type Usage struct {
 	Model            string
-	InputTokens      int64
-	OutputTokens     int64
-	CacheReadTokens  int64
-	CacheWriteTokens int64
-	CostUSD          float64
+	InputTokens      *int64
+	OutputTokens     *int64
+	CacheReadTokens  *int64
+	CacheWriteTokens *int64
+	CostUSD          *float64
+}
+
+// add adds n, when the output states it, to the count at dst: a sum of
+// stated counts is known, a sum of none stays unknown.
+func add[T int64 | float64](dst **T, n *T) {
+	if n == nil {
+		return
+	}
+	if *dst == nil {
+		v := *n
+		*dst = &v
+		return
+	}
+	**dst += *n
 }
 
 // Failure is the fatal error the output shows.
@@ -111,6 +127,23 @@ type Parser interface {
 	// Summary reports what was seen so far, classified with the process's
 	// exit code. It may be called more than once.
 	Summary(exitCode int) *Summary
+	// Verdict is what the output says about the run so far, while the CLI
+	// still runs (doc.go, "While the CLI runs").
+	Verdict() Verdict
+}
+
+// Verdict is what the output says about a run that has not ended.
+type Verdict struct {
+	// Failure is the failure the output shows now: a fatal error, or the
+	// CLI's latest retry notice when nothing has gone through since. Nil
+	// while the run looks fine, and always for plain text, where the
+	// agent's own words cannot be told from the CLI's.
+	Failure *Failure
+	// Retrying says the CLI is going to try again on its own: Failure
+	// comes from a retry notice, or from an error the CLI retries after
+	// (pi's failed message before its auto retry). False when the CLI
+	// said it has given up.
+	Retrying bool
 }
 
 // NewParser returns a Parser for f; an unknown f is read as Text.

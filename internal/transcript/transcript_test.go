@@ -94,7 +94,7 @@ type want struct {
 	status     int
 	retryAfter time.Duration
 	final      string
-	usage      transcript.Usage
+	usage      string // usageString of the Summary's Usage; "" for a failure: not compared
 	file       string // a Files entry must end with it
 }
 
@@ -103,7 +103,7 @@ const done = "Done. Created hello.txt."
 var wants = map[string]want{
 	// claude/success: result.usage input_tokens 38432, output_tokens 24, total_cost_usd 0.19276, modelUsage "claude-opus-4-8[1m]"
 	"claude/success": {final: done, file: "/repo/hello.txt",
-		usage: transcript.Usage{Model: "claude-opus-4-8[1m]", InputTokens: 38432, OutputTokens: 24, CostUSD: 0.19276}},
+		usage: "claude-opus-4-8[1m] in=38432 out=24 cache_read=0 cache_write=0 cost=0.19276"},
 	// claude/fail-401: result api_error_status 401; not retryable, so no wait. The result
 	// text is claude's final text even on errors.
 	"claude/fail-401": {class: drovertype.ClassAuthFailed, status: 401, final: "Invalid API key · Fix external API key"},
@@ -112,35 +112,37 @@ var wants = map[string]want{
 		final: "API Error: Request rejected (429) · Number of requests has exceeded your per-minute rate limit (mockllm)"},
 
 	// codex/success: turn.completed usage input_tokens 19912, output_tokens 24; the edit was a shell command, no file reported
-	"codex/success":  {final: done, usage: transcript.Usage{InputTokens: 19912, OutputTokens: 24}},
+	"codex/success":  {final: done, usage: " in=19912 out=24 cache_read=0 cache_write=0 cost=?"},
 	"codex/fail-401": {class: drovertype.ClassAuthFailed, status: 401},
 	"codex/fail-429": {class: drovertype.ClassRateLimited, status: 429},
+	// codex/missing-env: turn.failed "Missing environment variable: `MOCK_API_KEY`." (TestCodexMissingEnv)
+	"codex/missing-env": {class: drovertype.ClassAuthFailed},
 
 	// opencode/success: step_finish tokens input 7690 + 7765, output 12 + 12
-	"opencode/success":  {final: done, file: "/repo/hello.txt", usage: transcript.Usage{InputTokens: 15455, OutputTokens: 24}},
+	"opencode/success":  {final: done, file: "/repo/hello.txt", usage: " in=15455 out=24 cache_read=0 cache_write=0 cost=0"},
 	"opencode/fail-401": {class: drovertype.ClassAuthFailed, status: 401},
 	// opencode/fail-429: responseHeaders "retry-after":"1"
 	"opencode/fail-429": {class: drovertype.ClassRateLimited, status: 429, retryAfter: time.Second},
 
 	// kilo/success: step_finish tokens input 12648 + 12723, output 12 + 12
-	"kilo/success":  {final: done, file: "/repo/hello.txt", usage: transcript.Usage{InputTokens: 25371, OutputTokens: 24}},
+	"kilo/success":  {final: done, file: "/repo/hello.txt", usage: " in=25371 out=24 cache_read=0 cache_write=0 cost=0"},
 	"kilo/fail-401": {class: drovertype.ClassAuthFailed, status: 401},
 	"kilo/fail-429": {class: drovertype.ClassRateLimited, status: 429, retryAfter: time.Second},
 
 	// gemini/success: result stats input_tokens 25030, output_tokens 36, models {"gemini-mock"}; write_file file_path "hello.txt"
-	"gemini/success":  {final: done, file: "hello.txt", usage: transcript.Usage{Model: "gemini-mock", InputTokens: 25030, OutputTokens: 36}},
+	"gemini/success":  {final: done, file: "hello.txt", usage: "gemini-mock in=25030 out=36 cache_read=0 cache_write=? cost=?"},
 	"gemini/fail-401": {class: drovertype.ClassAuthFailed, status: 401},
 	// gemini/fail-429: "retryDelayMs: undefined" on stderr: no wait stated
 	"gemini/fail-429": {class: drovertype.ClassRateLimited, status: 429},
 
 	// pi/success: message_end usage input 1409 + 1492, output 12 + 12, model "mock-model"
-	"pi/success":  {final: done, file: "/repo/hello.txt", usage: transcript.Usage{Model: "mock-model", InputTokens: 2901, OutputTokens: 24}},
+	"pi/success":  {final: done, file: "/repo/hello.txt", usage: "mock-model in=2901 out=24 cache_read=0 cache_write=0 cost=0"},
 	"pi/fail-401": {class: drovertype.ClassAuthFailed, status: 401},
 	// pi/fail-429: finalError "429 ... Please try again in 1s."
 	"pi/fail-429": {class: drovertype.ClassRateLimited, status: 429, retryAfter: time.Second},
 
 	// copilot/success: no token counts in the stream; model from assistant.message
-	"copilot/success":  {final: done, file: "/repo/hello.txt", usage: transcript.Usage{Model: "mock-model"}},
+	"copilot/success":  {final: done, file: "/repo/hello.txt", usage: "mock-model in=? out=? cache_read=? cache_write=? cost=?"},
 	"copilot/fail-401": {class: drovertype.ClassAuthFailed, status: 401},
 	// copilot/fail-429: "... Last error: 429 ... Please try again in 1s."
 	"copilot/fail-429": {class: drovertype.ClassRateLimited, status: 429, retryAfter: time.Second},
@@ -169,7 +171,7 @@ func TestRecordings(t *testing.T) {
 				}
 			}
 			fmt.Fprintf(&matrix, "%-9s %-9s %4d  %-13s %6s  %-18s %-12s %q\n", cli, c, r.meta.Exit, class, status, retry,
-				fmt.Sprintf("%d/%d", s.Usage.InputTokens, s.Usage.OutputTokens), msg)
+				count(s.Usage.InputTokens)+"/"+count(s.Usage.OutputTokens), msg)
 
 			t.Run(name, func(t *testing.T) {
 				check(t, s, w)
@@ -223,8 +225,8 @@ func check(t *testing.T, s *transcript.Summary, w want) {
 	if s.FinalText != w.final {
 		t.Errorf("FinalText = %q, want %q", s.FinalText, w.final)
 	}
-	if s.Usage != w.usage && w.class == "" {
-		t.Errorf("Usage = %+v, want %+v", s.Usage, w.usage)
+	if got := usageString(s.Usage); got != w.usage && w.class == "" {
+		t.Errorf("Usage = %s, want %s", got, w.usage)
 	}
 	if w.file != "" && !slices.ContainsFunc(s.Files, func(p string) bool { return strings.HasSuffix(p, w.file) }) {
 		t.Errorf("Files = %q, want one ending in %q", s.Files, w.file)
@@ -286,5 +288,138 @@ func TestRecordingsArgv(t *testing.T) {
 				t.Errorf("%s/%s: argv %q", cli, c, r.meta.Argv)
 			}
 		}
+	}
+}
+
+// usageString renders a Usage with "?" for what the output never stated:
+// unknown is not 0.
+func usageString(u transcript.Usage) string {
+	cost := "?"
+	if u.CostUSD != nil {
+		cost = fmt.Sprint(*u.CostUSD)
+	}
+	return fmt.Sprintf("%s in=%s out=%s cache_read=%s cache_write=%s cost=%s", u.Model, count(u.InputTokens),
+		count(u.OutputTokens), count(u.CacheReadTokens), count(u.CacheWriteTokens), cost)
+}
+
+func count(n *int64) string {
+	if n == nil {
+		return "?"
+	}
+	return fmt.Sprint(*n)
+}
+
+// codex/missing-env: a provider whose env_key names a variable codex does
+// not see fails before any request; the key is missing, so AUTH_FAILED
+// (it was a RUNTIME_ERROR when Drover passed no such variable through).
+func TestCodexMissingEnv(t *testing.T) {
+	r := load(t, "codex", "missing-env")
+	s := run(t, drovertype.FormatCodexJSON, r)
+	if f := s.Failure; f == nil || f.Class != drovertype.ClassAuthFailed || f.Retryable || !strings.Contains(f.Message, "MOCK_API_KEY") {
+		t.Fatalf("Failure = %+v", s.Failure)
+	}
+	// And while it runs, at the first error line.
+	p := transcript.NewParser(drovertype.FormatCodexJSON)
+	for line := range strings.Lines(string(r.stdout)) {
+		p.Line(transcript.Stdout, []byte(strings.TrimSuffix(line, "\n")))
+		if strings.HasPrefix(line, `{"type":"error"`) {
+			break
+		}
+	}
+	if v := p.Verdict(); v.Failure == nil || v.Failure.Class != drovertype.ClassAuthFailed {
+		t.Errorf("Verdict = %+v", v)
+	}
+	// Text mode says it on stderr.
+	s = feed(drovertype.FormatCodexJSON, "", "ERROR: Missing environment variable: `MOCK_API_KEY`.\n", 1)
+	if s.Failure == nil || s.Failure.Class != drovertype.ClassAuthFailed {
+		t.Errorf("text mode: %+v", s.Failure)
+	}
+}
+
+// While a recorded run is fed line by line (stderr first, as the fake CLI
+// replays it), Verdict never shows a failure for a success, and for each
+// failure shows the recording's class by the end; the runs that retry show
+// it as retrying first, the CLI's own retries.
+func TestVerdictWhileRunning(t *testing.T) {
+	for _, cli := range clis {
+		for _, c := range cases {
+			name := cli + "/" + c
+			r := load(t, cli, c)
+			p := transcript.NewParser(formatOf[cli])
+			var first *transcript.Verdict
+			feedAll := func(s transcript.Stream, text string) {
+				for line := range strings.Lines(text) {
+					p.Line(s, []byte(strings.TrimSuffix(line, "\n")))
+					if v := p.Verdict(); v.Failure != nil && first == nil {
+						first = &v
+					}
+				}
+			}
+			feedAll(transcript.Stderr, string(r.stderr))
+			feedAll(transcript.Stdout, string(r.stdout))
+			end := p.Verdict()
+			switch w := wants[name]; {
+			case c == "success":
+				if first != nil {
+					t.Errorf("%s: a success showed %+v", name, first.Failure)
+				}
+			case end.Failure == nil || end.Failure.Class != w.class:
+				t.Errorf("%s: Verdict at the end %+v, want %s", name, end, w.class)
+			default:
+				t.Logf("%s: first %s (retrying %v), last %s (retrying %v)", name, first.Failure.Class, first.Retrying, end.Failure.Class, end.Retrying)
+			}
+		}
+	}
+	// The CLIs that retry a 429 say so before they give up.
+	for _, name := range []string{"claude/fail-429", "codex/fail-429", "gemini/fail-429", "pi/fail-429", "copilot/fail-429"} {
+		cli, c, _ := strings.Cut(name, "/")
+		r := load(t, cli, c)
+		p := transcript.NewParser(formatOf[cli])
+		lines := append(strings.SplitAfter(string(r.stderr), "\n"), strings.SplitAfter(string(r.stdout), "\n")...)
+		retrying := false
+		for i, line := range lines {
+			s := transcript.Stdout
+			if i < strings.Count(string(r.stderr), "\n")+1 {
+				s = transcript.Stderr
+			}
+			p.Line(s, []byte(strings.TrimSuffix(line, "\n")))
+			if v := p.Verdict(); v.Failure != nil && v.Failure.Class == drovertype.ClassRateLimited && v.Retrying {
+				retrying = true
+				break
+			}
+		}
+		if !retrying {
+			t.Errorf("%s: never showed a rate limit being retried", name)
+		}
+	}
+}
+
+// A transient retry notice the CLI gets past is no failure while it runs,
+// and plain text is never judged while it runs.
+func TestVerdictProgress(t *testing.T) {
+	p := transcript.NewParser(drovertype.FormatGeminiStreamJSON)
+	p.Line(transcript.Stderr, []byte("Attempt 1 failed with status 429. Retrying with backoff... _ApiError: {\"error\":{\"code\":429}}"))
+	if v := p.Verdict(); v.Failure == nil || v.Failure.Class != drovertype.ClassRateLimited || !v.Retrying {
+		t.Fatalf("after the notice: %+v", v)
+	}
+	p.Line(transcript.Stdout, []byte(`{"type":"message","role":"assistant","content":"on it","delta":true}`))
+	if v := p.Verdict(); v.Failure != nil {
+		t.Errorf("after progress: %+v", v)
+	}
+	text := transcript.NewParser(drovertype.FormatText)
+	text.Line(transcript.Stdout, []byte("429 Too Many Requests: Invalid API key"))
+	if v := text.Verdict(); v.Failure != nil {
+		t.Errorf("plain text judged: %+v", v)
+	}
+	// pi's failed message is retried: a rate limit, retrying, until pi says
+	// it gave up.
+	pi := transcript.NewParser(drovertype.FormatPiJSON)
+	pi.Line(transcript.Stdout, []byte(`{"type":"message_end","message":{"role":"assistant","content":[],"stopReason":"error","errorMessage":"429 Rate limit reached"}}`))
+	if v := pi.Verdict(); v.Failure == nil || !v.Retrying {
+		t.Errorf("pi's failed message: %+v", v)
+	}
+	pi.Line(transcript.Stdout, []byte(`{"type":"auto_retry_end","success":false,"attempt":3,"finalError":"429 Rate limit reached"}`))
+	if v := pi.Verdict(); v.Failure == nil || v.Retrying {
+		t.Errorf("pi gave up: %+v", v)
 	}
 }

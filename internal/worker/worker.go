@@ -853,11 +853,14 @@ func secrets(cfg *config.Config) *redact.Redactor {
 	var names, fixed []string
 	for _, name := range cfg.Worker.Runtimes {
 		rt := cfg.Runtimes[name]
-		for _, n := range rt.EnvPassthrough {
+		for _, n := range rt.Passthrough() {
 			if redact.IsSecretName(n) {
 				names = append(names, n)
 			}
 		}
+		// The variables a CLI's provider configuration names hold its keys,
+		// whatever they are called (as configured when the worker started).
+		names = append(names, adapter.HostKeyVariables(rt)...)
 		for _, kv := range rt.Env {
 			if n, _, _ := strings.Cut(kv, "="); redact.IsSecretName(n) {
 				fixed = append(fixed, kv)
