@@ -81,7 +81,7 @@ wire_api = "responses"
 	c := startController(t, runtimes...)
 	c.startWorker("worker-1", 2, append(runtimes,
 		"DROVER_WORKER_RUNTIMES=claude-code,codex",
-		"HOME="+t.TempDir(), // the CLIs run with the worker's HOME: a fresh one
+		"HOME="+t.TempDir(), // the worker's HOME, a fresh one; each CLI gets a HOME of its own, confined
 		// Passed through by the built-in claude-code runtime.
 		"ANTHROPIC_BASE_URL="+mock.URL(),
 		"ANTHROPIC_API_KEY=sk-ant-mock-key",
