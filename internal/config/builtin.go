@@ -9,7 +9,7 @@ import "strings"
 // plain Runtime values: configuring a runtime of the same name overrides any
 // field.
 func builtinRuntimes() map[string]Runtime {
-	rts := map[string]Runtime{
+	return map[string]Runtime{
 		// The bundled demo agent: no API key, no network.
 		"demo": {Adapter: "command", Binary: "demo-agent", Input: "stdin", Output: "claude-stream-json"},
 		// The demo agent as a validator: it reviews the diff it is shown.
@@ -95,26 +95,6 @@ func builtinRuntimes() map[string]Runtime {
 			Env: []string{"COPILOT_AUTO_UPDATE=false"},
 		},
 	}
-	// The seed CLIs talk to their models over HTTPS; a *_BASE_URL variable
-	// they get adds its port. Their own HOME and TMPDIR cover their
-	// caches and temp files; a config or state dir the worker's
-	// environment points them at (passed through) is theirs too
-	// (docs/security.md has each one's policy).
-	for name, sb := range map[string]RuntimeSandbox{
-		"claude-code": {},
-		"codex":       {Write: []string{"$CODEX_HOME"}},
-		"opencode":    {Read: []string{"$OPENCODE_CONFIG"}},
-		"kilo":        {Read: []string{"$KILO_CONFIG"}},
-		"gemini":      {},
-		"pi":          {Write: []string{"$PI_CODING_AGENT_DIR"}},
-		"copilot":     {},
-	} {
-		rt := rts[name]
-		sb.Connect = []string{"443"}
-		rt.Sandbox = sb
-		rts[name] = rt
-	}
-	return rts
 }
 
 // overlay returns base with every field that over sets replacing it, and

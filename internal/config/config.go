@@ -642,7 +642,7 @@ func (c *Config) WithDefaults() {
 		c.Runtimes = map[string]Runtime{}
 	}
 	// A configured runtime named like a built-in overrides its fields.
-	for name, rt := range builtinRuntimes() {
+	for name, rt := range withBuiltinSandboxes(builtinRuntimes()) {
 		c.Runtimes[name] = overlay(rt, c.Runtimes[name])
 	}
 	for name, rt := range c.Runtimes {

@@ -125,6 +125,30 @@ func (c *Config) validateSandbox(bad func(string, string, ...any)) {
 	}
 }
 
+// withBuiltinSandboxes gives the built-in CLIs their sandbox defaults.
+func withBuiltinSandboxes(rts map[string]Runtime) map[string]Runtime {
+	// The built-in CLIs talk to their models over HTTPS; a *_BASE_URL variable
+	// they get adds its port. Their own HOME and TMPDIR cover their
+	// caches and temp files; a config or state dir the worker's
+	// environment points them at (passed through) is theirs too
+	// (docs/security.md has each one's policy).
+	for name, sb := range map[string]RuntimeSandbox{
+		"claude-code": {},
+		"codex":       {Write: []string{"$CODEX_HOME"}},
+		"opencode":    {Read: []string{"$OPENCODE_CONFIG"}},
+		"kilo":        {Read: []string{"$KILO_CONFIG"}},
+		"gemini":      {},
+		"pi":          {Write: []string{"$PI_CODING_AGENT_DIR"}},
+		"copilot":     {},
+	} {
+		rt := rts[name]
+		sb.Connect = []string{"443"}
+		rt.Sandbox = sb
+		rts[name] = rt
+	}
+	return rts
+}
+
 // SandboxDeny are the worker's secrets, which no confined process may
 // reach whatever its runtime's sandbox grants: the configuration file, the
 // NATS credentials, keys and the embedded server's configuration, the data
