@@ -91,7 +91,11 @@ func startIn(t *testing.T, prefix []string, name string, env []string, args ...s
 	if err != nil {
 		t.Fatal(err)
 	}
-	argv := append(append(slices.Clone(prefix), filepath.Join(bin, args[0])), args[1:]...)
+	binary := args[0]
+	if !filepath.IsAbs(binary) {
+		binary = filepath.Join(bin, binary)
+	}
+	argv := append(append(slices.Clone(prefix), binary), args[1:]...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(append(cleanEnv(), "GORACE=halt_on_error=1 exitcode=66", "GOTRACEBACK=all"), env...)
@@ -175,11 +179,20 @@ type cluster struct {
 	// prefix runs the controller and the CLI commands under a command, e.g.
 	// `ip netns exec NS` (see startIn); nil runs them directly.
 	prefix []string
+	// ctrlBin is the controller daemon's binary, when not bin's.
+	ctrlBin string
 }
 
 func startController(t *testing.T, extraEnv ...string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, dataDir: t.TempDir(), env: append([]string{"DROVER_QUEUE_ACK_WAIT=5s"}, extraEnv...)}
+	return startControllerBin(t, "", extraEnv...)
+}
+
+// startControllerBin is startController with the daemon run from another
+// binary ("" for bin's); the CLI commands stay bin's.
+func startControllerBin(t *testing.T, binary string, extraEnv ...string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, dataDir: t.TempDir(), env: append([]string{"DROVER_QUEUE_ACK_WAIT=5s"}, extraEnv...), ctrlBin: binary}
 	c.startCtrl("127.0.0.1:-1")
 	return c
 }
@@ -251,7 +264,11 @@ func (c *cluster) startCtrl(listen string) {
 		c.ctrl.waitLog(30*time.Second, "controller serving")
 		return
 	}
-	c.ctrl = startIn(t, c.prefix, "controller", c.env, "controller", "serve", "--data-dir", c.dataDir, "--nats-listen", listen, "--log-level", "debug")
+	binary := "controller"
+	if c.ctrlBin != "" {
+		binary = c.ctrlBin
+	}
+	c.ctrl = startIn(t, c.prefix, "controller", c.env, binary, "serve", "--data-dir", c.dataDir, "--nats-listen", listen, "--log-level", "debug")
 	urlFile := filepath.Join(c.dataDir, "nats.url")
 	waitFor(t, 30*time.Second, "controller to write nats.url", func() bool {
 		b, err := os.ReadFile(urlFile)

@@ -38,6 +38,9 @@ type Job struct {
 	// Cancel, when closed, stops the run: the CLI's process group is
 	// terminated and the attempt reports class CANCELLED.
 	Cancel <-chan struct{}
+	// CancelReason, if set, says why Cancel closed (who asked, and why),
+	// for the report.
+	CancelReason func() string
 }
 
 // Emitter records lifecycle events. Implementations stamp the attempt's ids
@@ -226,7 +229,7 @@ func (a *run) prepare(ctx context.Context) error {
 			return ended(ctx, &adapter.Error{Class: drovertype.ClassMergeConflict, Category: drovertype.CategoryInput,
 				Message: fmt.Sprintf("merging %s conflicts in %s", mc.Branch, strings.Join(mc.Paths, ", "))})
 		}
-		return infraFailure(ctx, drovertype.ClassPrepareFailed, err)
+		return ended(ctx, prepareFailure(err))
 	}
 	a.wt = wt
 	// The guard remembers git's internals and the worktree's surroundings
@@ -270,7 +273,7 @@ func mergeRefs(deps []event.DepResult) []worktree.Ref {
 // until it exits, times out, hangs or is cancelled, and reads how it ended.
 func (a *run) execute(ctx context.Context) error {
 	if closed(a.job.Cancel) {
-		return cancelledError()
+		return cancelledError(a.job)
 	}
 	if err := a.command(); err != nil {
 		return err
@@ -396,7 +399,7 @@ func (a *run) observe(ctx context.Context) error {
 // never committed nor pushed, its changes must not be merged.
 func (a *run) checkScope(ctx context.Context) error {
 	if a.cancelled {
-		a.failure = cancelledError()
+		a.failure = cancelledError(a.job)
 		return nil
 	}
 	v := append(scope.Check(a.wt.Path, a.changes, a.job.Scope), a.guard.Violations()...)
@@ -443,7 +446,7 @@ func (a *run) verify(ctx context.Context) error {
 	}
 	switch v := a.guard.Violations(); {
 	case closed(a.job.Cancel):
-		a.failure = cancelledError()
+		a.failure = cancelledError(a.job)
 	case len(v) > 0:
 		// The validator is a coding agent too, run in the same worktree:
 		// what it touched counts as much.

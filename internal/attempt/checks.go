@@ -22,7 +22,7 @@ import (
 
 // errCancelled is the stop cause of a CLI or a check stopped because the
 // job's Cancel channel closed.
-var errCancelled = errors.New("attempt: cancelled by the operator")
+var errCancelled = errors.New("attempt: cancelled")
 
 // Bounds of what the report carries of the checks.
 const (
@@ -77,8 +77,16 @@ func capStrings(l []string, n int) []string {
 	return l
 }
 
-func cancelledError() *adapter.Error {
-	return &adapter.Error{Class: drovertype.ClassCancelled, Category: "operator", Message: "cancelled by the operator"}
+// cancelledError is the failure of a cancelled attempt, saying what the
+// cancel said.
+func cancelledError(job *Job) *adapter.Error {
+	msg := "cancelled"
+	if job.CancelReason != nil {
+		if r := job.CancelReason(); r != "" {
+			msg = r
+		}
+	}
+	return &adapter.Error{Class: drovertype.ClassCancelled, Category: "operator", Message: msg}
 }
 
 // scopeError is the failure for violations, listing the first few.

@@ -39,7 +39,7 @@ func (r *Runner) Integrate(ctx context.Context, job *Job) (*event.FlowIntegrated
 		tasks[m.Branch] = m.Task
 	}
 	if err := r.checkRepo(job.Repo); err != nil {
-		return fail(drovertype.ClassPrepareFailed, err.Error())
+		return fail(prepareFailure(err).Class, err.Error())
 	}
 	wt, err := r.Cache.Prepare(ctx, worktree.PrepareOptions{
 		RepoURL: job.Repo, Base: job.Base, Branch: job.Branch, Path: wtPath, Merge: mergeRefs(job.Merge), NoAgent: true,
@@ -50,7 +50,7 @@ func (r *Runner) Integrate(ctx context.Context, job *Job) (*event.FlowIntegrated
 			return fail(drovertype.ClassMergeConflict, fmt.Sprintf("merging task %s (%s) conflicts in %s",
 				tasks[mc.Branch], mc.Branch, strings.Join(mc.Paths, ", ")))
 		}
-		return fail(drovertype.ClassPrepareFailed, err.Error())
+		return fail(prepareFailure(err).Class, err.Error())
 	}
 	defer func() {
 		// No CLI ran in it: the cache may keep the checkout.

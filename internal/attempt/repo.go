@@ -1,12 +1,30 @@
 package attempt
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 
+	"github.com/drover-dev/drover/internal/adapter"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/worktree"
 )
+
+// prepareFailure classifies a failed Prepare: a repository or a base that
+// does not exist will not exist on the next try either (REPO_NOT_FOUND,
+// BASE_NOT_FOUND, not retried by the built-in policy); anything else —
+// the network, the disk, a dependency's result not visible yet — may pass
+// (PREPARE_FAILED, retried).
+func prepareFailure(err error) *adapter.Error {
+	switch {
+	case errors.Is(err, worktree.ErrRepoNotFound):
+		return &adapter.Error{Class: drovertype.ClassRepoNotFound, Category: drovertype.CategoryInput, Message: err.Error()}
+	case errors.Is(err, worktree.ErrBaseNotFound):
+		return &adapter.Error{Class: drovertype.ClassBaseNotFound, Category: drovertype.CategoryInput, Message: err.Error()}
+	}
+	return &adapter.Error{Class: drovertype.ClassPrepareFailed, Category: drovertype.CategoryInfrastructure, Message: err.Error(), Recoverable: true}
+}
 
 // checkRepo refuses a local repository inside the worker's work dir: its
 // repo caches, the worktrees of other attempts (of any flow) and their temp

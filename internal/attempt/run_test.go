@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/policy"
 
 	"github.com/drover-dev/drover/internal/adapter"
 	"github.com/drover-dev/drover/internal/config"
@@ -450,6 +452,7 @@ func TestRunCancel(t *testing.T) {
 	job := h.job(`sleep 60 & echo "PID=$!"; echo x > partial.txt; wait`)
 	cancel := make(chan struct{})
 	job.Cancel = cancel
+	job.CancelReason = func() string { return "cancelled by the operator: wrong prompt" }
 	var once sync.Once
 	start := time.Now()
 	rep, rec := h.run(job, func(_ supervise.Stream, p []byte) {
@@ -461,7 +464,7 @@ func TestRunCancel(t *testing.T) {
 		t.Fatalf("cancel took %s", time.Since(start))
 	}
 	wantClass(t, rep, drovertype.ClassCancelled)
-	if rep.Error.Recoverable || rep.Error.Message != "cancelled by the operator" {
+	if rep.Error.Recoverable || rep.Error.Message != "cancelled by the operator: wrong prompt" {
 		t.Errorf("error %+v", rep.Error)
 	}
 	if h.remoteBranch(job.Branch) != "" {
@@ -585,5 +588,42 @@ func TestRunFailureReportsPhasesSoFar(t *testing.T) {
 	}
 	if _, err := os.Stat(rep.Worktree); !os.IsNotExist(err) {
 		t.Errorf("the failed attempt's worktree is still there: %v", err)
+	}
+}
+
+// TestRunRepoOrBaseMissing: a repository or a base that does not exist
+// fails the attempt with a class the built-in policy does not retry; a
+// repository that cannot be reached now is PREPARE_FAILED, retried.
+func TestRunRepoOrBaseMissing(t *testing.T) {
+	h := newHarness(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + l.Addr().String() + "/repo.git"
+	_ = l.Close()
+	for _, c := range []struct {
+		name, repo, base string
+		class            drovertype.ErrorClass
+		retried          bool
+	}{
+		{"missing repository", filepath.Join(t.TempDir(), "nope.git"), "main", drovertype.ClassRepoNotFound, false},
+		{"missing base", h.origin, "no-such-branch", drovertype.ClassBaseNotFound, false},
+		{"unreachable repository", refused, "main", drovertype.ClassPrepareFailed, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			job := h.job("echo hi > hello.txt")
+			job.Repo, job.Base = c.repo, c.base
+			rep, _ := h.run(job, nil)
+			wantClass(t, rep, c.class)
+			if rep.Error.Recoverable != c.retried {
+				t.Errorf("recoverable %v: %+v", rep.Error.Recoverable, rep.Error)
+			}
+			d := policy.Decide(policy.DefaultRetry(), "sh-agent", "", policy.Failure{Class: rep.Error.Class, Attempts: 1, Runtime: "sh-agent"},
+				time.Now(), job.Attempt)
+			if d.Retry != c.retried {
+				t.Errorf("the built-in policy retries %s: %v (%s)", c.class, d.Retry, d.Reason)
+			}
+		})
 	}
 }

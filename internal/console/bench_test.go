@@ -146,7 +146,7 @@ func BenchmarkConsoleBrowser10k(b *testing.B) {
 		for _, id := range ids {
 			a := drovertype.AttemptID(flowID, id, 1)
 			if _, err := strconv.Atoi(id[len(id)-1:]); err == nil && id[len(id)-1] != '0' {
-				batch = append(batch, w.ev(event.AttemptScheduled, flowID, id, a, 0, event.AttemptScheduledData{N: 1, Runtime: "demo", Pool: "default"}))
+				batch = append(batch, w.ev(event.AttemptScheduled, flowID, id, a, 0, event.AttemptScheduledData{N: 1, Runtime: "demo", Pool: "default", Branch: drovertype.AttemptBranch(flowID, id, 1)}))
 			}
 			batch = append(batch,
 				w.ev(event.AttemptClaimed, flowID, id, a, 1, event.AttemptClaimedData{Worker: "w"}),

@@ -111,6 +111,8 @@ func TestBrowserShowsHostileTextAsText(t *testing.T) {
 	}
 	// A live row with hostile text (a dead letter) and a live field.
 	w.deadCh <- deadLetterOf(hostileText)
+	w.fold(w.ev(event.AttemptReported, flowID, "c", running, 1, &event.Report{ExitCode: 1,
+		Error: &event.ErrorInfo{Class: drovertype.ClassRuntimeError, Message: "exit 1"}}))
 	w.fold(w.ev(event.RuntimeErrorClassified, flowID, "c", running, 0, event.RuntimeErrorClassifiedData{
 		ErrorInfo: event.ErrorInfo{Class: drovertype.ErrorClass(hostile[1]), Message: hostileText}}))
 	if err := b.WaitTrue(20*time.Second, `document.querySelector('[data-f="error"]').textContent.includes('onerror')`); err != nil {

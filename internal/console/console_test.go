@@ -426,8 +426,7 @@ func TestLiveCoalescesBursts(t *testing.T) {
 	r.until("tasks", 5*time.Second, func(string) bool { return true })
 	// 300 commits in a burst, one task scheduled each.
 	for i, id := range ids {
-		w.fold(w.ev(event.AttemptScheduled, flowID, id, drovertype.AttemptID(flowID, id, 1), 0,
-			event.AttemptScheduledData{N: 1, Runtime: "demo", Pool: "default"}))
+		w.fold(w.ev(event.AttemptScheduled, flowID, id, drovertype.AttemptID(flowID, id, 1), 0, event.AttemptScheduledData{N: 1, Runtime: "demo", Pool: "default", Branch: drovertype.AttemptBranch(flowID, id, 1)}))
 		_ = i
 	}
 	seen := map[int]bool{}

@@ -134,33 +134,25 @@ func (c *Controller) ServeAPI(ctx context.Context, nc *nats.Conn, known func(str
 }
 
 func (c *Controller) handleSubmit(ctx context.Context, r micro.Request, known func(string) bool) {
-	var req SubmitRequest
-	body, err := c.requestBody(ctx, r)
+	body, err := c.requestBody(ctx, r, maxSpecRequestSize)
 	if err != nil {
-		_ = r.Error(CodeBadRequest, "submit request: "+err.Error(), nil)
+		c.refuse(r, "submit", err)
 		return
 	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		_ = r.Error(CodeBadRequest, "undecodable submit request: "+err.Error(), nil)
-		return
-	}
-	if err := req.Spec.Validate(flow.Options{
-		KnownRuntime:   known,
-		KnownProject:   func(name string) bool { _, ok := c.cfg.Projects[name]; return ok },
-		DefaultRuntime: c.cfg.Defaults.Runtime,
-	}); err != nil {
-		_ = r.Error(CodeBadRequest, err.Error(), nil)
-		return
-	}
-	data, err := Accept(c.cfg, &req.Spec)
+	spec, err := decodeSubmit(body, c.flowOptions(known))
 	if err != nil {
-		_ = r.Error(CodeBadRequest, err.Error(), nil)
+		c.refuse(r, "submit", err)
 		return
 	}
-	id := newFlowID(req.Spec.Name)
+	data, err := Accept(c.cfg, spec)
+	if err != nil {
+		c.refuse(r, "submit", &requestError{msg: err.Error()})
+		return
+	}
+	id := newFlowID(spec.Name)
 	evs, err := flowEvents(id, c.now(), data)
 	if err != nil {
-		_ = r.Error(CodeBadRequest, err.Error(), nil)
+		c.refuse(r, "submit", &requestError{msg: err.Error()})
 		return
 	}
 	// The parts of a large flow first, each stored before the next; the
@@ -175,8 +167,18 @@ func (c *Controller) handleSubmit(ctx context.Context, r micro.Request, known fu
 		_ = r.Error(CodeInternal, err.Error(), nil)
 		return
 	}
-	c.log.Info("flow submitted", "flow", id, "tasks", len(req.Spec.Tasks), "events", len(evs))
+	c.log.Info("flow submitted", "flow", id, "tasks", len(spec.Tasks), "events", len(evs))
 	c.respondJSON(ctx, r, SubmitResponse{Flow: id})
+}
+
+// flowOptions are the controller's rules for a flow's runtimes and
+// project, with which a flow is validated on arrival.
+func (c *Controller) flowOptions(known func(string) bool) flow.Options {
+	return flow.Options{
+		KnownRuntime:   known,
+		KnownProject:   func(name string) bool { _, ok := c.cfg.Projects[name]; return ok },
+		DefaultRuntime: c.cfg.Defaults.Runtime,
+	}
 }
 
 // Accept resolves a validated spec into what flow_submitted records: the
@@ -223,17 +225,20 @@ func newFlowID(name string) string {
 }
 
 func (c *Controller) handleStatus(ctx context.Context, r micro.Request) {
-	var req StatusRequest
-	if len(r.Data()) > 0 {
-		if err := json.Unmarshal(r.Data(), &req); err != nil {
-			_ = r.Error(CodeBadRequest, "undecodable status request: "+err.Error(), nil)
-			return
-		}
+	body, err := c.requestBody(ctx, r, maxRequestSize)
+	if err != nil {
+		c.refuse(r, "status", err)
+		return
+	}
+	req, err := decodeStatus(body)
+	if err != nil {
+		c.refuse(r, "status", err)
+		return
 	}
 	var resp StatusResponse
 	var notFound bool
 	c.store.Read(func(st *projection.State) {
-		resp.Poisons = len(st.Poisons)
+		resp.Poisons = st.PoisonCount
 		resp.Cooldowns = cooldowns(st, c.now())
 		if req.Flow == "" {
 			for _, f := range st.Flows {
@@ -294,6 +299,14 @@ func clone[T any](v *T) *T {
 // handleRebuild replays the EVENTS stream into an empty store, up to the
 // sequence the live store has committed, and compares the two byte for byte.
 func (c *Controller) handleRebuild(ctx context.Context, r micro.Request) {
+	body, err := c.requestBody(ctx, r, maxRequestSize)
+	if err == nil {
+		err = decodeRebuild(body)
+	}
+	if err != nil {
+		c.refuse(r, "rebuild", err)
+		return
+	}
 	resp, err := c.Rebuild(ctx)
 	if err != nil {
 		_ = r.Error(CodeInternal, err.Error(), nil)
@@ -343,7 +356,7 @@ func (c *Controller) Rebuild(ctx context.Context) (*RebuildResponse, error) {
 			if md.Sequence.Stream > liveSeq {
 				break
 			}
-			fresh.Stage(md.Sequence.Stream, msg.Data())
+			fresh.Stage(md.Sequence.Stream, msg.Subject(), msg.Data())
 			resp.RebuiltSeq = md.Sequence.Stream
 			resp.Events++
 		}
@@ -407,7 +420,11 @@ func (cl *Client) call(ctx context.Context, subject string, req, resp any) error
 		return fmt.Errorf("controller: %s: %w", subject, err)
 	}
 	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
-		return &APIError{Code: code, Message: msg.Header.Get(micro.ErrorHeader)}
+		text := msg.Header.Get(micro.ErrorHeader)
+		if code == CodeBadRequest && len(msg.Data) > 0 && len(msg.Data) <= maxRequestSize {
+			text = string(msg.Data) // with its line breaks
+		}
+		return &APIError{Code: code, Message: text}
 	}
 	body, err := cl.replyBody(ctx, msg)
 	if err != nil {
@@ -416,8 +433,12 @@ func (cl *Client) call(ctx context.Context, subject string, req, resp any) error
 	return json.Unmarshal(body, resp)
 }
 
-// Submit sends a flow.
+// Submit sends a flow. The controller validates it again, against its own
+// runtimes and projects.
 func (cl *Client) Submit(ctx context.Context, spec *flow.Spec) (string, error) {
+	if err := spec.Validate(flow.Options{Complete: true, RuntimesResolved: true}); err != nil {
+		return "", refusedHere(err)
+	}
 	var resp SubmitResponse
 	err := cl.call(ctx, SubjectSubmit, SubmitRequest{Spec: *spec}, &resp)
 	return resp.Flow, err
@@ -425,6 +446,9 @@ func (cl *Client) Submit(ctx context.Context, spec *flow.Spec) (string, error) {
 
 // Status asks for one flow or all.
 func (cl *Client) Status(ctx context.Context, flowID string) (*StatusResponse, error) {
+	if err := (StatusRequest{Flow: flowID}).check(); err != nil {
+		return nil, refusedHere(err)
+	}
 	var resp StatusResponse
 	err := cl.call(ctx, SubjectStatus, StatusRequest{Flow: flowID}, &resp)
 	return &resp, err

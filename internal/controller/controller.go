@@ -275,7 +275,7 @@ func decodeEvents(it jetstream.MessagesContext, out chan<- foldMsg) {
 			out <- foldMsg{msg: msg, mdErr: err}
 			continue
 		}
-		out <- foldMsg{msg: msg, md: md, ev: projection.DecodeForFold(msg.Data())}
+		out <- foldMsg{msg: msg, md: md, ev: projection.DecodeForFold(msg.Subject(), msg.Data())}
 	}
 }
 

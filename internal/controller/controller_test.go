@@ -164,10 +164,11 @@ func (h *harness) jobs() uint64 {
 	return info.State.Msgs
 }
 
-// publish records a worker's event for an attempt.
-func (h *harness) publish(id string, typ event.Type, flowID, task, attempt string, epoch uint64, data any) {
+// publish records a worker's event for an attempt (or integration build)
+// at epoch, under the id a worker gives it.
+func (h *harness) publish(typ event.Type, flowID, task, attempt string, epoch uint64, data any) {
 	h.t.Helper()
-	ev, err := event.New(id, typ, time.Now(), flowID, task, attempt, epoch, data)
+	ev, err := event.New(drovertype.ClaimEventID(typ, attempt, epoch), typ, time.Now(), flowID, task, attempt, epoch, data)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -211,19 +212,19 @@ func TestRestartRederivesWithoutDoubling(t *testing.T) {
 	}
 
 	// A worker runs a to success; then b is scheduled with a's result to merge.
-	h.publish("claim-a", event.AttemptClaimed, id, "a", attA, 1, event.AttemptClaimedData{Worker: "w1"})
-	h.publish("report-a", event.AttemptReported, id, "a", attA, 1, event.Report{Success: true, Branch: "drover/x/a/1", Commit: "abc"})
+	h.publish(event.AttemptClaimed, id, "a", attA, 1, event.AttemptClaimedData{Worker: "w1"})
+	h.publish(event.AttemptReported, id, "a", attA, 1, event.Report{Success: true, Branch: drovertype.AttemptBranch(id, "a", 1), Commit: "abc"})
 	attB := drovertype.AttemptID(id, "b", 1)
 	h.waitFor("b's attempt to be scheduled", func(st *projection.State) bool { return st.Attempts[attB] != nil })
 	var merge []event.DepResult
 	h.store.Read(func(st *projection.State) { merge = st.Attempts[attB].Merge })
-	if len(merge) != 1 || merge[0].Branch != "drover/x/a/1" || merge[0].Commit != "abc" {
+	if len(merge) != 1 || merge[0].Branch != drovertype.AttemptBranch(id, "a", 1) || merge[0].Commit != "abc" {
 		t.Errorf("b merges %+v", merge)
 	}
 
 	// b fails: the controller classifies and fails the task, and the flow.
-	h.publish("claim-b", event.AttemptClaimed, id, "b", attB, 1, event.AttemptClaimedData{Worker: "w2"})
-	h.publish("report-b", event.AttemptReported, id, "b", attB, 1, event.Report{
+	h.publish(event.AttemptClaimed, id, "b", attB, 1, event.AttemptClaimedData{Worker: "w2"})
+	h.publish(event.AttemptReported, id, "b", attB, 1, event.Report{
 		Success: false, ExitCode: 3, Error: &event.ErrorInfo{Class: "RUNTIME_ERROR", Message: "exit code 3"}})
 	// The flow's integration branch collects a's result; a worker builds it.
 	h.waitFor("the integration to be scheduled", func(st *projection.State) bool { return st.Flows[id].Integration != nil })
@@ -232,7 +233,7 @@ func TestRestartRederivesWithoutDoubling(t *testing.T) {
 	if len(in.Merge) != 1 || in.Merge[0].Task != "a" || in.Branch != drovertype.IntegrationBranch(id, 1) {
 		t.Errorf("integration %+v", in)
 	}
-	h.publish("integrated", event.FlowIntegrated, id, "", drovertype.IntegrationID(id, 1), 1,
+	h.publish(event.FlowIntegrated, id, "", drovertype.IntegrationID(id, 1), 1,
 		event.FlowIntegratedData{N: 1, Branch: in.Branch, Commit: "def"})
 	h.waitFor("the flow to fail", func(st *projection.State) bool { return st.Flows[id].State == drovertype.FlowFailed })
 
@@ -296,8 +297,8 @@ func TestFoldReplacesFailedConsumer(t *testing.T) {
 	h.start(filepath.Join(t.TempDir(), "state"))
 	id, att := h.submitOne()
 	h.waitFor("a's attempt to be scheduled", func(st *projection.State) bool { return st.Attempts[att] != nil })
-	h.publish("claim-a", event.AttemptClaimed, id, "a", att, 1, event.AttemptClaimedData{Worker: "w1"})
-	h.publish("report-a", event.AttemptReported, id, "a", att, 1, event.Report{Success: true, Branch: "drover/x/a/1", Commit: "abc"})
+	h.publish(event.AttemptClaimed, id, "a", att, 1, event.AttemptClaimedData{Worker: "w1"})
+	h.publish(event.AttemptReported, id, "a", att, 1, event.Report{Success: true, Branch: drovertype.AttemptBranch(id, "a", 1), Commit: "abc"})
 	h.waitFor("the integration to be scheduled", func(st *projection.State) bool { return st.Flows[id].Integration != nil })
 
 	mu.Lock()
@@ -336,9 +337,9 @@ func TestSubmitRejectsInvalid(t *testing.T) {
 	h := newHarness(t)
 	h.start(filepath.Join(t.TempDir(), "state"))
 	cl := &Client{NC: h.nc}
-	_, err := cl.Submit(context.Background(), &flow.Spec{Name: "x", Repo: "/r", Runtime: "nosuch", Tasks: []flow.Task{{ID: "a", Prompt: "p"}}})
+	_, err := cl.Submit(context.Background(), &flow.Spec{Name: "x", Repo: "/r", Base: "main", Runtime: "nosuch", Tasks: []flow.Task{{ID: "a", Prompt: "p"}}})
 	apiErr, ok := err.(*APIError)
-	if !ok || apiErr.Code != CodeBadRequest {
+	if !ok || apiErr.Code != CodeBadRequest || apiErr.Message != `runtime: unknown runtime "nosuch": it is not configured` {
 		t.Fatalf("err = %v, want a bad request", err)
 	}
 	st, err := cl.Status(context.Background(), "")

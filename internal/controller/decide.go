@@ -82,7 +82,7 @@ func (c *Controller) stop(ctx context.Context, a *projection.Attempt, reason str
 		_, err = queue.PublishEvent(ctx, c.js, ev)
 		return err
 	case errors.Is(err, queue.ErrHeld):
-		return queue.SignalCancel(c.js.Conn(), a.ID)
+		return queue.SignalCancel(c.js.Conn(), queue.CancelSignal{Attempt: a.ID, Reason: reason, By: queue.CancelByOperator})
 	default:
 		return err
 	}
@@ -317,7 +317,11 @@ func (dc *decider) task(f *projection.Flow, t *projection.Task, flowLive *int) e
 		return dc.add(id, event.TaskCancelled, f.ID, t.ID, t.Attempt, event.TaskCancelledData{Reason: reason})
 	}
 	if t.State == drovertype.TaskCancelled && a != nil {
-		dc.out = append(dc.out, action{stop: a})
+		reason := "cancelled by the operator"
+		if t.Error != nil && t.Error.Message != "" {
+			reason = t.Error.Message
+		}
+		dc.out = append(dc.out, action{stop: a, reason: reason})
 		return nil
 	}
 	if done, err := dc.budget(f, t, a); done {

@@ -378,7 +378,7 @@ func (h *decideHarness) foldRaw(t *testing.T, raw []byte) string {
 	before, records := view(h.st), foldtest.MemRecords(t, h.st)
 	seen := len(h.st.Seen)
 	h.seq++
-	h.st.ApplyRaw(h.seq, raw)
+	h.st.ApplyRaw(h.seq, foldtest.Subject(raw), raw)
 	if p := h.st.Poisons[h.seq]; p != nil {
 		return "poison: " + p.Reason
 	}

@@ -79,6 +79,9 @@ func (w *decisionWorld) decide(fold bool) []action {
 func (w *decisionWorld) report(attempt string, rep event.Report) {
 	w.t.Helper()
 	a := w.st.Attempts[attempt]
+	if rep.Branch != "" {
+		rep.Branch = a.Branch // a worker reports only its attempt's own branch
+	}
 	w.apply(event.New(drovertype.ClaimEventID(event.AttemptClaimed, attempt, 1), event.AttemptClaimed, w.now, a.Flow, a.Task, attempt, 1, event.AttemptClaimedData{Worker: "w"}))
 	w.apply(event.New(drovertype.ClaimEventID(event.AttemptReported, attempt, 1), event.AttemptReported, w.now, a.Flow, a.Task, attempt, 1, rep))
 }
@@ -105,6 +108,7 @@ func independent(n int) *flow.Spec {
 	}
 	return s
 }
+
 
 // BenchmarkDecisions is one run of the decision function over a running flow of
 // 10,000 tasks: every attempt queued and published, a tenth of them

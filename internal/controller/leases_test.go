@@ -45,7 +45,7 @@ func TestLostWorkerIsRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.publish("claim-1", event.AttemptClaimed, id, "a", a1, 1, event.AttemptClaimedData{Worker: "w1"})
+	h.publish(event.AttemptClaimed, id, "a", a1, 1, event.AttemptClaimedData{Worker: "w1"})
 	h.waitFor("attempt 2 after the loss", func(st *projection.State) bool { return st.Attempts[a2] != nil })
 	var lost projection.Attempt
 	h.store.Read(func(st *projection.State) { lost = *st.Attempts[a1] })
@@ -65,7 +65,7 @@ func TestLostWorkerIsRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.publish("claim-2", event.AttemptClaimed, id, "a", a2, 1, event.AttemptClaimedData{Worker: "w2"})
+	h.publish(event.AttemptClaimed, id, "a", a2, 1, event.AttemptClaimedData{Worker: "w2"})
 	end := time.Now().Add(3 * lease)
 	for time.Now().Before(end) {
 		time.Sleep(lease / 4)
@@ -73,7 +73,7 @@ func TestLostWorkerIsRetried(t *testing.T) {
 			t.Fatalf("renewal of a live claim: %v", err)
 		}
 	}
-	h.publish("report-2", event.AttemptReported, id, "a", a2, 1, event.Report{Success: true, Branch: "drover/x/a/2", Commit: "c2"})
+	h.publish(event.AttemptReported, id, "a", a2, 1, event.Report{Success: true, Branch: drovertype.AttemptBranch(id, "a", 2), Commit: "c2"})
 	if err := live.Finish(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -110,20 +110,17 @@ type BudgetRequest struct {
 // handleBudget records an operator's budget change (budget_set). It does
 // not reopen anything: `controller retry` does, once the budget allows.
 func (c *Controller) handleBudget(ctx context.Context, r micro.Request) {
-	var req BudgetRequest
-	if err := json.Unmarshal(r.Data(), &req); err != nil {
-		_ = r.Error(CodeBadRequest, "undecodable request: "+err.Error(), nil)
+	body, err := c.requestBody(ctx, r, maxRequestSize)
+	if err != nil {
+		c.refuse(r, "budget", err)
 		return
 	}
-	t, err := ParseTarget(req.Target)
-	if err == nil && t.Attempt != "" {
-		err = fmt.Errorf("budget takes FLOW or FLOW/TASK, not an attempt")
-	}
+	req, t, err := decodeBudget(body)
 	if err == nil {
 		err = checkBudgetRequest(&req)
 	}
 	if err != nil {
-		_ = r.Error(CodeBadRequest, err.Error(), nil)
+		c.refuse(r, "budget", err)
 		return
 	}
 	var ev *event.Event
@@ -148,9 +145,6 @@ func (c *Controller) handleBudget(ctx context.Context, r micro.Request) {
 func checkBudgetRequest(req *BudgetRequest) error {
 	if req.Tokens == nil && req.CostUSD == nil {
 		return fmt.Errorf("budget: give --tokens, --cost-usd or both (0 removes a limit)")
-	}
-	if len(req.Reason) > 1000 {
-		req.Reason = req.Reason[:1000]
 	}
 	b := flow.Budget{}
 	if req.Tokens != nil {
@@ -263,7 +257,17 @@ func SpendLine(s *SpendStatus) string {
 
 // Budget sets a flow's or a task's budget.
 func (cl *Client) Budget(ctx context.Context, req BudgetRequest) (*OperatorResponse, error) {
+	body, err := json.Marshal(req)
+	if err == nil {
+		_, _, err = decodeBudget(body)
+	}
+	if err == nil {
+		err = checkBudgetRequest(&req)
+	}
+	if err != nil {
+		return nil, refusedHere(err)
+	}
 	var resp OperatorResponse
-	err := cl.call(ctx, SubjectBudget, req, &resp)
+	err = cl.call(ctx, SubjectBudget, req, &resp)
 	return &resp, err
 }

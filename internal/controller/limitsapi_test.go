@@ -33,8 +33,8 @@ func TestBudgetAPI(t *testing.T) {
 	}
 	a1 := drovertype.AttemptID(id, "a", 1)
 	h.waitFor("a's attempt", func(st *projection.State) bool { return st.Attempts[a1] != nil })
-	h.publish("claim", event.AttemptClaimed, id, "a", a1, 1, event.AttemptClaimedData{Worker: "w1"})
-	h.publish("report", event.AttemptReported, id, "a", a1, 1, event.Report{Success: true, Branch: "drover/x/a/1", Commit: "c1",
+	h.publish(event.AttemptClaimed, id, "a", a1, 1, event.AttemptClaimedData{Worker: "w1"})
+	h.publish(event.AttemptReported, id, "a", a1, 1, event.Report{Success: true, Branch: drovertype.AttemptBranch(id, "a", 1), Commit: "c1",
 		Usage: &event.Usage{InputTokens: new(int64(90)), OutputTokens: new(int64(30))}})
 	h.waitFor("b and c to end", func(st *projection.State) bool {
 		b, c := st.Task(id, "b"), st.Task(id, "c")
@@ -111,7 +111,7 @@ func TestStatusCooldowns(t *testing.T) {
 	h.start(filepath.Join(t.TempDir(), "state"))
 	id, att := h.submitOne()
 	h.waitFor("the attempt", func(st *projection.State) bool { return st.Attempts[att] != nil })
-	h.publish("cooldown", event.CooldownStarted, id, "a", att, 0, event.CooldownStartedData{
+	h.publish(event.CooldownStarted, id, "a", att, 0, event.CooldownStartedData{
 		Scope: event.CooldownCredential, Name: "k1", Runtimes: []string{"demo", "other"}, Runtime: "demo", Step: 1,
 		From: now, Until: now.Add(time.Minute), Source: event.CooldownRetryAfter, Class: drovertype.ClassRateLimited, Cause: "429 slow down"})
 	h.waitFor("the cooldown", func(st *projection.State) bool { return len(st.Cooldowns) == 1 })

@@ -45,14 +45,14 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitFor("the attempt to be scheduled", func(st *projection.State) bool { return st.Attempts[att] != nil })
-	h.publish("claim", event.AttemptClaimed, id, "a", att, 1, event.AttemptClaimedData{Worker: "w1"})
-	h.publish("report", event.AttemptReported, id, "a", att, 1, event.Report{
+	h.publish(event.AttemptClaimed, id, "a", att, 1, event.AttemptClaimedData{Worker: "w1"})
+	h.publish(event.AttemptReported, id, "a", att, 1, event.Report{
 		Success: false, DurationMS: 1500, Error: &event.ErrorInfo{Class: "RUNTIME_ERROR", Message: "exit 3"},
 		Usage: &event.Usage{Model: "m1", InputTokens: new(int64(10)), OutputTokens: new(int64(4))}})
 	h.waitFor("the report to be folded", func(st *projection.State) bool { return st.Attempts[att].State == drovertype.AttemptFailed })
 	// A cooldown on demo, as the decisions record one, for its gauges.
 	now := time.Now()
-	h.publish("cooldown", event.CooldownStarted, id, "a", att, 0, event.CooldownStartedData{
+	h.publish(event.CooldownStarted, id, "a", att, 0, event.CooldownStartedData{
 		Scope: event.CooldownRuntime, Name: "demo", Runtime: "demo", Step: 1, From: now, Until: now.Add(time.Hour),
 		Source: event.CooldownDefault, Class: drovertype.ClassRateLimited, Cause: "429"})
 	h.waitFor("the cooldown to be folded", func(st *projection.State) bool { return st.Cooldowns["runtime:demo"] != nil })

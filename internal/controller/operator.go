@@ -4,9 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/drover-dev/drover/internal/event"
@@ -48,32 +46,32 @@ type Target struct {
 	Flow, Task, Attempt string
 }
 
-// ParseTarget reads FLOW, FLOW/TASK or FLOW_TASK_N (an attempt id). Every id
-// is validated: they end up in subjects and keys.
+// ParseTarget reads FLOW, FLOW/TASK or FLOW_TASK_N (an attempt id, read by
+// drovertype.ParseAttemptID). Every id is validated: they end up in
+// subjects and keys.
 func ParseTarget(s string) (Target, error) {
 	var t Target
 	switch {
 	case strings.Contains(s, "/"):
 		t.Flow, t.Task, _ = strings.Cut(s, "/")
 	case strings.Contains(s, "_"):
-		parts := strings.Split(s, "_")
-		if len(parts) != 3 {
-			return t, fmt.Errorf("%q is not an attempt id (FLOW_TASK_N)", s)
+		flowID, task, _, err := drovertype.ParseAttemptID(s)
+		if err != nil {
+			return t, fmt.Errorf("%w (an attempt id is FLOW_TASK_N)", err)
 		}
-		n, err := strconv.Atoi(parts[2])
-		if err != nil || n < 1 || strconv.Itoa(n) != parts[2] {
-			return t, fmt.Errorf("%q is not an attempt id: %q is not an attempt number", s, parts[2])
+		if task == "" {
+			return t, fmt.Errorf("%.80q is a build of the flow's integration branch, not an attempt of a task", s)
 		}
-		t.Flow, t.Task, t.Attempt = parts[0], parts[1], s
+		return Target{Flow: flowID, Task: task, Attempt: s}, nil
 	default:
 		t.Flow = s
 	}
 	if err := drovertype.ValidID(t.Flow); err != nil {
-		return t, fmt.Errorf("flow id %q: %v", t.Flow, err)
+		return t, fmt.Errorf("flow id %.80q: %v", t.Flow, err)
 	}
 	if t.Task != "" || strings.Contains(s, "/") {
 		if err := drovertype.ValidID(t.Task); err != nil {
-			return t, fmt.Errorf("task id %q: %v", t.Task, err)
+			return t, fmt.Errorf("task id %.80q: %v", t.Task, err)
 		}
 	}
 	return t, nil
@@ -87,18 +85,15 @@ func randomSuffix() string {
 
 // operate checks a request against the folded state and records its event.
 // check returns the event to record, or an error message for the operator.
-func (c *Controller) operate(ctx context.Context, r micro.Request, check func(st *projection.State, t Target, reason string) (*event.Event, string, error)) {
-	var req OperatorRequest
-	if err := json.Unmarshal(r.Data(), &req); err != nil {
-		_ = r.Error(CodeBadRequest, "undecodable request: "+err.Error(), nil)
+func (c *Controller) operate(ctx context.Context, r micro.Request, what string, check func(st *projection.State, t Target, reason string) (*event.Event, string, error)) {
+	body, err := c.requestBody(ctx, r, maxRequestSize)
+	if err != nil {
+		c.refuse(r, what, err)
 		return
 	}
-	if len(req.Reason) > 1000 {
-		req.Reason = req.Reason[:1000]
-	}
-	t, err := ParseTarget(req.Target)
+	req, t, err := decodeOperator(what, body)
 	if err != nil {
-		_ = r.Error(CodeBadRequest, err.Error(), nil)
+		c.refuse(r, what, err)
 		return
 	}
 	var ev *event.Event
@@ -143,7 +138,7 @@ func findTask(st *projection.State, t Target) (*projection.Flow, *projection.Tas
 }
 
 func (c *Controller) handleCancel(ctx context.Context, r micro.Request) {
-	c.operate(ctx, r, func(st *projection.State, t Target, reason string) (*event.Event, string, error) {
+	c.operate(ctx, r, "cancel", func(st *projection.State, t Target, reason string) (*event.Event, string, error) {
 		f, err := findFlow(st, t)
 		if err != nil {
 			return nil, "", err
@@ -180,16 +175,14 @@ func (c *Controller) handleCancel(ctx context.Context, r micro.Request) {
 }
 
 func (c *Controller) handleRetry(ctx context.Context, r micro.Request) {
-	var req OperatorRequest
-	if json.Unmarshal(r.Data(), &req) == nil {
-		if t, err := ParseTarget(req.Target); err == nil && t.Task == "" && t.Attempt == "" {
-			c.retryFlow(ctx, r, t, req.Reason)
-			return
-		}
+	// A flow as the target retries each of its failed or cancelled tasks.
+	if req, t, err := decodeOperator("retry", r.Data()); err == nil && t.Task == "" && t.Attempt == "" {
+		c.retryFlow(ctx, r, t, req.Reason)
+		return
 	}
-	c.operate(ctx, r, func(st *projection.State, t Target, reason string) (*event.Event, string, error) {
+	c.operate(ctx, r, "retry", func(st *projection.State, t Target, reason string) (*event.Event, string, error) {
 		if t.Task == "" {
-			return nil, "", fmt.Errorf("retry takes FLOW or FLOW/TASK, got %q", req.Target)
+			return nil, "", fmt.Errorf("retry takes FLOW or FLOW/TASK, got an attempt: %s", t.Attempt)
 		}
 		f, task, err := findTask(st, t)
 		if err != nil {
@@ -227,9 +220,6 @@ func (c *Controller) handleRetry(ctx context.Context, r micro.Request) {
 // tasks they blocked follow): what `controller retry FLOW` does after the
 // flow's budget was raised, say. Each is its own task_retry_requested.
 func (c *Controller) retryFlow(ctx context.Context, r micro.Request, t Target, reason string) {
-	if len(reason) > 1000 {
-		reason = reason[:1000]
-	}
 	var evs []*event.Event
 	var err error
 	c.store.Read(func(st *projection.State) { evs, err = c.flowRetries(st, t, reason) })
@@ -288,8 +278,12 @@ func (c *Controller) flowRetries(st *projection.State, t Target, reason string) 
 }
 
 func (c *Controller) handlePause(resume bool) func(context.Context, micro.Request) {
+	what := "pause"
+	if resume {
+		what = "resume"
+	}
 	return func(ctx context.Context, r micro.Request) {
-		c.operate(ctx, r, func(st *projection.State, t Target, reason string) (*event.Event, string, error) {
+		c.operate(ctx, r, what, func(st *projection.State, t Target, reason string) (*event.Event, string, error) {
 			if t.Task != "" || t.Attempt != "" {
 				return nil, "", fmt.Errorf("pause and resume take a flow id")
 			}
@@ -331,7 +325,11 @@ func (cl *Client) Resume(ctx context.Context, target, reason string) (*OperatorR
 }
 
 func (cl *Client) operator(ctx context.Context, subject, target, reason string) (*OperatorResponse, error) {
+	req := OperatorRequest{Target: target, Reason: reason}
+	if _, err := req.check(strings.TrimPrefix(subject, queue.APIPrefix+".")); err != nil {
+		return nil, refusedHere(err)
+	}
 	var resp OperatorResponse
-	err := cl.call(ctx, subject, OperatorRequest{Target: target, Reason: reason}, &resp)
+	err := cl.call(ctx, subject, req, &resp)
 	return &resp, err
 }

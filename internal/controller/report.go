@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -34,13 +33,14 @@ type ReportResponse struct {
 }
 
 func (c *Controller) handleReport(ctx context.Context, r micro.Request) {
-	var req ReportRequest
-	if err := json.Unmarshal(r.Data(), &req); err != nil {
-		_ = r.Error(CodeBadRequest, "undecodable report request: "+err.Error(), nil)
+	body, err := c.requestBody(ctx, r, maxRequestSize)
+	if err != nil {
+		c.refuse(r, "report", err)
 		return
 	}
-	if t, err := ParseTarget(req.Attempt); err != nil || t.Attempt == "" {
-		_ = r.Error(CodeBadRequest, fmt.Sprintf("report: %q is not an attempt id (FLOW_TASK_N)", req.Attempt), nil)
+	req, err := decodeReport(body)
+	if err != nil {
+		c.refuse(r, "report", err)
 		return
 	}
 	var found bool
@@ -98,6 +98,9 @@ func (c *Controller) reportAt(ctx context.Context, seq uint64, id string) (*even
 
 // Report asks for an attempt's whole report, stdout tail included.
 func (cl *Client) Report(ctx context.Context, attempt string) (*ReportResponse, error) {
+	if err := (ReportRequest{Attempt: attempt}).check(); err != nil {
+		return nil, refusedHere(err)
+	}
 	var resp ReportResponse
 	err := cl.call(ctx, SubjectReport, ReportRequest{Attempt: attempt}, &resp)
 	return &resp, err

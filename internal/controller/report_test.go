@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/event"
 	"github.com/drover-dev/drover/internal/projection"
 )
@@ -35,10 +36,10 @@ func TestReportReadsTheWholeReport(t *testing.T) {
 	_, err = cl.Report(ctx, "a.>")
 	wantCode("not an attempt id", err, CodeBadRequest)
 
-	h.publish("claim-a", event.AttemptClaimed, id, "a", att, 1, event.AttemptClaimedData{Worker: "w1"})
-	sent := event.Report{Success: true, Branch: "drover/x/a/1", Commit: "abc",
+	h.publish(event.AttemptClaimed, id, "a", att, 1, event.AttemptClaimedData{Worker: "w1"})
+	sent := event.Report{Success: true, Branch: drovertype.AttemptBranch(id, "a", 1), Commit: "abc",
 		StdoutTail: "{\"type\":\"result\",\"result\":\"done\"}\n", StderrTail: "warning: x\n"}
-	h.publish("report-a", event.AttemptReported, id, "a", att, 1, sent)
+	h.publish(event.AttemptReported, id, "a", att, 1, sent)
 	h.waitFor("the report", func(st *projection.State) bool { return st.Attempts[att].Report != nil })
 
 	st, err := cl.Status(ctx, id)
@@ -46,14 +47,14 @@ func TestReportReadsTheWholeReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	kept := st.Detail.Attempts[0]
-	if kept.Report.StdoutTail != "" || kept.Report.StderrTail != sent.StderrTail || kept.ReportEventID != "report-a" {
+	if kept.Report.StdoutTail != "" || kept.Report.StderrTail != sent.StderrTail || kept.ReportEventID != drovertype.ClaimEventID(event.AttemptReported, att, 1) {
 		t.Errorf("status: report %+v, event %q; want no stdout tail, the stderr tail, event report-a", kept.Report, kept.ReportEventID)
 	}
 	resp, err := cl.Report(ctx, att)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Attempt != att || resp.Event != "report-a" || resp.Seq == 0 ||
+	if resp.Attempt != att || resp.Event != drovertype.ClaimEventID(event.AttemptReported, att, 1) || resp.Seq == 0 ||
 		resp.Report.StdoutTail != sent.StdoutTail || resp.Report.StderrTail != sent.StderrTail || resp.Report.Commit != "abc" {
 		t.Errorf("report = %+v %+v, want what the worker sent", resp, resp.Report)
 	}

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -119,21 +118,24 @@ type ResolveRequest struct {
 }
 
 func (c *Controller) handleResolve(ctx context.Context, r micro.Request) {
-	var req ResolveRequest
-	body, err := c.requestBody(ctx, r)
+	body, err := c.requestBody(ctx, r, maxSpecRequestSize)
 	if err != nil {
-		_ = r.Error(CodeBadRequest, "resolve request: "+err.Error(), nil)
+		c.refuse(r, "resolve", err)
 		return
 	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		_ = r.Error(CodeBadRequest, "undecodable resolve request: "+err.Error(), nil)
+	// Runtimes are left to Resolve, which says at which level each was
+	// named.
+	opts := c.flowOptions(nil)
+	req, err := decodeResolve(body, opts)
+	if err != nil {
+		c.refuse(r, "resolve", err)
 		return
 	}
 	var res *Resolution
 	switch {
 	case req.Spec != nil:
 		if res, err = Resolve(c.cfg, req.Spec); err != nil {
-			_ = r.Error(CodeBadRequest, err.Error(), nil)
+			c.refuse(r, "resolve", &requestError{msg: err.Error()})
 			return
 		}
 	case req.Flow != "":
@@ -154,9 +156,6 @@ func (c *Controller) handleResolve(ctx context.Context, r micro.Request) {
 			_ = r.Error(CodeNotFound, "no flow "+req.Flow, nil)
 			return
 		}
-	default:
-		_ = r.Error(CodeBadRequest, "resolve needs a flow id or a flow spec", nil)
-		return
 	}
 	if req.Task != "" {
 		t, ok := res.Tasks[req.Task]
@@ -171,6 +170,14 @@ func (c *Controller) handleResolve(ctx context.Context, r micro.Request) {
 
 // Resolve asks the controller how a flow's tasks run.
 func (cl *Client) Resolve(ctx context.Context, req ResolveRequest) (*Resolution, error) {
+	if err := req.check(); err != nil {
+		return nil, refusedHere(err)
+	}
+	if req.Spec != nil {
+		if err := req.Spec.Validate(flow.Options{Complete: true, RuntimesResolved: true}); err != nil {
+			return nil, refusedHere(err)
+		}
+	}
 	var resp Resolution
 	err := cl.call(ctx, SubjectResolve, req, &resp)
 	return &resp, err

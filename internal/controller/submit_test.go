@@ -79,8 +79,8 @@ func TestLargeFlow(t *testing.T) {
 	// decision and its job still fit in a message.
 	report := func(task string) {
 		a := drovertype.AttemptID(id, task, 1)
-		h.publish("claim-"+a, event.AttemptClaimed, id, task, a, 1, event.AttemptClaimedData{Worker: "w"})
-		h.publish("report-"+a, event.AttemptReported, id, task, a, 1, event.Report{Success: true,
+		h.publish(event.AttemptClaimed, id, task, a, 1, event.AttemptClaimedData{Worker: "w"})
+		h.publish(event.AttemptReported, id, task, a, 1, event.Report{Success: true,
 			Branch: drovertype.AttemptBranch(id, task, 1), Commit: strings.Repeat("c", 40)})
 	}
 	for _, task := range spec.Tasks {

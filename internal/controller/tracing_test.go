@@ -50,13 +50,13 @@ func TestTraceOfAFlow(t *testing.T) {
 	h.waitFor("both attempts to be scheduled", func(st *projection.State) bool {
 		return st.Attempts[attA] != nil && st.Attempts[attB] != nil
 	})
-	h.publish("claim-a", event.AttemptClaimed, id, "a", attA, 1, event.AttemptClaimedData{Worker: "w1"})
-	h.publish("report-a", event.AttemptReported, id, "a", attA, 1, event.Report{Success: true, Branch: "drover/x/a/1", Commit: "abc"})
-	h.publish("claim-b", event.AttemptClaimed, id, "b", attB, 1, event.AttemptClaimedData{Worker: "w2"})
-	h.publish("report-b", event.AttemptReported, id, "b", attB, 1, event.Report{
+	h.publish(event.AttemptClaimed, id, "a", attA, 1, event.AttemptClaimedData{Worker: "w1"})
+	h.publish(event.AttemptReported, id, "a", attA, 1, event.Report{Success: true, Branch: drovertype.AttemptBranch(id, "a", 1), Commit: "abc"})
+	h.publish(event.AttemptClaimed, id, "b", attB, 1, event.AttemptClaimedData{Worker: "w2"})
+	h.publish(event.AttemptReported, id, "b", attB, 1, event.Report{
 		ExitCode: 3, Error: &event.ErrorInfo{Class: "RUNTIME_ERROR", Category: drovertype.CategoryRuntime, Message: "exit code 3"}})
 	h.waitFor("the integration to be scheduled", func(st *projection.State) bool { return st.Flows[id].Integration != nil })
-	h.publish("integrated", event.FlowIntegrated, id, "", drovertype.IntegrationID(id, 1), 1,
+	h.publish(event.FlowIntegrated, id, "", drovertype.IntegrationID(id, 1), 1,
 		event.FlowIntegratedData{N: 1, Branch: drovertype.IntegrationBranch(id, 1), Commit: "def"})
 	h.waitFor("the flow to fail", func(st *projection.State) bool { return st.Flows[id].State == drovertype.FlowFailed })
 	var st struct {
@@ -240,13 +240,13 @@ func TestTraceOfARetriedFlow(t *testing.T) {
 	}
 	a1, b1, b2, c1 := drovertype.AttemptID(id, "a", 1), drovertype.AttemptID(id, "b", 1), drovertype.AttemptID(id, "b", 2), drovertype.AttemptID(id, "c", 1)
 	h.waitFor("a and b to be scheduled", func(st *projection.State) bool { return st.Attempts[a1] != nil && st.Attempts[b1] != nil })
-	h.publish("claim-a", event.AttemptClaimed, id, "a", a1, 1, event.AttemptClaimedData{Worker: "w1"})
-	h.publish("report-a", event.AttemptReported, id, "a", a1, 1, event.Report{Success: true, Branch: "drover/x/a/1", Commit: "abc"})
-	h.publish("claim-b", event.AttemptClaimed, id, "b", b1, 1, event.AttemptClaimedData{Worker: "w1"})
-	h.publish("report-b", event.AttemptReported, id, "b", b1, 1, event.Report{
+	h.publish(event.AttemptClaimed, id, "a", a1, 1, event.AttemptClaimedData{Worker: "w1"})
+	h.publish(event.AttemptReported, id, "a", a1, 1, event.Report{Success: true, Branch: drovertype.AttemptBranch(id, "a", 1), Commit: "abc"})
+	h.publish(event.AttemptClaimed, id, "b", b1, 1, event.AttemptClaimedData{Worker: "w1"})
+	h.publish(event.AttemptReported, id, "b", b1, 1, event.Report{
 		ExitCode: 3, Error: &event.ErrorInfo{Class: "RUNTIME_ERROR", Category: "runtime", Message: "exit code 3"}})
 	h.waitFor("the first integration", func(st *projection.State) bool { return st.Flows[id].Integration != nil })
-	h.publish("integrated-1", event.FlowIntegrated, id, "", drovertype.IntegrationID(id, 1), 1,
+	h.publish(event.FlowIntegrated, id, "", drovertype.IntegrationID(id, 1), 1,
 		event.FlowIntegratedData{N: 1, Branch: drovertype.IntegrationBranch(id, 1), Commit: "def"})
 	h.waitFor("the flow to fail", func(st *projection.State) bool { return st.Flows[id].State == drovertype.FlowFailed })
 
@@ -254,16 +254,16 @@ func TestTraceOfARetriedFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitFor("b's second attempt", func(st *projection.State) bool { return st.Attempts[b2] != nil })
-	h.publish("claim-b2", event.AttemptClaimed, id, "b", b2, 1, event.AttemptClaimedData{Worker: "w1"})
-	h.publish("report-b2", event.AttemptReported, id, "b", b2, 1, event.Report{Success: true, Branch: "drover/x/b/2", Commit: "b2"})
+	h.publish(event.AttemptClaimed, id, "b", b2, 1, event.AttemptClaimedData{Worker: "w1"})
+	h.publish(event.AttemptReported, id, "b", b2, 1, event.Report{Success: true, Branch: drovertype.AttemptBranch(id, "b", 2), Commit: "b2"})
 	h.waitFor("c's attempt", func(st *projection.State) bool { return st.Attempts[c1] != nil })
-	h.publish("claim-c", event.AttemptClaimed, id, "c", c1, 1, event.AttemptClaimedData{Worker: "w1"})
-	h.publish("report-c", event.AttemptReported, id, "c", c1, 1, event.Report{Success: true, Branch: "drover/x/c/1", Commit: "c1"})
+	h.publish(event.AttemptClaimed, id, "c", c1, 1, event.AttemptClaimedData{Worker: "w1"})
+	h.publish(event.AttemptReported, id, "c", c1, 1, event.Report{Success: true, Branch: drovertype.AttemptBranch(id, "c", 1), Commit: "c1"})
 	h.waitFor("the second integration", func(st *projection.State) bool {
 		in := st.Flows[id].Integration
 		return in != nil && in.N == 2
 	})
-	h.publish("integrated-2", event.FlowIntegrated, id, "", drovertype.IntegrationID(id, 2), 1,
+	h.publish(event.FlowIntegrated, id, "", drovertype.IntegrationID(id, 2), 1,
 		event.FlowIntegratedData{N: 2, Branch: drovertype.IntegrationBranch(id, 2), Commit: "fed"})
 	h.waitFor("the flow to succeed", func(st *projection.State) bool { return st.Flows[id].State == drovertype.FlowSucceeded })
 	spans := waitSpans(t, rec, []string{"flow retried (round 1)"}, 1)
@@ -327,8 +327,8 @@ func TestTraceOfAFlowRetriedWhileRunning(t *testing.T) {
 	}
 	slow, b1, b2 := drovertype.AttemptID(id, "slow", 1), drovertype.AttemptID(id, "b", 1), drovertype.AttemptID(id, "b", 2)
 	h.waitFor("both attempts", func(st *projection.State) bool { return st.Attempts[slow] != nil && st.Attempts[b1] != nil })
-	h.publish("claim-b", event.AttemptClaimed, id, "b", b1, 1, event.AttemptClaimedData{Worker: "w1"})
-	h.publish("report-b", event.AttemptReported, id, "b", b1, 1, event.Report{
+	h.publish(event.AttemptClaimed, id, "b", b1, 1, event.AttemptClaimedData{Worker: "w1"})
+	h.publish(event.AttemptReported, id, "b", b1, 1, event.Report{
 		ExitCode: 3, Error: &event.ErrorInfo{Class: "RUNTIME_ERROR", Category: "runtime", Message: "exit code 3"}})
 	h.waitFor("b to fail", func(st *projection.State) bool { return st.Task(id, "b").State == drovertype.TaskFailed })
 	if _, err := cl.Retry(context.Background(), id+"/b", "try again"); err != nil {
@@ -339,12 +339,12 @@ func TestTraceOfAFlowRetriedWhileRunning(t *testing.T) {
 	if spanAttr(root, "drover.flow.retried") != "true" || root.Status().Code == codes.Error || spanAttr(root, "drover.state") != "running" {
 		t.Errorf("the first round, ended by a retry: %v %v", root.Status(), root.Attributes())
 	}
-	h.publish("claim-slow", event.AttemptClaimed, id, "slow", slow, 1, event.AttemptClaimedData{Worker: "w1"})
-	h.publish("report-slow", event.AttemptReported, id, "slow", slow, 1, event.Report{Success: true, Branch: "drover/x/slow/1", Commit: "s"})
-	h.publish("claim-b2", event.AttemptClaimed, id, "b", b2, 1, event.AttemptClaimedData{Worker: "w1"})
-	h.publish("report-b2", event.AttemptReported, id, "b", b2, 1, event.Report{Success: true, Branch: "drover/x/b/2", Commit: "b2"})
+	h.publish(event.AttemptClaimed, id, "slow", slow, 1, event.AttemptClaimedData{Worker: "w1"})
+	h.publish(event.AttemptReported, id, "slow", slow, 1, event.Report{Success: true, Branch: drovertype.AttemptBranch(id, "slow", 1), Commit: "s"})
+	h.publish(event.AttemptClaimed, id, "b", b2, 1, event.AttemptClaimedData{Worker: "w1"})
+	h.publish(event.AttemptReported, id, "b", b2, 1, event.Report{Success: true, Branch: drovertype.AttemptBranch(id, "b", 2), Commit: "b2"})
 	h.waitFor("the integration", func(st *projection.State) bool { return st.Flows[id].Integration != nil })
-	h.publish("integrated", event.FlowIntegrated, id, "", drovertype.IntegrationID(id, 2), 1,
+	h.publish(event.FlowIntegrated, id, "", drovertype.IntegrationID(id, 2), 1,
 		event.FlowIntegratedData{N: 2, Branch: drovertype.IntegrationBranch(id, 2), Commit: "fed"})
 	h.waitFor("the flow to succeed", func(st *projection.State) bool { return st.Flows[id].State == drovertype.FlowSucceeded })
 	round1 := waitSpans(t, rec, []string{"flow busy (round 1)"}, 1)["flow busy (round 1)"][0]

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/drover-dev/drover/internal/objstore"
@@ -21,18 +22,56 @@ import (
 // transferMargin leaves room in a message for the headers.
 const transferMargin = 16 << 10
 
-// inline reports whether a body fits in a message on nc.
-func inline(nc *nats.Conn, body []byte) bool {
-	return int64(len(body)) <= nc.MaxPayload()-transferMargin
+// inline reports whether a body of n bytes fits in a message on nc.
+func inline(nc *nats.Conn, n int) bool {
+	return int64(n) <= nc.MaxPayload()-transferMargin
 }
 
 // requestBody returns a request's body, from the transfers store if it
-// came that way.
-func (c *Controller) requestBody(ctx context.Context, r micro.Request) ([]byte, error) {
-	if name := r.Headers().Get(objstore.TransferHeader); name != "" {
-		return objstore.GetTransfer(ctx, c.js, name)
+// came that way, or why it is refused: larger than limit, or a transfer
+// for a request that always fits in a message.
+func (c *Controller) requestBody(ctx context.Context, r micro.Request, limit int) ([]byte, error) {
+	name := r.Headers().Get(objstore.TransferHeader)
+	if name == "" {
+		if len(r.Data()) > limit {
+			return nil, badRequest("request of %d bytes; the limit is %d", len(r.Data()), limit)
+		}
+		return r.Data(), nil
 	}
-	return r.Data(), nil
+	if len(r.Data()) > 0 {
+		return nil, badRequest("a request sent by transfer has no body of its own")
+	}
+	if inline(c.js.Conn(), limit) {
+		// Only a request that may be larger than a message comes this way.
+		return nil, badRequest("this request is at most %d bytes and is not sent by transfer", limit)
+	}
+	body, err := objstore.GetTransfer(ctx, c.js, name)
+	if err != nil {
+		return nil, badRequest("request body: %v", err)
+	}
+	if len(body) > limit {
+		return nil, badRequest("request of %d bytes; the limit is %d", len(body), limit)
+	}
+	return body, nil
+}
+
+// refuse answers a request that failed its checks: a bad request, in the
+// checks' words, or an internal error.
+func (c *Controller) refuse(r micro.Request, what string, err error) {
+	var re *requestError
+	if errors.As(err, &re) {
+		// The body holds the whole message: a header cannot hold the
+		// line breaks between a flow's problems.
+		_ = r.Error(CodeBadRequest, re.msg, []byte(re.msg))
+		return
+	}
+	_ = r.Error(CodeInternal, what+" request: "+err.Error(), nil)
+}
+
+// refusedHere is a request the Client refuses before sending it, with the
+// code and words the controller would answer it with.
+func refusedHere(err error) error {
+	return &APIError{Code: CodeBadRequest, Message: err.Error()}
 }
 
 // respondJSON answers with v, through the transfers store when it is too
@@ -43,7 +82,7 @@ func (c *Controller) respondJSON(ctx context.Context, r micro.Request, v any) {
 		_ = r.Error(CodeInternal, "encode reply: "+err.Error(), nil)
 		return
 	}
-	if inline(c.js.Conn(), body) {
+	if inline(c.js.Conn(), len(body)) {
 		if err := r.Respond(body); err != nil {
 			c.log.Warn("api reply", "subject", r.Subject(), "err", err)
 		}
@@ -63,7 +102,7 @@ func (c *Controller) respondJSON(ctx context.Context, r micro.Request, v any) {
 // the body is too large for a message.
 func (cl *Client) message(ctx context.Context, subject string, body []byte) (*nats.Msg, error) {
 	msg := nats.NewMsg(subject)
-	if inline(cl.NC, body) {
+	if inline(cl.NC, len(body)) {
 		msg.Data = body
 		return msg, nil
 	}

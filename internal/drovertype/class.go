@@ -20,8 +20,13 @@ const (
 	ClassRateLimited      ErrorClass = "RATE_LIMITED"
 	ClassAuthFailed       ErrorClass = "AUTH_FAILED"
 	ClassPrepareFailed    ErrorClass = "PREPARE_FAILED"
-	ClassMergeConflict    ErrorClass = "MERGE_CONFLICT"
-	ClassObserveFailed    ErrorClass = "OBSERVE_FAILED"
+	// The repository or the base revision does not exist: nothing will
+	// change by running again, so the built-in policy does not retry them
+	// (PREPARE_FAILED, a failure that may pass, is retried).
+	ClassRepoNotFound  ErrorClass = "REPO_NOT_FOUND"
+	ClassBaseNotFound  ErrorClass = "BASE_NOT_FOUND"
+	ClassMergeConflict ErrorClass = "MERGE_CONFLICT"
+	ClassObserveFailed ErrorClass = "OBSERVE_FAILED"
 	// The checks after the run, and the operator.
 	ClassVerificationFailed ErrorClass = "VERIFICATION_FAILED"
 	ClassScopeViolation     ErrorClass = "SCOPE_VIOLATION"
@@ -47,7 +52,7 @@ const (
 var classes = []ErrorClass{
 	ClassCrashed, ClassTimeout, ClassConnectionFailed, ClassOutputMalformed,
 	ClassRuntimeError, ClassRateLimited, ClassAuthFailed, ClassPrepareFailed,
-	ClassMergeConflict, ClassObserveFailed, ClassVerificationFailed,
+	ClassRepoNotFound, ClassBaseNotFound, ClassMergeConflict, ClassObserveFailed, ClassVerificationFailed,
 	ClassScopeViolation, ClassCancelled, ClassWorkerLost, ClassUnknown,
 	ClassTurnBudgetExhausted, ClassTokenBudgetExhausted, ClassTimeBudgetExhausted,
 	ClassBudgetExceeded,

@@ -20,6 +20,14 @@ const Version = 1
 // MaxEventSize bounds one encoded event; larger messages are poison.
 const MaxEventSize = 1 << 20
 
+// SubjectPrefix begins the subject of every event on the EVENTS stream.
+const SubjectPrefix = "drover.events."
+
+// Subject is the one subject an event of flowID and typ is published on:
+// one token for the flow, one for the type, so `controller events FLOW`
+// filters by flow. The fold checks an event against it.
+func Subject(flowID string, typ Type) string { return SubjectPrefix + flowID + "." + string(typ) }
+
 // Type names an event, in snake_case; docs/design.md#one-attempt says which
 // phase or decision records each.
 type Type string

@@ -13,7 +13,13 @@
 // not checked for existence). A Spec also travels inside events as JSON, so
 // its JSON form is part of the wire format: change it only compatibly.
 //
+// The same Spec travels from `controller submit` to the controller's API as
+// JSON: DecodeJSON reads that wire form as strictly as Parse reads a file
+// (the same fields, types, limits and validation, the same words), since
+// any client of the API may send it.
+//
 // Every problem it reports wraps ErrInvalid; Parse reports as many problems
-// as it can find at once, each with the file position of the offending node.
+// as it can find at once, each with the file position of the offending node
+// (DecodeJSON, with its field).
 // The format itself is documented for users in docs/flows.md.
 package flow

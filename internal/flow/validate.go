@@ -31,6 +31,14 @@ type Options struct {
 	// KnownProject reports whether a project is configured. Nil means every
 	// name is accepted.
 	KnownProject func(name string) bool
+	// Complete asks for a spec as Parse leaves it, which is what travels on
+	// the wire: its base set and a local repo path absolute. DecodeJSON
+	// sets it.
+	Complete bool
+	// RuntimesResolved says every task's runtime was resolved outside the
+	// spec (the plan the controller records with a flow): a task no level
+	// of the spec gives a runtime is not a problem.
+	RuntimesResolved bool
 }
 
 // Validate checks a Spec built in code; Parse calls it too. The errors it
@@ -138,6 +146,9 @@ func (s *Spec) validate(p *problems, opts Options) {
 		checkRepo(p, s.Repo)
 	}
 	checkBase(p, s.Base)
+	if opts.Complete {
+		s.checkComplete(p)
+	}
 	checkRuntimeSettings(p, "runtime", s.Runtime, s.Model, s.Args, opts)
 	checkValidator(p, "validator", s.Validator, opts)
 	checkRetry(p, "retry", s.Retry, opts)
@@ -200,7 +211,7 @@ func (s *Spec) validateTask(p *problems, opts Options, i int, first map[string]i
 
 	// A flow of a project may leave the runtime to the project's
 	// configuration, which only the controller knows.
-	if t.Runtime == "" && s.Runtime == "" && s.Project == "" && opts.DefaultRuntime == "" && !p.bad["runtime"] && !p.bad["project"] {
+	if t.Runtime == "" && s.Runtime == "" && s.Project == "" && opts.DefaultRuntime == "" && !opts.RuntimesResolved && !p.bad["runtime"] && !p.bad["project"] {
 		p.add(f+".runtime", "no runtime: set runtime on the task or a default runtime for the flow")
 	}
 	checkRuntimeSettings(p, f+".runtime", t.Runtime, t.Model, t.Args, opts)

@@ -207,9 +207,9 @@ func (s *State) probe(a *Attempt, keys []string) {
 // worker ran it; its task runs again at once (the decisions choose where),
 // without the attempt counting against the task's attempts.
 func (s *State) attemptWithdrawn(ev *event.Event, d *event.AttemptWithdrawnData) error {
-	a := s.live(ev)
-	if a == nil {
-		return nil
+	a, err := s.attempt(ev)
+	if err != nil || a.State.Terminal() {
+		return err
 	}
 	a.State, a.EndedAt, a.Phase = drovertype.AttemptWithdrawn, ev.Time, ev.Type
 	a.Withdrawn = clipText(d.Reason, maxCooldownCause)

@@ -15,9 +15,11 @@ import (
 // message is decoded by DecodeForFold, envelope and payload, and folded by
 // Store.StageDecoded. Decoding was three fifths of the fold's CPU.
 
-// Decoded is a message off the EVENTS stream decoded for the fold: its
-// envelope and the payload the type's handler reads.
+// Decoded is a message off the EVENTS stream decoded for the fold: the
+// subject it came on, its envelope and the payload the type's handler
+// reads.
 type Decoded struct {
+	subject string
 	ev      *event.Event
 	payload any
 	// payloadErr makes the event poison, unless its id was folded before:
@@ -27,9 +29,9 @@ type Decoded struct {
 	size       int
 }
 
-// DecodeForFold decodes raw as the fold reads it: the envelope, checked,
-// and the payload of the types the fold reads. It touches no state and is
-// safe to call from any goroutine.
+// DecodeForFold decodes raw, received on subject, as the fold reads it: the
+// envelope, checked, and the payload of the types the fold reads. It
+// touches no state and is safe to call from any goroutine.
 //
 // An event as Drover writes it, its type before its data, is decoded in
 // one pass: the payload straight from the message, not first read whole
@@ -37,17 +39,17 @@ type Decoded struct {
 // largest event, a fifth slower to decode (BenchmarkDecodeForFold).
 // Anything else, a poison message included, goes the two-pass way of
 // Decode and Payload, so that the verdict and its reason are theirs.
-func DecodeForFold(raw []byte) Decoded {
+func DecodeForFold(subject string, raw []byte) Decoded {
 	if ev, payload, ok := decodeOnePass(raw); ok {
-		return Decoded{ev: ev, payload: payload, size: len(raw)}
+		return Decoded{subject: subject, ev: ev, payload: payload, size: len(raw)}
 	}
-	return decodeTwoPass(raw)
+	return decodeTwoPass(subject, raw)
 }
 
 // decodeTwoPass is DecodeForFold by Decode and Payload.
-func decodeTwoPass(raw []byte) Decoded {
+func decodeTwoPass(subject string, raw []byte) Decoded {
 	ev, err := event.Decode(raw)
-	d := Decoded{ev: ev, err: err, size: len(raw)}
+	d := Decoded{subject: subject, ev: ev, err: err, size: len(raw)}
 	if err == nil {
 		d.payload, d.payloadErr = decodePayload(ev)
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/projection/foldtest"
+
 	"github.com/drover-dev/drover/internal/event"
 	"github.com/drover-dev/drover/internal/projection"
 )
@@ -42,7 +44,7 @@ func TestPayloadTypes(t *testing.T) {
 		if !projection.DecodeOnePass(raw) {
 			t.Errorf("%s: an event as Drover writes it is not decoded in one pass", typ)
 		}
-		d := projection.DecodeForFold(raw)
+		d := projection.DecodeForFold(foldtest.Subject(raw), raw)
 		dev, payload, _, derr := d.Parts()
 		if derr != nil {
 			t.Fatalf("%s: %v", typ, derr)
@@ -65,8 +67,8 @@ func TestPayloadTypes(t *testing.T) {
 	raw := []byte(`{"v":1,"id":"e1","type":"attempt_reported","flow":"f","attempt":"x","data":{"success":"yes"}}`)
 	ahead := projection.NewState()
 	st := projection.NewState()
-	st.ApplyRaw(7, raw)
-	if ahead.ApplyDecoded(7, projection.DecodeForFold(raw)) != nil || st.Poisons[7] == nil {
+	st.ApplyRaw(7, foldtest.Subject(raw), raw)
+	if ahead.ApplyDecoded(7, projection.DecodeForFold(foldtest.Subject(raw), raw)) != nil || st.Poisons[7] == nil {
 		t.Fatal("an undecodable payload was folded")
 	}
 	if got, want := ahead.Poisons[7].Reason, st.Poisons[7].Reason; got != want || got == "" {
@@ -99,15 +101,16 @@ func BenchmarkDecodeForFold(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		subject := foldtest.Subject(raw)
 		for _, way := range []struct {
 			name   string
-			decode func([]byte) projection.Decoded
+			decode func(string, []byte) projection.Decoded
 		}{{"one-pass", projection.DecodeForFold}, {"two-pass", projection.DecodeTwoPass}} {
 			b.Run(name+"/"+way.name, func(b *testing.B) {
 				b.SetBytes(int64(len(raw)))
 				b.ReportAllocs()
 				for b.Loop() {
-					if _, payload, _, err := way.decode(raw).Parts(); err != nil || payload == nil {
+					if _, payload, _, err := way.decode(subject, raw).Parts(); err != nil || payload == nil {
 						b.Fatalf("not decoded: %v", err)
 					}
 				}
@@ -146,7 +149,7 @@ func TestReportDecodedWithoutStdoutTail(t *testing.T) {
 			if ok := projection.DecodeOnePass(raw); ok != c.onePass {
 				t.Errorf("decoded in one pass: %v, want %v", ok, c.onePass)
 			}
-			ev, payload, payloadErr, err := projection.DecodeForFold(raw).Parts()
+			ev, payload, payloadErr, err := projection.DecodeForFold(foldtest.Subject(raw), raw).Parts()
 			if poison := err != nil || payloadErr != nil; poison != c.poison {
 				t.Fatalf("poison: %v (%v, %v), want %v", poison, err, payloadErr, c.poison)
 			}

@@ -12,6 +12,8 @@ const (
 	KeySeen    = keySeen
 	KeyPoison  = keyPoison
 	KeyPart    = keyPart
+
+	KeyPoisonCount = keyPoisonCount
 )
 
 var (

@@ -22,9 +22,9 @@ import (
 //
 //	submit flow=ID [id=] [seq=] [time=] [nocommit]
 //	  <flow spec as YAML or JSON>
-//	event type=T flow=ID [task=] [attempt=] [epoch=] [key=] [id=] [v=] [seq=] [time=] [nocommit]
+//	event type=T flow=ID [task=] [attempt=] [epoch=] [key=] [id=] [v=] [seq=] [time=] [subject=] [nocommit]
 //	  <JSON payload; empty for none>
-//	raw [seq=] [quoted | size=N] [nocommit]
+//	raw [seq=] [quoted | size=N] [subject=] [nocommit]
 //	  <the message bytes; with quoted, a Go string literal>
 //	redeliver seq=N     deliver the message at N again
 //	commit              commit what nocommit staged
@@ -34,8 +34,10 @@ import (
 //
 // A message gets the sequence after the highest one delivered unless seq=
 // says otherwise, and happens at 2025-01-01T00:00:00Z plus that many seconds
-// unless time= says otherwise. Event ids default to the ones the controller
-// and workers write (see foldtest.DefaultID). A delivered message prints the records
+// unless time= says otherwise, on the subject its envelope names
+// (drover.events.<flow>.<type>) unless subject= says otherwise. Event ids
+// default to the ones the controller and workers write (see foldtest.DefaultID); a
+// submitted flow's base defaults to HEAD, as Parse sets it. A delivered message prints the records
 // its commit added (+), changed (~) or removed (-), and its poison if any.
 //
 // After every commit the store must hold exactly what the in-memory state
@@ -57,10 +59,12 @@ type foldHarness struct {
 	store  *store.Store
 	last   uint64            // highest sequence delivered
 	stream map[uint64][]byte // what the stream holds at each sequence
+	// subjects are the subjects messages came on, where the test says.
+	subjects map[uint64]string
 }
 
 func newFoldHarness(t *testing.T) *foldHarness {
-	h := &foldHarness{t: t, fs: vfs.NewMem(), stream: map[uint64][]byte{}}
+	h := &foldHarness{t: t, fs: vfs.NewMem(), stream: map[uint64][]byte{}, subjects: map[uint64]string{}}
 	h.store = foldtest.OpenMemStore(t, h.fs)
 	t.Cleanup(func() {
 		if err := h.store.Close(); err != nil {
@@ -85,7 +89,11 @@ func (h *foldHarness) run(t *testing.T, d *datadriven.TestData) string {
 		if !ok {
 			t.Fatalf("%s: nothing at seq %d", d.Pos, seq)
 		}
-		return h.deliver(t, foldtest.Message{Seq: seq, Raw: raw, Commit: true})
+		subject, ok := h.subjects[seq]
+		if !ok {
+			subject = foldtest.Subject(raw)
+		}
+		return h.deliver(t, foldtest.Message{Seq: seq, Subject: subject, Raw: raw, Commit: true})
 	case "commit":
 		before := foldtest.StoreRecords(t, h.store)
 		if err := h.store.Commit(); err != nil {
@@ -124,13 +132,16 @@ func (h *foldHarness) run(t *testing.T, d *datadriven.TestData) string {
 
 func (h *foldHarness) deliver(t *testing.T, m foldtest.Message) string {
 	before := foldtest.StoreRecords(t, h.store)
-	if !h.store.Stage(m.Seq, m.Raw) {
+	if !h.store.Stage(m.Seq, m.Subject, m.Raw) {
 		return fmt.Sprintf("seq %d: skipped (redelivery)", m.Seq)
 	}
 	if old, ok := h.stream[m.Seq]; ok && !bytes.Equal(old, m.Raw) {
 		t.Fatalf("seq %d folded twice with different bytes: the test stream is inconsistent", m.Seq)
 	}
 	h.stream[m.Seq] = m.Raw
+	if m.Subject != foldtest.Subject(m.Raw) {
+		h.subjects[m.Seq] = m.Subject
+	}
 	h.last = max(h.last, m.Seq)
 	if !m.Commit {
 		return fmt.Sprintf("seq %d: staged", m.Seq)
@@ -166,7 +177,7 @@ func (h *foldHarness) finish(t *testing.T) {
 	if err := h.store.Commit(); err != nil {
 		t.Fatalf("commit: %v", err)
 	}
-	rebuilt := foldtest.FoldStream(t, h.stream, h.store.Applied())
+	rebuilt := foldtest.FoldStreamOn(t, h.stream, h.subjects, h.store.Applied())
 	defer rebuilt.Close()
 	foldtest.CompareStores(t, "live vs rebuilt", h.store, rebuilt)
 

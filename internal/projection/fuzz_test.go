@@ -93,13 +93,13 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
-// checkDecodeForFold fails t unless DecodeForFold(raw) is what Decode and
+// checkDecodeForFold fails t unless DecodeForFold(foldtest.Subject(raw), raw) is what Decode and
 // Payload make of it: the same verdict with the same reason, the same
 // envelope, Data and payload.
 func checkDecodeForFold(t *testing.T, raw []byte) {
 	t.Helper()
-	gev, gp, gperr, gerr := projection.DecodeForFold(raw).Parts()
-	wev, wp, wperr, werr := projection.DecodeTwoPass(raw).Parts()
+	gev, gp, gperr, gerr := projection.DecodeForFold(foldtest.Subject(raw), raw).Parts()
+	wev, wp, wperr, werr := projection.DecodeTwoPass(foldtest.Subject(raw), raw).Parts()
 	if (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()) {
 		t.Fatalf("DecodeForFold: error %v, two passes: %v", gerr, werr)
 	}
@@ -198,7 +198,7 @@ func FuzzApplyRaw(f *testing.F) {
 		// Again, decoded ahead as the controller's fold does.
 		again := projection.NewState()
 		for i, m := range lines {
-			again.ApplyDecoded(seq+uint64(i), projection.DecodeForFold(m))
+			again.ApplyDecoded(seq+uint64(i), projection.DecodeForFold(foldtest.Subject(m), m))
 		}
 		if !maps.Equal(foldtest.MemRecords(t, st.st), foldtest.MemRecords(t, again)) {
 			t.Fatal("folding the same messages twice, the second time decoded ahead, gave different records")
@@ -212,7 +212,7 @@ func FuzzApplyRaw(f *testing.F) {
 		fs := vfs.NewMem()
 		s := foldtest.OpenMemStore(t, fs)
 		for i, m := range lines {
-			s.Stage(seq+uint64(i), m)
+			s.Stage(seq+uint64(i), foldtest.Subject(m), m)
 		}
 		if err := s.Commit(); err != nil {
 			t.Fatalf("commit: %v", err)
@@ -311,7 +311,7 @@ func (c *checkedFold) apply(seq uint64, msg []byte) {
 	keys := c.neighborhood(seq, ev)
 	before := c.recordsOf(keys)
 
-	st.ApplyRaw(seq, msg)
+	st.ApplyRaw(seq, foldtest.Subject(msg), msg)
 
 	keys = append(keys, c.neighborhood(seq, ev)...)
 	after := c.recordsOf(keys)
@@ -325,14 +325,24 @@ func (c *checkedFold) apply(seq uint64, msg []byte) {
 			t.Fatalf("seq %d: %s changed but was not marked dirty", seq, k)
 		}
 	}
+	poisoned := st.Poisons[seq] != nil
 	switch {
-	case decErr != nil:
-		if p := st.Poisons[seq]; p == nil || p.Size != len(msg) {
-			t.Fatalf("seq %d: undecodable message (%v) is not poison: %+v", seq, decErr, p)
+	case decErr != nil && !poisoned:
+		t.Fatalf("seq %d: undecodable message (%v) is not poison", seq, decErr)
+	case poisoned:
+		// Poison changes nothing but the poison records: not even the
+		// ids seen.
+		if p := st.Poisons[seq]; p.Size != len(msg) || len(p.Reason) > 512 {
+			t.Fatalf("seq %d: poison %+v of a message of %d bytes", seq, p, len(msg))
 		}
 		for k := range dirty {
-			if k != projection.PoisonKey(seq) {
-				t.Fatalf("seq %d: undecodable message touched %s", seq, k)
+			if !strings.HasPrefix(k, projection.KeyPoison) && k != projection.KeyPoisonCount {
+				t.Fatalf("seq %d: poison touched %s", seq, k)
+			}
+		}
+		if decErr == nil && !dup {
+			if _, seen := st.Seen[ev.ID]; seen {
+				t.Fatalf("seq %d: poison marked its id %q seen", seq, ev.ID)
 			}
 		}
 	case dup:
@@ -419,12 +429,13 @@ func (c *checkedFold) apply(seq uint64, msg []byte) {
 		}
 	}
 
-	// Whether a decodable event is poison depends on its bytes alone: on a
-	// fresh state, where it is about nothing, it is poison just the same.
+	// An event that disagrees with itself is poison whatever the state:
+	// on a fresh state, where it is about nothing, it is malformed just
+	// the same. (An event that contradicts the state depends on it.)
 	if decErr == nil && !dup {
-		fresh := projection.NewState().Apply(seq, ev) != nil
-		if poisoned := st.Poisons[seq] != nil; poisoned != fresh {
-			t.Fatalf("seq %d: poison here %t, on a fresh state %t: %s", seq, poisoned, fresh, msg)
+		ferr := projection.NewState().Apply(seq, ev)
+		if self := errors.Is(ferr, projection.ErrMalformed) || errors.Is(ferr, event.ErrDecode); self && !poisoned {
+			t.Fatalf("seq %d: malformed on a fresh state (%v), folded here: %s", seq, ferr, msg)
 		}
 	}
 

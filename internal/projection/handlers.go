@@ -8,56 +8,60 @@ import (
 )
 
 // handlers is the one table of what the fold does with each event type:
-// the payload it decodes and the function that folds it. A handler's
-// payload type is its function's, so the two cannot drift apart. Types not
-// listed (runtime_output_chunk, types of newer writers) change nothing.
+// the payload it decodes, the function that folds it, what its envelope
+// names and how its id is made. A handler's payload type is its function's,
+// so the two cannot drift apart. A type not listed is poison: nothing
+// Drover writes on the EVENTS stream is missing here (runtime_output_chunk
+// goes to the OUTPUT stream).
 var handlers = map[event.Type]handler{
-	event.FlowSubmitted:            on((*State).flowSubmitted),
-	event.FlowTasksSubmitted:       on((*State).flowTasksSubmitted),
-	event.FlowCompleted:            on((*State).flowCompleted),
-	event.AttemptScheduled:         on((*State).attemptScheduled),
-	event.AttemptClaimed:           on((*State).attemptClaimed),
-	event.AttemptReported:          on((*State).attemptReported),
-	event.RuntimeErrorClassified:   on((*State).errorClassified),
-	event.TaskFailed:               on((*State).taskFailed),
-	event.RuntimeRecoveryScheduled: on((*State).recoveryScheduled),
-	event.CancelRequested:          on((*State).cancelRequested),
-	event.TaskCancelled:            on((*State).taskCancelled),
-	event.AttemptAbandoned:         on((*State).attemptAbandoned),
-	event.AttemptLost:              on((*State).attemptLost),
-	event.FlowPaused:               on((*State).flowPaused),
-	event.FlowResumed:              on((*State).flowPaused),
-	event.TaskRetryRequested:       on((*State).retryRequested),
-	event.IntegrationScheduled:     on((*State).integrationScheduled),
-	event.FlowIntegrated:           on((*State).flowIntegrated),
+	event.FlowSubmitted:            on((*State).flowSubmitted, aboutFlow, idFlow),
+	event.FlowTasksSubmitted:       on((*State).flowTasksSubmitted, aboutFlow, idFlowN),
+	event.FlowCompleted:            on((*State).flowCompleted, aboutFlow, idFlowRound),
+	event.AttemptScheduled:         on((*State).attemptScheduled, aboutAttempt, idAttempt),
+	event.AttemptClaimed:           on((*State).attemptClaimed, aboutClaimOrBuild, idClaim),
+	event.AttemptReported:          on((*State).attemptReported, aboutClaim, idClaim),
+	event.RuntimeErrorClassified:   on((*State).errorClassified, aboutAttempt, idAttempt),
+	event.TaskFailed:               on((*State).taskFailed, aboutTaskMaybeAttempt, idAttemptOrBudget),
+	event.RuntimeRecoveryScheduled: on((*State).recoveryScheduled, aboutAttempt, idAttempt),
+	event.CancelRequested:          on((*State).cancelRequested, aboutRequest, idRandom),
+	event.TaskCancelled:            on((*State).taskCancelled, aboutTaskMaybeAttempt, idTaskRound),
+	event.AttemptAbandoned:         on((*State).attemptAbandoned, aboutAttempt, idAttempt),
+	event.AttemptLost:              on((*State).attemptLost, aboutClaim, idClaim),
+	event.FlowPaused:               on((*State).flowPaused, aboutFlow, idRandom),
+	event.FlowResumed:              on((*State).flowPaused, aboutFlow, idRandom),
+	event.TaskRetryRequested:       on((*State).retryRequested, aboutTask, idRandom),
+	event.IntegrationScheduled:     on((*State).integrationScheduled, aboutFlow, idFlowN),
+	event.FlowIntegrated:           on((*State).flowIntegrated, aboutBuild, idClaim),
 
 	// Limits and budgets (cooldown.go, budget.go).
-	event.CooldownStarted:  on((*State).cooldownStarted),
-	event.CooldownReleased: on((*State).cooldownReleased),
-	event.AttemptWithdrawn: on((*State).attemptWithdrawn),
-	event.TaskWaiting:      on((*State).taskWaiting),
-	event.BudgetSet:        on((*State).budgetSet),
+	event.CooldownStarted:  on((*State).cooldownStarted, aboutAttempt, idAttemptAnd),
+	event.CooldownReleased: on((*State).cooldownReleased, aboutAttempt, idAttemptAnd),
+	event.AttemptWithdrawn: on((*State).attemptWithdrawn, aboutAttempt, idAttempt),
+	event.TaskWaiting:      on((*State).taskWaiting, aboutTask, idTaskRound),
+	event.BudgetSet:        on((*State).budgetSet, aboutRequest, idRandom),
 
 	// An attempt's lifecycle, as its worker reports it.
-	event.AdapterInitialized:      on(phase[event.AdapterInitializedData]),
-	event.PrepareCompleted:        on(phase[event.PrepareCompletedData]),
-	event.RuntimeStarted:          on(phase[event.RuntimeStartedData]),
-	event.RuntimeExited:           on(phase[event.RuntimeExitedData]),
-	event.FileModified:            on(phase[event.FileModifiedData]),
-	event.DiffComputed:            on(phase[event.DiffComputedData]),
-	event.CheckpointCommitCreated: on(phase[event.CheckpointCommitCreatedData]),
-	event.VerificationCompleted:   on(phase[event.Verification]),
-	event.RuntimeTerminated:       on(phase[struct{}]), // an empty object
+	event.AdapterInitialized:      on(phase[event.AdapterInitializedData], aboutClaim, idClaim),
+	event.PrepareCompleted:        on(phase[event.PrepareCompletedData], aboutClaim, idClaim),
+	event.RuntimeStarted:          on(phase[event.RuntimeStartedData], aboutClaim, idClaim),
+	event.RuntimeExited:           on(phase[event.RuntimeExitedData], aboutClaim, idClaim),
+	event.FileModified:            on(phase[event.FileModifiedData], aboutClaim, idClaim),
+	event.DiffComputed:            on(phase[event.DiffComputedData], aboutClaim, idClaim),
+	event.CheckpointCommitCreated: on(phase[event.CheckpointCommitCreatedData], aboutClaim, idClaim),
+	event.VerificationCompleted:   on(phase[event.Verification], aboutClaim, idClaim),
+	event.RuntimeTerminated:       on(phase[struct{}], aboutClaim, idClaim), // an empty object
 }
 
 // handler folds one event type.
 type handler struct {
 	newPayload func() any
 	fold       func(s *State, ev *event.Event, payload any) error
+	about      about
+	key        idRule
 }
 
 // on makes the handler of a fold function: its payload is a T.
-func on[T any](fold func(*State, *event.Event, *T) error) handler {
+func on[T any](fold func(*State, *event.Event, *T) error, a about, k idRule) handler {
 	return handler{
 		newPayload: func() any { return new(T) },
 		fold: func(s *State, ev *event.Event, payload any) error {
@@ -70,6 +74,8 @@ func on[T any](fold func(*State, *event.Event, *T) error) handler {
 			}
 			return fold(s, ev, d)
 		},
+		about: a,
+		key:   k,
 	}
 }
 

@@ -95,7 +95,7 @@ func TestFoldOrderIndependent(t *testing.T) {
 		fs := vfs.NewMem()
 		s := foldtest.OpenMemStore(t, fs)
 		for k, d := range deliveries {
-			s.Stage(d.Seq, d.Raw)
+			s.Stage(d.Seq, foldtest.Subject(d.Raw), d.Raw)
 			if d.Commit {
 				if err := s.Commit(); err != nil {
 					t.Fatal(err)

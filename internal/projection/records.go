@@ -3,6 +3,7 @@ package projection
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -24,6 +25,9 @@ const (
 	keyPoison   = "p/"
 	keyPart     = "s/"
 	keyCooldown = "c/"
+
+	// keyPoisonCount holds State.PoisonCount.
+	keyPoisonCount = "n/poisons"
 )
 
 // partKey names a part of a flow in State.Parts; the part number is padded
@@ -33,6 +37,12 @@ func partKey(flowID string, part int) string { return fmt.Sprintf("%s/%06d", flo
 func (s *State) mark(key string) { s.dirty[key] = struct{}{} }
 
 func poisonKey(seq uint64) string { return fmt.Sprintf("%s%020d", keyPoison, seq) }
+
+// insertSeq inserts seq into the sorted seqs.
+func insertSeq(seqs []uint64, seq uint64) []uint64 {
+	i, _ := slices.BinarySearch(seqs, seq)
+	return slices.Insert(seqs, i, seq)
+}
 
 // ChangedRecords calls fn with every record the fold changed since
 // ForgetChanges, its value nil for a record it removed. It stops at fn's
@@ -77,6 +87,9 @@ func (st *State) Records(fn func(key string, value []byte) error) error {
 	for k := range st.Cooldowns {
 		keys = append(keys, keyCooldown+k)
 	}
+	if st.PoisonCount > 0 {
+		keys = append(keys, keyPoisonCount)
+	}
 	for _, k := range keys {
 		v, err := st.encodeRecord(k)
 		if err != nil {
@@ -119,8 +132,13 @@ func (st *State) LoadRecord(k string, v []byte) error {
 	case strings.HasPrefix(k, keyPoison):
 		var p Poison
 		if err = json.Unmarshal(v, &p); err == nil {
+			if _, ok := st.Poisons[p.Seq]; !ok {
+				st.poisonSeqs = insertSeq(st.poisonSeqs, p.Seq)
+			}
 			st.Poisons[p.Seq] = &p
 		}
+	case k == keyPoisonCount:
+		st.PoisonCount, err = strconv.Atoi(string(v))
 	case strings.HasPrefix(k, keyPart):
 		var p SubmittedPart
 		if err = json.Unmarshal(v, &p); err == nil {
@@ -155,7 +173,13 @@ func (st *State) encodeRecord(k string) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("projection: bad poison key %q: %w", k, err)
 		}
-		v = st.Poisons[n]
+		p := st.Poisons[n]
+		if p == nil {
+			return nil, nil // evicted by a newer one
+		}
+		v = p
+	case k == keyPoisonCount:
+		return []byte(strconv.Itoa(st.PoisonCount)), nil
 	case strings.HasPrefix(k, keyPart):
 		p := st.Parts[k[len(keyPart):]]
 		if p == nil {

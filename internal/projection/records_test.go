@@ -24,7 +24,7 @@ func TestRecordEncodingIsEncodingJSONs(t *testing.T) {
 	st := projection.NewState()
 	stream := foldtest.StandardScenario(t, true).CleanStream()
 	for _, seq := range slices.Sorted(maps.Keys(stream)) {
-		st.ApplyRaw(seq, stream[seq])
+		st.ApplyRaw(seq, foldtest.Subject(stream[seq]), stream[seq])
 	}
 	st.Attempts["x_y_1"] = &projection.Attempt{ID: "x_y_1", Prompt: "<script>&amp; \u2028 \u2029 \ufffd é", Args: []string{}, Report: &event.Report{StdoutTail: "\x00\x1f\"\\"}}
 	var keys []string

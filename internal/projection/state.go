@@ -151,13 +151,26 @@ type SubmittedPart struct {
 	event.FlowTasksSubmittedData
 }
 
-// Poison records an event that could not be folded. It is part of the
-// projection so that a rebuild records the same poison at the same sequence.
+// Poison records an event that could not be folded: undecodable, or
+// checked and refused (doc.go). It is part of the projection so that a
+// rebuild records the same poison at the same sequence. Size is the
+// message's, in bytes.
 type Poison struct {
 	Seq    uint64 `json:"seq"`
 	Reason string `json:"reason"`
 	Size   int    `json:"size"`
 }
+
+// MaxPoisons is how many poison records the projection keeps in full: the
+// latest. Anyone who may publish on the events subjects can send junk, and
+// junk must not grow the controller: 20,000 junk events are a count and
+// the last MaxPoisons records (each at most maxPoisonReason bytes of
+// reason), not 20,000 records. The junk itself stays on the stream, and a
+// copy of each is parked in DROVER_DEADLETTER.
+const MaxPoisons = 1000
+
+// maxPoisonReason bounds a poison record's reason.
+const maxPoisonReason = 512
 
 // State is the whole projection in memory. Apply mutates it and marks the
 // records it touched so the store can persist exactly those.
@@ -166,13 +179,18 @@ type State struct {
 	Tasks    map[string]*Task // key: flow + "/" + task
 	Attempts map[string]*Attempt
 	Seen     map[string]uint64 // event id -> sequence that folded it
-	Poisons  map[uint64]*Poison
+	// Poisons are the last MaxPoisons poison records, by sequence;
+	// PoisonCount counts every poison event ever folded.
+	Poisons     map[uint64]*Poison
+	PoisonCount int
 	// Parts holds the parts of large flows until their flow_submitted.
 	Parts map[string]*SubmittedPart // key: partKey
 	// Cooldowns are the limits the fleet has met, by event.CooldownKey;
 	// a released one stays until the next limit in its scope replaces it.
 	Cooldowns map[string]*Cooldown
 	dirty     map[string]struct{}
+	// poisonSeqs are the keys of Poisons in order, oldest first.
+	poisonSeqs []uint64
 	// plans are the last distinct plans tasks were given (sharedPlan).
 	plans []*policy.Resolved
 }

@@ -87,7 +87,11 @@ const (
 
 const (
 	deadLetterMaxMsgSize = 2 << 20 // the DEADLETTER stream's MaxMsgSize
-	maxReasonLen         = 4 << 10
+	// deadLetterMaxBytes bounds the DEADLETTER stream, the oldest letters
+	// going first: anyone who may publish on Drover's subjects can send
+	// junk, and each piece of it is parked.
+	deadLetterMaxBytes = 1 << 30
+	maxReasonLen       = 4 << 10
 	// headerRoom is kept for the header framing and the headers JetStream
 	// adds (Nats-Expected-Stream).
 	headerRoom = 512

@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/drover-dev/drover/internal/event"
 )
 
 // Stream, bucket and subject names. Subjects carry ids validated by the flow
@@ -27,7 +28,7 @@ const (
 	// TransfersMaxAge is how long a large API body is kept.
 	TransfersMaxAge = time.Hour
 
-	eventsPrefix     = "drover.events."
+	eventsPrefix     = event.SubjectPrefix
 	attemptsPrefix   = "drover.attempts."
 	outputPrefix     = "drover.output."
 	deadLetterPrefix = "drover.deadletter."
@@ -38,7 +39,7 @@ const (
 
 // EventSubject is the subject of an event of a flow: one token for the flow,
 // one for the type, so `controller events FLOW` can filter by flow.
-func EventSubject(flowID, typ string) string { return eventsPrefix + flowID + "." + typ }
+func EventSubject(flowID, typ string) string { return event.Subject(flowID, event.Type(typ)) }
 
 // FlowEventsFilter matches every event of one flow.
 func FlowEventsFilter(flowID string) string { return eventsPrefix + flowID + ".>" }
@@ -58,14 +59,6 @@ func CancelSubject(attempt string) string { return cancelPrefix + attempt }
 
 // CancelSubjects matches every attempt's stop signal.
 const CancelSubjects = cancelPrefix + "*"
-
-// SignalCancel tells whichever worker holds attempt to stop its CLI.
-func SignalCancel(nc *nats.Conn, attempt string) error {
-	if err := nc.Publish(CancelSubject(attempt), nil); err != nil {
-		return fmt.Errorf("queue: signal cancel %s: %w", attempt, err)
-	}
-	return nil
-}
 
 // DeadLetterSubject is where a poison message from source is parked.
 func DeadLetterSubject(source string) string { return deadLetterPrefix + source }
@@ -130,6 +123,7 @@ func StreamConfigs(o StreamOptions) []jetstream.StreamConfig {
 		Name: DeadLetterStream, Subjects: []string{deadLetterPrefix + ">"},
 		Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy,
 		Replicas: o.Replicas, MaxAge: 30 * 24 * time.Hour, MaxMsgSize: deadLetterMaxMsgSize,
+		MaxBytes: deadLetterMaxBytes, Discard: jetstream.DiscardOld,
 		Description: "Drover poison messages, parked with the reason",
 	}}
 }

@@ -96,11 +96,12 @@ func (s *Store) load() error {
 	return it.Error()
 }
 
-// Stage folds one message at stream sequence seq into memory. A sequence at
-// or below the last one folded is a redelivery and is skipped. It reports
+// Stage folds one message at stream sequence seq, received on subject, into
+// memory: the subject is part of what the fold checks. A sequence at or
+// below the last one folded is a redelivery and is skipped. It reports
 // whether the message was folded.
-func (s *Store) Stage(seq uint64, raw []byte) bool {
-	_, staged := s.StageDecoded(seq, projection.DecodeForFold(raw))
+func (s *Store) Stage(seq uint64, subject string, raw []byte) bool {
+	_, staged := s.StageDecoded(seq, projection.DecodeForFold(subject, raw))
 	return staged
 }
 
@@ -143,7 +144,8 @@ func (s *Store) Commit() error {
 	defer b.Close()
 	err := s.st.ChangedRecords(func(k string, v []byte) error {
 		if v == nil {
-			// A record the fold removed (a flow's part, once folded in).
+			// A record the fold removed: a flow's part, once folded in;
+			// a poison record a newer one evicted.
 			return b.Delete([]byte(k), nil)
 		}
 		return b.Set([]byte(k), v, nil)

@@ -33,7 +33,7 @@ func TestStoreReopen(t *testing.T) {
 	}
 	n := uint64(len(stream))
 	for seq := uint64(1); seq <= n; seq++ {
-		if !s.Stage(seq, stream[seq]) {
+		if !s.Stage(seq, foldtest.Subject(stream[seq]), stream[seq]) {
 			t.Fatalf("Stage(%d) skipped", seq)
 		}
 		if seq%5 == 0 {
@@ -82,7 +82,7 @@ func TestStoreReopen(t *testing.T) {
 
 	// Everything up to Applied is a redelivery now, and a commit with
 	// nothing staged writes nothing.
-	if s.Stage(n, stream[n]) || s.Stage(1, stream[1]) {
+	if s.Stage(n, foldtest.Subject(stream[n]), stream[n]) || s.Stage(1, foldtest.Subject(stream[1]), stream[1]) {
 		t.Fatal("Stage folded a sequence at or below Applied after reopen")
 	}
 	if err := s.Commit(); err != nil {
@@ -100,12 +100,12 @@ func TestStoreSnapshot(t *testing.T) {
 	s := foldtest.OpenMemStore(t, vfs.NewMem())
 	defer s.Close()
 	for seq := uint64(1); seq <= 3; seq++ {
-		s.Stage(seq, stream[seq])
+		s.Stage(seq, foldtest.Subject(stream[seq]), stream[seq])
 	}
 	if err := s.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	s.Stage(4, stream[4])
+	s.Stage(4, foldtest.Subject(stream[4]), stream[4])
 	snap, seq := s.Snapshot()
 	defer snap.Close()
 	if seq != 3 || s.Applied() != 4 {
@@ -125,7 +125,7 @@ func TestStoreSnapshot(t *testing.T) {
 
 func TestStoreClose(t *testing.T) {
 	s := foldtest.OpenMemStore(t, vfs.NewMem())
-	s.Stage(1, []byte("junk"))
+	s.Stage(1, foldtest.Subject([]byte("junk")), []byte("junk"))
 	if err := s.Close(); err != nil {
 		t.Fatalf("first Close: %v", err)
 	}
@@ -324,7 +324,7 @@ func testStoreCrash(t *testing.T, seed uint64) {
 		if rng.IntN(8) == 0 {
 			crashHere(fmt.Sprintf("before delivery %d (seq %d)", k, d.Seq))
 		}
-		s.Stage(d.Seq, d.Raw)
+		s.Stage(d.Seq, foldtest.Subject(d.Raw), d.Raw)
 		if d.Commit {
 			if err := s.Commit(); err != nil {
 				t.Fatal(err)
@@ -393,7 +393,7 @@ func testStoreCrash(t *testing.T, seed uint64) {
 			// Resume as the controller does: from Applied()+1.
 			for seq := applied + 1; seq <= last; seq++ {
 				if raw, ok := stream[seq]; ok {
-					r.Stage(seq, raw)
+					r.Stage(seq, foldtest.Subject(raw), raw)
 				}
 			}
 			if err := r.Commit(); err != nil {
@@ -434,7 +434,7 @@ func TestTasksSharePlans(t *testing.T) {
 	}
 	fs := vfs.NewMem()
 	s := foldtest.OpenMemStore(t, fs)
-	s.Stage(1, ev)
+	s.Stage(1, foldtest.Subject(ev), ev)
 	if err := s.Commit(); err != nil {
 		t.Fatal(err)
 	}
@@ -468,3 +468,102 @@ type quietLogger struct{}
 func (quietLogger) Infof(string, ...any)           {}
 func (quietLogger) Errorf(string, ...any)          {}
 func (quietLogger) Fatalf(format string, a ...any) { panic(fmt.Sprintf(format, a...)) }
+
+// TestPoisonBounded: a flood of junk leaves the count and the last
+// MaxPoisons records, each of bounded size, in memory and on disk; the
+// records it evicts are deleted in the batch that evicts them; a rebuild
+// of the stream and a reopen agree.
+func TestPoisonBounded(t *testing.T) {
+	const junk = 3*projection.MaxPoisons + 17
+	good := foldtest.StandardScenario(t, false).CleanStream()
+	stream := map[uint64][]byte{}
+	subjects := map[uint64]string{}
+	var seq uint64
+	for i := range junk {
+		seq++
+		switch i % 4 {
+		case 0: // not an event at all
+			stream[seq] = []byte(fmt.Sprintf("junk %d %s", i, strings.Repeat("x", i%300)))
+		case 1: // an event on another flow's subject, with a long subject
+			stream[seq] = []byte(fmt.Sprintf(`{"v":1,"id":"flow_paused:ok:%d","type":"flow_paused","flow":"ok","data":{}}`, i))
+			subjects[seq] = "drover.events.other." + strings.Repeat("y", 4000)
+		case 2: // a claim of an attempt nobody scheduled
+			stream[seq] = []byte(fmt.Sprintf(`{"v":1,"id":"attempt_claimed:ok_a_%d:1","type":"attempt_claimed","flow":"ok","task":"a","attempt":"ok_a_%d","epoch":1,"data":{"worker":"w"}}`, i+1, i+1))
+		case 3: // a completion of a flow never submitted
+			stream[seq] = []byte(fmt.Sprintf(`{"v":1,"id":"flow_completed:f%d","type":"flow_completed","flow":"f%d","data":{"state":"failed"}}`, i, i))
+		}
+	}
+	for i := uint64(1); i <= uint64(len(good)); i++ {
+		seq++
+		stream[seq] = good[i]
+	}
+	fs := vfs.NewMem()
+	s := foldtest.OpenMemStore(t, fs)
+	for i := uint64(1); i <= seq; i++ {
+		subject, ok := subjects[i]
+		if !ok {
+			subject = foldtest.Subject(stream[i])
+		}
+		s.Stage(i, subject, stream[i])
+		if i%97 == 0 {
+			if err := s.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			foldtest.CheckPersisted(t, s)
+		}
+	}
+	if err := s.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	foldtest.CheckPersisted(t, s)
+	s.Read(func(st *projection.State) {
+		if st.PoisonCount != junk || len(st.Poisons) != projection.MaxPoisons {
+			t.Fatalf("%d poison records of %d counted, want %d of %d", len(st.Poisons), st.PoisonCount, projection.MaxPoisons, junk)
+		}
+		for q := uint64(junk - projection.MaxPoisons + 1); q <= junk; q++ {
+			if st.Poisons[q] == nil {
+				t.Fatalf("the poison at %d, among the last %d, is gone", q, projection.MaxPoisons)
+			}
+		}
+		if f := st.Flows["ok"]; f == nil || f.State != "succeeded" {
+			t.Fatalf("the good flow after the junk: %+v", f)
+		}
+	})
+	recs := foldtest.StoreRecords(t, s)
+	var records, bytes int
+	for k, v := range recs {
+		if strings.HasPrefix(k, "p/") {
+			records++
+			bytes += len(k) + len(v)
+		}
+	}
+	if records != projection.MaxPoisons || recs["n/poisons"] != fmt.Sprint(junk) {
+		t.Fatalf("the store holds %d poison records and count %q", records, recs["n/poisons"])
+	}
+	if bytes > projection.MaxPoisons*700 {
+		t.Errorf("%d poison records take %d bytes", records, bytes)
+	}
+	rebuilt := foldtest.FoldStreamOn(t, stream, subjects, seq)
+	defer rebuilt.Close()
+	foldtest.CompareStores(t, "live vs rebuilt", s, rebuilt)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = foldtest.OpenMemStore(t, fs)
+	defer s.Close()
+	foldtest.CheckPersisted(t, s)
+	s.Read(func(st *projection.State) {
+		if st.PoisonCount != junk || len(st.Poisons) != projection.MaxPoisons {
+			t.Fatalf("reopened: %d poison records of %d counted", len(st.Poisons), st.PoisonCount)
+		}
+	})
+	// One more poison after the reopen evicts the oldest left.
+	oldest := uint64(junk - projection.MaxPoisons + 1)
+	s.Stage(seq+1, foldtest.JunkSubject, []byte("more junk"))
+	if err := s.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := foldtest.StoreRecords(t, s)[fmt.Sprintf("p/%020d", oldest)]; ok {
+		t.Errorf("poison %d was not deleted from the store when evicted", oldest)
+	}
+}

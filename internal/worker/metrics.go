@@ -21,6 +21,9 @@ type workerMetrics struct {
 	phases  metric.Float64Histogram
 	claims  metric.Int64Counter
 	output  metric.Int64Counter
+	// ignoredSignals counts stop signals that did not decode or named
+	// another attempt than their subject's.
+	ignoredSignals metric.Int64Counter
 }
 
 func newWorkerMetrics() *workerMetrics {
@@ -34,6 +37,8 @@ func newWorkerMetrics() *workerMetrics {
 		metric.WithDescription("Claim tries on delivered jobs, by result (claimed|held|finished|error)."))
 	m.output, _ = mt.Int64Counter("drover_worker_output_bytes_total",
 		metric.WithDescription("Bytes of CLI output read, by runtime."))
+	m.ignoredSignals, _ = mt.Int64Counter("drover_worker_cancel_signals_ignored_total",
+		metric.WithDescription("Stop signals on drover.control.cancel.* not obeyed: undecodable, or not naming their subject's attempt."))
 	return m
 }
 

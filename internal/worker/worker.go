@@ -56,6 +56,8 @@ type Worker struct {
 	health      map[string]*fleet.RuntimeHealth
 	started     time.Time
 	notClaiming string // why the worker claims nothing now ("" while it claims)
+	// ignoredLogged is when an ignored stop signal was last logged.
+	ignoredLogged time.Time
 
 	disk *diskGate
 	// paused are the runtimes whose jobs this worker does not pull for a
@@ -73,7 +75,8 @@ type Worker struct {
 	attempts     sync.WaitGroup // the running attempts
 
 	m           *workerMetrics
-	loopsActive atomic.Bool // claim loops started (readiness)
+	ignored     atomic.Int64 // stop signals not obeyed
+	loopsActive atomic.Bool  // claim loops started (readiness)
 	rmChecks    []func()
 
 	sandbox sandboxState // how attempts are confined (sandbox.go)
@@ -214,10 +217,10 @@ func (w *Worker) startLoops(ctx context.Context, consumers map[string]jetstream.
 	claimCtx, stopClaiming := context.WithCancelCause(runCtx)
 	w.runCtx, w.endRuns, w.stopClaiming = runCtx, endRuns, stopClaiming
 	// The controller's stop signals for cancelled attempts; every worker
-	// hears all of them and acts on those it holds.
-	sub, err := w.js.Conn().Subscribe(queue.CancelSubjects, func(m *nats.Msg) {
-		w.cancelHeld(strings.TrimPrefix(m.Subject, queue.CancelSubject("")))
-	})
+	// hears all of them and acts on those it holds. Anyone who may publish
+	// there can send anything: a signal that does not decode, or names
+	// another attempt than its subject's, is ignored and counted.
+	sub, err := w.js.Conn().Subscribe(queue.CancelSubjects, w.onCancelSignal)
 	if err != nil {
 		stopClaiming(err)
 		endRuns(err)
@@ -561,7 +564,7 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 		return
 	}
 	defer w.unhold(job.Attempt)
-	d.cancel = h.cancel
+	d.cancel, d.cancelReason = h.cancel, h.reason
 	if w.claim(ctx, d) {
 		w.run(ctx, ad, d)
 	}
@@ -575,6 +578,8 @@ type delivery struct {
 	log    *slog.Logger
 	lease  *queue.Lease    // once claimed
 	cancel <-chan struct{} // closed by the controller's cancel signal
+	// cancelReason says what the cancel signal said, once cancel closed.
+	cancelReason func() string
 }
 
 // decode reads a delivered job. A job that cannot be read is poison: it is
@@ -669,7 +674,8 @@ func (w *Worker) run(ctx context.Context, ad adapter.Adapter, d *delivery) {
 // execute does what the job asks, building a flow's integration branch or
 // running an attempt, and returns the event that reports it.
 func (w *Worker) execute(ctx context.Context, ad adapter.Adapter, d *delivery, em attempt.Emitter) (event.Type, any, error) {
-	job := &attempt.Job{Job: d.job, Epoch: d.lease.Epoch(), Validator: w.validator(d.job.Review), Cancel: d.cancel}
+	job := &attempt.Job{Job: d.job, Epoch: d.lease.Epoch(), Validator: w.validator(d.job.Review),
+		Cancel: d.cancel, CancelReason: d.cancelReason}
 	if job.Kind == drovertype.JobIntegrate {
 		res, err := w.runner.Integrate(ctx, job)
 		if err != nil {
@@ -754,6 +760,17 @@ func (w *Worker) heartbeat(ctx context.Context, stop context.CancelCauseFunc, ms
 type held struct {
 	cancel chan struct{}
 	once   sync.Once
+	why    string // what the stop signal said; set before cancel closes
+}
+
+// reason is why the attempt was cancelled, once cancel has closed.
+func (h *held) reason() string {
+	select {
+	case <-h.cancel:
+		return h.why
+	default:
+		return ""
+	}
 }
 
 // hold marks an attempt as run here; nil means it already is.
@@ -769,17 +786,57 @@ func (w *Worker) hold(id string) *held {
 	return h
 }
 
-// cancelHeld stops the CLI of an attempt held here, if it is.
-func (w *Worker) cancelHeld(id string) {
+// onCancelSignal handles a message on drover.control.cancel.*.
+func (w *Worker) onCancelSignal(m *nats.Msg) {
+	sig, err := queue.DecodeCancelSignal(m.Subject, m.Data)
+	if err != nil {
+		w.ignoredSignal(m.Subject, err)
+		return
+	}
+	w.cancelHeld(sig)
+}
+
+// cancelHeld stops the CLI of the attempt a stop signal names, if it is
+// held here.
+func (w *Worker) cancelHeld(sig queue.CancelSignal) {
 	w.mu.Lock()
-	h := w.running[id]
+	h := w.running[sig.Attempt]
 	w.mu.Unlock()
 	if h != nil {
 		h.once.Do(func() {
-			w.log.Info("cancel signal: stopping attempt", "attempt", id)
+			w.log.Info("cancel signal: stopping attempt", "attempt", sig.Attempt, "by", sig.By, "reason", sig.Reason)
+			h.why = sig.Reason
+			if h.why == "" {
+				h.why = "cancelled by the " + sig.By
+			}
 			close(h.cancel)
 		})
 	}
+}
+
+// ignoredSignal counts a stop signal that was not obeyed, and says so in
+// the log at most once a minute: junk must not flood it either.
+func (w *Worker) ignoredSignal(subject string, err error) {
+	w.m.ignoredSignals.Add(context.Background(), 1)
+	n := w.ignored.Add(1)
+	now := w.now()
+	w.mu.Lock()
+	quiet := now.Sub(w.ignoredLogged) < time.Minute
+	if !quiet {
+		w.ignoredLogged = now
+	}
+	w.mu.Unlock()
+	if !quiet {
+		w.log.Warn("cancel signal ignored", "subject", truncate(subject, 200), "err", err, "ignored_so_far", n)
+	}
+}
+
+// truncate cuts s to at most n bytes for a log line.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
 
 func (w *Worker) unhold(id string) {

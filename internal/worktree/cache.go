@@ -345,6 +345,13 @@ func (c *Cache) sync(ctx context.Context, r *repo, asked time.Time, want refspec
 		return nil
 	}
 	start := time.Now()
+	if dir, ok := LocalPath(r.url); ok {
+		// A local repository that is not there: say so plainly, and
+		// never retry it (git would say it is no repository).
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			return &RepoNotFoundError{RepoURL: r.url, Err: err}
+		}
+	}
 	if !r.ready {
 		_, err := os.Stat(r.dir)
 		switch {
@@ -464,6 +471,9 @@ func (c *Cache) fetchRefspecs(ctx context.Context, r *repo, gitDir string, specs
 		"--no-recurse-submodules", "origin"}
 	args = append(args, specs...)
 	if _, err := c.run(ctx, gitRun{args: args}); err != nil {
+		if err := classifyFetch(r.url, err); errors.Is(err, ErrRepoNotFound) {
+			return err
+		}
 		return fmt.Errorf("worktree: fetch %s: %w", r.url, err)
 	}
 	return nil
@@ -554,7 +564,7 @@ func baseBranchRef(base string) string {
 // branch; otherwise a remote branch, then a tag, then a raw commit sha.
 // Caller holds r's lock.
 func (c *Cache) resolveBase(ctx context.Context, r *repo, base string) (string, error) {
-	notFound := &RevisionNotFoundError{RepoURL: r.url, Revision: base}
+	notFound := &RevisionNotFoundError{RepoURL: r.url, Revision: base, Base: true}
 	if base == "" || base == "HEAD" {
 		base = "HEAD"
 		notFound.Revision = base

@@ -3,6 +3,7 @@ package worktree
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -14,6 +15,15 @@ var (
 	// ErrRevisionNotFound means a base revision or merge branch does not
 	// exist in the repository, even after fetching.
 	ErrRevisionNotFound = errors.New("worktree: revision not found")
+	// ErrBaseNotFound means the base revision does not exist in the
+	// repository, even after fetching (a RevisionNotFoundError with Base):
+	// running again will not make it exist.
+	ErrBaseNotFound = errors.New("worktree: base revision not found")
+	// ErrRepoNotFound means the repository does not exist: a local path
+	// that is not there or holds no repository, or a server that answers
+	// it has none. Unlike a network failure (refused, timed out, a name
+	// that does not resolve), trying again will not help.
+	ErrRepoNotFound = errors.New("worktree: repository not found")
 	// ErrRefMismatch means a merge branch exists but is not at the commit
 	// the caller expected (it moved since the result was recorded).
 	ErrRefMismatch = errors.New("worktree: ref not at expected commit")
@@ -91,13 +101,69 @@ func (e *MergeConflictError) Unwrap() error { return ErrMergeConflict }
 type RevisionNotFoundError struct {
 	RepoURL  string
 	Revision string
+	Base     bool // the revision is the base a worktree starts from
 }
 
 func (e *RevisionNotFoundError) Error() string {
-	return fmt.Sprintf("worktree: revision %q not found in %s", e.Revision, e.RepoURL)
+	what := "revision"
+	if e.Base {
+		what = "base revision"
+	}
+	return fmt.Sprintf("worktree: %s %q not found in %s", what, e.Revision, e.RepoURL)
 }
 
-func (e *RevisionNotFoundError) Unwrap() error { return ErrRevisionNotFound }
+func (e *RevisionNotFoundError) Unwrap() []error {
+	if e.Base {
+		return []error{ErrRevisionNotFound, ErrBaseNotFound}
+	}
+	return []error{ErrRevisionNotFound}
+}
+
+// RepoNotFoundError is a repository that does not exist, with what said so.
+type RepoNotFoundError struct {
+	RepoURL string
+	Err     error // git's failure, or the file system's
+}
+
+func (e *RepoNotFoundError) Error() string {
+	why := e.Err.Error()
+	var ge *GitError
+	if errors.As(e.Err, &ge) && ge.Stderr != "" {
+		why, _, _ = strings.Cut(ge.Stderr, "\n") // git's first word on it
+	}
+	return fmt.Sprintf("worktree: repository %s does not exist (%s)", e.RepoURL, why)
+}
+
+func (e *RepoNotFoundError) Unwrap() []error { return []error{ErrRepoNotFound, e.Err} }
+
+// repoMissing holds git's words (LC_ALL=C, see baseEnv) for a repository
+// that is not there, as opposed to one that cannot be reached now. It is
+// the one place Drover reads git's messages for a class; the tests run
+// real git against each case.
+var repoMissing = []*regexp.Regexp{
+	// A local path, file:// URL or ssh path that holds no repository.
+	regexp.MustCompile(`does not appear to be a git repository`),
+	// Smart HTTP answering 404 (git's own words, then a forge's).
+	regexp.MustCompile(`(?m)^fatal: repository '[^']*' not found$`),
+	regexp.MustCompile(`(?m)^remote: Repository not found\.?$`),
+}
+
+// classifyFetch makes a failed fetch of repoURL a RepoNotFoundError when
+// git says the repository is not there; anything else (refused, timed out,
+// a name that does not resolve, a server error) stays as it is, to be
+// tried again.
+func classifyFetch(repoURL string, err error) error {
+	var ge *GitError
+	if !errors.As(err, &ge) || ge.ExitCode < 0 {
+		return err
+	}
+	for _, re := range repoMissing {
+		if re.MatchString(ge.Stderr) {
+			return &RepoNotFoundError{RepoURL: repoURL, Err: err}
+		}
+	}
+	return err
+}
 
 // RefMismatchError reports a merge branch that is not at the expected commit.
 type RefMismatchError struct {

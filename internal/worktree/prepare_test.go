@@ -193,11 +193,11 @@ func TestPrepareUnreachableRepoLeavesNoCache(t *testing.T) {
 	t.Parallel()
 	cacheDir := t.TempDir()
 	c := newTestCacheIn(t, cacheDir)
-	missing := filepath.Join(t.TempDir(), "does-not-exist.git")
+	missing := t.TempDir() // there, but no repository: git is asked, and fails
 	_, err := c.Prepare(context.Background(), PrepareOptions{RepoURL: missing, Base: mainBranch, Branch: "drover/u/1", Path: wtPath(t)})
 	var ge *GitError
-	if !errors.As(err, &ge) {
-		t.Fatalf("err = %v, want *GitError", err)
+	if !errors.As(err, &ge) || !errors.Is(err, ErrRepoNotFound) {
+		t.Fatalf("err = %v, want a *GitError saying the repository is not there", err)
 	}
 	if ge.ExitCode <= 0 || ge.Stderr == "" || len(ge.Stderr) > maxStderr {
 		t.Errorf("GitError = %+v, want exit code, bounded stderr", ge)

@@ -87,7 +87,9 @@ func (sc *Scenario) AddDiamond(tb testing.TB, fid string, o DiamondOpts) {
 		w(event.AdapterInitialized, event.AdapterInitializedData{Adapter: "demo", Binary: "/bin/demo"})
 		w(event.PrepareCompleted, event.PrepareCompletedData{Worktree: "/wt/" + id, Branch: "b", BaseCommit: "base", Baseline: "base"})
 		if o.BadPhase && task == "a" {
-			prev = sc.Add(tb, []int{prev}, "bad-start:"+id, event.RuntimeStarted, at(), fid, task, id, epoch, map[string]any{"pid": "nope"})
+			// Poison under the id of the good one that follows: poison
+			// marks no id seen.
+			prev = sc.Add(tb, []int{prev}, fmt.Sprintf("%s:%s:%d", event.RuntimeStarted, id, epoch), event.RuntimeStarted, at(), fid, task, id, epoch, map[string]any{"pid": "nope"})
 		}
 		w(event.RuntimeStarted, event.RuntimeStartedData{Pid: 100 + int(epoch), Argv: []string{"demo"}})
 		w(event.RuntimeExited, event.RuntimeExitedData{Outcome: "exited", DurationMS: 5})
@@ -135,7 +137,8 @@ func (sc *Scenario) AddDiamond(tb testing.TB, fid string, o DiamondOpts) {
 	repC := worker("c", 1, schedC, true, "cc")
 	schedD := schedule("d", []int{repC}, []event.DepResult{{Task: "c", Commit: "cc"}})
 	repD := worker("d", 1, schedD, true, "cd")
-	sc.Add(tb, []int{repD}, "flow_completed:"+fid, event.FlowCompleted, at(), fid, "", "", 0, event.FlowCompletedData{State: drovertype.FlowSucceeded})
+	built := integrate(tb, sc, []int{repD}, fid, 1, at, nil)
+	sc.Add(tb, []int{built}, "flow_completed:"+fid, event.FlowCompleted, at(), fid, "", "", 0, event.FlowCompletedData{State: drovertype.FlowSucceeded})
 }
 
 // StandardScenario is a few flows covering success, failure, takeover and
@@ -342,12 +345,19 @@ func (b *FlowBuilder) fail(deps []int, task string, n int, class drovertype.Erro
 // integrate adds integration n of the flow and its result, and the flow's
 // completion (round n-1) after it.
 func (b *FlowBuilder) integrate(deps []int, n int, state drovertype.FlowState, merge ...event.DepResult) int {
-	branch := fmt.Sprintf("drover/%s/integration/%d", b.fid, n)
-	sched := b.add(deps, fmt.Sprintf("integration_scheduled:%s:%d", b.fid, n), event.IntegrationScheduled, "", "", 0,
-		event.IntegrationScheduledData{N: n, Branch: branch, Runtime: "demo", Pool: "default", Merge: merge})
-	done := b.add([]int{sched}, fmt.Sprintf("flow_integrated:%s:%d", b.fid, n), event.FlowIntegrated, "", "", 0,
-		event.FlowIntegratedData{N: n, Branch: branch, Commit: fmt.Sprintf("i%d", n)})
+	done := integrate(b.tb, b.sc, deps, b.fid, n, func() time.Time { b.clock++; return BaseTime.Add(time.Duration(b.clock) * time.Second) }, merge)
 	return b.complete([]int{done}, n-1, state)
+}
+
+// integrate adds the controller's integration_scheduled of build n of a
+// flow, and a worker's flow_integrated of it at epoch 1.
+func integrate(tb testing.TB, sc *Scenario, deps []int, fid string, n int, at func() time.Time, merge []event.DepResult) int {
+	branch := drovertype.IntegrationBranch(fid, n)
+	sched := sc.Add(tb, deps, drovertype.EventID(event.IntegrationScheduled, fmt.Sprintf("%s:%d", fid, n)), event.IntegrationScheduled, at(),
+		fid, "", "", 0, event.IntegrationScheduledData{N: n, Branch: branch, Runtime: "demo", Pool: "default", Merge: merge})
+	build := drovertype.IntegrationID(fid, n)
+	return sc.Add(tb, []int{sched}, drovertype.ClaimEventID(event.FlowIntegrated, build, 1), event.FlowIntegrated, at(),
+		fid, "", build, 1, event.FlowIntegratedData{N: n, Branch: branch, Commit: fmt.Sprintf("i%d", n)})
 }
 
 func (b *FlowBuilder) complete(deps []int, round int, state drovertype.FlowState) int {

@@ -66,11 +66,29 @@ func DefaultID(typ event.Type, flowID, attempt string, epoch uint64, key string)
 	return drovertype.EventID(typ, about)
 }
 
+// Subject is the subject a message is published on, as queue.PublishEvent
+// publishes an event: drover.events.<flow>.<type> of its envelope, when it
+// has one with a flow and a type; JunkSubject otherwise.
+func Subject(raw []byte) string {
+	var env struct {
+		Flow string     `json:"flow"`
+		Type event.Type `json:"type"`
+	}
+	if json.Unmarshal(raw, &env) != nil || env.Flow == "" || env.Type == "" {
+		return JunkSubject
+	}
+	return event.Subject(env.Flow, env.Type)
+}
+
+// JunkSubject is where the test streams publish what has no envelope.
+const JunkSubject = event.SubjectPrefix + "junk.junk"
+
 // Message is one message of a test stream, built from a datadriven directive.
 type Message struct {
-	Seq    uint64 // 0: the next sequence
-	Raw    []byte
-	Commit bool
+	Seq     uint64 // 0: the next sequence
+	Subject string // where it was published
+	Raw     []byte
+	Commit  bool
 }
 
 // BuildMessage turns a submit, event or raw directive into the bytes of one
@@ -110,6 +128,9 @@ func BuildMessage(tb testing.TB, d *datadriven.TestData, next uint64) Message {
 		if err := dec.Decode(&spec); err != nil {
 			tb.Fatalf("%s: spec: %v", d.Pos, err)
 		}
+		if spec.Base == "" {
+			spec.Base = flow.DefaultBase // as Parse and the submit API leave it
+		}
 		id := str("id")
 		if id == "" {
 			id = DefaultID(event.FlowSubmitted, flowID, "", 0, "")
@@ -147,7 +168,7 @@ func BuildMessage(tb testing.TB, d *datadriven.TestData, next uint64) Message {
 			// An otherwise valid flow submission padded to exactly size bytes.
 			var size int
 			d.ScanArgs(tb, "size", &size)
-			head := `{"v":1,"id":"big","type":"flow_submitted","flow":"big","data":{"spec":{"name":"big","tasks":[]},"pad":"`
+			head := `{"v":1,"id":"flow_submitted:big","type":"flow_submitted","flow":"big","data":{"spec":{"name":"big","repo":"/r","base":"HEAD","runtime":"demo","tasks":[{"id":"a","prompt":"p"}]},"pad":"`
 			tail := `"}}`
 			if size < len(head)+len(tail) {
 				tb.Fatalf("%s: size %d too small", d.Pos, size)
@@ -164,6 +185,10 @@ func BuildMessage(tb testing.TB, d *datadriven.TestData, next uint64) Message {
 		}
 	default:
 		tb.Fatalf("%s: not a Message: %s", d.Pos, d.Cmd)
+	}
+	m.Subject = Subject(m.Raw)
+	if d.HasArg("subject") {
+		d.ScanArgs(tb, "subject", &m.Subject)
 	}
 	return m
 }
@@ -269,16 +294,25 @@ func OpenMemStore(tb testing.TB, fs vfs.FS) *store.Store {
 	return s
 }
 
-// FoldStream folds a stream (sequence -> message) into a fresh in-memory
-// store in one batch, the way `controller rebuild` does.
+// FoldStream folds a stream (sequence -> message, each on its Subject) into
+// a fresh in-memory store in one batch, the way `controller rebuild` does.
 func FoldStream(tb testing.TB, stream map[uint64][]byte, upTo uint64) *store.Store {
+	return FoldStreamOn(tb, stream, nil, upTo)
+}
+
+// FoldStreamOn is FoldStream with the subjects of some messages given.
+func FoldStreamOn(tb testing.TB, stream map[uint64][]byte, subjects map[uint64]string, upTo uint64) *store.Store {
 	tb.Helper()
 	s := OpenMemStore(tb, vfs.NewMem())
 	for _, seq := range slices.Sorted(maps.Keys(stream)) {
 		if seq > upTo {
 			break
 		}
-		s.Stage(seq, stream[seq])
+		subject, ok := subjects[seq]
+		if !ok {
+			subject = Subject(stream[seq])
+		}
+		s.Stage(seq, subject, stream[seq])
 	}
 	if err := s.Commit(); err != nil {
 		tb.Fatalf("commit: %v", err)

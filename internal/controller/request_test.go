@@ -1,0 +1,275 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/objstore"
+	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/store"
+)
+
+// TestAPIRefusesBadRequests sends each API subject what a careless or
+// hostile client might, as raw bytes past the Client's own checks, and
+// checks the controller's answer word for word, and that nothing was
+// recorded: the stream has no new event and the projection is unchanged.
+func TestAPIRefusesBadRequests(t *testing.T) {
+	h := newHarness(t)
+	h.start(filepath.Join(t.TempDir(), "state"))
+	id, att := h.submitOne()
+	h.waitFor("the attempt to be scheduled", func(st *projection.State) bool { return st.Attempts[att] != nil })
+	for deadline := time.Now().Add(10 * time.Second); h.jobs() != 1; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the job was not published")
+		}
+	}
+
+	good := func(mutate func(m map[string]any)) string {
+		task := map[string]any{"id": "a", "prompt": "p"}
+		spec := map[string]any{"name": "f", "repo": "/srv/repo.git", "base": "main", "runtime": "demo",
+			"tasks": []any{task}}
+		if mutate != nil {
+			mutate(spec)
+		}
+		b, _ := json.Marshal(map[string]any{"spec": spec})
+		return string(b)
+	}
+	taskFields := "id, prompt, depends_on, runtime, model, args, validator, review, retry, timeout, verify, verify_timeout, scope, budget"
+	long := strings.Repeat("x", maxReason+1)
+	cases := []struct {
+		name, subject, body string
+		header              nats.Header
+		want                string
+	}{
+		// submit: the flow is read as Parse reads a file.
+		{"submit misspelt field", SubjectSubmit, good(func(m map[string]any) {
+			m["tasks"] = []any{map[string]any{"id": "a", "prompt": "p"}, map[string]any{"id": "b", "prompt": "p", "depend_on": []string{"a"}}}
+		}), nil, "tasks[1].depend_on: unknown field (known fields: " + taskFields + ")"},
+		{"submit without base", SubjectSubmit, good(func(m map[string]any) { delete(m, "base") }), nil,
+			"base: required: the revision tasks start from (a flow file without one gets HEAD)"},
+		{"submit unknown runtime", SubjectSubmit, good(func(m map[string]any) { m["runtime"] = "nosuch" }), nil,
+			`runtime: unknown runtime "nosuch": it is not configured`},
+		{"submit bad task id", SubjectSubmit, good(func(m map[string]any) {
+			m["tasks"] = []any{map[string]any{"id": "a.b", "prompt": "p"}}
+		}), nil, `tasks[0].id: "a.b" contains '.'; only ASCII letters, digits and '-' are allowed`},
+		{"submit invalid name", SubjectSubmit, good(func(m map[string]any) { m["name"] = "../x" }), nil,
+			`name: "../x" contains '.'; only ASCII letters, digits and '-' are allowed`},
+		{"submit relative repo", SubjectSubmit, good(func(m map[string]any) { m["repo"] = "repo.git" }), nil,
+			`repo: local path "repo.git" is relative; send it absolute (controller submit does)`},
+		{"submit several problems", SubjectSubmit, good(func(m map[string]any) {
+			delete(m, "base")
+			m["max_parallel"] = 2.5
+		}), nil, `max_parallel: must be a whole number, got a number ("2.5")` + "\n" +
+			"base: required: the revision tasks start from (a flow file without one gets HEAD)"},
+		{"submit unknown member", SubjectSubmit, `{"spec":{},"priority":1}`, nil,
+			`submit request: "priority": unknown field (known fields: spec)`},
+		{"submit no spec", SubjectSubmit, `{}`, nil, "submit request: spec: required: the flow to submit"},
+		{"submit not JSON", SubjectSubmit, `spec: {}`, nil, "submit request: invalid JSON: invalid character 's' at start of value"},
+		{"submit a list", SubjectSubmit, `[]`, nil, "submit request: must be a JSON object, got a list"},
+		{"submit bogus transfer", SubjectSubmit, ``, nats.Header{objstore.TransferHeader: {"../../etc/passwd"}},
+			`request body: objstore: "../../etc/passwd" is not a transfer name`},
+		{"submit missing transfer", SubjectSubmit, ``, nats.Header{objstore.TransferHeader: {strings.Repeat("ab", 16)}},
+			"request body: objstore: get transfer " + strings.Repeat("ab", 16) + ": nats: object not found"},
+
+		// status
+		{"status bad flow", SubjectStatus, `{"flow":"a.b"}`, nil,
+			`status request: flow: invalid id: "a.b" contains '.'; only ASCII letters, digits and '-' are allowed`},
+		{"status wildcard", SubjectStatus, `{"flow":"*"}`, nil,
+			`status request: flow: invalid id: "*" contains '*'; only ASCII letters, digits and '-' are allowed`},
+		{"status flow a number", SubjectStatus, `{"flow":7}`, nil, "status request: flow: must be a string, got a number"},
+		{"status unknown member", SubjectStatus, `{"flw":"x"}`, nil, `status request: "flw": unknown field (known fields: flow)`},
+		{"status twice", SubjectStatus, `{"flow":"a","flow":"b"}`, nil, "status request: flow: field is set twice"},
+		{"status trailing", SubjectStatus, `{} {}`, nil, "status request: invalid JSON: more after the request's object"},
+		{"status by transfer", SubjectStatus, ``, nats.Header{objstore.TransferHeader: {strings.Repeat("ab", 16)}},
+			fmt.Sprintf("this request is at most %d bytes and is not sent by transfer", maxRequestSize)},
+		{"status too large", SubjectStatus, `{"flow":"` + strings.Repeat("a", maxRequestSize) + `"}`, nil,
+			fmt.Sprintf("request of %d bytes; the limit is %d", maxRequestSize+11, maxRequestSize)},
+
+		// rebuild
+		{"rebuild with a field", SubjectRebuild, `{"force":true}`, nil, `rebuild request: "force": unknown field (the request has no fields)`},
+
+		// operator requests
+		{"cancel bad attempt", SubjectCancel, `{"target":"` + id + `_a_0"}`, nil,
+			`cancel request: target: invalid id: "` + id + `_a_0" is not an attempt id: the attempt number is not a number from 1 (an attempt id is FLOW_TASK_N)`},
+		{"cancel integration", SubjectCancel, `{"target":"` + drovertype.IntegrationID(id, 1) + `"}`, nil,
+			`cancel request: target: "` + drovertype.IntegrationID(id, 1) + `" is a build of the flow's integration branch, not an attempt of a task`},
+		{"cancel no target", SubjectCancel, `{"reason":"x"}`, nil, "cancel request: target: required: FLOW, FLOW/TASK or an attempt id"},
+		{"cancel subject wildcard", SubjectCancel, `{"target":"` + id + `/>"}`, nil,
+			`cancel request: target: task id ">": invalid id: ">" contains '>'; only ASCII letters, digits and '-' are allowed`},
+		{"cancel long reason", SubjectCancel, `{"target":"` + id + `","reason":"` + long + `"}`, nil,
+			fmt.Sprintf("cancel request: reason: %d bytes; the limit is %d", maxReason+1, maxReason)},
+		{"cancel escape in reason", SubjectCancel, `{"target":"` + id + `","reason":"ok\u001b[2J"}`, nil,
+			"cancel request: reason: contains control characters; write one line of text"},
+		{"cancel reason a list", SubjectCancel, `{"target":"` + id + `","reason":["x"]}`, nil,
+			"cancel request: reason: must be a string, got a list"},
+		{"retry misspelt member", SubjectRetry, `{"targt":"` + id + `/a"}`, nil,
+			`retry request: "targt": unknown field (known fields: target, reason)`},
+		{"pause twice", SubjectPause, `{"target":"` + id + `","target":"x"}`, nil, "pause request: target: field is set twice"},
+		{"resume not JSON", SubjectResume, "\xff", nil, "resume request: invalid JSON: invalid character '\\xff' at start of value"},
+
+		// report
+		{"report of a flow", SubjectReport, `{"attempt":"` + id + `"}`, nil,
+			`report request: attempt: "` + id + `" is not an attempt id (FLOW_TASK_N)`},
+		{"report no attempt", SubjectReport, `{}`, nil, "report request: attempt: required: an attempt id (FLOW_TASK_N)"},
+
+		// resolve
+		{"resolve nothing", SubjectResolve, `{"task":"a"}`, nil, "resolve request: flow or spec: required: a submitted flow's id or a flow"},
+		{"resolve both", SubjectResolve, `{"flow":"` + id + `","spec":` + strings.TrimSuffix(strings.TrimPrefix(good(nil), `{"spec":`), "}") + `}`, nil,
+			"resolve request: flow and spec are both set: resolve one or the other"},
+		{"resolve bad spec", SubjectResolve, strings.Replace(good(func(m map[string]any) { m["timeout"] = "90" }), `"spec"`, `"spec"`, 1), nil,
+			`timeout: invalid duration "90": want a Go duration like "90s" or "10m"`},
+		{"resolve bad task", SubjectResolve, `{"flow":"` + id + `","task":"a/b"}`, nil,
+			`resolve request: task: invalid id: "a/b" contains '/'; only ASCII letters, digits and '-' are allowed`},
+	}
+
+	before, seq := h.snapshot()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			msg := nats.NewMsg(tc.subject)
+			msg.Data = []byte(tc.body)
+			for k, v := range tc.header {
+				msg.Header[k] = v
+			}
+			reply, err := h.nc.RequestMsg(msg, 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if code := reply.Header.Get(micro.ErrorCodeHeader); code != CodeBadRequest {
+				t.Errorf("code %q (%s), want %s", code, reply.Header.Get(micro.ErrorHeader), CodeBadRequest)
+			}
+			if got := string(reply.Data); got != tc.want {
+				t.Errorf("answer:\n%s\nwant:\n%s", got, tc.want)
+			}
+			after, afterSeq := h.snapshot()
+			if afterSeq != seq {
+				t.Errorf("the events stream went from sequence %d to %d", seq, afterSeq)
+			}
+			if after != before {
+				t.Errorf("the projection changed")
+			}
+		})
+	}
+}
+
+// snapshot returns the committed projection, dumped, and the events
+// stream's last sequence.
+func (h *harness) snapshot() (string, uint64) {
+	h.t.Helper()
+	s, err := h.js.Stream(context.Background(), queue.EventsStream)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.waitFor("the fold to catch up", func(*projection.State) bool { return h.store.Applied() >= info.State.LastSeq })
+	if err := h.store.Commit(); err != nil {
+		h.t.Fatal(err)
+	}
+	snap, _ := h.store.Snapshot()
+	defer snap.Close()
+	dump, err := store.Dump(snap)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return dump, info.State.LastSeq
+}
+
+// TestClientChecksFirst: the Client refuses what the controller would, in
+// its words, without sending anything.
+func TestClientChecksFirst(t *testing.T) {
+	cl := &Client{} // no connection: nothing may be sent
+	ctx := context.Background()
+	check := func(err error, want string) {
+		t.Helper()
+		var apiErr *APIError
+		if !errors.As(err, &apiErr) || apiErr.Code != CodeBadRequest || apiErr.Message != want {
+			t.Errorf("got %v, want a bad request %q", err, want)
+		}
+	}
+	_, err := cl.Cancel(ctx, "f_t_x", "")
+	check(err, `cancel request: target: invalid id: "f_t_x" is not an attempt id: the attempt number is not a number from 1 (an attempt id is FLOW_TASK_N)`)
+	_, err = cl.Pause(ctx, "f", "bad\x00reason")
+	check(err, "pause request: reason: contains control characters; write one line of text")
+	_, err = cl.Status(ctx, "f.>")
+	check(err, `status request: flow: invalid id: "f.>" contains '.'; only ASCII letters, digits and '-' are allowed`)
+	_, err = cl.Report(ctx, "f/t")
+	check(err, `report request: attempt: "f/t" is not an attempt id (FLOW_TASK_N)`)
+	_, err = cl.Submit(ctx, &flow.Spec{Name: "f", Repo: "/r", Runtime: "demo", Tasks: []flow.Task{{ID: "a", Prompt: "p"}}})
+	check(err, "base: required: the revision tasks start from (a flow file without one gets HEAD)")
+	_, err = cl.Resolve(ctx, ResolveRequest{})
+	check(err, "resolve request: flow or spec: required: a submitted flow's id or a flow")
+}
+
+// FuzzAPIRequests feeds every request decoder the same bytes: none panics,
+// each refusal is a bad request, and whatever is accepted holds only valid
+// ids (they become subjects and keys) and, for a flow, a complete one.
+func FuzzAPIRequests(f *testing.F) {
+	for _, s := range []string{
+		`{"spec":{"name":"f","repo":"/r","base":"HEAD","runtime":"demo","tasks":[{"id":"a","prompt":"p"}]}}`,
+		`{"flow":"f"}`, `{"target":"f_a_1","reason":"x"}`, `{"target":"f/a"}`, `{"attempt":"f_a_1"}`,
+		`{"flow":"f","task":"a"}`, `{}`, ``, `{"target":"f__integrate_1"}`, `{"a":1,"a":2}`, "\xff",
+	} {
+		f.Add([]byte(s))
+	}
+	opts := flow.Options{KnownRuntime: func(n string) bool { return n == "demo" }}
+	bad := func(t *testing.T, err error) {
+		var re *requestError
+		if !errors.As(err, &re) {
+			t.Fatalf("refusal %v (%T) is not a bad request", err, err)
+		}
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if spec, err := decodeSubmit(body, opts); err != nil {
+			bad(t, err)
+		} else if err := spec.Validate(flow.Options{Complete: true}); err != nil {
+			t.Fatalf("accepted spec does not validate: %v", err)
+		}
+		if r, err := decodeStatus(body); err != nil {
+			bad(t, err)
+		} else if r.Flow != "" && drovertype.ValidID(r.Flow) != nil {
+			t.Fatalf("status of %q accepted", r.Flow)
+		}
+		if err := decodeRebuild(body); err != nil {
+			bad(t, err)
+		}
+		for _, what := range []string{"cancel", "retry", "pause", "resume"} {
+			r, tg, err := decodeOperator(what, body)
+			if err != nil {
+				bad(t, err)
+				continue
+			}
+			if drovertype.ValidID(tg.Flow) != nil || tg.Task != "" && drovertype.ValidID(tg.Task) != nil || len(r.Reason) > maxReason {
+				t.Fatalf("%s of %+v accepted", what, r)
+			}
+			if tg.Attempt != "" {
+				if fl, task, _, err := drovertype.ParseAttemptID(tg.Attempt); err != nil || fl != tg.Flow || task != tg.Task {
+					t.Fatalf("attempt target %+v", tg)
+				}
+			}
+		}
+		if r, err := decodeReport(body); err != nil {
+			bad(t, err)
+		} else if _, task, _, err := drovertype.ParseAttemptID(r.Attempt); err != nil || task == "" {
+			t.Fatalf("report of %q accepted", r.Attempt)
+		}
+		if r, err := decodeResolve(body, opts); err != nil {
+			bad(t, err)
+		} else if (r.Flow == "") == (r.Spec == nil) {
+			t.Fatalf("resolve %+v accepted", r)
+		}
+	})
+}
