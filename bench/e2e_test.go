@@ -91,6 +91,8 @@ func claudeEnv() []string {
 		"DROVER_WORKER_RUNTIMES=claude-code",
 		"DROVER_RUNTIMES_CLAUDE_CODE_BINARY=" + filepath.Join(bin, "claude"),
 		"DROVER_RUNTIMES_CLAUDE_CODE_ENV=DEMO_AGENT_TRANSCRIPTS=" + transcripts,
+		// Confined (the default), the fake may read its transcripts.
+		"DROVER_RUNTIMES_CLAUDE_CODE_SANDBOX_READ=" + transcripts,
 		// claude refuses to skip permissions as root unless sandboxed.
 		"IS_SANDBOX=1",
 	}

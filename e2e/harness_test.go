@@ -53,6 +53,13 @@ func TestMain(m *testing.M) {
 		fmt.Println("e2e: build nats-server:", err)
 		os.Exit(1)
 	}
+	// A kernel without Landlock, for the processes started under it.
+	cmd = exec.Command("go", "build", "-o", filepath.Join(dir, "nolandlock"), "./testdata/nolandlock")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Println("e2e: build nolandlock:", err)
+		os.Exit(1)
+	}
 	bin = dir
 	code := m.Run()
 	os.RemoveAll(dir)

@@ -34,7 +34,8 @@ func personaEnv(t *testing.T, clis map[string]string) []string {
 			t.Fatal(err)
 		}
 		key := "DROVER_RUNTIMES_" + strings.ToUpper(strings.ReplaceAll(runtime, "-", "_"))
-		env = append(env, key+"_BINARY="+link, key+"_ENV=DEMO_AGENT_TRANSCRIPTS="+transcripts)
+		env = append(env, key+"_BINARY="+link, key+"_ENV=DEMO_AGENT_TRANSCRIPTS="+transcripts,
+			key+"_SANDBOX_READ="+transcripts) // confined, the fake reads its transcripts there
 	}
 	// claude refuses to skip permissions as root unless told it is sandboxed.
 	return append(env, "IS_SANDBOX=1")

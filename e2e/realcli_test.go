@@ -13,6 +13,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/sandbox"
 )
 
 // The real CLIs this test installs from npm: the versions docs/runtimes.md
@@ -72,11 +73,15 @@ wire_api = "responses"
 	runtimes := []string{
 		"DROVER_RUNTIMES_CLAUDE_CODE_BINARY=" + clis.claude,
 		"DROVER_RUNTIMES_CODEX_BINARY=" + clis.codex,
+		// Confined, codex may connect to its model's port: its provider's
+		// base_url is in config.toml, whose port Drover does not read
+		// (claude's is ANTHROPIC_BASE_URL, whose port is allowed by itself).
+		"DROVER_RUNTIMES_CODEX_SANDBOX_CONNECT=" + mock.URL(),
 	}
 	c := startController(t, runtimes...)
 	c.startWorker("worker-1", 2, append(runtimes,
 		"DROVER_WORKER_RUNTIMES=claude-code,codex",
-		"HOME="+t.TempDir(), // the CLIs run with the worker's HOME: a fresh one
+		"HOME="+t.TempDir(), // the worker's HOME, a fresh one; each CLI gets a HOME of its own, confined
 		// Passed through by the built-in claude-code runtime.
 		"ANTHROPIC_BASE_URL="+mock.URL(),
 		"ANTHROPIC_API_KEY=sk-ant-mock-key",
@@ -121,7 +126,10 @@ wire_api = "responses"
 		if task == nil || a == nil || a.Report == nil {
 			t.Fatalf("%s: no task or attempt report: %+v %+v", id, task, a)
 		}
-		t.Logf("  %s: %s in %d ms, usage %+v, final text %q", id, task.State, a.Report.DurationMS, a.Report.Usage, a.Report.FinalText)
+		t.Logf("  %s: %s in %d ms, usage %+v, final text %q, sandbox %q", id, task.State, a.Report.DurationMS, a.Report.Usage, a.Report.FinalText, a.Report.Sandbox)
+		if sandbox.Probe().Usable() == nil && !strings.HasPrefix(a.Report.Sandbox, "landlock ABI") {
+			t.Errorf("%s ran unconfined on a kernel that confines: sandbox %q", id, a.Report.Sandbox)
+		}
 		if task.State != drovertype.TaskSucceeded {
 			rep := c.report(a.ID)
 			t.Errorf("%s: state %s (error %+v)\nstdout:\n%s\nstderr:\n%s", id, task.State, task.Error,

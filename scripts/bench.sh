@@ -9,10 +9,10 @@
 # Counts and the scale scenario's size can be changed:
 #   BENCH_COUNT_E2E (3) BENCH_COUNT_FOLD (5) BENCH_COUNT_CLAIM (3)
 #   BENCH_COUNT_FLOOD (3) BENCH_COUNT_SCALE (2) BENCH_SCALE_TASKS (1000)
-#   BENCH_COUNT_CONSOLE (3) BENCH_COUNT_NATIVE (3) BENCH_COUNT_NATIVE_E2E (2)
+#   BENCH_COUNT_CONSOLE (3) BENCH_COUNT_NATIVE (3) BENCH_COUNT_NATIVE_E2E (2) BENCH_COUNT_SANDBOX (3)
 # and each scenario's size by its DROVER_BENCH_* variable (see bench/doc.go).
 # BENCH_ONLY="scale e2e" runs only those scenarios (fold, claim, flood, scale,
-# e2e, console, native, micro); `make bench-scale` runs the scale scenario as the issue
+# e2e, console, native, sandbox, micro); `make bench-scale` runs the scale scenario as the issue
 # specifies it, 10,000 vs 1,000 tasks, which takes longer than the rest.
 #
 # Repositories, repo caches and worktrees go to BENCH_WORKDIR, by default
@@ -36,13 +36,16 @@ trap 'rm -rf "$bindir"' EXIT
 "$GO" build -o "$bindir/" ./cmd/controller ./cmd/worker ./cmd/demo-agent
 ln -s "$bindir/demo-agent" "$bindir/claude"
 export DROVER_BENCH_BIN=$bindir
+# The sandbox's re-exec step is timed as the worker binary it really is
+# (internal/sandbox BenchmarkStart).
+export DROVER_BENCH_STEP=$bindir/worker
 if [ -z "${BENCH_WORKDIR+set}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then
 	BENCH_WORKDIR=/dev/shm/drover-bench
 fi
 export DROVER_BENCH_WORKDIR=${BENCH_WORKDIR:-}
 [ -z "$DROVER_BENCH_WORKDIR" ] || mkdir -p "$DROVER_BENCH_WORKDIR"
 
-only=" ${BENCH_ONLY:-fold claim flood scale e2e console native micro} "
+only=" ${BENCH_ONLY:-fold claim flood scale e2e console native sandbox micro} "
 want() { [[ "$only" == *" $1 "* ]]; }
 
 bench() { # PATTERN COUNT PACKAGE; BENCHTIME (default 1x) as go test takes it
@@ -75,6 +78,7 @@ if want native; then
 	bench 'BenchmarkMemoryPerAttempt$' "${BENCH_COUNT_NATIVE:-3}" ./internal/native/
 	bench 'BenchmarkNativeEndToEnd$' "${BENCH_COUNT_NATIVE_E2E:-2}" ./bench/
 fi
+want sandbox && bench 'BenchmarkSandbox$' "${BENCH_COUNT_SANDBOX:-3}" ./bench/
 # The packages' micro-benchmarks (publishing and fsync, tracing, parsing,
 # planning), at go test's default benchtime.
 if want micro; then
@@ -92,6 +96,7 @@ echo
 	-target 'ConsoleBrowser10k:load_ms<=2000' -target 'ConsoleBrowser10k:lag_ms<=2000' \
 	-target 'TurnOverhead:ms/turn<=5' -target 'MemoryPerAttempt:MB/attempt<=5' \
 	-target 'NativeEndToEnd:turn_ms<=5' -target 'NativeEndToEnd:rss_per_attempt_MB<=5' \
+	-target 'Sandbox:attempt_delta_ms<=5' \
 	"$out"
 echo
 echo "make bench took $(($(date +%s) - began)) s; raw output in $out"

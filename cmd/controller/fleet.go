@@ -55,7 +55,7 @@ func newWorkers() *cobra.Command {
 			// and versions are what a CLI printed: every field is escaped.
 			l := termsafe.Line
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "WORKER\tHOST\tPOOL\tBUSY\tRUNTIMES (healthy)\tLAST SEEN\tNOT CLAIMING")
+			fmt.Fprintln(tw, "WORKER\tHOST\tPOOL\tBUSY\tRUNTIMES (healthy)\tSANDBOX\tLAST SEEN\tNOT CLAIMING")
 			for _, w := range ws {
 				var rts []string
 				for _, r := range w.Runtimes {
@@ -63,8 +63,8 @@ func newWorkers() *cobra.Command {
 						rts = append(rts, runtimeLabel(r))
 					}
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s ago\t%s\n", l(w.ID), l(w.Host), l(w.Pool), w.Busy, w.Slots,
-					l(strings.Join(rts, ", ")), time.Since(w.Seen).Round(time.Second), l(w.NotClaiming))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s ago\t%s\n", l(w.ID), l(w.Host), l(w.Pool), w.Busy, w.Slots,
+					l(strings.Join(rts, ", ")), l(sandboxColumn(w.Sandbox)), time.Since(w.Seen).Round(time.Second), l(w.NotClaiming))
 			}
 			return tw.Flush()
 		},
@@ -232,6 +232,23 @@ func capabilities(raw json.RawMessage) string {
 		out = append(out, "models: "+strings.Join(c.AvailableModels, " "))
 	}
 	return strings.Join(out, ", ")
+}
+
+// sandboxColumn shortens a worker's sandbox state for the table: the
+// reason it is off or unavailable is in -o json and in NOT CLAIMING.
+func sandboxColumn(s string) string {
+	switch {
+	case s == "":
+		return "-" // a worker from before sandboxes
+	case strings.HasPrefix(s, "off"):
+		return "OFF"
+	case strings.HasPrefix(s, "unavailable"):
+		return "UNAVAILABLE"
+	}
+	if i := strings.IndexByte(s, ':'); i > 0 {
+		return s[:i] // "landlock ABI 7"
+	}
+	return s
 }
 
 // group is the RunE of a command that only groups others: alone it shows

@@ -21,10 +21,14 @@ import (
 	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/natsconn"
 	"github.com/drover-dev/drover/internal/readlimit"
+	"github.com/drover-dev/drover/internal/sandbox"
 	"github.com/drover-dev/drover/internal/termsafe"
 )
 
 func main() {
+	// The sandbox's re-exec step for `controller dev`'s local workers,
+	// where package stub could not run it before main.
+	sandbox.Main()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

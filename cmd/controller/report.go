@@ -106,6 +106,13 @@ func writeReport(w io.Writer, resp *controller.ReportResponse) {
 	for _, refused := range r.Refusals {
 		fmt.Fprintf(w, "refused: %s\n", l(refused))
 	}
+	if r.Sandbox != "" {
+		fmt.Fprintf(w, "sandbox: %s\n", l(r.Sandbox))
+	}
+	// What was denied is quoted from the CLI's output.
+	for _, d := range r.SandboxDenied {
+		fmt.Fprintf(w, "denied by the sandbox: %s\n", l(d))
+	}
 	for _, s := range []struct{ name, tail string }{{"stdout", r.StdoutTail}, {"stderr", r.StderrTail}} {
 		if s.tail == "" {
 			continue

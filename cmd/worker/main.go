@@ -18,6 +18,7 @@ import (
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/exitcode"
 	"github.com/drover-dev/drover/internal/readlimit"
+	"github.com/drover-dev/drover/internal/sandbox"
 	"github.com/drover-dev/drover/internal/startup"
 	"github.com/drover-dev/drover/internal/telemetry"
 	"github.com/drover-dev/drover/internal/termsafe"
@@ -26,6 +27,9 @@ import (
 )
 
 func main() {
+	// The sandbox's re-exec step, where package stub could not run it
+	// before main (it normally has, and the worker never gets here).
+	sandbox.Main()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -14,6 +14,7 @@ import (
 	"github.com/drover-dev/drover/internal/adapter"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/exitcode"
+	"github.com/drover-dev/drover/internal/sandbox"
 	"github.com/drover-dev/drover/internal/termsafe"
 	"github.com/drover-dev/drover/internal/worker"
 )
@@ -88,7 +89,7 @@ func newRuntime() *cobra.Command {
 	var hOutput string
 	health := &cobra.Command{
 		Use:     "health",
-		Short:   "Check each runtime here: binary found, executable, version (native: key set, endpoint answering, model known); exit 1 if none is healthy",
+		Short:   "Check each runtime here (binary found, executable, version; native: key set, endpoint answering, model known) and the sandbox; exit 1 if none is healthy or the sandbox is unavailable",
 		Example: "  worker runtime health\n  worker runtime health -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -101,12 +102,14 @@ func newRuntime() *cobra.Command {
 			}
 			var rows []*fleet.RuntimeHealth
 			healthy := 0
+			box, claims := worker.SandboxStatus(cfg, sandbox.Probe)
 			for _, name := range cfg.Worker.Runtimes {
 				ad, err := worker.NewAdapter(name, cfg.Runtimes[name])
 				if err != nil {
 					return err
 				}
 				h := worker.Fingerprint(cmd.Context(), name, cfg.Runtimes[name].Adapter, ad, time.Now())
+				h.Sandbox = box
 				if h.Healthy {
 					healthy++
 				}
@@ -117,6 +120,7 @@ func newRuntime() *cobra.Command {
 					return err
 				}
 			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "sandbox: %s\n\n", box)
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "RUNTIME\tHEALTHY\tVERSION\tBINARY / ENDPOINT / ERROR")
 				// Versions and errors are what the CLIs printed.
@@ -132,6 +136,9 @@ func newRuntime() *cobra.Command {
 			}
 			if healthy == 0 {
 				return exitcode.With(exitcode.Failed, fmt.Errorf("no runtime is healthy on this host"))
+			}
+			if !claims {
+				return exitcode.With(exitcode.Failed, fmt.Errorf("this host cannot confine CLIs, so a worker here claims nothing: %s", box))
 			}
 			return nil
 		},

@@ -66,7 +66,9 @@ type Info struct {
 type Input struct {
 	Prompt   string
 	Worktree string
-	// TempDir is private to the attempt: TMPDIR and prompt files go here.
+	// TempDir is private to the attempt: the CLI's TMPDIR and HOME are
+	// made in it, its prompt file goes in it, and nothing else of it is
+	// the CLI's (the attempt keeps its own files there).
 	TempDir string
 	// Env holds Drover's own variables (DROVER_TASK_ID, …) to add.
 	Env []string
@@ -92,6 +94,8 @@ type Command struct {
 	// OwnRetryTimeout bounds the CLI's own retries of a rate limit, read
 	// from its output while it runs (see StopOn); 0 means the default.
 	OwnRetryTimeout time.Duration
+	// Sandbox is what the process may reach when the worker confines it.
+	Sandbox Sandbox
 }
 
 // Error is a failure normalised into a class.

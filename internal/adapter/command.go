@@ -218,15 +218,16 @@ func (a *CommandAdapter) Command(in *Input) (*Command, error) {
 	}
 	args = append(args, in.Args...)
 	var stdin *strings.Reader
+	prompt := ""
 	switch a.rt.Input {
 	case "arg":
 		args = appendPrompt(args, a.rt.PromptFlag, in.Prompt)
 	case "file":
-		p := filepath.Join(in.TempDir, "prompt.md")
-		if err := os.WriteFile(p, []byte(in.Prompt), 0o600); err != nil {
+		prompt = filepath.Join(in.TempDir, "prompt.md")
+		if err := os.WriteFile(prompt, []byte(in.Prompt), 0o600); err != nil {
 			return nil, fmt.Errorf("adapter: write prompt file: %w", err)
 		}
-		args = appendPrompt(args, a.rt.PromptFlag, p)
+		args = appendPrompt(args, a.rt.PromptFlag, prompt)
 	default:
 		stdin = strings.NewReader(in.Prompt)
 	}
@@ -235,15 +236,26 @@ func (a *CommandAdapter) Command(in *Input) (*Command, error) {
 		timeout = in.Timeout
 	}
 	env := in.Env
+	// home is where the CLI's provider configs are read from; ownHome the
+	// HOME made for this attempt, which it may write.
 	home, _ := os.UserHomeDir()
+	ownHome := ""
 	if a.rt.Home == "isolated" {
 		if home, err = a.isolatedHome(in.TempDir); err != nil {
 			return nil, err
 		}
+		ownHome = home
 		env = append(append([]string(nil), env...), "HOME="+home)
 	}
+	// The CLI's TMPDIR is a directory of its own: the rest of TempDir
+	// (the prompt file, the attempt's log) is not the CLI's to change.
+	tmp := filepath.Join(in.TempDir, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, fmt.Errorf("adapter: TMPDIR: %w", err)
+	}
+	env = a.withKeyVariables(a.env(env, tmp), home)
 	c := &Command{
-		Path: info.Binary, Args: args, Env: a.withKeyVariables(a.env(env, in.TempDir), home),
+		Path: info.Binary, Args: args, Env: env, Sandbox: sandboxNeeds(a.rt.Sandbox, env, ownHome, tmp, prompt),
 		Timeout: timeout, NoOutputTimeout: a.rt.NoOutputTimeout, Grace: a.rt.Grace, MaxOutput: a.rt.MaxOutputSize,
 		Limits: supervise.Limits(a.rt.Limits), OwnRetryTimeout: a.rt.OwnRetryTimeout,
 	}

@@ -151,7 +151,7 @@ func TestEnvOverride(t *testing.T) {
 		}
 		seen[name] = v
 	}
-	if seen["HOME"] != "/runtime/home" || seen["A"] != "drover" || seen["TMPDIR"] != tmp {
+	if seen["HOME"] != "/runtime/home" || seen["A"] != "drover" || seen["TMPDIR"] != filepath.Join(tmp, "tmp") {
 		t.Errorf("HOME=%q A=%q TMPDIR=%q; want the runtime's HOME, Drover's A and the attempt's TMPDIR", seen["HOME"], seen["A"], seen["TMPDIR"])
 	}
 }

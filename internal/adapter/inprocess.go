@@ -97,16 +97,16 @@ type RunInput struct {
 	Input
 	// Scope limits the paths the runtime may change; nil allows all.
 	Scope *flow.Scope
-	// Sandbox, when set, confines every command the runtime starts. Nil
-	// runs them with the worker's own access (the attempt's sandbox, issue
-	// 18, plugs in here).
-	Sandbox Sandbox
+	// Confine, when set, confines every command the runtime starts, as the
+	// attempt's sandbox confines a CLI. Nil runs them with the worker's own
+	// access (a worker with worker.sandbox off).
+	Confine Confiner
 }
 
-// Sandbox confines a process before it starts: Wrap may rewrite the spec's
-// Path, Args and Env (to start it through a helper that restricts itself
-// and execs it) and must keep the rest.
-type Sandbox interface {
+// Confiner confines a process before it starts: Wrap may rewrite the
+// spec's launch (to start it through the step that restricts itself and
+// execs it) and its output handler, and must keep the rest.
+type Confiner interface {
 	Wrap(spec *supervise.Spec) error
 }
 

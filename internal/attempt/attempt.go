@@ -18,6 +18,7 @@ import (
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/redact"
+	"github.com/drover-dev/drover/internal/sandbox"
 	"github.com/drover-dev/drover/internal/scope"
 	"github.com/drover-dev/drover/internal/supervise"
 	"github.com/drover-dev/drover/internal/transcript"
@@ -70,6 +71,15 @@ type Runner struct {
 	Logger *slog.Logger
 	// Now is the clock that stamps kept worktrees. Defaults to time.Now.
 	Now func() time.Time
+	// Sandbox confines every process an attempt starts: the CLI, its
+	// verification commands, the validator (sandbox.go). Nil runs them
+	// with the worker's own access, and SandboxOff says why, on every
+	// report.
+	Sandbox    *sandbox.Sandbox
+	SandboxOff string
+	// SandboxDeny are the worker's secrets, out of every confined
+	// process's reach (config.SandboxDeny).
+	SandboxDeny []string
 
 	mu   sync.Mutex
 	live map[string]int // scratch paths in use, so Sweep leaves them alone
@@ -143,6 +153,7 @@ type run struct {
 	// Execute: the command, its full log, how it ended, what its output
 	// said, and the runtime's own failure by its exit and output.
 	cmd       *adapter.Command
+	box       *confined // how the CLI and its checks are confined
 	logPath   string
 	logFile   *os.File
 	res       *supervise.Result
@@ -277,6 +288,11 @@ func (a *run) execute(ctx context.Context) error {
 	if err := a.evaluate(ctx); err != nil {
 		return err
 	}
+	box, err := a.r.confine(a.cmd, a.wt, a.tmp)
+	if err != nil {
+		return infraFailure(ctx, drovertype.ClassPrepareFailed, err)
+	}
+	a.box = box
 	reader := newOutputReader(a.ad, a.cmd.OwnRetryTimeout)
 	// The full log goes to disk (bounded by the disk, not by memory),
 	// masked, and from there to the object store.
@@ -289,7 +305,7 @@ func (a *run) execute(ctx context.Context) error {
 		return runtimeFailure(err)
 	}
 	if err := a.emit.Emit(ctx, event.RuntimeStarted, "", event.RuntimeStartedData{
-		Pid: proc.Pid(), Argv: append([]string{a.cmd.Path}, a.cmd.Args...),
+		Pid: proc.Pid(), Argv: append([]string{a.cmd.Path}, a.cmd.Args...), Sandbox: a.r.sandboxState(),
 	}); err != nil {
 		proc.Stop(err)
 		proc.Wait()
@@ -309,6 +325,7 @@ func (a *run) execute(ctx context.Context) error {
 	a.runErr = a.ad.Classify(a.res, a.sum)
 	return a.emit.Emit(ctx, event.RuntimeExited, "", event.RuntimeExitedData{
 		Outcome: string(a.res.Outcome), ExitCode: a.res.ExitCode, Signal: a.res.Signal, DurationMS: a.res.Duration().Milliseconds(),
+		Denied: a.box.denied(),
 	})
 }
 
@@ -345,7 +362,8 @@ func (a *run) spec(onOutput func(supervise.Stream, []byte), logW io.Writer) supe
 	return supervise.Spec{
 		Path: cmd.Path, Args: cmd.Args, Dir: a.wt.Path, Env: cmd.Env, Stdin: cmd.Stdin,
 		Timeout: cmd.Timeout, NoOutputTimeout: cmd.NoOutputTimeout, Grace: cmd.Grace,
-		MaxCapture: cmd.MaxOutput, OnOutput: onOutput, LogFile: logW, Limits: cmd.Limits,
+		MaxCapture: cmd.MaxOutput, OnOutput: a.box.tee(onOutput), LogFile: logW, Limits: cmd.Limits,
+		Launch: a.box.launch(),
 	}
 }
 
@@ -422,7 +440,7 @@ func (a *run) verify(ctx context.Context) error {
 		return nil
 	}
 	cctx, stop := cancelOn(ctx, a.job.Cancel)
-	ver, verr := a.r.runChecks(cctx, a.job, a.wt, reviewTempDir(a.tmp), a.checkEnv(), a.changes.Diff)
+	ver, verr := a.r.runChecks(cctx, a.job, a.wt, reviewTempDir(a.tmp), a.checkEnv(), a.changes.Diff, a.box)
 	stop()
 	if ctx.Err() != nil {
 		return context.Cause(ctx)

@@ -107,14 +107,15 @@ func scopeError(violations []string, runErr *adapter.Error) *adapter.Error {
 // review, in the worktree. env is the CLI's sanitised environment. It
 // returns what they found and, for a failed check, the attempt's error.
 // A cancelled ctx is the caller's to detect.
-func (r *Runner) runChecks(ctx context.Context, job *Job, wt *worktree.Worktree, tmp string, env []string, diff string) (*event.Verification, *adapter.Error) {
+// box confines the commands as it confined the CLI.
+func (r *Runner) runChecks(ctx context.Context, job *Job, wt *worktree.Worktree, tmp string, env []string, diff string, box *confined) (*event.Verification, *adapter.Error) {
 	timeout := time.Duration(job.VerifyTimeout)
 	if timeout <= 0 {
 		timeout = verify.DefaultTimeout
 	}
 	v := &event.Verification{Passed: true}
 	if len(job.Verify) > 0 {
-		v.Commands = verify.Run(ctx, verify.Spec{Dir: wt.Path, Commands: job.Verify, Timeout: timeout, Env: env})
+		v.Commands = verify.Run(ctx, verify.Spec{Dir: wt.Path, Commands: job.Verify, Timeout: timeout, Env: env, Launch: box.launch()})
 		for i := range v.Commands {
 			v.Commands[i].Output = r.Redact.String(v.Commands[i].Output)
 		}
@@ -189,10 +190,16 @@ func (r *Runner) review(ctx context.Context, job *Job, wt *worktree.Worktree, tm
 		return res
 	}
 	reader := newOutputReader(validator, cmd.OwnRetryTimeout)
+	box, err := r.confine(cmd, wt, tmp)
+	if err != nil {
+		res.Error = "the validator cannot run: " + err.Error()
+		return res
+	}
 	proc, err := supervise.Start(ctx, supervise.Spec{
 		Path: cmd.Path, Args: cmd.Args, Dir: wt.Path, Env: cmd.Env, Stdin: cmd.Stdin,
 		Timeout: cmd.Timeout, NoOutputTimeout: cmd.NoOutputTimeout, Grace: cmd.Grace,
 		MaxCapture: cmd.MaxOutput, OnOutput: reader.tee(nil), Limits: cmd.Limits,
+		Launch: box.launch(),
 	})
 	if err != nil {
 		res.Error = "the validator cannot run: " + err.Error()

@@ -35,6 +35,11 @@
 // verification_completed is emitted when checks ran (the task has Verify,
 // Review or Scope and the CLI succeeded) or violations were found.
 //
+// Every process it starts — the CLI, the verification commands, the
+// validator — runs confined when the Runner has a sandbox (sandbox.go builds
+// each one's policy); the report says how it ran and what the sandbox
+// denied, as the CLI's output told.
+//
 // It must not know about NATS or claims: the worker gives it the job as
 // queued (queue.Job, read as data) with its claim's epoch, an emitter and an
 // output sink, and publishes the report it returns.

@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/drover-dev/drover/internal/adapter"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/event"
 	"github.com/drover-dev/drover/internal/supervise"
 )
@@ -22,6 +26,14 @@ func (a *run) executeInProcess(ctx context.Context, ip adapter.InProcess) error 
 	if err := a.evaluate(ctx); err != nil {
 		return err
 	}
+	// The model's commands run under the attempt's sandbox, as a CLI does:
+	// the shell may write the worktree and the attempt's TMPDIR.
+	box, err := a.r.confine(&adapter.Command{Path: shellPath(), Env: []string{"PATH=" + os.Getenv("PATH")},
+		Sandbox: adapter.Sandbox{Write: []string{a.tmp}}}, a.wt, a.tmp)
+	if err != nil {
+		return infraFailure(ctx, drovertype.ClassPrepareFailed, err)
+	}
+	a.box = box
 	logW, err := a.openLog()
 	if err != nil {
 		return err
@@ -32,12 +44,8 @@ func (a *run) executeInProcess(ctx context.Context, ip adapter.InProcess) error 
 		Input: adapter.Input{Prompt: job.Prompt, Worktree: a.wt.Path, TempDir: a.tmp, Timeout: time.Duration(job.Timeout),
 			Model: job.Model, Args: job.Args, Env: a.droverEnv()},
 		Scope: job.Scope,
-		// Sandbox is left nil until attempts have a sandbox (issue 18, the
-		// Landlock branch): then it is the attempt's, and every command the
-		// model runs (the bash tool, through tools.Sandbox.Wrap on its
-		// supervise.Spec) is confined as a CLI is. Until then the scope
-		// check after the run catches what a command changed.
-		Sandbox: nil,
+		// Every command the model runs (the bash tool) starts confined.
+		Confine: a.box.confiner(),
 	}
 	if err := a.emit.Emit(ctx, event.RuntimeStarted, "", event.RuntimeStartedData{Pid: 0, Argv: ip.Argv(job.Model)}); err != nil {
 		return err
@@ -160,4 +168,16 @@ func (o *inProcessOutput) err() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.logErr
+}
+
+// shellPath is the shell the native runtime's bash tool runs commands with,
+// found as its tools find it (internal/native/tools): bash if there is
+// one, else /bin/sh.
+func shellPath() string {
+	if p, err := exec.LookPath("bash"); err == nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			return abs
+		}
+	}
+	return "/bin/sh"
 }

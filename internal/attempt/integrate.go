@@ -42,7 +42,7 @@ func (r *Runner) Integrate(ctx context.Context, job *Job) (*event.FlowIntegrated
 		return fail(prepareFailure(err).Class, err.Error())
 	}
 	wt, err := r.Cache.Prepare(ctx, worktree.PrepareOptions{
-		RepoURL: job.Repo, Base: job.Base, Branch: job.Branch, Path: wtPath, Merge: mergeRefs(job.Merge),
+		RepoURL: job.Repo, Base: job.Base, Branch: job.Branch, Path: wtPath, Merge: mergeRefs(job.Merge), NoAgent: true,
 	})
 	if err != nil {
 		var mc *worktree.MergeConflictError

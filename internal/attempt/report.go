@@ -26,7 +26,7 @@ const (
 // report assembles the report from what the phases found, as far as they
 // went; failure nil means the attempt succeeded.
 func (a *run) report(failure *adapter.Error) *event.Report {
-	rep := &event.Report{Success: failure == nil}
+	rep := &event.Report{Success: failure == nil, Sandbox: a.r.sandboxState(), SandboxDenied: a.box.denied()}
 	if failure != nil {
 		rep.Error = &event.ErrorInfo{Class: failure.Class, Category: failure.Category, Message: failure.Message,
 			Recoverable: failure.Recoverable, Status: failure.Status, RetryAfterMS: failure.RetryAfter.Milliseconds(),

@@ -433,7 +433,8 @@ func TestRunScopeViolation(t *testing.T) {
 
 func TestRunGuardViolation(t *testing.T) {
 	h := newHarness(t)
-	job := h.job("echo out > ../escape.txt; git config core.hooksPath /tmp/evil")
+	// Its own repository's config is its own; the cache's is everyone's.
+	job := h.job("echo out > ../escape.txt; git config core.hooksPath /tmp/evil; git --git-dir=\"$(ls -d ../../../cache/*.git)\" config core.hooksPath /tmp/evil")
 	rep, rec := h.run(job, nil)
 	wantClass(t, rep, drovertype.ClassScopeViolation)
 	want := []string{"../escape.txt created outside the worktree", "`.git/config` modified: changes to git internals are not allowed"}

@@ -97,7 +97,8 @@ func builtinRuntimes() map[string]Runtime {
 	}
 }
 
-// overlay returns base with every field that over sets replacing it.
+// overlay returns base with every field that over sets replacing it, and
+// over's sandbox entries added to base's.
 func overlay(base, over Runtime) Runtime {
 	set := func(dst *string, v string) {
 		if v != "" {
@@ -116,6 +117,7 @@ func overlay(base, over Runtime) Runtime {
 	set(&base.Home, over.Home)
 	set(&base.ProviderConfig, over.ProviderConfig)
 	set(&base.MinVersion, over.MinVersion)
+	base.Sandbox = base.Sandbox.merged(over.Sandbox)
 	if over.HomeFiles != nil {
 		base.HomeFiles = over.HomeFiles
 	}

@@ -61,6 +61,10 @@ type Config struct {
 	// Pricing estimates the cost of usage a CLI reports without one, for
 	// budgets. Defaults to none: such usage costs nothing.
 	Pricing []Price `mapstructure:"pricing"`
+
+	// File is the configuration file Load read, "" for none; it is one of
+	// the worker's secrets (SandboxDeny).
+	File string `mapstructure:"-"`
 }
 
 // HTTP configures the metrics and health listener of the controller and
@@ -262,6 +266,12 @@ type Worker struct {
 	// worker; it claims nothing new meanwhile. A second SIGTERM hands back
 	// at once. Defaults to 30s.
 	DrainTimeout time.Duration `mapstructure:"drain_timeout"`
+	// Sandbox confines every CLI, verification command and validator the
+	// worker runs (docs/security.md): on, or off to run them with the
+	// worker's own access, which every attempt's report then shows. With
+	// it on, a host whose kernel cannot confine claims nothing. Defaults
+	// to on.
+	Sandbox string `mapstructure:"sandbox"`
 }
 
 // Defaults are the global level of runtime resolution.
@@ -341,7 +351,9 @@ type Runtime struct {
 	// Model is passed with ModelFlag when set. Defaults to the CLI's own choice.
 	Model string `mapstructure:"model"`
 	// Home is "worker" (the CLI sees the worker's HOME) or "isolated" (a fresh
-	// HOME per attempt, into which HomeFiles are copied). Defaults to worker.
+	// HOME per attempt, into which HomeFiles are copied). Defaults to
+	// isolated with worker.sandbox on (a confined CLI writes only its own
+	// HOME), worker with it off.
 	Home string `mapstructure:"home"`
 	// HomeFiles are files or directories, relative to the worker's HOME, that
 	// an isolated HOME needs — a CLI's login or settings, e.g.
@@ -359,6 +371,10 @@ type Runtime struct {
 	Output drovertype.OutputFormat `mapstructure:"output"`
 	// NativeRuntime holds the fields of `adapter: native` (native.go).
 	NativeRuntime `mapstructure:",squash"`
+	// Sandbox is what the CLI may reach beyond an attempt's own paths,
+	// when worker.sandbox is on. Defaults to none (443 to connect to, for
+	// the built-in CLIs).
+	Sandbox RuntimeSandbox `mapstructure:"sandbox"`
 }
 
 // DefaultOwnRetryTimeout is Runtime.OwnRetryTimeout's default: long enough
@@ -448,6 +464,7 @@ func defaults() map[string]any {
 		"worker.min_free_disk":           "1GiB",
 		"worker.drain_timeout":           30 * time.Second,
 		"worker.health_interval":         30 * time.Second,
+		"worker.sandbox":                 SandboxOn,
 		"defaults.runtime":               "",
 		"defaults.timeout":               30 * time.Minute,
 		"defaults.pool":                  "default",
@@ -487,7 +504,8 @@ var runtimeFields = func() []string {
 	f := []string{"adapter", "binary", "args", "input", "prompt_flag", "env_passthrough",
 		"env", "timeout", "grace", "no_output_timeout", "max_output_size", "version_args", "model", "models", "model_flag", "output", "home", "home_files", "min_version",
 		"provider", "base_url", "api_key_env", "max_tokens", "max_retries", "command_timeout",
-		"env_passthrough_add", "provider_config", "own_retry_timeout"}
+		"env_passthrough_add", "provider_config", "own_retry_timeout",
+		"sandbox_read", "sandbox_write", "sandbox_connect", "sandbox_bind"}
 	sort.Slice(f, func(i, j int) bool { return len(f[i]) > len(f[j]) })
 	return f
 }()
@@ -513,7 +531,8 @@ func Load(o LoadOptions) (*Config, error) {
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		if rt, field, ok := runtimeVar(name); ok {
-			key := "runtimes." + rt + "." + field
+			// sandbox_read is the key sandbox.read.
+			key := "runtimes." + rt + "." + strings.Replace(field, "sandbox_", "sandbox.", 1)
 			_ = v.BindEnv(key, name)
 			envBound[key] = name
 		}
@@ -555,6 +574,9 @@ func Load(o LoadOptions) (*Config, error) {
 			where = file
 		}
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, where, err)
+	}
+	if file != "" {
+		c.File, _ = filepath.Abs(file)
 	}
 	c.WithDefaults()
 	errs := []error{c.Validate()}
@@ -605,6 +627,7 @@ func (c *Config) WithDefaults() {
 	if abs, err := filepath.Abs(c.Worker.WorkDir); err == nil {
 		c.Worker.WorkDir = abs
 	}
+	c.Worker.Sandbox = normaliseSandbox(c.Worker.Sandbox)
 	if c.Worker.ID == "" {
 		host, _ := os.Hostname()
 		c.Worker.ID = sanitizeID(fmt.Sprintf("%s-%d", host, os.Getpid()))
@@ -619,7 +642,7 @@ func (c *Config) WithDefaults() {
 		c.Runtimes = map[string]Runtime{}
 	}
 	// A configured runtime named like a built-in overrides its fields.
-	for name, rt := range builtinRuntimes() {
+	for name, rt := range withBuiltinSandboxes(builtinRuntimes()) {
 		c.Runtimes[name] = overlay(rt, c.Runtimes[name])
 	}
 	for name, rt := range c.Runtimes {
@@ -645,7 +668,11 @@ func (c *Config) WithDefaults() {
 			rt.VersionArgs = []string{"--version"}
 		}
 		if rt.Home == "" {
+			// A confined CLI may write only its own HOME: one per attempt.
 			rt.Home = "worker"
+			if c.Worker.Sandbox != SandboxOff {
+				rt.Home = "isolated"
+			}
 		}
 		// A CLI's name is accepted for its format; an unknown one stays
 		// as written for Validate to name.
@@ -685,6 +712,7 @@ func (c *Config) Validate() error {
 	c.validateController(&p)
 	c.validateRetry("defaults.retry", c.Defaults.Retry, &p)
 	c.validateConsole(p.add)
+	c.validateSandbox(p.add)
 	validateTracing(c.Tracing, &p)
 	c.validateProjects(&p)
 	c.validateRuntimes(&p)

@@ -285,6 +285,8 @@ type PrepareCompletedData struct {
 type RuntimeStartedData struct {
 	Pid  int      `json:"pid"`
 	Argv []string `json:"argv"`
+	// Sandbox is how the CLI is confined, as Report.Sandbox says.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // OutputChunkData is a piece of the CLI's output (OUTPUT stream).
@@ -300,6 +302,8 @@ type RuntimeExitedData struct {
 	ExitCode   int    `json:"exit_code"`
 	Signal     string `json:"signal,omitempty"`
 	DurationMS int64  `json:"duration_ms"`
+	// Denied is what the sandbox refused the CLI, as Report.SandboxDenied.
+	Denied []string `json:"denied,omitempty"`
 }
 
 // FileModifiedData is one changed path.
@@ -407,6 +411,13 @@ type Report struct {
 	// rate limit can cool down every runtime that shares them; "" when it
 	// was given none in its environment.
 	Credential string `json:"credential,omitempty"`
+	// Sandbox is how the CLI, its checks and its validator were confined:
+	// "landlock ABI 7", or "off: …" with why (worker.sandbox is off, or
+	// controller dev on a kernel without Landlock).
+	Sandbox string `json:"sandbox,omitempty"`
+	// SandboxDenied is what the sandbox refused the CLI, as its output
+	// said: "PATH: LINE" or "tcp/PORT: LINE" (internal/sandbox Denials).
+	SandboxDenied []string `json:"sandbox_denied,omitempty"`
 }
 
 // CommandResult is one verification command's outcome.

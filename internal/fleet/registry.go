@@ -27,8 +27,11 @@ type Registration struct {
 	Seen     time.Time       `json:"seen"`
 	Runtimes []RuntimeHealth `json:"runtimes"`
 	// NotClaiming says why the worker claims nothing now (too little free
-	// disk, draining); empty while it claims.
+	// disk, draining, no sandbox); empty while it claims.
 	NotClaiming string `json:"not_claiming,omitempty"`
+	// Sandbox is how the worker confines its attempts: "landlock ABI 7",
+	// "off: …" or "unavailable: …" (then it claims nothing).
+	Sandbox string `json:"sandbox,omitempty"`
 	// Raw is the registration as Workers read it, with the fields of
 	// newer workers this build does not know (the console shows them).
 	Raw json.RawMessage `json:"-"`
@@ -48,6 +51,9 @@ type RuntimeHealth struct {
 	// openai-responses, openai-chat) and its configured model.
 	Provider string `json:"provider,omitempty"`
 	Model    string `json:"model,omitempty"`
+	// Sandbox is how the runtime's attempts are confined on the worker,
+	// as Registration.Sandbox.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // Register writes (or renews) a worker's registration.

@@ -71,7 +71,7 @@ func (a *Adapter) Run(ctx context.Context, in *adapter.RunInput, out io.Writer) 
 	}
 	res, err := a.rt.Run(ctx, &Input{
 		Prompt: in.Prompt, Worktree: in.Worktree, TempDir: in.TempDir, Scope: in.Scope, Env: in.Env,
-		Timeout: in.Timeout, Model: in.Model, Sandbox: in.Sandbox,
+		Timeout: in.Timeout, Model: in.Model, Sandbox: in.Confine,
 	}, out)
 	if err != nil {
 		return nil, err

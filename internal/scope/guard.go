@@ -34,9 +34,10 @@ type Guard struct {
 }
 
 type watchedFile struct {
-	path  string // absolute; a directory is walked
-	label string // how a violation names it
-	state map[string]entryState
+	path    string // absolute; a directory is walked
+	label   string // how a violation names it
+	shallow bool   // only the entry itself: a directory is not walked
+	state   map[string]entryState
 }
 
 type watchedDir struct {
@@ -60,7 +61,10 @@ type GitDirs struct {
 
 // NewGuard snapshots:
 //
-//   - the worktree's .git file;
+//   - the worktree's .git: the agent's own repository (see package
+//     worktree), so only the entry itself — replaced by a file or a
+//     symlink (which could point git at the shared repository), or
+//     deleted, is a change; what the agent does inside it is not;
 //   - in the git common dir (the bare repository the worktree belongs to):
 //     config, hooks/** and info/** and objects/info/alternates;
 //   - in the worktree's private git dir: config.worktree, commondir, gitdir;
@@ -103,7 +107,7 @@ func NewGuard(worktreePath string, dirs GitDirs, watch ...string) (*Guard, error
 	gitCommonDir = filepath.Clean(gitCommonDir)
 	g.gitDir, g.commonDir = gitDir, gitCommonDir
 
-	g.files = append(g.files, watchedFile{path: filepath.Join(wt, ".git"), label: ".git"})
+	g.files = append(g.files, watchedFile{path: filepath.Join(wt, ".git"), label: ".git", shallow: true})
 	for _, rel := range []string{"config", "hooks", "info", "objects/info/alternates"} {
 		g.files = append(g.files, watchedFile{path: filepath.Join(gitCommonDir, rel), label: ".git/" + rel})
 	}
@@ -117,7 +121,7 @@ func NewGuard(worktreePath string, dirs GitDirs, watch ...string) (*Guard, error
 		}
 	}
 	for i := range g.files {
-		if g.files[i].state, err = snapshotTree(g.files[i].path); err != nil {
+		if g.files[i].state, err = g.files[i].snapshot(); err != nil {
 			return nil, err
 		}
 	}
@@ -153,7 +157,7 @@ func (g *Guard) CommonDir() string { return g.commonDir }
 func (g *Guard) Violations() []string {
 	var out []string
 	for _, f := range g.files {
-		cur, err := snapshotTree(f.path)
+		cur, err := f.snapshot()
 		if err != nil {
 			out = append(out, fmt.Sprintf("`%s` unreadable (%v): %s", f.label, err, ReasonGitInternal))
 			continue
@@ -214,6 +218,24 @@ func diffStates(base, cur map[string]entryState, skipDirs bool) []difference {
 		}
 	}
 	return out
+}
+
+// snapshot records what f watches.
+func (f watchedFile) snapshot() (map[string]entryState, error) {
+	if !f.shallow {
+		return snapshotTree(f.path)
+	}
+	e, err := stateOf(f.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]entryState{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("scope: guard: %w", err)
+	}
+	if e.dir {
+		e.mode = fs.ModeDir // a directory is a directory, whatever its permissions
+	}
+	return map[string]entryState{"": e}, nil
 }
 
 // snapshotTree records p and, when it is a directory, everything under it,

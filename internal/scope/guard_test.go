@@ -8,9 +8,12 @@ import (
 	"testing"
 )
 
+// newGuard guards e's worktree as an attempt does: the worktree package
+// knows its git dirs (its .git is the agent's own repository, which git in
+// the worktree would name instead).
 func newGuard(t *testing.T, e *env) *Guard {
 	t.Helper()
-	g, err := NewGuard(e.wt.Path, GitDirs{}, filepath.Dir(e.wt.Path))
+	g, err := NewGuard(e.wt.Path, GitDirs{Dir: e.wt.GitDir(), Common: e.wt.CommonDir()}, filepath.Dir(e.wt.Path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,15 +24,19 @@ func newGuard(t *testing.T, e *env) *Guard {
 }
 
 func commonDir(t *testing.T, e *env) string {
-	return gitT(t, e.wt.Path, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	return e.wt.CommonDir()
 }
 
-// The worktree package's idea of the git dirs is git's, so the guard need
-// not ask git.
+// The worktree package's idea of the git dirs is git's for a checkout
+// with the .git file git writes, so the guard need not ask git.
 func TestGuardGivenGitDirs(t *testing.T) {
 	e := newEnv(t)
-	asked := newGuard(t, e)
-	given, err := NewGuard(e.wt.Path, GitDirs{Dir: e.wt.GitDir(), Common: e.wt.CommonDir()}, filepath.Dir(e.wt.Path))
+	given := newGuard(t, e)
+	if err := os.RemoveAll(e.path(".git")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, e.path(".git"), "gitdir: "+e.wt.GitDir()+"\n")
+	asked, err := NewGuard(e.wt.Path, GitDirs{}, filepath.Dir(e.wt.Path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,8 +66,15 @@ func TestGuardHook(t *testing.T) {
 func TestGuardHooksPath(t *testing.T) {
 	e := newEnv(t)
 	g := newGuard(t, e)
-	// From inside the worktree, as a CLI would.
+	// From inside the worktree, as a CLI would: its own repository's config,
+	// which only its own git reads.
 	gitT(t, e.wt.Path, "config", "core.hooksPath", "/tmp/evil-hooks")
+	gitT(t, e.wt.Path, "commit", "-q", "--allow-empty", "-m", "its own commit")
+	if got := g.Violations(); len(got) != 0 {
+		t.Errorf("the agent's own repository: %q", got)
+	}
+	// The shared repository's, which every attempt's git would read.
+	gitT(t, e.wt.Path, "--git-dir="+e.wt.CommonDir(), "config", "core.hooksPath", "/tmp/evil-hooks")
 	got := g.Violations()
 	if !slices.Equal(got, []string{"`.git/config` modified: " + ReasonGitInternal}) {
 		t.Errorf("got %q", got)
@@ -77,13 +91,27 @@ func TestGuardWorktreeConfig(t *testing.T) {
 	}
 }
 
+// Replacing .git (a file pointing at the shared repository's admin dir,
+// a symlink) or deleting it is a violation.
 func TestGuardGitFile(t *testing.T) {
 	e := newEnv(t)
 	g := newGuard(t, e)
-	writeFile(t, e.path(".git"), "gitdir: /tmp/elsewhere\n")
+	if err := os.RemoveAll(e.path(".git")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, e.path(".git"), "gitdir: "+e.wt.GitDir()+"\n")
 	got := g.Violations()
 	if !slices.Equal(got, []string{"`.git` modified: " + ReasonGitInternal}) {
 		t.Errorf("got %q", got)
+	}
+	if err := os.Remove(e.path(".git")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(e.wt.GitDir(), e.path(".git")); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Violations(); !slices.Equal(got, []string{"`.git` modified: " + ReasonGitInternal}) {
+		t.Errorf("symlink: %q", got)
 	}
 	if err := os.Remove(e.path(".git")); err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ const (
 	ReasonDenied      = "outside the task's scope (matches a deny pattern)"
 	ReasonGitInternal = "changes to git internals are not allowed"
 	ReasonSymlinkOut  = "symlink points outside the worktree"
+	ReasonAgentGit    = "the agent's commits cannot be taken"
 )
 
 // Check returns the violations among changes, sorted:
@@ -27,7 +28,10 @@ const (
 //     existing symlink on the way is followed. This holds whatever s says:
 //     a link out of the worktree is never a legitimate result;
 //   - a changed path that is .git or lies under a .git directory (the
-//     snapshot skips those, so this is a second line of defence).
+//     snapshot skips those, so this is a second line of defence);
+//   - commits in the agent's repository that could not be taken
+//     (Changes.AgentGit): forged objects, objects borrowed from another
+//     repository, a HEAD that is not a plain file.
 //
 // root is the worktree's directory; paths in changes are slash-separated
 // and relative to it.
@@ -61,6 +65,9 @@ func Check(root string, changes *worktree.Changes, s *flow.Scope) []string {
 	}
 	for _, p := range changes.Deleted {
 		check(p, false)
+	}
+	if changes.AgentGit != "" {
+		out = append(out, ".git: "+ReasonAgentGit+": "+changes.AgentGit)
 	}
 	slices.Sort(out)
 	return slices.Compact(out)

@@ -96,3 +96,10 @@ func TestCheckGitPaths(t *testing.T) {
 		t.Error("nil changes")
 	}
 }
+
+func TestCheckAgentGit(t *testing.T) {
+	got := Check(t.TempDir(), &worktree.Changes{AgentGit: "worktree: the agent's commits: unpack into the cache: bad object"}, nil)
+	if len(got) != 1 || !strings.HasPrefix(got[0], ".git: "+ReasonAgentGit+": ") {
+		t.Errorf("%q", got)
+	}
+}

@@ -14,8 +14,13 @@
 //   - making sure nothing the CLI spawned survives it: when the leader exits,
 //     for whatever reason, the rest of its process group is killed.
 //
+// A caller may start the process through another program first
+// (Spec.Launch): internal/sandbox puts its re-exec step there, which
+// confines the process and execs it. Supervision is the same either way
+// (the suite runs twice, the second time with every process confined).
+//
 // It must not know what the process is or what its output means: nothing of
-// NATS, git, events, adapters or prompts belongs here. Callers translate
+// NATS, git, events, adapters, prompts or sandboxes belongs here. Callers translate
 // OnOutput chunks into events and a Result into an attempt outcome.
 //
 // Memory is bounded whatever the child prints: two fixed read buffers plus at

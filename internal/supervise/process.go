@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -108,19 +109,25 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		}
 	}
 
+	exe, err := launch(spec)
+	if err != nil {
+		closeAll(append(childOwned, parentFiles...))
+		return nil, fmt.Errorf("%w: %w", ErrStart, err)
+	}
 	attr := &os.ProcAttr{
 		Dir:   spec.Dir,
 		Env:   spec.Env, // non-nil after withDefaults: nothing is inherited
-		Files: childFiles[:],
+		Files: append(childFiles[:], exe.Files...),
 		Sys:   sysProcAttr(),
 	}
 	forked := make(chan error, 1)
 	p.wg.Add(1)
-	go p.waiter(append([]string{spec.Path}, spec.Args...), attr, forked)
+	go p.waiter(exe, attr, forked)
 	err = <-forked
 	// The child has its own copies now (or never will): close ours. A
 	// caller-provided stdin file is not in childOwned; it is the caller's.
 	closeAll(childOwned)
+	closeAll(exe.Files)
 	if err != nil {
 		p.wg.Wait() // the waiter returns right after reporting the failure
 		closeAll(parentFiles)
@@ -139,6 +146,39 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	p.wg.Add(1)
 	go p.monitor(ctx)
 	return p, nil
+}
+
+// launch is what Start forks and execs: spec's binary, or what
+// Spec.Launch makes of it. A binary that is missing or not executable is
+// an ErrStart either way, as os.StartProcess reports it: a launcher's own
+// step would only find out after the fork.
+func launch(spec Spec) (Exec, error) {
+	exe := Exec{Path: spec.Path, Argv: append([]string{spec.Path}, spec.Args...)}
+	if spec.Launch == nil {
+		return exe, nil
+	}
+	info, err := os.Stat(spec.Path)
+	if err == nil && (info.IsDir() || info.Mode()&0o111 == 0) {
+		err = &fs.PathError{Op: "fork/exec", Path: spec.Path, Err: syscall.EACCES}
+	}
+	if err != nil {
+		return Exec{}, err
+	}
+	out, err := spec.Launch(exe)
+	if err != nil {
+		return Exec{}, fmt.Errorf("supervise: launching %s: %w", spec.Path, err)
+	}
+	if out.Path == "" || len(out.Argv) == 0 {
+		closeFiles(out.Files)
+		return Exec{}, fmt.Errorf("%w: Launch returned no program for %s", ErrInvalidSpec, spec.Path)
+	}
+	return out, nil
+}
+
+func closeFiles(files []*os.File) {
+	for _, f := range files {
+		_ = f.Close()
+	}
 }
 
 // openStdio creates the child's stdin, stdout and stderr (child), the subset
@@ -197,12 +237,12 @@ func (p *Process) openStdio() (child [3]*os.File, childOwned, parent []*os.File,
 // its child SIGKILLed at a random later moment. The waiter pins itself to its
 // thread from fork to reap, so that thread lives exactly as long as the child
 // needs it; the price is one OS thread per running CLI.
-func (p *Process) waiter(argv []string, attr *os.ProcAttr, forked chan<- error) {
+func (p *Process) waiter(exe Exec, attr *os.ProcAttr, forked chan<- error) {
 	defer p.wg.Done()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 
-	proc, err := os.StartProcess(argv[0], argv, attr)
+	proc, err := os.StartProcess(exe.Path, exe.Argv, attr)
 	if err != nil {
 		forked <- err
 		return

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 )
 
@@ -101,13 +102,29 @@ type Spec struct {
 	// It must not block for long: while it runs, that stream is not read and
 	// a child writing to it stalls.
 	OnOutput func(s Stream, p []byte)
-	// LogFile, if set, receives every byte of both streams, interleaved in
 	// Limits are resource limits applied to the process (0 = unlimited by Drover).
 	Limits Limits
+	// Launch, if set, is called just before the fork with the program to
+	// start and returns the one to start instead, with files the child
+	// gets as descriptors 3, 4, …, which Start closes once the child has
+	// them. internal/sandbox uses it to put a re-exec step between the fork
+	// and the CLI's exec; the process group, the parent-death signal, the
+	// limits and everything above apply to what Launch returns, and so,
+	// through its exec, to the CLI. Path must still name the real binary:
+	// Start checks it is executable first.
+	Launch func(Exec) (Exec, error)
+	// LogFile, if set, receives every byte of both streams, interleaved in
 	// the order read, unbounded. Writes are serialised. After the first
 	// write error the log is abandoned (capture and OnOutput go on) and the
 	// error is reported in Result.LogErr.
 	LogFile io.Writer
+}
+
+// Exec is a program as the kernel starts it.
+type Exec struct {
+	Path  string
+	Argv  []string   // argv[0] included
+	Files []*os.File // the child's descriptors 3, 4, …
 }
 
 // withDefaults returns a copy of s with zero fields defaulted and Env made

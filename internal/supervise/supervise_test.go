@@ -23,17 +23,94 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/drover-dev/drover/internal/sandbox"
 )
 
 // helperEnv makes the test binary act as a helper process instead of
 // running tests (the os.Args[0] re-exec trick), for what a shell cannot do.
 const helperEnv = "SUPERVISE_TEST_HELPER"
 
+// sandboxEnv makes every test start its processes confined, through the
+// sandbox's re-exec step: TestMain runs the whole suite a second time so,
+// to show supervision (process group, parent-death signal, timeouts,
+// output, limits, exit codes) works the same through the step.
+const sandboxEnv = "SUPERVISE_TEST_SANDBOX"
+
+// testLaunch confines what the tests start, in the second run.
+var testLaunch func(Exec) (Exec, error)
+
+func withLaunch(s Spec) Spec {
+	if s.Launch == nil {
+		s.Launch = testLaunch
+	}
+	return s
+}
+
 func TestMain(m *testing.M) {
+	if os.Getenv(sandboxEnv) != "" {
+		testLaunch = mustConfine()
+	}
 	if h := os.Getenv(helperEnv); h != "" {
 		os.Exit(runHelper(h))
 	}
-	goleak.VerifyTestMain(m)
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	if code == 0 && os.Getenv(sandboxEnv) == "" {
+		code = runConfined()
+	}
+	os.Exit(code)
+}
+
+// mustConfine is a launcher for the tests' processes: the system paths,
+// the temp dir (where tests write) and what they run from PATH.
+func mustConfine() func(Exec) (Exec, error) {
+	sb, err := sandbox.New(sandbox.Probe())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	c, err := sb.Compile(sandbox.Policy{Extra: []sandbox.Grant{{Path: os.TempDir(), Write: true}}, PATH: []string{"/usr/bin", "/bin"}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	return func(e Exec) (Exec, error) {
+		path, argv, ruleset, err := c.Wrap(e.Path, e.Argv)
+		if err != nil {
+			return Exec{}, err
+		}
+		return Exec{Path: path, Argv: argv, Files: append(e.Files, ruleset)}, nil
+	}
+}
+
+// runConfined runs this test binary again, with the same flags, in
+// sandbox mode; where the kernel cannot confine it says so and passes.
+func runConfined() int {
+	if err := sandbox.Probe().Usable(); err != nil {
+		fmt.Println("supervise: not run again confined:", err)
+		return 0
+	}
+	var args []string
+	for _, a := range os.Args[1:] {
+		if !strings.HasPrefix(a, "-test.testlogfile") {
+			args = append(args, a)
+		}
+	}
+	fmt.Println("supervise: every test again, each process started confined (" + sandboxEnv + "=1)")
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), sandboxEnv+"=1")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "supervise: confined run:", err)
+		return 1
+	}
+	return 0
 }
 
 func runHelper(name string) int {
@@ -41,7 +118,7 @@ func runHelper(name string) int {
 	case "pdeathsig":
 		// Start a long child, report its pid, then block until the test
 		// SIGKILLs us: the child must die with us.
-		p, err := Start(context.Background(), Spec{Path: os.Getenv("SUPERVISE_SLEEP"), Args: []string{"1000"}})
+		p, err := Start(context.Background(), withLaunch(Spec{Path: os.Getenv("SUPERVISE_SLEEP"), Args: []string{"1000"}}))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -75,7 +152,7 @@ func shSpec(t *testing.T, script string) Spec {
 
 func run(t *testing.T, spec Spec) *Result {
 	t.Helper()
-	res, err := Run(context.Background(), spec)
+	res, err := Run(context.Background(), withLaunch(spec))
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -246,7 +323,7 @@ func TestGracefulStop(t *testing.T) {
 	spec := shSpec(t, `trap 'echo bye; exit 0' TERM; echo ready; while :; do sleep 0.05; done`)
 	var ready <-chan struct{}
 	spec.OnOutput, ready = signalOn(Stdout, "ready")
-	p, err := Start(context.Background(), spec)
+	p, err := Start(context.Background(), withLaunch(spec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +345,7 @@ func TestIgnoredSIGTERMIsKilledAfterGrace(t *testing.T) {
 	spec.Grace = grace
 	var ready <-chan struct{}
 	spec.OnOutput, ready = signalOn(Stdout, "ready")
-	p, err := Start(context.Background(), spec)
+	p, err := Start(context.Background(), withLaunch(spec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +377,7 @@ func TestGrandchildDoesNotSurvive(t *testing.T) {
 		spec := shSpec(t, `sleep 1000 & echo $!; wait`)
 		var ready <-chan struct{}
 		spec.OnOutput, ready = signalOn(Stdout, "\n")
-		p, err := Start(context.Background(), spec)
+		p, err := Start(context.Background(), withLaunch(spec))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -478,7 +555,7 @@ func TestContextCancelStopsWithCause(t *testing.T) {
 	spec := shSpec(t, `echo ready; exec sleep 1000`)
 	var ready <-chan struct{}
 	spec.OnOutput, ready = signalOn(Stdout, "ready")
-	p, err := Start(ctx, spec)
+	p, err := Start(ctx, withLaunch(spec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -495,7 +572,7 @@ func TestCancelledContextDoesNotStart(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cause := errors.New("too late")
 	cancel(cause)
-	_, err := Start(ctx, shSpec(t, "exit 0"))
+	_, err := Start(ctx, withLaunch(shSpec(t, "exit 0")))
 	if !errors.Is(err, ErrStart) || !errors.Is(err, cause) {
 		t.Fatalf("err = %v", err)
 	}
@@ -503,7 +580,7 @@ func TestCancelledContextDoesNotStart(t *testing.T) {
 
 func TestStopIsIdempotent(t *testing.T) {
 	t.Parallel()
-	p, err := Start(context.Background(), Spec{Path: lookPath(t, "sleep"), Args: []string{"1000"}})
+	p, err := Start(context.Background(), withLaunch(Spec{Path: lookPath(t, "sleep"), Args: []string{"1000"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -533,7 +610,7 @@ func TestStopIsIdempotent(t *testing.T) {
 
 func TestStopAfterExitChangesNothing(t *testing.T) {
 	t.Parallel()
-	p, err := Start(context.Background(), shSpec(t, "exit 3"))
+	p, err := Start(context.Background(), withLaunch(shSpec(t, "exit 3")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -564,7 +641,7 @@ func TestStartFailures(t *testing.T) {
 		{"missing dir", Spec{Path: sh, Dir: filepath.Join(dir, "nope")}, fs.ErrNotExist},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := Start(context.Background(), tc.spec)
+			p, err := Start(context.Background(), withLaunch(tc.spec))
 			if p != nil || !errors.Is(err, ErrStart) || !errors.Is(err, tc.want) {
 				t.Fatalf("Start = %v, %v; want an error wrapping %v", p, err, tc.want)
 			}
@@ -609,13 +686,13 @@ func TestPdeathsig(t *testing.T) {
 
 // TestLimits: configured resource limits bind the CLI.
 func TestLimits(t *testing.T) {
-	res, err := Run(context.Background(), Spec{
+	res, err := Run(context.Background(), withLaunch(Spec{
 		// Limits bind right after exec (see Limits); the pause keeps the
 		// shell from reading them inside that window.
 		Path: "/bin/sh", Args: []string{"-c", "sleep 0.3; ulimit -n; ulimit -f"}, Dir: t.TempDir(),
 		Env:    []string{"PATH=/usr/bin:/bin"},
 		Limits: Limits{OpenFiles: 64, FileSize: 1 << 20},
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -626,5 +703,58 @@ func TestLimits(t *testing.T) {
 	out := strings.Fields(res.Stdout.String())
 	if len(out) != 2 || out[0] != "64" || (out[1] != "2048" && out[1] != "1024") {
 		t.Errorf("limits seen by the CLI: %q", res.Stdout.String())
+	}
+}
+
+// TestLaunch: what Launch returns is what runs, with its files as
+// descriptors 3, 4, … (closed in the parent afterwards), under the same
+// supervision; a Launch error or a missing binary is ErrStart.
+func TestLaunch(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteString("from fd 3"); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	spec := shSpec(t, `printf '%s|' "$0" "$1"; cat <&3`)
+	spec.Args = append(spec.Args, "arg0", "arg1")
+	spec.Launch = func(e Exec) (Exec, error) {
+		// Run it through env, which execs it, as the sandbox's step does.
+		return Exec{Path: lookPath(t, "env"), Argv: append([]string{"env", "VIA=env"}, e.Argv...), Files: []*os.File{r}}, nil
+	}
+	res := run(t, spec)
+	if got := strings.TrimSpace(res.Stdout.String()); res.ExitCode != 0 || got != "arg0|arg1|from fd 3" {
+		t.Errorf("exit %d, stdout %q", res.ExitCode, got)
+	}
+	if _, err := r.Read(make([]byte, 1)); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("the launch's file was not closed in the parent: %v", err)
+	}
+
+	spec.Launch = func(Exec) (Exec, error) { return Exec{}, errors.New("no sandbox today") }
+	if _, err := Start(context.Background(), spec); !errors.Is(err, ErrStart) || !strings.Contains(err.Error(), "no sandbox today") {
+		t.Errorf("Launch error: %v", err)
+	}
+	missing := spec
+	missing.Path = filepath.Join(t.TempDir(), "no-such-cli")
+	if _, err := Start(context.Background(), missing); !errors.Is(err, ErrStart) || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing binary with a Launch: %v", err)
+	}
+}
+
+// TestConfinedRunIsConfined makes sure the second run of the suite is what
+// it says: its processes cannot write outside the temp dir.
+func TestConfinedRunIsConfined(t *testing.T) {
+	if testLaunch == nil {
+		t.Skip("the plain run; the confined one checks")
+	}
+	res := run(t, withLaunch(shSpec(t, "echo x > /etc/drover-supervise-escape")))
+	if res.ExitCode == 0 || !strings.Contains(res.Stderr.String(), "Permission denied") {
+		t.Errorf("exit %d, stderr %q", res.ExitCode, res.Stderr.String())
+	}
+	if _, err := os.Stat("/etc/drover-supervise-escape"); err == nil {
+		os.Remove("/etc/drover-supervise-escape")
+		t.Error("a confined process wrote /etc")
 	}
 }

@@ -39,6 +39,10 @@ type Spec struct {
 	// OnOutput, if set, receives each command's output as it is produced
 	// (both streams). It must not block.
 	OnOutput func(command string, p []byte)
+	// Launch, if set, starts each command through it (supervise.Spec's
+	// Launch): the sandbox that confines the attempt's CLI confines its
+	// checks too.
+	Launch func(supervise.Exec) (supervise.Exec, error)
 }
 
 // Run runs the commands in order and returns one result per command run.
@@ -118,6 +122,7 @@ func runOne(ctx context.Context, sh, command string, s Spec) event.CommandResult
 		// sees both interleaved); keep it small.
 		MaxCapture: 1,
 		LogFile:    buf,
+		Launch:     s.Launch,
 	}
 	if s.OnOutput != nil {
 		spec.OnOutput = func(_ supervise.Stream, p []byte) { s.OnOutput(command, p) }

@@ -101,5 +101,6 @@ func (w *Worker) addReadyChecks() {
 		telemetry.AddCheck("worker_disk", func(ctx context.Context) error {
 			return w.disk.check(ctx)
 		}),
+		w.addSandboxCheck(),
 	)
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/redact"
+	"github.com/drover-dev/drover/internal/sandbox"
 	"github.com/drover-dev/drover/internal/startup"
 	"github.com/drover-dev/drover/internal/worktree"
 )
@@ -77,26 +78,44 @@ type Worker struct {
 	ignored     atomic.Int64 // stop signals not obeyed
 	loopsActive atomic.Bool  // claim loops started (readiness)
 	rmChecks    []func()
+
+	sandbox sandboxState // how attempts are confined (sandbox.go)
+
+	// regMu makes each registration write the state it read: two writers
+	// (the claim loops saying why they claim nothing, the start and the
+	// health loop) would otherwise let an older snapshot land last.
+	regMu sync.Mutex
 }
 
 // New builds a worker from its configuration. It connects to nothing:
 // CheckRuntimes can tell a host without a usable runtime before NATS is
 // reached, and Start is given the connection.
-func New(cfg *config.Config, log *slog.Logger) (*Worker, error) {
+func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Worker, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	red := secrets(cfg)
 	log = slog.New(redact.Handler(log.Handler(), red))
 	idle := 0
 	if cfg.Worker.ReuseWorktrees && !cfg.Worker.KeepWorktrees {
 		idle = cfg.Worker.Slots
 	}
-	cache, err := worktree.NewCache(worktree.CacheOptions{Dir: filepath.Join(cfg.Worker.WorkDir, "repos"), Logger: log, IdleWorktrees: idle})
+	sbs := resolveSandbox(cfg, o.probe, o.dev)
+	cacheOpts := worktree.CacheOptions{Dir: filepath.Join(cfg.Worker.WorkDir, "repos"), Logger: log, IdleWorktrees: idle}
+	if sbs.sb != nil {
+		cacheOpts.Confine = gitConfine(sbs.sb, cfg.SandboxDeny())
+	}
+	cache, err := worktree.NewCache(cacheOpts)
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
 	w := &Worker{
 		cfg: cfg, log: log.With("worker", cfg.Worker.ID), red: red,
 		runner: &attempt.Runner{Cache: cache, WorkDir: cfg.Worker.WorkDir, KeepWorktrees: cfg.Worker.KeepWorktrees,
-			KeepFailed: cfg.Worker.KeepFailedWorktrees, Redact: red, Logger: log},
+			KeepFailed: cfg.Worker.KeepFailedWorktrees, Redact: red, Logger: log,
+			Sandbox: sbs.sb, SandboxOff: sbs.off, SandboxDeny: cfg.SandboxDeny()},
+		sandbox:  sbs,
 		adapters: map[string]adapter.Adapter{},
 		slots:    make(chan struct{}, cfg.Worker.Slots),
 		now:      time.Now,
@@ -144,6 +163,7 @@ func (w *Worker) Start(ctx context.Context, nc *nats.Conn, wait *startup.Waiter)
 		return fmt.Errorf("worker: %w", err)
 	}
 	w.js, w.runner.Artifacts = js, objstore.NewArtifacts(js)
+	w.logSandbox()
 	if wait == nil {
 		wait = startup.New(w.log, startup.Options{})
 	}
@@ -219,7 +239,7 @@ func (w *Worker) startLoops(ctx context.Context, consumers map[string]jetstream.
 			w.claimLoop(claimCtx, name, ad, consumers[name])
 		}()
 	}
-	if err := fleet.Register(ctx, w.js, w.registration()); err != nil {
+	if err := w.register(ctx); err != nil {
 		w.log.Warn("register worker", "err", err)
 	}
 	w.wg.Add(1)
@@ -299,12 +319,22 @@ func (w *Worker) registration() *fleet.Registration {
 	r := &fleet.Registration{
 		ID: w.cfg.Worker.ID, Host: host, Pool: w.cfg.Worker.Pool, Slots: w.cfg.Worker.Slots,
 		Busy: len(w.running), Started: w.started.UTC(), Seen: w.now().UTC(), NotClaiming: w.notClaiming,
+		Sandbox: w.sandbox.String(),
 	}
 	for _, h := range w.health {
-		r.Runtimes = append(r.Runtimes, *h)
+		rh := *h
+		rh.Sandbox = r.Sandbox
+		r.Runtimes = append(r.Runtimes, rh)
 	}
 	sort.Slice(r.Runtimes, func(i, j int) bool { return r.Runtimes[i].Name < r.Runtimes[j].Name })
 	return r
+}
+
+// register writes the worker's registration as it is now.
+func (w *Worker) register(ctx context.Context) error {
+	w.regMu.Lock()
+	defer w.regMu.Unlock()
+	return fleet.Register(ctx, w.js, w.registration())
 }
 
 // healthLoop re-fingerprints the runtimes and renews the registration; on
@@ -324,7 +354,7 @@ func (w *Worker) healthLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		w.checkHealth(ctx)
-		if err := fleet.Register(ctx, w.js, w.registration()); err != nil && ctx.Err() == nil {
+		if err := w.register(ctx); err != nil && ctx.Err() == nil {
 			w.log.Warn("renew worker registration", "err", err)
 		}
 		if err := w.runner.Sweep(ctx, nil); err != nil && ctx.Err() == nil {
@@ -409,7 +439,7 @@ func (w *Worker) setNotClaiming(why string) {
 	// Tell the fleet now rather than at the next health check.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := fleet.Register(ctx, w.js, w.registration()); err != nil {
+	if err := w.register(ctx); err != nil {
 		w.log.Warn("update worker registration", "err", err)
 	}
 }
@@ -418,6 +448,17 @@ func (w *Worker) setNotClaiming(why string) {
 func (w *Worker) claimLoop(ctx context.Context, runtime string, ad adapter.Adapter, cons jetstream.Consumer) {
 	backoff := 100 * time.Millisecond
 	for {
+		if err := w.sandbox.unavailable; err != nil {
+			// No silent downgrade: nothing runs unconfined unless an
+			// operator said so (worker.sandbox: off).
+			w.setNotClaiming("sandbox unavailable: " + sandbox.Reason(err))
+			select {
+			case <-time.After(w.cfg.Worker.HealthInterval):
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
 		if err := w.disk.check(ctx); err != nil {
 			// No room for another worktree: claim nothing until there is.
 			w.setNotClaiming(err.Error())
@@ -512,6 +553,9 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 	ctx, jt := w.traceJob(ctx, msg, job)
 	defer jt.end()
 	d := &delivery{msg: msg, job: job, trace: jt, log: w.log.With("attempt", job.Attempt)}
+	if w.sandbox.sb == nil {
+		d.log.Warn("this attempt runs without the sandbox", "why", w.sandbox.off)
+	}
 	if md, err := msg.Metadata(); err == nil && md.NumDelivered > 1 {
 		d.log.Info("job redelivered", "delivery", md.NumDelivered)
 	}

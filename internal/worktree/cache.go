@@ -63,6 +63,12 @@ type CacheOptions struct {
 	// later Prepares to reuse (see Release); 0 keeps none.
 	IdleWorktrees int
 
+	// Confine, if set, makes cmd run confined, reading nothing but the
+	// system's programs and the given paths, writing nothing: the git
+	// commands Drover runs in an agent's repository (agentgit.go) go
+	// through it. The returned func is called once cmd has run.
+	Confine func(cmd *exec.Cmd, read []string) (done func(), err error)
+
 	// BatchMerges is the fewest results a Prepare must merge for it to try
 	// merging them in one batch (batchmerge.go) before git merges the rest
 	// one by one; negative never batches. Defaults to 3: the batch costs
@@ -83,6 +89,7 @@ type Cache struct {
 	extraEnv    []string
 	maxDiff     int64
 	maxIdle     int
+	confine     func(cmd *exec.Cmd, read []string) (func(), error)
 
 	batchFrom     int // Prepare tries batchMerges from this many results
 	mergeTreeOnce sync.Once
@@ -159,6 +166,7 @@ func NewCache(opts CacheOptions) (*Cache, error) {
 		extraEnv:    append([]string(nil), opts.Env...),
 		maxDiff:     opts.MaxDiffBytes,
 		maxIdle:     max(opts.IdleWorktrees, 0),
+		confine:     opts.Confine,
 		batchFrom:   opts.BatchMerges,
 		repos:       make(map[string]*repo),
 	}
@@ -330,6 +338,9 @@ func repoDirName(u string) string {
 // is as fresh as one started now, so concurrent callers share it.
 // Caller holds r's lock.
 func (c *Cache) sync(ctx context.Context, r *repo, asked time.Time, want refspecs) error {
+	if err := c.checkCache(ctx, r); err != nil && !errors.Is(err, ErrCacheTampered) {
+		return err // a tampered cache is gone now: cloned anew below
+	}
 	if r.ready && fetchedSince(r.fetchedAt, asked) && r.fetched.covers(want) {
 		return nil
 	}
@@ -434,6 +445,9 @@ func (c *Cache) clone(ctx context.Context, r *repo) (fetched bool, err error) {
 	// remote has none yet; resolve retries later.
 	if _, err := c.run(ctx, gitRun{args: []string{gd, "remote", "set-head", "origin", "--auto"}}); err != nil {
 		c.log.DebugContext(ctx, "remote has no default branch yet", "url", r.url, "err", err)
+	}
+	if err := recordDigest(tmp); err != nil {
+		return false, err
 	}
 	if err := os.Rename(tmp, r.dir); err != nil {
 		// Another process may have won the race; use its clone if it is ours.

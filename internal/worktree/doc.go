@@ -23,17 +23,25 @@
 // Layout of the cache directory:
 //
 //	<Dir>/<hash16>-<name>.git     bare repository for one URL
+//	  worktrees/<name>            a checkout's admin dir: its index, HEAD (Drover's)
 //	  drover-idle/<id>            a released checkout, parked for reuse (reuse.go)
+//	  drover-digest               what steered git when it was cloned (cachecheck.go)
 //	<Dir>/.clone-*                clone in progress (renamed into place when complete)
+//	<Dir>/quarantine/<name>-<t>   a cache found changed, moved aside for inspection
+//
+// A checkout's .git is the agent's own repository (agentgit.go), not the
+// .git file git writes: an agent commits there, borrowing the cache's
+// objects read-only, and Observe brings its commits over, verified.
 //
 // Inside each bare repository the remote's branches live under
 // refs/remotes/origin/* (never refs/heads/*), so fetching can never collide
 // with an attempt branch that is checked out in a live worktree; refs/heads/*
 // holds only the attempt branches created by Prepare.
 //
-// Known limit: the repository-local config in a cache is shared by every
-// worktree of that repository, and an agent with write access to its worktree
-// can edit it. The settings that would make Drover's own git commands run
-// agent-chosen programs (hooks, fsmonitor) are overridden on every command;
-// content filters declared via .gitattributes plus local config are not.
+// No agent can change a cache: the agent's git uses its own repository,
+// and a confined agent (internal/sandbox) may only read the cache's
+// objects. Should a cache change anyway (an agent run without the
+// sandbox), it is quarantined before git runs in it again (cachecheck.go);
+// and every Drover git command overrides the settings that would run a
+// program (hooks, fsmonitor, helpers, pagers, editors, external diffs).
 package worktree

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -25,9 +26,10 @@ type gitRun struct {
 	dir         string   // working directory; "" = the cache directory
 	env         []string // extra environment (GIT_DIR, GIT_INDEX_FILE, ...)
 	args        []string
-	stdin       string // "" = no input
-	stdoutLimit int64  // 0 = defaultStdoutLimit
-	allowTrunc  bool   // return truncated stdout instead of ErrOutputTooLarge
+	stdin       string    // "" = no input, or input
+	input       io.Reader // read as stdin when stdin is ""
+	stdoutLimit int64     // 0 = defaultStdoutLimit
+	allowTrunc  bool      // return truncated stdout instead of ErrOutputTooLarge
 }
 
 type gitResult struct {
@@ -45,6 +47,10 @@ func (c *Cache) baseEnv() []string {
 		"GIT_TERMINAL_PROMPT=0",
 		"GIT_CONFIG_NOSYSTEM=1",
 		"GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_ATTR_NOSYSTEM=1",
+		// Replace refs would show other content under an object's name.
+		"GIT_NO_REPLACE_OBJECTS=1",
+		"GIT_PAGER=cat", "PAGER=cat", "GIT_EDITOR=false",
 		"LC_ALL=C",
 	}
 	for _, k := range []string{"PATH", "HOME"} {
@@ -70,11 +76,19 @@ const DefaultAllowProtocol = "https:http:ssh:git:file"
 
 // configArgs are prepended to every command. They neutralise settings that
 // could run programs or change results, whichever config file they come
-// from (the cache's local config is writable by agents).
+// from: a cache's config is verified before each use (cachecheck.go), but
+// an agent's own repository's (agentgit.go) may say anything. No hooks,
+// no fsmonitor, no credential helper, pager or editor; the attributes of
+// the worktree name filters and merge drivers only config defines.
 func (c *Cache) configArgs() []string {
 	return []string{
 		"-c", "core.hooksPath=/dev/null",
 		"-c", "core.fsmonitor=false",
+		"-c", "credential.helper=",
+		"-c", "core.pager=cat",
+		"-c", "core.editor=false",
+		"-c", "sequence.editor=false",
+		"-c", "diff.external=",
 		"-c", "core.quotePath=false",
 		"-c", "commit.gpgsign=false",
 		"-c", "tag.gpgsign=false",
@@ -102,6 +116,8 @@ func (c *Cache) run(ctx context.Context, r gitRun) (gitResult, error) {
 	cmd.Env = append(c.baseEnv(), r.env...)
 	if r.stdin != "" {
 		cmd.Stdin = strings.NewReader(r.stdin)
+	} else if r.input != nil {
+		cmd.Stdin = r.input
 	}
 	stdout := &limitedBuffer{limit: limit}
 	stderr := &tailBuffer{limit: maxStderr - len("...")}

@@ -67,8 +67,9 @@ func TestAttemptGitCommands(t *testing.T) {
 	if w2.Baseline != o.C2 {
 		t.Errorf("Baseline = %s, want %s", w2.Baseline, o.C2)
 	}
-	if got := gitT(t, w2.Path, "rev-parse", "--absolute-git-dir"); got != w2.gitDir {
-		t.Errorf("git dir = %s, git says %s", w2.gitDir, got)
+	// In the worktree, git finds the agent's own repository, at the baseline.
+	if got := gitT(t, w2.Path, "rev-parse", "--absolute-git-dir", "HEAD"); got != filepath.Join(w2.Path, ".git")+"\n"+w2.Baseline {
+		t.Errorf("git in the worktree says %q, want its .git and the baseline", got)
 	}
 
 	// Merging two results: two processes each, without the worktree, and
@@ -113,7 +114,8 @@ func TestRemoveFallbackPrunes(t *testing.T) {
 	o := newOrigin(t)
 	c, rec := newRecordingCache(t)
 	w := prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/count/rm/1"})
-	if err := os.Remove(filepath.Join(w.Path, ".git")); err != nil {
+	// Its admin dir no longer says where it is: git does not know it.
+	if err := os.Remove(filepath.Join(w.gitDir, "gitdir")); err != nil {
 		t.Fatal(err)
 	}
 	rec.verbs()

@@ -37,6 +37,12 @@ type Changes struct {
 	Diff          string
 	DiffTruncated bool   // Diff was cut at CacheOptions.MaxDiffBytes
 	DiffStat      string // `--stat` of the same
+
+	// AgentGit says why the commits in the agent's repository were not
+	// taken (agentgit.go): its HEAD is not a plain file, its objects do
+	// not verify, it reads another repository's. Its files are in the
+	// diff all the same, and the checkpoint commits them on the baseline.
+	AgentGit string
 }
 
 // Commit is one commit made on top of the baseline.
@@ -44,18 +50,27 @@ type Commit struct {
 	SHA, Subject, Author string // Author is "Name <email>"
 }
 
-// Observe computes what changed since the baseline. It only reads git and
-// the filesystem; it does not modify the worktree, its index or its refs.
+// Observe computes what changed since the baseline. It brings the commits
+// the agent made in its own repository into the cache and moves the
+// attempt's branch to them (agentgit.go); otherwise it only reads git and
+// the filesystem, and does not modify the worktree or its index.
 func (w *Worktree) Observe(ctx context.Context) (*Changes, error) {
 	if err := w.usable(); err != nil {
 		return nil, err
+	}
+	ch := &Changes{}
+	if err := w.importAgentCommits(ctx); err != nil {
+		if ctx.Err() != nil || !errors.Is(err, ErrAgentGit) {
+			return nil, err
+		}
+		ch.AgentGit = err.Error()
+		w.cache.log.WarnContext(ctx, "the agent's commits are not taken", "path", w.Path, "err", err)
 	}
 	cur, err := takeSnapshot(ctx, w.Path, w.gitDir, w.baseline)
 	if err != nil {
 		return nil, err
 	}
 	w.last = cur
-	ch := &Changes{}
 	ch.Created, ch.Modified, ch.Deleted = compare(w.baseline, cur)
 	if ch.Commits, err = w.commits(ctx); err != nil {
 		return nil, err
@@ -317,6 +332,12 @@ func (w *Worktree) Checkpoint(ctx context.Context, message string) (string, erro
 		return "", err
 	}
 	w.checkpoint = head
+	if w.agentGit {
+		// What runs next (checks, a validator) sees the checkpoint.
+		if err := w.makeAgentGitDir(head); err != nil {
+			return "", err
+		}
+	}
 	return head, nil
 }
 

@@ -223,7 +223,7 @@ func TestObserveLongDiffStat(t *testing.T) {
 	assertContains(t, "DiffStat", ch.DiffStat, "big.txt                      | 1000 +", "file-with-a-long-name-29.txt |    1 +", "31 files changed")
 }
 
-// An agent that deletes the .git file must not make Observe or Checkpoint
+// An agent that deletes its .git must not make Observe or Checkpoint
 // operate on some other repository.
 func TestObserveWithoutGitFile(t *testing.T) {
 	t.Parallel()
@@ -231,7 +231,7 @@ func TestObserveWithoutGitFile(t *testing.T) {
 	o := newOrigin(t)
 	c := newTestCache(t)
 	w := prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/obs/nogit"})
-	if err := os.Remove(filepath.Join(w.Path, ".git")); err != nil {
+	if err := os.RemoveAll(filepath.Join(w.Path, ".git")); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(w.Path, "new.txt"), "new\n", 0o644)
@@ -359,12 +359,13 @@ func TestCheckpointCommitsWhatObserveStaged(t *testing.T) {
 		t.Errorf("staged index left after Checkpoint: %v", left)
 	}
 
-	// The real index changed after Observe: everything is staged anew.
+	// The real index (Drover's, in the admin dir: no agent reaches it)
+	// changed after Observe: everything is staged anew.
 	if _, err := w.Observe(ctx); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(w.Path, "added.txt"), "added\n", 0o644)
-	gitT(t, w.Path, "add", "added.txt")
+	gitT(t, w.Path, "--git-dir="+w.gitDir, "--work-tree="+w.Path, "add", "added.txt")
 	sha, err = w.Checkpoint(ctx, "restaged")
 	if err != nil {
 		t.Fatal(err)

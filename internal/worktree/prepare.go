@@ -25,6 +25,10 @@ type PrepareOptions struct {
 	Branch  string // branch to create for the attempt, e.g. "drover/flow-1/task-a/1"
 	Path    string // absolute; must not exist yet, its parent must
 	Merge   []Ref  // results to merge, in order, after checkout
+	// NoAgent leaves the checkout's .git as git made it, for a worktree
+	// no agent runs in (an integration build); otherwise .git is a
+	// repository of the agent's own (agentgit.go).
+	NoAgent bool
 }
 
 // Ref is a result branch on the remote, expected to be at Commit.
@@ -48,6 +52,8 @@ type Worktree struct {
 	staged     *stagedIndex // the tree as the last Observe staged it, for Checkpoint
 	checkpoint string       // the commit the last Checkpoint left the branch at
 	removed    atomic.Bool
+	agentGit   bool   // .git is the agent's repository (agentgit.go)
+	agentHead  string // where the agent's branch was when Drover last made or read it
 }
 
 // Prepare syncs the cache, creates a worktree on a new branch at Base,
@@ -95,6 +101,12 @@ func (c *Cache) Prepare(ctx context.Context, opts PrepareOptions) (*Worktree, er
 	head, err := w.mergeAll(ctx, opts.Merge, mergeSHAs)
 	if err != nil {
 		return fail(err)
+	}
+	if !opts.NoAgent {
+		w.agentGit = true
+		if err := w.makeAgentGitDir(head); err != nil {
+			return fail(err)
+		}
 	}
 	snap, err := takeSnapshot(ctx, w.Path, w.gitDir, w.reused)
 	if err != nil {
@@ -482,11 +494,23 @@ func (c *Cache) Remove(ctx context.Context, w *Worktree) error {
 	if w.removed.Load() {
 		return nil
 	}
+	if err := w.restoreGitFile(); err != nil {
+		c.log.DebugContext(ctx, "restore .git before removing", "path", w.Path, "err", err)
+	}
 	if err := c.removeLocked(ctx, w.repo, w.Path, w.Branch, true); err != nil {
 		return err
 	}
 	w.removed.Store(true)
+	c.checkAfter(ctx, w.repo)
 	return nil
+}
+
+// checkAfter checks a cache at the end of an attempt: one that changed is
+// quarantined (and logged) now, rather than at its next use.
+func (c *Cache) checkAfter(ctx context.Context, r *repo) {
+	if err := c.checkCache(ctx, r); err != nil && !errors.Is(err, ErrCacheTampered) {
+		c.log.WarnContext(ctx, "check repo cache", "dir", r.dir, "err", err)
+	}
 }
 
 // removeLocked removes a worktree and its branch (none if branch is "");

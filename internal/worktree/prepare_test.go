@@ -489,9 +489,9 @@ func TestRemove(t *testing.T) {
 		writeFile(t, filepath.Join(w.Path, "debug.log"), "ignored", 0o644)
 		check(t, w)
 	})
-	t.Run("git file deleted by agent", func(t *testing.T) {
+	t.Run("git dir deleted by agent", func(t *testing.T) {
 		w := prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/rm/2"})
-		if err := os.Remove(filepath.Join(w.Path, ".git")); err != nil {
+		if err := os.RemoveAll(filepath.Join(w.Path, ".git")); err != nil {
 			t.Fatal(err)
 		}
 		check(t, w)

@@ -78,6 +78,7 @@ func (c *Cache) Release(ctx context.Context, w *Worktree) error {
 		err = c.removeLocked(ctx, r, w.Path, w.Branch, true)
 		if err == nil {
 			w.removed.Store(true)
+			c.checkAfter(ctx, r)
 		}
 		r.unlock()
 		return err
@@ -92,6 +93,7 @@ func (c *Cache) Release(ctx context.Context, w *Worktree) error {
 		evict, c.idle = c.idle[0], c.idle[1:]
 	}
 	c.mu.Unlock()
+	c.checkAfter(ctx, r) // a changed cache goes with what was just parked in it
 	r.unlock()
 	if evict != nil {
 		return c.removeIdle(ctx, evict)
@@ -133,6 +135,9 @@ func (c *Cache) parkable(ctx context.Context, w *Worktree) bool {
 // park detaches w's HEAD at its branch, deletes the branch and moves the
 // checkout into r's idle dir. Caller holds r's lock.
 func (c *Cache) park(ctx context.Context, r *repo, w *Worktree) (string, error) {
+	if err := w.restoreGitFile(); err != nil {
+		return "", err
+	}
 	ref := "refs/heads/" + w.Branch
 	if _, err := w.run(ctx, gitRun{args: []string{"update-ref", "--no-deref", "HEAD", ref}}); err != nil {
 		return "", err

@@ -110,14 +110,18 @@ func TestReleasedCheckoutIsReused(t *testing.T) {
 }
 
 // What an attempt leaves that a checkout and clean would not undo keeps its
-// checkout from being parked: it is removed instead.
+// checkout from being parked: it is removed instead. The admin dir is
+// Drover's, but an agent running without the sandbox can write it.
 func TestReleaseRemovesWhatCannotBeReused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	o := newOrigin(t)
+	admin := func(w *Worktree, args ...string) {
+		gitT(t, w.Path, append([]string{"--git-dir=" + w.gitDir, "--work-tree=" + w.Path}, args...)...)
+	}
 	for name, spoil := range map[string]func(w *Worktree){
-		"assume-unchanged": func(w *Worktree) { gitT(t, w.Path, "update-index", "--assume-unchanged", "README.md") },
-		"skip-worktree":    func(w *Worktree) { gitT(t, w.Path, "update-index", "--skip-worktree", "notes.txt") },
+		"assume-unchanged": func(w *Worktree) { admin(w, "update-index", "--assume-unchanged", "README.md") },
+		"skip-worktree":    func(w *Worktree) { admin(w, "update-index", "--skip-worktree", "notes.txt") },
 		"merge in progress": func(w *Worktree) {
 			writeFile(t, filepath.Join(w.gitDir, "MERGE_HEAD"), o.C3+"\n", 0o644)
 		},

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 )
 
 // Modes as git records them; only what git can represent matters, so a
@@ -165,13 +166,19 @@ func skipVanished(err error) error {
 // (docs/benchmarks.md).
 var hashBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
+// hashFile hashes the regular file p. Something swapped in since the walk
+// saw a file there (a process of the agent still running) is not followed
+// (a symlink) nor waited on (a FIFO).
 func hashFile(p string) ([sha256.Size]byte, error) {
 	var sum [sha256.Size]byte
-	f, err := os.Open(p)
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return sum, err
 	}
 	defer f.Close()
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		return sum, fmt.Errorf("worktree: %s is no longer a regular file", p)
+	}
 	h := sha256.New()
 	buf := hashBufs.Get().(*[]byte)
 	defer hashBufs.Put(buf)

@@ -39,7 +39,7 @@ func (c *Cache) Sweep(ctx context.Context, dir string, keep func(path string) bo
 		return removed, errors.Join(append(errs, fmt.Errorf("worktree: sweep cache: %w", err))...)
 	}
 	for _, e := range repos {
-		if !e.IsDir() || strings.HasPrefix(e.Name(), cloneTempPrefix) {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), cloneTempPrefix) || e.Name() == quarantineDir {
 			continue
 		}
 		if err := c.tidy(ctx, c.repoAt(filepath.Join(c.dir, e.Name()))); err != nil {
@@ -74,6 +74,9 @@ func (c *Cache) tidy(ctx context.Context, r *repo) error {
 		return err
 	}
 	defer r.unlock()
+	if err := c.checkCache(ctx, r); err != nil {
+		return err
+	}
 	if err := c.sweepIdle(r); err != nil {
 		return err
 	}

@@ -295,8 +295,17 @@ func conformCommand(t *testing.T, c Case) {
 			t.Errorf("Command.Env: %s=%q, want %q (passed in Input.Env)", name, got, v)
 		}
 	}
-	if got := env["TMPDIR"]; got != tmp {
-		t.Errorf("Command.Env: TMPDIR=%q, want Input.TempDir %q", got, tmp)
+	// TMPDIR is the attempt's: a directory in Input.TempDir, which a
+	// confined CLI may write; so is a HOME made there.
+	if got := env["TMPDIR"]; got != tmp && !strings.HasPrefix(got, tmp+string(filepath.Separator)) {
+		t.Errorf("Command.Env: TMPDIR=%q, want Input.TempDir %q or a directory in it", got, tmp)
+	} else if info, err := os.Stat(got); err != nil || !info.IsDir() {
+		t.Errorf("Command.Env: TMPDIR=%q is not a directory: %v", got, err)
+	}
+	for _, name := range []string{"TMPDIR", "HOME"} {
+		if v := env[name]; strings.HasPrefix(v, tmp+string(filepath.Separator)) && !slices.Contains(cmd.Sandbox.Write, v) {
+			t.Errorf("Command.Sandbox.Write %q lacks %s=%s: a confined CLI could not write it", cmd.Sandbox.Write, name, v)
+		}
 	}
 	for _, name := range []string{canaryName, droverCanaryName} {
 		if _, ok := env[name]; ok {

@@ -1,0 +1,189 @@
+package attempt
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover/internal/adapter"
+	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/sandbox"
+	"github.com/drover-dev/drover/internal/supervise"
+)
+
+// sandboxed is a harness whose runner confines what it starts, as a
+// worker with the sandbox on does; it skips where the kernel cannot.
+func sandboxed(t *testing.T) *harness {
+	t.Helper()
+	sb, err := sandbox.New(sandbox.Probe())
+	if err != nil {
+		t.Skipf("no sandbox here: %v", err)
+	}
+	h := newHarness(t)
+	h.runner.Sandbox = sb
+	root := filepath.Dir(h.runner.WorkDir)
+	h.runner.SandboxDeny = []string{h.runner.WorkDir, filepath.Join(root, "cache")}
+	// A HOME of its own per attempt, as a confined runtime has by default.
+	h.agent = adapter.NewCommand("sh-agent", config.Runtime{
+		Binary: writeScript(t, agentScript), Output: "text", Home: "isolated", Grace: 300 * time.Millisecond,
+	})
+	return h
+}
+
+func cacheRepo(t *testing.T, h *harness) string {
+	t.Helper()
+	d, err := h.runner.Cache.RepoDir(h.origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestRunSandboxed: the CLI writes its worktree, commits in its own
+// repository and uses its TMPDIR and HOME; every write outside them fails,
+// the report says what was denied, and the next attempt runs as usual.
+func TestRunSandboxed(t *testing.T) {
+	h := sandboxed(t)
+	outside := filepath.Join(t.TempDir(), "outside.txt")
+	cache := cacheRepo(t, h)
+	job := h.job(strings.Join([]string{
+		"echo ok > mine.txt && git add mine.txt && git commit -q -m mine",
+		"echo tmp > \"$TMPDIR/t\" && echo home > \"$HOME/h\" && echo wrote-own",
+		"echo x > ../escape.txt",
+		"echo x > ../../escape.txt",
+		"echo x > " + outside,
+		"git --git-dir=" + cache + " config core.hooksPath /tmp/evil",
+		"echo '#!/bin/sh' > " + cache + "/hooks-planted",
+		"true",
+	}, "\n"))
+	rep, rec := h.run(job, nil)
+	if !rep.Success {
+		t.Fatalf("report %+v", rep.Error)
+	}
+	if !strings.HasPrefix(rep.Sandbox, "landlock ABI ") {
+		t.Errorf("report sandbox %q", rep.Sandbox)
+	}
+	if !strings.Contains(rep.StdoutTail, "wrote-own") || len(rep.CommitsCreated) != 1 || !strings.Contains(h.remoteFiles(job.Branch), "mine.txt") {
+		t.Errorf("the CLI's own writes: stdout %q commits %v files %q", rep.StdoutTail, rep.CommitsCreated, h.remoteFiles(job.Branch))
+	}
+	for _, p := range []string{filepath.Join(h.runner.WorkDir, "worktrees", "escape.txt"), filepath.Join(h.runner.WorkDir, "escape.txt"), outside,
+		filepath.Join(cacheRepo(t, h), "hooks-planted")} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s was written", p)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(cacheRepo(t, h), "config")); strings.Contains(string(b), "hooksPath") {
+		t.Errorf("the cache's config changed:\n%s", b)
+	}
+	var denied []string
+	for _, d := range rep.SandboxDenied {
+		denied = append(denied, strings.SplitN(d, ": ", 2)[0])
+	}
+	// (git, denied even reading the cache, says "not a git repository":
+	// nothing there names the denial.)
+	for _, want := range []string{filepath.Join(h.runner.WorkDir, "worktrees", "escape.txt"), filepath.Join(h.runner.WorkDir, "escape.txt"), outside,
+		filepath.Join(cache, "hooks-planted")} {
+		if !slices.Contains(denied, want) {
+			t.Errorf("denials %q lack %s", rep.SandboxDenied, want)
+		}
+	}
+	var exited event.RuntimeExitedData
+	rec.decode(t, event.RuntimeExited, &exited)
+	if !slices.Equal(exited.Denied, rep.SandboxDenied) {
+		t.Errorf("runtime_exited denied %q, report %q", exited.Denied, rep.SandboxDenied)
+	}
+
+	// The verification commands run confined too.
+	job = h.job("echo fine > ok.txt")
+	verifyEscape := filepath.Join(t.TempDir(), "verify-escape.txt")
+	job.Verify = []string{"echo x > " + verifyEscape}
+	rep, _ = h.run(job, nil)
+	wantClass(t, rep, drovertype.ClassVerificationFailed)
+	if _, err := os.Stat(verifyEscape); err == nil {
+		t.Error("a verification command wrote outside")
+	}
+
+	// And the next attempt is unaffected.
+	rep, _ = h.run(h.job("echo again > again.txt"), nil)
+	if !rep.Success || len(rep.SandboxDenied) != 0 {
+		t.Errorf("next attempt: %+v %q", rep.Error, rep.SandboxDenied)
+	}
+}
+
+func TestRunSandboxOffSaysSo(t *testing.T) {
+	h := newHarness(t)
+	h.runner.SandboxOff = "off: worker.sandbox is off"
+	rep, rec := h.run(h.job("echo x > a.txt"), nil)
+	if rep.Sandbox != "off: worker.sandbox is off" || len(rep.SandboxDenied) != 0 {
+		t.Errorf("report sandbox %q denied %q", rep.Sandbox, rep.SandboxDenied)
+	}
+	var started event.RuntimeStartedData
+	rec.decode(t, event.RuntimeStarted, &started)
+	if started.Sandbox != rep.Sandbox {
+		t.Errorf("runtime_started sandbox %q", started.Sandbox)
+	}
+}
+
+// decode reads the one event of a type the run emitted.
+func (r *recorder) decode(t *testing.T, typ event.Type, into any) {
+	t.Helper()
+	evs := r.find(typ)
+	if len(evs) != 1 {
+		t.Fatalf("%d %s events", len(evs), typ)
+	}
+	if err := json.Unmarshal(evs[0].data, into); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWrapConfinesACommand: Wrap, the seam of an in-process runtime's
+// commands, starts them confined and reads their output for denials; a
+// nil *confined leaves the spec alone.
+func TestWrapConfinesACommand(t *testing.T) {
+	var none *confined
+	spec := supervise.Spec{Path: "/bin/sh"}
+	if err := none.Wrap(&spec); err != nil || spec.Launch != nil || spec.OnOutput != nil {
+		t.Fatalf("nil Wrap changed the spec: %v %+v", err, spec)
+	}
+	sb, err := sandbox.New(sandbox.Probe())
+	if err != nil {
+		t.Skipf("no sandbox here: %v", err)
+	}
+	dir, outside := t.TempDir(), filepath.Join(t.TempDir(), "outside")
+	c, err := sb.Compile(sandbox.Policy{Own: []sandbox.Grant{{Path: dir, Write: true}}, Exec: "/bin/sh"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := &confined{c: c, den: c.Denials(dir)}
+	var seen strings.Builder
+	spec = supervise.Spec{Path: "/bin/sh", Args: []string{"-c", "echo in > in; echo out > " + outside + "; exit 3"}, Dir: dir,
+		Timeout: time.Minute, OnOutput: func(_ supervise.Stream, p []byte) { seen.Write(p) }}
+	if err := x.Wrap(&spec); err != nil {
+		t.Fatal(err)
+	}
+	res, err := supervise.Run(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 3 {
+		t.Errorf("exit %d, want the command's own 3", res.ExitCode)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "in")); err != nil {
+		t.Errorf("the command could not write its own dir: %v", err)
+	}
+	if _, err := os.Stat(outside); !os.IsNotExist(err) {
+		t.Errorf("the command wrote outside: %v", err)
+	}
+	if d := x.denied(); len(d) != 1 || !strings.HasPrefix(d[0], outside+": ") {
+		t.Errorf("denied %q, want %s named", d, outside)
+	}
+	if !strings.Contains(seen.String(), "Permission denied") {
+		t.Errorf("the output no longer reaches the spec's own OnOutput: %q", seen.String())
+	}
+}
