@@ -38,8 +38,9 @@ const maxRSSGrowth = 16 << 20
 // random bytes and signals for other attempts on drover.control.cancel.*;
 // junk requests on drover.api.*. The running flow and a flow submitted
 // afterwards succeed, nothing the junk said is applied, every junk event is
-// poison, a rebuild equals the live projection, and 20,000 junk events
-// leave the controller's resident memory within maxRSSGrowth.
+// poison, a rebuild equals the live projection, and once a first burst
+// has warmed it, 20,000 more junk events grow the controller's resident
+// memory by less than maxRSSGrowth.
 func TestHostileMessages(t *testing.T) {
 	t.Parallel()
 	// GOGC=25 keeps the Go heap's headroom small, so that what the junk
@@ -92,22 +93,26 @@ func TestHostileMessages(t *testing.T) {
 
 	// A first burst of junk events takes the controller to what such a
 	// burst needs at its peak (NATS's block caches and buffer pools, the
-	// Go heap, Pebble's memtable); the second is measured, each once NATS's
-	// caches have expired (10 s idle): what the first left behind for
-	// good shows as growth.
+	// Go heap, Pebble's memtables); each later burst is measured once
+	// NATS's caches have expired (10 s idle). What the junk kept for good
+	// shows as growth in both measured bursts; a cache or memtable first
+	// touched late shows in one only, so the smaller growth is the bound's.
 	settle := func() int {
 		h.waitFolded(c)
 		time.Sleep(12 * time.Second)
 		return rss(t, c.ctrl.cmd.Process.Pid)
 	}
 	h.events(hostileBurst)
-	before := settle()
+	rss0 := settle()
 	h.events(hostileBurst)
-	after := settle()
-	t.Logf("controller RSS %d KiB before %d junk events, %d KiB after (%+d KiB); %d junk events in all",
-		before>>10, hostileBurst, after>>10, (after-before)>>10, h.stored)
-	if after-before > maxRSSGrowth {
-		t.Errorf("%d junk events grew the controller by %d KiB, more than %d KiB", hostileBurst, (after-before)>>10, maxRSSGrowth>>10)
+	rss1 := settle()
+	h.events(hostileBurst)
+	rss2 := settle()
+	growth := min(rss1-rss0, rss2-rss1)
+	t.Logf("controller RSS %d KiB after a first %d junk events, then %d KiB and %d KiB after as many more each (least growth %+d KiB); %d junk events in all",
+		rss0>>10, hostileBurst, rss1>>10, rss2>>10, growth>>10, h.stored)
+	if growth > maxRSSGrowth {
+		t.Errorf("each %d junk events grew the controller by %d KiB at least, more than %d KiB", hostileBurst, growth>>10, maxRSSGrowth>>10)
 	}
 
 	// Every junk event is poison, counted; the projection keeps the last

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/exectest"
+
 	"github.com/drover-dev/drover/internal/exitcode"
 	"github.com/drover-dev/drover/internal/natsconn"
 )
@@ -55,7 +57,7 @@ func TestExitCodes(t *testing.T) {
 	if err := os.Symlink(git, filepath.Join(bin, "git")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(bin, "ok"), []byte("#!/bin/sh\necho ok 1.0\n"), 0o755); err != nil {
+	if err := exectest.WriteExecutable(filepath.Join(bin, "ok"), []byte("#!/bin/sh\necho ok 1.0\n")); err != nil {
 		t.Fatal(err)
 	}
 	okCfg := writeTemp(t, "ok.yaml", "worker:\n  runtimes: [ok]\nruntimes:\n  ok:\n    binary: "+filepath.Join(bin, "ok")+"\n")
@@ -109,7 +111,7 @@ func TestRuntimeHealthEscapes(t *testing.T) {
 	bin := t.TempDir()
 	t.Setenv("PATH", bin+":/usr/bin:/bin")
 	script := "#!/bin/sh\nprintf 'evil 1.2.3 \\033]52;c;aGk=\\007\\033[2J\\r\\n'\n"
-	if err := os.WriteFile(filepath.Join(bin, "evil"), []byte(script), 0o755); err != nil {
+	if err := exectest.WriteExecutable(filepath.Join(bin, "evil"), []byte(script)); err != nil {
 		t.Fatal(err)
 	}
 	cfg := writeTemp(t, "drover.yaml", "worker:\n  runtimes: [evil]\nruntimes:\n  evil:\n    binary: evil\n")

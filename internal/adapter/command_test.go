@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drover-dev/drover/internal/exectest"
+
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/supervise"
@@ -18,7 +20,7 @@ import (
 func script(t *testing.T, body string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "agent")
-	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+	if err := exectest.WriteExecutable(p, []byte("#!/bin/sh\n"+body)); err != nil {
 		t.Fatal(err)
 	}
 	return p

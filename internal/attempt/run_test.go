@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/exectest"
+
 	"github.com/drover-dev/drover/internal/event"
 	"github.com/drover-dev/drover/internal/policy"
 
@@ -105,7 +107,7 @@ const agentScript = "#!/bin/sh\necho \"ARGS: $*\"\nexec sh -c \"$(cat)\"\n"
 func writeScript(t testing.TB, body string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "agent")
-	if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+	if err := exectest.WriteExecutable(p, []byte(body)); err != nil {
 		t.Fatal(err)
 	}
 	return p

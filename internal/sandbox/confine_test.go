@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/drover-dev/drover/internal/exectest"
 )
 
 // escapeBox is a worker's work dir as an attempt sees it: its own worktree
@@ -182,7 +184,7 @@ func TestStepFailures(t *testing.T) {
 	// A binary the policy does not let it run.
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "tool")
-	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho ran\n"), 0o755); err != nil {
+	if err := exectest.WriteExecutable(bin, []byte("#!/bin/sh\necho ran\n")); err != nil {
 		t.Fatal(err)
 	}
 	if code, out := run(bin); code != 126 || !strings.Contains(strings.ToLower(out), "permission denied") {
@@ -234,7 +236,7 @@ func TestConfinedRules(t *testing.T) {
 	tree(t, root, "ro/data.txt", "rw/", "prompt.md", "state.json", "other.txt")
 	p := func(rel string) string { return filepath.Join(root, rel) }
 	tool := p("ro/tool.sh")
-	if err := os.WriteFile(tool, []byte("#!/bin/sh\necho ran\n"), 0o755); err != nil {
+	if err := exectest.WriteExecutable(tool, []byte("#!/bin/sh\necho ran\n")); err != nil {
 		t.Fatal(err)
 	}
 	c := compile(t, sb, Policy{

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/drover-dev/drover/internal/exectest"
 )
 
 func symlink(t *testing.T, target, link string) {
@@ -22,7 +24,7 @@ func executable(t *testing.T, p, body string) {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+	if err := exectest.WriteExecutable(p, []byte(body)); err != nil {
 		t.Fatal(err)
 	}
 }

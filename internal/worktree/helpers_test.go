@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/drover-dev/drover/internal/exectest"
+
 	"go.uber.org/goleak"
 )
 
@@ -186,7 +188,7 @@ done
 exec '` + real + `' "$@"
 `
 	p := filepath.Join(t.TempDir(), "git")
-	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+	if err := exectest.WriteExecutable(p, []byte(script)); err != nil {
 		t.Fatal(err)
 	}
 	return p

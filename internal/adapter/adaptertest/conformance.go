@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/exectest"
+
 	"github.com/drover-dev/drover/internal/adapter"
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/supervise"
@@ -508,5 +510,5 @@ func copyExecutable(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(dst, b, 0o755)
+	return exectest.WriteExecutable(dst, b)
 }
