@@ -6,7 +6,9 @@
 //
 // It owns what a browser sees and may do: rendering, escaping untrusted
 // text (prompts, agent output, file names, event fields), laying out a
-// task graph (layout.go), sessions, CSRF and login throttling. It reads
+// task graph (layout.go), showing the fleet's limits (limits.go:
+// cooldowns, budgets and spend, why a task waits, each worker's sandbox),
+// sessions, CSRF and login throttling. It reads
 // the controller through the small interfaces of sources.go (the
 // projection, fold notices, artifacts and streams, the fleet, dead
 // letters, the operator API), so that its tests run on fakes; nats.go

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,6 +35,7 @@ type world struct {
 	acts    []string
 	actErr  error
 	workers []*fleet.Registration
+	reads   atomic.Int64 // registry reads
 	dead    []queue.DeadLetter
 	deadCh  chan queue.DeadLetter
 	now     time.Time
@@ -206,7 +208,10 @@ func (w *world) Events(_ context.Context, seqs []uint64) ([]StreamEvent, error) 
 	return out, nil
 }
 
-func (w *world) Workers(context.Context) ([]*fleet.Registration, error) { return w.workers, nil }
+func (w *world) Workers(context.Context) ([]*fleet.Registration, error) {
+	w.reads.Add(1)
+	return w.workers, nil
+}
 
 func (w *world) WatchWorkers(ctx context.Context) (<-chan struct{}, error) {
 	ch := make(chan struct{})

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/drover-dev/drover/internal/projection"
@@ -72,13 +73,16 @@ func (s *sse) ping() error {
 
 // rowsMsg updates a table: rows replace those of the same key (or are
 // added, at the top with Prepend), Remove drops rows, Replace drops every
-// row not sent.
+// row not sent, Order sorts them.
 type rowsMsg struct {
 	Table   string   `json:"t"`
 	Rows    []row    `json:"rows,omitempty"`
 	Remove  []string `json:"remove,omitempty"`
 	Replace bool     `json:"replace,omitempty"`
 	Prepend bool     `json:"prepend,omitempty"`
+	// Order, when set, is every row's key in the order the table shows
+	// them: rows that moved are put in place.
+	Order []string `json:"order,omitempty"`
 }
 
 // rowDiff remembers the rows a page was sent, to send only changes.
@@ -111,7 +115,7 @@ func (d rowDiff) changed(rows []row) (out []row, gone []string) {
 func withoutAges(r row) row {
 	cells := make([]cell, len(r.Cells))
 	for i, c := range r.Cells {
-		if c.Since != 0 {
+		if c.Since != 0 || c.Until != 0 {
 			c.Text = ""
 		}
 		cells[i] = c
@@ -564,52 +568,136 @@ func mergeOutput(ms []outputMsg) []outputMsg {
 // worker whose registration lapsed leaves the page.
 const workersRefresh = 15 * time.Second
 
+// workersLive follows the registry (its bucket's changes, and every
+// workersRefresh) for the workers and runtimes tables, and the fold for
+// the cooldowns table. A fold does not re-read the registry: it only
+// reads the projection's cooldowns, and sends the rows that changed.
 func (c *Console) workersLive(w http.ResponseWriter, r *http.Request) {
-	if c.o.Fleet == nil {
-		http.NotFound(w, r)
-		return
-	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	wake := make(chan struct{}, 1)
-	poke := func() {
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
-	}
-	if changes, err := c.o.Fleet.WatchWorkers(ctx); err == nil {
-		go func() {
-			for range changes {
-				poke()
-			}
-		}()
-	}
+	wl := &workersStream{c: c, ctx: ctx, wake: make(chan struct{}, 1), cooldowns: rowDiff{}, note: fieldDiff{}}
+	defer wl.stopTimer()
+	wl.registry.Store(c.o.Fleet != nil)
+	folds, unsub := c.o.Folds.Subscribe()
+	defer unsub()
 	go func() {
-		t := time.NewTicker(workersRefresh)
-		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
-				poke()
+			case <-folds:
+				wl.poke()
 			}
 		}
 	}()
-	c.follow(w, r, wake, func(s *sse) (bool, error) {
-		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		ws, err := c.o.Fleet.Workers(rctx)
-		cancel()
-		if err != nil {
-			return true, nil // keep what is shown; the next change tries again
+	if c.o.Fleet != nil {
+		if changes, err := c.o.Fleet.WatchWorkers(ctx); err == nil {
+			go func() {
+				for range changes {
+					wl.registry.Store(true)
+					wl.poke()
+				}
+			}()
 		}
-		workers, runtimes := workerRows(ws, c.o.Now())
-		if err := s.send("rows", rowsMsg{Table: "workers", Rows: workers, Replace: true}); err != nil {
+		go func() {
+			t := time.NewTicker(workersRefresh)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					wl.registry.Store(true)
+					wl.poke()
+				}
+			}
+		}()
+	}
+	c.follow(w, r, wl.wake, wl.update)
+}
+
+// workersStream is one workers page's live stream.
+type workersStream struct {
+	c    *Console
+	ctx  context.Context
+	wake chan struct{}
+	// registry: the registry may have changed since it was last read.
+	registry  atomic.Bool
+	cooldowns rowDiff
+	note      fieldDiff
+	// timer wakes the stream when the next cooldown ends, for its row to
+	// say so; at is when it is set for.
+	mu    sync.Mutex
+	timer *time.Timer
+	at    time.Time
+}
+
+func (wl *workersStream) poke() {
+	select {
+	case wl.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (wl *workersStream) update(s *sse) (bool, error) {
+	if wl.registry.Swap(false) {
+		rctx, cancel := context.WithTimeout(wl.ctx, 10*time.Second)
+		ws, err := wl.c.o.Fleet.Workers(rctx)
+		cancel()
+		if err == nil { // else keep what is shown; the next change tries again
+			workers, runtimes := workerRows(ws, wl.c.o.Now())
+			if err := s.send("rows", rowsMsg{Table: "workers", Rows: workers, Replace: true}); err != nil {
+				return false, err
+			}
+			if err := s.send("rows", rowsMsg{Table: "runtimes", Rows: runtimes, Replace: true}); err != nil {
+				return false, err
+			}
+		}
+	}
+	now := wl.c.o.Now()
+	rows, note, next := wl.c.readCooldowns(now)
+	wl.wakeAt(next, now)
+	if f := wl.note.changed(map[string]cell{"cooldowns-note": note}); len(f) > 0 {
+		if err := s.send("fields", f); err != nil {
 			return false, err
 		}
-		return true, s.send("rows", rowsMsg{Table: "runtimes", Rows: runtimes, Replace: true})
-	})
+	}
+	changed, gone := wl.cooldowns.changed(rows)
+	if len(changed) == 0 && len(gone) == 0 {
+		return true, nil
+	}
+	// A row that changed may move: the order comes along.
+	order := make([]string, len(rows))
+	for i, r := range rows {
+		order[i] = r.Key
+	}
+	return true, s.send("rows", rowsMsg{Table: "cooldowns", Rows: changed, Remove: gone, Order: order})
+}
+
+// wakeAt sets the timer for next, when the next cooldown stops cooling;
+// zero for none.
+func (wl *workersStream) wakeAt(next, now time.Time) {
+	wl.mu.Lock()
+	defer wl.mu.Unlock()
+	if next.Equal(wl.at) {
+		return
+	}
+	if wl.timer != nil {
+		wl.timer.Stop()
+		wl.timer = nil
+	}
+	wl.at = next
+	if !next.IsZero() {
+		wl.timer = time.AfterFunc(max(next.Sub(now), 0)+time.Millisecond, wl.poke)
+	}
+}
+
+func (wl *workersStream) stopTimer() {
+	wl.mu.Lock()
+	defer wl.mu.Unlock()
+	if wl.timer != nil {
+		wl.timer.Stop()
+	}
 }
 
 func (c *Console) deadLettersLive(w http.ResponseWriter, r *http.Request) {

@@ -105,7 +105,7 @@ func TestNATSSources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kv.Put(ctx, "w1", []byte(`{"id":"w1","host":"h","slots":2,"sandbox":"landlock","runtimes":[{"name":"demo","healthy":true}]}`)); err != nil {
+	if _, err := kv.Put(ctx, "w1", []byte(`{"id":"w1","host":"h","slots":2,"sandbox":"landlock ABI 7","quota_left":3,"runtimes":[{"name":"demo","healthy":true}]}`)); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -117,7 +117,7 @@ func TestNATSSources(t *testing.T) {
 	if err != nil || len(ws) != 1 {
 		t.Fatalf("workers %v %v", ws, err)
 	}
-	if extra := extraFields(ws[0].Raw, knownFields); extra != `sandbox: "landlock"` {
+	if extra := extraFields(ws[0].Raw, knownFields); extra != `quota_left: 3` {
 		t.Fatalf("extra fields %q", extra)
 	}
 

@@ -85,7 +85,8 @@ func flowFields(s flowSummary) map[string]cell {
 		"state":       s.State,
 		"progress":    s.Counts.bar(),
 		"counts":      {Text: s.Counts.text()},
-		"spend":       s.Spend.cell(),
+		"spend":       s.Spend,
+		"budget":      s.Budget,
 		"integration": s.Integration,
 		"ended":       ended,
 	}
@@ -135,7 +136,7 @@ func (c *Console) flowPage(w http.ResponseWriter, r *http.Request) {
 				filter, pg = "", i/c.o.PageSize+1
 			}
 		}
-		s := summarize(st, f, flowSpend(st, f.ID))
+		s := summarize(st, f)
 		v = &flowView{ID: f.ID, Name: f.Spec.Name, Repo: f.Spec.Repo, Base: f.Spec.Base, Summary: s,
 			Fields: flowFields(s), Tasks: len(f.Order), MaxParallel: f.MaxParallel, Cancel: f.Cancel,
 			Filter: filter, Filters: stateNames(), Graph: flowHref(f.ID) + "/graph.json"}
@@ -265,7 +266,11 @@ type planView struct {
 }
 
 func taskFields(st *projection.State, t *projection.Task) map[string]cell {
-	f := map[string]cell{"state": {Text: string(t.State), Class: "state st-" + string(t.State)}}
+	f := map[string]cell{"state": {Text: string(t.State), Class: "state st-" + string(t.State)},
+		"wait": waitCell(t), "spend": spendCell(t.Spend), "budget": budgetCell(t.Budget, t.Spend, 0)}
+	if !t.Budget.Limited() {
+		f["budget"] = cell{Text: "none of its own: its flow's applies"}
+	}
 	if e := taskError(st, t); e != nil {
 		f["error"] = cell{Text: string(e.Class) + ": " + oneLine(e.Message, 500), Class: "err"}
 	} else {
@@ -616,18 +621,20 @@ func (c *Console) attemptLog(w http.ResponseWriter, r *http.Request) {
 }
 
 type workersView struct {
-	Workers  []row
-	Runtimes []row
-	Error    string
+	Workers   []row
+	Runtimes  []row
+	Cooldowns []row
+	Note      cell // about the cooldowns table: empty, or how many it leaves out
+	Error     string
 }
 
 // knownFields are a registration's fields this build shows in columns;
 // the others (of newer workers) are shown as they are.
 var knownFields = map[string]bool{"id": true, "host": true, "pool": true, "slots": true, "busy": true,
-	"started": true, "seen": true, "runtimes": true, "not_claiming": true}
+	"started": true, "seen": true, "runtimes": true, "not_claiming": true, "sandbox": true}
 
 var knownRuntimeFields = map[string]bool{"name": true, "adapter": true, "binary": true, "version": true,
-	"healthy": true, "error": true, "checked": true, "capabilities": true}
+	"healthy": true, "error": true, "checked": true, "capabilities": true, "sandbox": true}
 
 // extraFields lists the fields of raw that known does not name, as
 // "name: value" with compact JSON values, in name order.
@@ -652,58 +659,93 @@ func extraFields(raw json.RawMessage, known map[string]bool) string {
 
 func workerRows(ws []*fleet.Registration, now time.Time) (workers, runtimes []row) {
 	for _, w := range ws {
-		healthy := 0
-		for _, rt := range w.Runtimes {
-			if rt.Healthy {
-				healthy++
-			}
-		}
-		load := cell{Text: strconv.Itoa(w.Busy) + "/" + strconv.Itoa(w.Slots), Class: "progress"}
-		if w.Slots > 0 {
-			load.Bar = []barSeg{{Class: "st-running", W: 100 * float64(min(w.Busy, w.Slots)) / float64(w.Slots)}}
-		}
-		claiming := cell{Text: "claiming", Class: "ok"}
-		if w.NotClaiming != "" {
-			claiming = cell{Text: w.NotClaiming, Class: "err"}
-		}
-		workers = append(workers, row{Key: w.ID, Cells: []cell{
-			{Text: w.ID}, {Text: w.Host}, {Text: w.Pool}, load,
-			{Text: strconv.Itoa(healthy) + "/" + strconv.Itoa(len(w.Runtimes)) + " healthy"},
-			claiming, ageCell(w.Seen, now), ageCell(w.Started, now),
-			{Text: extraFields(w.Raw, knownFields)},
-		}})
-		var rawRuntimes []json.RawMessage
-		if len(w.Raw) > 0 {
-			var m struct {
-				Runtimes []json.RawMessage `json:"runtimes"`
-			}
-			if json.Unmarshal(w.Raw, &m) == nil {
-				rawRuntimes = m.Runtimes
-			}
-		}
-		for i, rt := range w.Runtimes {
-			h := cell{Text: "healthy", Class: "ok"}
-			if !rt.Healthy {
-				h = cell{Text: "unhealthy", Class: "err"}
-			}
-			extra := ""
-			if i < len(rawRuntimes) {
-				extra = extraFields(rawRuntimes[i], knownRuntimeFields)
-			}
-			if len(rt.Capabilities) > 0 && string(rt.Capabilities) != "null" {
-				extra = strings.TrimPrefix(extra+"; capabilities: "+oneLine(string(rt.Capabilities), 300), "; ")
-			}
-			runtimes = append(runtimes, row{Key: w.ID + "/" + rt.Name, Cells: []cell{
-				{Text: w.ID}, {Text: rt.Name}, h, {Text: rt.Version}, {Text: rt.Binary},
-				ageCell(rt.Checked, now), {Text: oneLine(rt.Error, 300), Class: "err"}, {Text: extra},
-			}})
-		}
+		workers = append(workers, workerRow(w, now))
+		runtimes = append(runtimes, runtimeRows(w, now)...)
 	}
 	return workers, runtimes
 }
 
+// workerRow is a worker in the workers table; one whose attempts may run
+// unconfined is flagged.
+func workerRow(w *fleet.Registration, now time.Time) row {
+	healthy := 0
+	for _, rt := range w.Runtimes {
+		if rt.Healthy {
+			healthy++
+		}
+	}
+	load := cell{Text: strconv.Itoa(w.Busy) + "/" + strconv.Itoa(w.Slots), Class: "progress"}
+	if w.Slots > 0 {
+		load.Bar = []barSeg{{Class: "st-running", W: 100 * float64(min(w.Busy, w.Slots)) / float64(w.Slots)}}
+	}
+	claiming := cell{Text: "claiming", Class: "ok"}
+	if w.NotClaiming != "" {
+		claiming = cell{Text: w.NotClaiming, Class: "err"}
+	}
+	box, unconfined := sandboxCell(w.Sandbox)
+	r := row{Key: w.ID, Cells: []cell{
+		{Text: w.ID}, {Text: w.Host}, {Text: w.Pool}, load,
+		{Text: strconv.Itoa(healthy) + "/" + strconv.Itoa(len(w.Runtimes)) + " healthy"},
+		claiming, box, ageCell(w.Seen, now), ageCell(w.Started, now),
+		{Text: extraFields(w.Raw, knownFields)},
+	}}
+	if unconfined {
+		r.Class = "unconfined"
+	}
+	return r
+}
+
+// runtimeRows are a worker's runtimes in the runtimes table.
+func runtimeRows(w *fleet.Registration, now time.Time) []row {
+	var rawRuntimes []json.RawMessage
+	if len(w.Raw) > 0 {
+		var m struct {
+			Runtimes []json.RawMessage `json:"runtimes"`
+		}
+		if json.Unmarshal(w.Raw, &m) == nil {
+			rawRuntimes = m.Runtimes
+		}
+	}
+	var out []row
+	for i, rt := range w.Runtimes {
+		h := cell{Text: "healthy", Class: "ok"}
+		if !rt.Healthy {
+			h = cell{Text: "unhealthy", Class: "err"}
+		}
+		extra := ""
+		if i < len(rawRuntimes) {
+			extra = extraFields(rawRuntimes[i], knownRuntimeFields)
+		}
+		if len(rt.Capabilities) > 0 && string(rt.Capabilities) != "null" {
+			extra = strings.TrimPrefix(extra+"; capabilities: "+oneLine(string(rt.Capabilities), 300), "; ")
+		}
+		box, unconfined := sandboxCell(rt.Sandbox)
+		r := row{Key: w.ID + "/" + rt.Name, Cells: []cell{
+			{Text: w.ID}, {Text: rt.Name}, h, box, {Text: rt.Version}, {Text: rt.Binary},
+			ageCell(rt.Checked, now), {Text: oneLine(rt.Error, 300), Class: "err"}, {Text: extra},
+		}}
+		if unconfined {
+			r.Class = "unconfined"
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// readCooldowns reads the cooldowns table and its note, and when the next
+// cooldown stops cooling (zero if none cools).
+func (c *Console) readCooldowns(now time.Time) (rows []row, note cell, next time.Time) {
+	var more int
+	c.o.Projection.Read(func(st *projection.State) {
+		rows, more = cooldownRows(st, now)
+		next = nextCooldownEnd(st, now)
+	})
+	return rows, cooldownsNote(len(rows), more), next
+}
+
 func (c *Console) workersPage(w http.ResponseWriter, r *http.Request) {
 	v := workersView{}
+	now := c.o.Now()
 	if c.o.Fleet == nil {
 		v.Error = "This console cannot read the worker registry."
 	} else {
@@ -713,8 +755,9 @@ func (c *Console) workersPage(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			v.Error = "The worker registry cannot be read: " + err.Error()
 		}
-		v.Workers, v.Runtimes = workerRows(ws, c.o.Now())
+		v.Workers, v.Runtimes = workerRows(ws, now)
 	}
+	v.Cooldowns, v.Note, _ = c.readCooldowns(now)
 	p := c.newPage(r, "Workers", "workers")
 	p.Live = "/ui/workers/live"
 	p.Content = v

@@ -80,7 +80,7 @@ func (s *snapshots) flow(flowID string) *flowSnap {
 		if f == nil {
 			return
 		}
-		snap = &flowSnap{at: at, summary: summarize(st, f, flowSpend(st, f.ID)), tasks: make([]taskLive, len(f.Order))}
+		snap = &flowSnap{at: at, summary: summarize(st, f), tasks: make([]taskLive, len(f.Order))}
 		for i, id := range f.Order {
 			t := st.Task(f.ID, id)
 			if t == nil {

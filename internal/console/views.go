@@ -26,6 +26,7 @@ type cell struct {
 	Title string   `json:"ti,omitempty"`
 	Bar   []barSeg `json:"b,omitempty"`
 	Since int64    `json:"s,omitempty"` // unix ms: shown as an age, kept current by the page
+	Until int64    `json:"u,omitempty"` // unix ms: shown as the time left, kept current by the page
 }
 
 // barSeg is one coloured part of a progress bar, in percent.
@@ -80,55 +81,6 @@ func durationText(d time.Duration) string {
 		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
 	}
 	return d.Round(time.Second).String()
-}
-
-// spend is what a flow's attempts used, as their reports say. A count a
-// CLI did not report (copilot reports no tokens) adds nothing and is
-// counted as unknown: the sum is a lower bound then, and says so.
-type spend struct {
-	Input, Output, Cache int64
-	CostUSD              float64
-	Reported             int // attempts whose report had token counts
-	Unknown              int // attempts whose CLI reported none
-}
-
-func (s *spend) add(r *event.Report) {
-	if r == nil {
-		return
-	}
-	u := r.Usage
-	if u == nil || u.InputTokens == nil && u.OutputTokens == nil {
-		s.Unknown++
-		return
-	}
-	for _, c := range []struct {
-		dst *int64
-		n   *int64
-	}{{&s.Input, u.InputTokens}, {&s.Output, u.OutputTokens}, {&s.Cache, u.CacheReadTokens}, {&s.Cache, u.CacheWriteTokens}} {
-		if c.n != nil {
-			*c.dst += *c.n
-		}
-	}
-	if u.CostUSD != nil {
-		s.CostUSD += *u.CostUSD
-	}
-	s.Reported++
-}
-
-func (s spend) cell() cell {
-	if s.Reported == 0 {
-		return cell{Text: "—", Title: "no attempt reported token counts"}
-	}
-	text := tokens(s.Input+s.Output) + " tok"
-	if s.CostUSD > 0 {
-		text += fmt.Sprintf(" · $%.2f", s.CostUSD)
-	}
-	title := fmt.Sprintf("%d input, %d output, %d cache tokens over %d attempts", s.Input, s.Output, s.Cache, s.Reported)
-	if s.Unknown > 0 {
-		text += "+"
-		title += fmt.Sprintf("; %d more reported none (unknown)", s.Unknown)
-	}
-	return cell{Text: text, Class: "spend", Title: title}
 }
 
 func tokens(n int64) string {
@@ -233,19 +185,22 @@ type flowSummary struct {
 	Paused, Cancelling   bool
 	Counts               counts
 	Submitted, Ended     time.Time
-	Spend                spend
+	Spend, Budget        cell
 	Integration          cell
 }
 
-func summarize(st *projection.State, f *projection.Flow, sp spend) flowSummary {
+func summarize(st *projection.State, f *projection.Flow) flowSummary {
 	s := flowSummary{ID: f.ID, Name: f.Spec.Name, Repo: f.Spec.Repo, Base: f.Spec.Base, State: flowState(f),
 		Terminal: f.State.Terminal(), Paused: f.Paused, Cancelling: f.Cancel != nil,
-		Counts: counts{}, Submitted: f.SubmittedAt, Ended: f.CompletedAt, Spend: sp, Integration: integrationCell(f)}
+		Counts: counts{}, Submitted: f.SubmittedAt, Ended: f.CompletedAt, Spend: spendCell(f.Spend), Integration: integrationCell(f)}
+	var ends budgetEnds
 	for _, id := range f.Order {
 		if t := st.Task(f.ID, id); t != nil {
 			s.Counts[t.State]++
+			ends.add(f, t)
 		}
 	}
+	s.Budget = flowBudgetCell(f, ends)
 	return s
 }
 
@@ -286,46 +241,22 @@ func (s flowSummary) row(now time.Time) row {
 		s.Counts.bar(),
 		ageCell(s.Submitted, now),
 		{Text: repo, Class: "repo"},
-		s.Spend.cell(),
+		s.Spend,
+		s.Budget,
 	}}
-}
-
-// spendByFlow sums the usage of every attempt, by flow.
-func spendByFlow(st *projection.State) map[string]spend {
-	out := map[string]spend{}
-	for _, a := range st.Attempts {
-		if a.Report != nil {
-			s := out[a.Flow]
-			s.add(a.Report)
-			out[a.Flow] = s
-		}
-	}
-	return out
 }
 
 // flowList is the flows page: every flow, newest first.
 func flowList(st *projection.State) []flowSummary {
-	sp := spendByFlow(st)
 	out := make([]flowSummary, 0, len(st.Flows))
 	for _, f := range st.Flows {
-		out = append(out, summarize(st, f, sp[f.ID]))
+		out = append(out, summarize(st, f))
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		return a.Submitted.After(b.Submitted) || a.Submitted.Equal(b.Submitted) && a.ID > b.ID
 	})
 	return out
-}
-
-// flowSpend sums one flow's usage.
-func flowSpend(st *projection.State, flowID string) spend {
-	var s spend
-	for _, a := range st.Attempts {
-		if a.Flow == flowID {
-			s.add(a.Report)
-		}
-	}
-	return s
 }
 
 // taskRow is a task in the flow page's table.
@@ -345,9 +276,13 @@ func taskRow(st *projection.State, t *projection.Task, index int, now time.Time)
 	if t.State == drovertype.TaskBlocked && t.BlockedBy != "" {
 		stateText += " by " + t.BlockedBy
 	}
+	state := cell{Text: stateText, Class: "state st-" + string(t.State)}
+	if wait, why := waitText(t); wait != "" {
+		state.Text, state.Title = string(t.State)+", "+wait, why
+	}
 	return row{Key: t.ID, Index: index, Cells: []cell{
 		{Text: t.ID, Href: taskHref(t.Flow, t.ID)},
-		{Text: stateText, Class: "state st-" + string(t.State)},
+		state,
 		cur,
 		{Text: t.Runtime},
 		errCell,

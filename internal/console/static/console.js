@@ -28,6 +28,7 @@
     el.className = c.c || "";
     if (c.ti) el.title = c.ti; else el.removeAttribute("title");
     if (c.s) el.dataset.since = String(c.s); else delete el.dataset.since;
+    if (c.u) el.dataset.until = String(c.u); else delete el.dataset.until;
     if (c.b && c.b.length) {
       const svg = document.createElementNS(SVG, "svg");
       svg.setAttribute("class", "bar");
@@ -107,6 +108,12 @@
     if (m.replace) {
       for (const tr of Array.from(body.rows)) if (!keep.has(tr.dataset.k)) tr.remove();
     }
+    if (m.order) {
+      for (const k of m.order) {
+        const tr = findRow(body, k);
+        if (tr) body.appendChild(tr);
+      }
+    }
     const empty = document.getElementById("no-flows");
     if (empty && body.rows.length) empty.hidden = true;
   }
@@ -158,6 +165,12 @@
       const t = Number(el.dataset.since);
       const target = el.querySelector("a, span") || el;
       if (t) target.textContent = age(now - t);
+    }
+    // A countdown, as views.go's left words it.
+    for (const el of document.querySelectorAll("[data-until]")) {
+      const t = Number(el.dataset.until);
+      const target = el.querySelector("a, span") || el;
+      if (t) target.textContent = t > now ? age(t - now) + " left" : "ended";
     }
   }
 
