@@ -21,7 +21,6 @@ import (
 	"github.com/drover-dev/drover/internal/sandbox"
 	"github.com/drover-dev/drover/internal/startup"
 	"github.com/drover-dev/drover/internal/telemetry"
-	"github.com/drover-dev/drover/internal/termsafe"
 	"github.com/drover-dev/drover/internal/tracing"
 	"github.com/drover-dev/drover/internal/worker"
 )
@@ -38,41 +37,14 @@ func main() {
 
 // run executes one command line and returns its exit code (docs/cli.md).
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	root := newRoot()
-	root.SetArgs(args)
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	// Cobra checks the command, its flags and its arguments before this
-	// hook: an error before it is a usage error.
-	ran := false
-	root.PersistentPreRun = func(*cobra.Command, []string) { ran = true }
-	err := root.ExecuteContext(ctx)
-	if err == nil {
-		return exitcode.OK
-	}
-	code := exitCode(ctx, err, ran)
-	if code == exitcode.Interrupted {
-		fmt.Fprintln(stderr, "interrupted")
-	} else {
-		fmt.Fprintln(stderr, "error:", termsafe.Text(err.Error()))
-	}
-	return code
+	return exitcode.Run(ctx, newRoot(), args, stdin, stdout, stderr, exitCode)
 }
 
-// exitCode maps an error to the exit code table of internal/exitcode: the
-// one place the worker CLI decides its codes.
-func exitCode(ctx context.Context, err error, ran bool) int {
-	if !ran {
-		return exitcode.Usage
-	}
-	if code, ok := exitcode.Of(err); ok {
-		return code
-	}
+// exitCode maps the errors of Drover's packages to the exit code table
+// of internal/exitcode: the one place the worker CLI decides its codes.
+func exitCode(err error) int {
 	var connErr *natsconn.ConnectError
 	switch {
-	case ctx.Err() != nil && errors.Is(err, context.Canceled):
-		return exitcode.Interrupted
 	case errors.Is(err, config.ErrInvalid), errors.Is(err, readlimit.ErrTooLarge), errors.Is(err, readlimit.ErrNotRegular):
 		return exitcode.Usage
 	case errors.As(err, &connErr) && connErr.Unreachable:
