@@ -109,7 +109,6 @@ func independent(n int) *flow.Spec {
 	return s
 }
 
-
 // BenchmarkDecisions is one run of the decision function over a running flow of
 // 10,000 tasks: every attempt queued and published, a tenth of them
 // reported. What it costs bounds how often the controller decides (see
