@@ -385,15 +385,15 @@ func conformConcurrent(t *testing.T, c Case) {
 		wg.Go(func() {
 			if i%2 == 0 && hc != nil {
 				if _, err := hc.Check(t.Context()); err != nil {
-					errs <- fmt.Errorf("Check: %w", err)
+					errs <- fmt.Errorf("calling Check: %w", err)
 				}
 			}
 			if _, err := a.Initialize(t.Context()); err != nil {
-				errs <- fmt.Errorf("Initialize: %w", err)
+				errs <- fmt.Errorf("calling Initialize: %w", err)
 				return
 			}
 			if _, err := a.Command(&adapter.Input{Prompt: c.Prompt, TempDir: tmp, Env: conformanceDroverEnv}); err != nil {
-				errs <- fmt.Errorf("Command: %w", err)
+				errs <- fmt.Errorf("calling Command: %w", err)
 			}
 			_ = a.Capabilities()
 			_ = a.Classify(&supervise.Result{Outcome: supervise.Exited, ExitCode: 1}, nil)

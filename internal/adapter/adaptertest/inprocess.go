@@ -350,19 +350,19 @@ func inProcessConcurrent(t *testing.T, c Case) {
 		wg.Go(func() {
 			if i%2 == 0 && hc != nil {
 				if _, err := hc.Check(t.Context()); err != nil {
-					errs <- fmt.Errorf("Check: %w", err)
+					errs <- fmt.Errorf("calling Check: %w", err)
 				}
 			}
 			if _, err := a.Initialize(t.Context()); err != nil {
-				errs <- fmt.Errorf("Initialize: %w", err)
+				errs <- fmt.Errorf("calling Initialize: %w", err)
 			}
 			_ = a.Capabilities()
 			res, err := a.Run(t.Context(), &adapter.RunInput{Input: adapter.Input{Prompt: c.Prompt, Worktree: dir, TempDir: tmp, Env: conformanceDroverEnv}}, &writes{})
 			switch {
 			case err != nil:
-				errs <- fmt.Errorf("Run: %w", err)
+				errs <- fmt.Errorf("calling Run: %w", err)
 			case res.Err != nil:
-				errs <- fmt.Errorf("Run: %w", res.Err)
+				errs <- fmt.Errorf("calling Run: %w", res.Err)
 			default:
 				if _, err := os.Stat(filepath.Join(dir, "hello.txt")); err != nil {
 					errs <- fmt.Errorf("run %d: %w", i, err)

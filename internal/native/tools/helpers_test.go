@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 
@@ -106,5 +105,3 @@ func (f *fixture) outsideUnchanged(t testing.TB) {
 		t.Fatalf(".git/config changed: %q", g)
 	}
 }
-
-func contains(s, sub string) bool { return strings.Contains(s, sub) }
