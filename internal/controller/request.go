@@ -67,7 +67,7 @@ func members(what string, body []byte, limit int, known ...string) (map[string]j
 		return nil, syntax(err)
 	}
 	if tok.Kind() != '{' {
-		return nil, badRequest("%s request: must be a JSON object, got %s", what, kindName(tok.Kind()))
+		return nil, badRequest("%s request: must be a JSON object, got %s", what, flow.JSONKindName(tok.Kind()))
 	}
 	for dec.PeekKind() != '}' {
 		tok, err := dec.ReadToken()
@@ -101,25 +101,6 @@ func members(what string, body []byte, limit int, known ...string) (map[string]j
 	return out, nil
 }
 
-// kindName names a JSON kind in the words flow's problems use.
-func kindName(k jsontext.Kind) string {
-	switch k {
-	case '{':
-		return "a mapping"
-	case '[':
-		return "a list"
-	case 'n':
-		return "nothing (null)"
-	case '0':
-		return "a number"
-	case 't', 'f':
-		return "a boolean"
-	case '"':
-		return "a string"
-	}
-	return "an unexpected JSON value"
-}
-
 // stringMember returns member name of m as a string, "" when absent or null.
 func stringMember(what string, m map[string]jsontext.Value, name string) (string, error) {
 	v, ok := m[name]
@@ -136,7 +117,7 @@ func stringMember(what string, m map[string]jsontext.Value, name string) (string
 		}
 		return tok.String(), nil
 	}
-	return "", badRequest("%s request: %s: must be a string, got %s", what, name, kindName(v.Kind()))
+	return "", badRequest("%s request: %s: must be a string, got %s", what, name, flow.JSONKindName(v.Kind()))
 }
 
 // checkReason refuses a reason the event log should not carry: too long,
@@ -309,7 +290,7 @@ func numberMember(what string, m map[string]jsontext.Value, name string, v any) 
 		return false, nil
 	}
 	if raw.Kind() != '0' {
-		return false, badRequest("%s request: %s: must be a number, got %s", what, name, kindName(raw.Kind()))
+		return false, badRequest("%s request: %s: must be a number, got %s", what, name, flow.JSONKindName(raw.Kind()))
 	}
 	if err := jsonv2.Unmarshal(raw, v); err != nil {
 		return false, badRequest("%s request: %s: %v", what, name, err)

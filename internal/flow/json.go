@@ -142,8 +142,12 @@ func (d *jsonDecoder) skip() {
 
 // describeNext names the kind of the next value for "got ..." messages,
 // in Parse's words (describe).
-func (d *jsonDecoder) describeNext() string {
-	switch d.peek() {
+func (d *jsonDecoder) describeNext() string { return JSONKindName(d.peek()) }
+
+// JSONKindName names a JSON value's kind in the words of Parse's problems
+// ("a mapping", "a list", ...): the API's checks of requests speak them too.
+func JSONKindName(k jsontext.Kind) string {
+	switch k {
 	case '{':
 		return "a mapping"
 	case '[':
