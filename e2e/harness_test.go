@@ -251,22 +251,29 @@ func (p *proc) kill() {
 // startControllerOn starts a controller on an external NATS at url.
 func startControllerOn(t *testing.T, url string, extraEnv ...string) *cluster {
 	t.Helper()
+	return startControllerBinOn(t, "", url, extraEnv...)
+}
+
+// startControllerBinOn is startControllerOn with a controller binary of
+// the test's ("" for the harness's).
+func startControllerBinOn(t *testing.T, binary, url string, extraEnv ...string) *cluster {
+	t.Helper()
 	c := &cluster{t: t, dataDir: t.TempDir(), url: url, external: true,
-		env: append([]string{"DROVER_QUEUE_ACK_WAIT=5s"}, extraEnv...)}
+		env: append([]string{"DROVER_QUEUE_ACK_WAIT=5s"}, extraEnv...), ctrlBin: binary}
 	c.startCtrl("")
 	return c
 }
 
 func (c *cluster) startCtrl(listen string) {
 	t := c.t
-	if c.external {
-		c.ctrl = startIn(t, c.prefix, "controller", c.env, "controller", "serve", "--data-dir", c.dataDir, "--nats-url", c.url, "--log-level", "debug")
-		c.ctrl.waitLog(30*time.Second, "controller serving")
-		return
-	}
 	binary := "controller"
 	if c.ctrlBin != "" {
 		binary = c.ctrlBin
+	}
+	if c.external {
+		c.ctrl = startIn(t, c.prefix, "controller", c.env, binary, "serve", "--data-dir", c.dataDir, "--nats-url", c.url, "--log-level", "debug")
+		c.ctrl.waitLog(30*time.Second, "controller serving")
+		return
 	}
 	c.ctrl = startIn(t, c.prefix, "controller", c.env, binary, "serve", "--data-dir", c.dataDir, "--nats-listen", listen, "--log-level", "debug")
 	urlFile := filepath.Join(c.dataDir, "nats.url")
