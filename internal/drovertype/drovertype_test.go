@@ -72,13 +72,13 @@ func TestAttemptIDs(t *testing.T) {
 	if IntegrationBranch("f", 1) != "drover/f/integration" || IntegrationBranch("f", 2) != "drover/f/integration-2" {
 		t.Errorf("IntegrationBranch: %q %q", IntegrationBranch("f", 1), IntegrationBranch("f", 2))
 	}
-	for _, bad := range []string{"", "f", "f_t", "f_t_0", "f_t_01", "f_t_-1", "f_t_x", "f_t_1000000000", "_t_1", "f__1",
+	for _, bad := range []string{"", "f", "f_t", "f_t_0", "f_t_01", "f_t_-1", "f_t_+1", "f_t_1e2", "f_t_x", "f_t_1000000000", "_t_1", "f__1",
 		"f_t.x_1", "f_t_1_2", "f_t/../x_1", "f___integrate_1", "f_\x1b_1", "f_t_1 "} {
 		if _, _, _, err := ParseAttemptID(bad); err == nil || !errors.Is(err, ErrInvalidID) {
 			t.Errorf("ParseAttemptID(%q) accepted", bad)
 		}
 	}
-	for _, bad := range []string{"drover/f/t", "drover/f/t/0", "drover/f/t/01", "drover/g/t/1", "drover/f/t/1/x",
+	for _, bad := range []string{"drover/f/t", "drover/f/t/0", "drover/f/t/01", "drover/f/t/+1", "drover/g/t/1", "drover/f/t/1/x",
 		"drover/f/t.lock/1", "drover/f//1", "drover/f/integration", "refs/heads/drover/f/t/1"} {
 		if _, _, ok := ParseAttemptBranch("f", bad); ok {
 			t.Errorf("ParseAttemptBranch(%q) accepted", bad)

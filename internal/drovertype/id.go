@@ -155,6 +155,13 @@ func parseN(s string) (int, bool) {
 	if s == "" || len(s) > 9 || s[0] == '0' {
 		return 0, false
 	}
+	// Digits only: Atoi also takes a sign ("+1"), which AttemptID never
+	// writes, and an id must have one spelling.
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
 	n, err := strconv.Atoi(s)
 	return n, err == nil && n >= 1 && n <= maxN
 }
