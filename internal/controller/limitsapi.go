@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -116,9 +117,6 @@ func (c *Controller) handleBudget(ctx context.Context, r micro.Request) {
 		return
 	}
 	req, t, err := decodeBudget(body)
-	if err == nil {
-		err = checkBudgetRequest(&req)
-	}
 	if err != nil {
 		c.refuse(r, "budget", err)
 		return
@@ -142,9 +140,10 @@ func (c *Controller) handleBudget(ctx context.Context, r micro.Request) {
 	c.respondJSON(ctx, r, OperatorResponse{Flow: ev.Flow, Task: ev.Task, Event: string(ev.Type), Message: msg})
 }
 
-func checkBudgetRequest(req *BudgetRequest) error {
+// checkBudgetLimits checks the limits a budget request sets.
+func checkBudgetLimits(req *BudgetRequest) error {
 	if req.Tokens == nil && req.CostUSD == nil {
-		return fmt.Errorf("budget: give --tokens, --cost-usd or both (0 removes a limit)")
+		return errors.New("give --tokens, --cost-usd or both (0 removes a limit)")
 	}
 	b := flow.Budget{}
 	if req.Tokens != nil {
@@ -260,9 +259,6 @@ func (cl *Client) Budget(ctx context.Context, req BudgetRequest) (*OperatorRespo
 	body, err := json.Marshal(req)
 	if err == nil {
 		_, _, err = decodeBudget(body)
-	}
-	if err == nil {
-		err = checkBudgetRequest(&req)
 	}
 	if err != nil {
 		return nil, refusedHere(err)

@@ -329,5 +329,10 @@ func decodeBudget(body []byte) (BudgetRequest, Target, error) {
 	if err == nil && t.Attempt != "" {
 		err = badRequest("budget request: target: takes FLOW or FLOW/TASK, not an attempt")
 	}
+	if err == nil {
+		if lerr := checkBudgetLimits(&r); lerr != nil {
+			err = badRequest("budget request: %v", lerr)
+		}
+	}
 	return r, t, err
 }

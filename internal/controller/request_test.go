@@ -130,6 +130,16 @@ func TestAPIRefusesBadRequests(t *testing.T) {
 			"resolve request: flow and spec are both set: resolve one or the other"},
 		{"resolve bad spec", SubjectResolve, strings.Replace(good(func(m map[string]any) { m["timeout"] = "90" }), `"spec"`, `"spec"`, 1), nil,
 			`timeout: invalid duration "90": want a Go duration like "90s" or "10m"`},
+		// budget: each sent as it is, not through the Client's own check
+		{"budget no limit", SubjectBudget, `{"target":"` + id + `","reason":"x"}`, nil,
+			"budget request: give --tokens, --cost-usd or both (0 removes a limit)"},
+		{"budget negative", SubjectBudget, `{"target":"` + id + `","tokens":-1}`, nil,
+			"budget request: budget.tokens: -1 is out of range: want 0 to 1000000000000000 (0 means no limit)"},
+		{"budget fraction of a token", SubjectBudget, `{"target":"` + id + `","tokens":1.5}`, nil,
+			"budget request: tokens: json: cannot unmarshal JSON number 1.5 into Go int64: invalid syntax"},
+		{"budget of an attempt", SubjectBudget, `{"target":"` + drovertype.AttemptID(id, "a", 1) + `","tokens":5}`, nil,
+			"budget request: target: takes FLOW or FLOW/TASK, not an attempt"},
+
 		{"resolve bad task", SubjectResolve, `{"flow":"` + id + `","task":"a/b"}`, nil,
 			`resolve request: task: invalid id: "a/b" contains '/'; only ASCII letters, digits and '-' are allowed`},
 	}
@@ -221,7 +231,7 @@ func FuzzAPIRequests(f *testing.F) {
 	for _, s := range []string{
 		`{"spec":{"name":"f","repo":"/r","base":"HEAD","runtime":"demo","tasks":[{"id":"a","prompt":"p"}]}}`,
 		`{"flow":"f"}`, `{"target":"f_a_1","reason":"x"}`, `{"target":"f/a"}`, `{"attempt":"f_a_1"}`,
-		`{"flow":"f","task":"a"}`, `{}`, ``, `{"target":"f__integrate_1"}`, `{"a":1,"a":2}`, "\xff",
+		`{"flow":"f","task":"a"}`, `{"target":"f/a","tokens":5,"cost_usd":0.5}`, `{}`, ``, `{"target":"f__integrate_1"}`, `{"a":1,"a":2}`, "\xff",
 	} {
 		f.Add([]byte(s))
 	}
@@ -265,6 +275,11 @@ func FuzzAPIRequests(f *testing.F) {
 			bad(t, err)
 		} else if _, task, _, err := drovertype.ParseAttemptID(r.Attempt); err != nil || task == "" {
 			t.Fatalf("report of %q accepted", r.Attempt)
+		}
+		if r, tg, err := decodeBudget(body); err != nil {
+			bad(t, err)
+		} else if drovertype.ValidID(tg.Flow) != nil || tg.Attempt != "" || checkBudgetLimits(&r) != nil {
+			t.Fatalf("budget %+v accepted", r)
 		}
 		if r, err := decodeResolve(body, opts); err != nil {
 			bad(t, err)
