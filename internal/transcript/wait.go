@@ -195,10 +195,13 @@ func parseWait(s string) time.Duration {
 	return time.Duration(math.Ceil(total/float64(time.Millisecond))) * time.Millisecond
 }
 
+// The reset times read as such: Unix seconds of ten digits, 2001 to 2286.
+const minResetUnix, maxResetUnix = 1_000_000_000, 9_999_999_999
+
 // epoch reads Unix seconds between 2001 and 2286; zero otherwise.
 func epoch(s string) time.Time {
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 1_000_000_000 || n > 9_999_999_999 {
+	if err != nil || n < minResetUnix || n > maxResetUnix {
 		return time.Time{}
 	}
 	return time.Unix(n, 0).UTC()
@@ -243,6 +246,9 @@ func localDate(s string, loc *time.Location) time.Time {
 	s = strings.NewReplacer(",", "", ".", "").Replace(s)
 	for _, layout := range []string{"Jan 2 2006 3:04 PM", "Jan 2 2006 3:04PM", "January 2 2006 3:04 PM", "January 2 2006 3:04PM"} {
 		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
+			if u := t.Unix(); u < minResetUnix || u > maxResetUnix {
+				return time.Time{} // "Jul 1 0000": no reset a CLI means
+			}
 			return t.UTC()
 		}
 	}

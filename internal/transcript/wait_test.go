@@ -98,6 +98,8 @@ func TestQuotaWaits(t *testing.T) {
 		{name: "codex date in the host's zone", format: drovertype.FormatCodexJSON, loc: newYork,
 			stdout: codexFailed("You've hit your usage limit. Upgrade to Plus to continue using Codex (https://chatgpt.com/explore/plus), or try again at Jul 5th, 2026 8:19 PM."),
 			reset:  time.Date(2026, 7, 6, 0, 19, 0, 0, time.UTC)},
+		{name: "codex date in year 0", format: drovertype.FormatCodexJSON,
+			stdout: codexFailed("You've hit your usage limit. Try again at Jul 1 0000 0:00AM.")},
 		{name: "codex usage_limit_reached body", format: drovertype.FormatCodexJSON,
 			stdout: codexFailed(`unexpected status 429 Too Many Requests: {"error":{"type":"usage_limit_reached","message":"The usage limit has been reached","plan_type":"free","resets_at":1775317531,"resets_in_seconds":602705}}`),
 			wait:   602705 * time.Second, reset: time.Unix(1775317531, 0).UTC()},
