@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 )
 
 // BenchmarkEndToEnd runs the same independent tasks through Drover and

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 )
 
 // BenchmarkSandbox measures what the sandbox adds to an attempt. One flow

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 )
 
 // maintainRemote packs the refs of a bare repository every interval until

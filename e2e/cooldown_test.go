@@ -9,8 +9,8 @@ import (
 
 	"github.com/drover-dev/drover/internal/controller"
 	"github.com/drover-dev/drover/internal/drovertype"
-	"github.com/drover-dev/drover/internal/event"
-	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/eventlog/event"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
 )
 
 // startFleet starts workers of slots each and waits until all of them claim:

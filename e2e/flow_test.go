@@ -9,7 +9,7 @@ import (
 	"github.com/drover-dev/drover/internal/fleet"
 
 	"github.com/drover-dev/drover/internal/drovertype"
-	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
 )
 
 // TestFlowAcrossWorkers runs a flow of four tasks through a controller and

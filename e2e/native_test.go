@@ -18,7 +18,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/controller"
 	"github.com/drover-dev/drover/internal/drovertype"
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/fleet"
 	"github.com/drover-dev/drover/internal/native"
 	"github.com/drover-dev/drover/internal/native/nativetest"

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/internal/event"
-	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/eventlog/event"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
 
 	"github.com/drover-dev/drover/internal/drovertype"
 )

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/drovertype"
-	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
 	"github.com/drover-dev/drover/internal/sandbox"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
 
 	"github.com/drover-dev/drover/internal/drovertype"
 )

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/natstest"
-	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
 	"github.com/drover-dev/drover/internal/sandbox"
 )
 

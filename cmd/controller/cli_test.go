@@ -16,7 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/exitcode"
 	"github.com/drover-dev/drover/internal/fleet"
 	"github.com/drover-dev/drover/internal/natsconn"

@@ -7,7 +7,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/drovertype"
-	"github.com/drover-dev/drover/internal/event"
-	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/eventlog/event"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"

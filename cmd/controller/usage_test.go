@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 )
 
 // copilot reports no tokens: the report says unknown, never 0.

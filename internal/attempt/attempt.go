@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 
 	"github.com/drover-dev/drover/internal/adapter"
 	"github.com/drover-dev/drover/internal/drovertype"

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/drover-dev/drover/internal/adapter"
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 )
 
 // evaluate records, before the runtime starts, what it can do for this

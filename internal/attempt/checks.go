@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 
 	"github.com/drover-dev/drover/internal/adapter"
 	"github.com/drover-dev/drover/internal/drovertype"

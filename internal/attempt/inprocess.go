@@ -13,7 +13,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/adapter"
 	"github.com/drover-dev/drover/internal/drovertype"
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/supervise"
 )
 

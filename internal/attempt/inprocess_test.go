@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/drovertype"
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/native"
 	"github.com/drover-dev/drover/internal/native/model"

@@ -14,7 +14,7 @@ import (
 	"github.com/drover-dev/drover/internal/adapter"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/drovertype"
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 )
 
 // The fake CLIs (demo-agent in persona mode, replaying the recordings of

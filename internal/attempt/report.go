@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 
 	"github.com/drover-dev/drover/internal/adapter"
 	"github.com/drover-dev/drover/internal/redact"

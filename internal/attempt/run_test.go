@@ -19,7 +19,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/exectest"
 
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/policy"
 
 	"github.com/drover-dev/drover/internal/adapter"

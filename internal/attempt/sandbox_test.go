@@ -12,7 +12,7 @@ import (
 	"github.com/drover-dev/drover/internal/adapter"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/drovertype"
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/sandbox"
 	"github.com/drover-dev/drover/internal/supervise"
 )

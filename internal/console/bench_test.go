@@ -12,7 +12,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/console/browsertest"
 	"github.com/drover-dev/drover/internal/drovertype"
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 )
 
 // bigWorld is a world with one flow of n tasks, each depending on up to

@@ -10,7 +10,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/console/browsertest"
 	"github.com/drover-dev/drover/internal/drovertype"
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 )
 
 // injected lists what an injection would have added to a page: elements

@@ -8,15 +8,15 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/drovertype"
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/flow"
-	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
 )
 
 // What the fleet's limits look like on the pages: cooldowns (the workers
 // page), budgets and spend (flows), why a task waits, and how each worker
 // confines its attempts. The projection holds the facts
-// (internal/projection/cooldown.go, budget.go); whether a cooldown still
+// (internal/eventlog/projection/cooldown.go, budget.go); whether a cooldown still
 // cools is decided here with the console's clock, as the fold never reads
 // one.
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/fleet"
 	"github.com/drover-dev/drover/internal/objstore"
 	"github.com/drover-dev/drover/internal/queue"

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/drovertype"
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/natstest"
 	"github.com/drover-dev/drover/internal/objstore"
 	"github.com/drover-dev/drover/internal/queue"

@@ -3,7 +3,7 @@ package console
 import (
 	"sync"
 
-	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
 )
 
 // snapshots keeps what live pages read, computed once per folded sequence

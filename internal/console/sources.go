@@ -4,9 +4,9 @@ import (
 	"context"
 	"io"
 
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/fleet"
-	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
 	"github.com/drover-dev/drover/internal/queue"
 )
 

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/drovertype"
-	"github.com/drover-dev/drover/internal/event"
-	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/eventlog/event"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
 )
 
 // A table is rows of cells. The templates render them and the live

@@ -6,9 +6,9 @@ import (
 
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/drovertype"
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/flow"
-	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
 )
 
 // Budgets (docs/flows.md#budgets): what a flow's or a task's attempts

@@ -10,7 +10,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/console"
-	"github.com/drover-dev/drover/internal/store"
+	"github.com/drover-dev/drover/internal/eventlog/store"
 )
 
 // newConsole builds the web console over this controller: its projection

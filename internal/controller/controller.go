@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/drover-dev/drover/internal/projection"
-	"github.com/drover-dev/drover/internal/store"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
+	"github.com/drover-dev/drover/internal/eventlog/store"
 
 	"github.com/nats-io/nats.go/jetstream"
 

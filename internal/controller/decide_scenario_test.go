@@ -15,17 +15,17 @@ import (
 
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/drovertype"
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/flow"
-	"github.com/drover-dev/drover/internal/projection"
-	"github.com/drover-dev/drover/internal/projection/foldtest"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
+	"github.com/drover-dev/drover/internal/eventlog/projection/foldtest"
 )
 
 // TestDecide runs the decision scenarios in testdata/decide. Each file is a
 // story: events folded into a projection, a clock, the controller's
 // configuration, and the decisions the controller makes over them. The
 // projection is in memory (the fold is tested with its store in
-// internal/projection); nothing is published.
+// internal/eventlog/projection); nothing is published.
 //
 // Directives (one entry each in directives):
 //

@@ -10,8 +10,8 @@ import (
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/fleet"
 
-	"github.com/drover-dev/drover/internal/event"
-	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/eventlog/event"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/drover-dev/drover/internal/event"
-	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/eventlog/event"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
 	"github.com/drover-dev/drover/internal/queue"
 
 	"github.com/nats-io/nats.go/micro"

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/drover-dev/drover/internal/event"
-	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/eventlog/event"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"

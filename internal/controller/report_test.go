@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/drover-dev/drover/internal/drovertype"
-	"github.com/drover-dev/drover/internal/event"
-	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/eventlog/event"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
 )
 
 // TestReportReadsTheWholeReport: the state keeps a report without its

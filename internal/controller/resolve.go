@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
 
 	"github.com/nats-io/nats.go/micro"
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/natsconn"
 
-	"github.com/drover-dev/drover/internal/store"
+	"github.com/drover-dev/drover/internal/eventlog/store"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"

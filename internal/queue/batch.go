@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 
 	"github.com/nats-io/nats.go/jetstream"
 )

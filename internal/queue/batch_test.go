@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 )
 
 // TestBatchPublishes: a batch larger than its window is stored whole and in

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/natsconn"
 	"github.com/drover-dev/drover/internal/natstest"
 

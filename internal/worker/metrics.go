@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"

@@ -20,7 +20,7 @@ import (
 	"github.com/drover-dev/drover/internal/natsconn"
 	"github.com/drover-dev/drover/internal/objstore"
 
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"

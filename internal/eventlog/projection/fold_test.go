@@ -10,9 +10,9 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/drover-dev/drover/internal/projection"
-	"github.com/drover-dev/drover/internal/projection/foldtest"
-	"github.com/drover-dev/drover/internal/store"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
+	"github.com/drover-dev/drover/internal/eventlog/projection/foldtest"
+	"github.com/drover-dev/drover/internal/eventlog/store"
 )
 
 // TestFold runs the datadriven fold tests in testdata/fold. Each file is one

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/flow"
-	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
 )
 
 // RenderState prints a state for people: flows with their tasks in

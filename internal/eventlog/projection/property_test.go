@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drover-dev/drover/internal/event"
-	"github.com/drover-dev/drover/internal/projection"
-	"github.com/drover-dev/drover/internal/projection/foldtest"
-	"github.com/drover-dev/drover/internal/store"
+	"github.com/drover-dev/drover/internal/eventlog/event"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
+	"github.com/drover-dev/drover/internal/eventlog/projection/foldtest"
+	"github.com/drover-dev/drover/internal/eventlog/store"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )

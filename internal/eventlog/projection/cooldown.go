@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/drovertype"
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 )
 
 // Cooldown is a limit the fleet met: until Until no attempt in its scope

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/flow"
 )
 

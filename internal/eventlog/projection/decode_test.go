@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/internal/projection/foldtest"
+	"github.com/drover-dev/drover/internal/eventlog/projection/foldtest"
 
-	"github.com/drover-dev/drover/internal/event"
-	"github.com/drover-dev/drover/internal/projection"
+	"github.com/drover-dev/drover/internal/eventlog/event"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
 )
 
 // TestPayloadTypes: every type the fold has a handler for is decoded in

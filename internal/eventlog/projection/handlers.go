@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 )
 
 // handlers is the one table of what the fold does with each event type:

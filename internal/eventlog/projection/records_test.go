@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drover-dev/drover/internal/event"
-	"github.com/drover-dev/drover/internal/projection"
-	"github.com/drover-dev/drover/internal/projection/foldtest"
+	"github.com/drover-dev/drover/internal/eventlog/event"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
+	"github.com/drover-dev/drover/internal/eventlog/projection/foldtest"
 )
 
 // TestRecordEncodingIsEncodingJSONs: records are encoded with the JSON v2

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/drover-dev/drover/internal/drovertype"
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 )
 
 // Poison reasons beyond an undecodable message (event.ErrDecode) say which

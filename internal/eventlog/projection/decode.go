@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"errors"
 
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"

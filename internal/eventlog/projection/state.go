@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/flow"

@@ -1,6 +1,6 @@
 package projection
 
-import "github.com/drover-dev/drover/internal/event"
+import "github.com/drover-dev/drover/internal/eventlog/event"
 
 // What the tests of package projection_test see of the fold's insides.
 

@@ -16,11 +16,11 @@ import (
 	"github.com/cockroachdb/datadriven"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/drover-dev/drover/internal/drovertype"
-	"github.com/drover-dev/drover/internal/event"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/policy"
-	"github.com/drover-dev/drover/internal/projection"
-	"github.com/drover-dev/drover/internal/store"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
+	"github.com/drover-dev/drover/internal/eventlog/store"
 	yaml "go.yaml.in/yaml/v3"
 )
 

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/internal/event"
-	"github.com/drover-dev/drover/internal/projection"
-	"github.com/drover-dev/drover/internal/projection/foldtest"
-	"github.com/drover-dev/drover/internal/store"
+	"github.com/drover-dev/drover/internal/eventlog/event"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
+	"github.com/drover-dev/drover/internal/eventlog/projection/foldtest"
+	"github.com/drover-dev/drover/internal/eventlog/store"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
