@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/drover-dev/drover/internal/eventlog/event"
-	"github.com/drover-dev/drover/internal/natstest"
 	"github.com/drover-dev/drover/internal/eventlog/projection"
+	"github.com/drover-dev/drover/internal/natstest"
 	"github.com/drover-dev/drover/internal/sandbox"
 )
 

@@ -12,10 +12,10 @@ import (
 	"github.com/drover-dev/drover/internal/controller"
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/eventlog/event"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
 	"github.com/drover-dev/drover/internal/fleet"
 	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/policy"
-	"github.com/drover-dev/drover/internal/eventlog/projection"
 )
 
 // hostile drives a terminal every way it can: OSC 52 (writes the

@@ -9,9 +9,9 @@ import (
 
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/eventlog/event"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
 	"github.com/drover-dev/drover/internal/fleet"
 	"github.com/drover-dev/drover/internal/flow"
-	"github.com/drover-dev/drover/internal/eventlog/projection"
 )
 
 // evID is an event with the id its writer gives it (what ev cannot

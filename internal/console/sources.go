@@ -5,8 +5,8 @@ import (
 	"io"
 
 	"github.com/drover-dev/drover/internal/eventlog/event"
-	"github.com/drover-dev/drover/internal/fleet"
 	"github.com/drover-dev/drover/internal/eventlog/projection"
+	"github.com/drover-dev/drover/internal/fleet"
 	"github.com/drover-dev/drover/internal/queue"
 )
 

@@ -7,8 +7,8 @@ import (
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/eventlog/event"
-	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/eventlog/projection"
+	"github.com/drover-dev/drover/internal/flow"
 )
 
 // Budgets (docs/flows.md#budgets): what a flow's or a task's attempts

@@ -9,8 +9,8 @@ import (
 
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/eventlog/event"
-	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/eventlog/projection"
+	"github.com/drover-dev/drover/internal/flow"
 )
 
 // Cooldowns: a rate limit an attempt meets is a fact about the fleet

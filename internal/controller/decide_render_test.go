@@ -10,9 +10,9 @@ import (
 
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/eventlog/event"
-	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/eventlog/projection"
 	"github.com/drover-dev/drover/internal/eventlog/projection/foldtest"
+	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/queue"
 )
 

@@ -16,9 +16,9 @@ import (
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/eventlog/event"
-	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/eventlog/projection"
 	"github.com/drover-dev/drover/internal/eventlog/projection/foldtest"
+	"github.com/drover-dev/drover/internal/flow"
 )
 
 // TestDecide runs the decision scenarios in testdata/decide. Each file is a

@@ -10,8 +10,8 @@ import (
 
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/eventlog/event"
-	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/eventlog/projection"
+	"github.com/drover-dev/drover/internal/flow"
 )
 
 // TestBudgetAPI runs the operator's side of budgets against a live

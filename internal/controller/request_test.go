@@ -14,11 +14,11 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
+	"github.com/drover-dev/drover/internal/eventlog/store"
 	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/objstore"
-	"github.com/drover-dev/drover/internal/eventlog/projection"
 	"github.com/drover-dev/drover/internal/queue"
-	"github.com/drover-dev/drover/internal/eventlog/store"
 )
 
 // TestAPIRefusesBadRequests sends each API subject what a careless or

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/eventlog/event"
-	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/eventlog/projection"
+	"github.com/drover-dev/drover/internal/flow"
 )
 
 // RenderState prints a state for people: flows with their tasks in

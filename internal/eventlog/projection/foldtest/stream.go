@@ -17,10 +17,10 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/eventlog/event"
-	"github.com/drover-dev/drover/internal/flow"
-	"github.com/drover-dev/drover/internal/policy"
 	"github.com/drover-dev/drover/internal/eventlog/projection"
 	"github.com/drover-dev/drover/internal/eventlog/store"
+	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/policy"
 	yaml "go.yaml.in/yaml/v3"
 )
 
