@@ -319,10 +319,12 @@ type Runtime struct {
 	// ProviderConfig is the CLI whose own provider configuration Drover
 	// reads, in the files the CLI reads (the staged home_files, or where
 	// a variable it sees points), for the variables it names as holding
-	// keys, and passes them through: codex (config.toml
-	// model_providers.*.env_key), pi (models.json apiKey), opencode or
-	// kilo ({env:NAME}); none turns a built-in's off. Defaults to none;
-	// the built-ins of those CLIs set their own.
+	// keys, which it passes through, and the model endpoints it names,
+	// whose ports the sandbox opens: codex (config.toml
+	// model_providers.*.env_key and base_url), pi (models.json apiKey and
+	// baseUrl), opencode or kilo ({env:NAME}, options.baseURL); a file the
+	// CLI's sandbox lets it write names neither. none turns a built-in's
+	// off. Defaults to none; the built-ins of those CLIs set their own.
 	ProviderConfig string `mapstructure:"provider_config"`
 	// Env sets fixed variables for the CLI, as NAME=value entries (a list,
 	// because configuration keys are case-insensitive and names are not).
