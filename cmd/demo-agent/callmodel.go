@@ -82,6 +82,8 @@ func codexEndpoint(path string) (*endpoint, error) {
 
 // piEndpoint: models.json's provider's baseUrl (the model's own when it
 // has one) and apiKey (a variable's name, else the key); Chat Completions.
+// Without --provider, the one provider models.json has (pi itself would
+// take settings.json's default).
 func piEndpoint(path, provider, model string) (*endpoint, error) {
 	var cfg struct {
 		Providers map[string]struct {
@@ -100,9 +102,14 @@ func piEndpoint(path, provider, model string) (*endpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("models.json: %w", err)
 	}
+	if provider == "" && len(cfg.Providers) == 1 {
+		for k := range cfg.Providers {
+			provider = k
+		}
+	}
 	p, ok := cfg.Providers[provider]
 	if !ok {
-		return nil, fmt.Errorf("%s: no provider %q", path, provider)
+		return nil, fmt.Errorf("%s: no provider %q (--provider)", path, provider)
 	}
 	url := p.BaseURL
 	for _, m := range p.Models {

@@ -248,7 +248,7 @@ func deniedFailure(runtime string, c *sandbox.Confinement, s sandbox.Stuck, took
 		}
 		msg = fmt.Sprintf("connect to %s refused by the sandbox: add the port to runtimes.%s.sandbox.connect", addr, runtime)
 		if s.Source != "" {
-			msg += " (" + s.Source + " names it)"
+			msg += "; named by " + s.Source
 		}
 	} else {
 		switch {

@@ -255,7 +255,7 @@ func TestDeniedFailure(t *testing.T) {
 		{sandbox.Stuck{What: "tcp/41234", Addr: "127.0.0.1:41234", Times: 3, Line: "l"}, "",
 			"connect to 127.0.0.1:41234 refused by the sandbox: add the port to runtimes.codex.sandbox.connect; refused 3 times in 17s with nothing else done, then Drover stopped the CLI; first: l"},
 		{sandbox.Stuck{What: "tcp/8080", Source: "provider.x.options.baseURL in /c.json", Times: 1, Line: "l"}, "RUNTIME_ERROR: exit code 1",
-			"connect to port 8080 refused by the sandbox: add the port to runtimes.codex.sandbox.connect (provider.x.options.baseURL in /c.json names it); refused 1 times, and then the CLI failed: RUNTIME_ERROR: exit code 1; first: l"},
+			"connect to port 8080 refused by the sandbox: add the port to runtimes.codex.sandbox.connect; named by provider.x.options.baseURL in /c.json; refused 1 times, and then the CLI failed: RUNTIME_ERROR: exit code 1; first: l"},
 		{sandbox.Stuck{What: secret, Times: 2, Line: "l"}, "", "it is the worker's own, which no runtime may reach"},
 		{sandbox.Stuck{What: "/usr/lib/x", Times: 2, Line: "l"}, "", "writing /usr/lib/x refused by the sandbox: add it to runtimes.codex.sandbox.write"},
 		{sandbox.Stuck{What: "/srv/data", Times: 2, Line: "l"}, "", "/srv/data refused by the sandbox: add it to runtimes.codex.sandbox.read (or .write)"},

@@ -340,7 +340,10 @@ type Runtime struct {
 	// before Drover stops it and reports RATE_LIMITED or AUTH_FAILED, so
 	// that the task's fallback acts at once rather than after the CLI's
 	// minutes of retries. Either one the CLI gave up on stops it at once.
-	// Only structured output formats are watched. Defaults to 15s.
+	// Only structured output formats are watched for those; a CLI stuck on
+	// what its sandbox refuses (the same port or path refused again, with
+	// nothing done in between) is stopped after as long, whatever its
+	// format, and reports SANDBOX_DENIED. Defaults to 15s.
 	OwnRetryTimeout time.Duration `mapstructure:"own_retry_timeout"`
 	// MaxOutputSize is the bytes of each stream kept for the report. Defaults to 1 MiB.
 	MaxOutputSize int64 `mapstructure:"max_output_size"`
