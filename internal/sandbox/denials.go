@@ -6,6 +6,7 @@ import (
 	"net"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -242,11 +243,13 @@ var (
 	quoteless  = strings.NewReplacer(`\"`, `"`, "‘", "'", "’", "'", `\u2018`, "'", `\u2019`, "'")
 	verbObject = regexp.MustCompile(`(?i)cannot (?:create|open|touch|remove|access|stat|write)(?: directory| regular file)? '?([^\s:']+)'?`)
 	devTCP     = regexp.MustCompile(`/dev/tcp/([^/\s]+)/(\d{1,5})\b`)
-	// A port: "port N" (curl: "to HOST port N"), HOST:N (an IPv4
-	// address, [IPv6], localhost), or a URL's.
-	port = regexp.MustCompile(`(?i)(?:(\d{1,3}(?:\.\d{1,3}){3}|localhost|[a-z0-9-]+(?:\.[a-z0-9-]+)+) )?\bport (\d{1,5})\b|` +
-		`(\d{1,3}(?:\.\d{1,3}){3}|\[[0-9a-f:.]+\]|localhost):(\d{1,5})\b|` +
-		`\b[a-z][a-z0-9+.-]*://(?:[^/\s"'@]*@)?(\[[0-9a-f:.]+\]|[a-z0-9.-]+):(\d{1,5})\b`)
+	// A port, in a lowercased line: "port N" (curl: "to HOST port N"),
+	// HOST:N (an IPv4 address, [IPv6], localhost), or a URL's. Three
+	// patterns, each tried only when the line could hold it: one would
+	// cost tens of microseconds a line.
+	portWord = regexp.MustCompile(`(?:(\d{1,3}(?:\.\d{1,3}){3}|localhost|[a-z0-9-]+(?:\.[a-z0-9-]+)+) )?\bport (\d{1,5})\b`)
+	hostPort = regexp.MustCompile(`(\d{1,3}(?:\.\d{1,3}){3}|\[[0-9a-f:.]+\]|localhost):(\d{1,5})\b`)
+	urlPort  = regexp.MustCompile(`\b[a-z][a-z0-9+.-]*://(?:[^/\s"'@]*@)?(\[[0-9a-f:.]+\]|[a-z0-9.-]+):(\d{1,5})\b`)
 )
 
 // line reads one line, or each line a JSON string in it holds, and says
@@ -303,21 +306,62 @@ func (d *Denials) judge(l string, own bool) bool {
 			return true
 		}
 	}
-	return d.refusedPort(l)
+	return d.refusedPort(l, low)
+}
+
+// namedPort is a port a line names, and the host before it if any.
+type namedPort struct {
+	at         int
+	host, port string
+}
+
+// namedPorts returns the ports low (a lowercased line) names, in order.
+func namedPorts(low string) []namedPort {
+	var out []namedPort
+	add := func(re *regexp.Regexp) {
+		for _, m := range re.FindAllStringSubmatchIndex(low, -1) {
+			p := namedPort{at: m[0], port: low[m[4]:m[5]]}
+			if m[2] >= 0 {
+				p.host = low[m[2]:m[3]]
+			}
+			out = append(out, p)
+		}
+	}
+	if strings.Contains(low, "port ") {
+		add(portWord)
+	}
+	if strings.Contains(low, "://") {
+		add(urlPort)
+	}
+	if strings.Contains(low, "localhost:") || strings.Contains(low, "]:") || digitColonDigit(low) {
+		add(hostPort)
+	}
+	slices.SortStableFunc(out, func(a, b namedPort) int { return a.at - b.at })
+	return out
+}
+
+// digitColonDigit reports whether s has a digit, a colon and a digit in a
+// row: what an address and its port look like.
+func digitColonDigit(s string) bool {
+	for i := 1; i+1 < len(s); i++ {
+		if s[i] == ':' && s[i-1] >= '0' && s[i-1] <= '9' && s[i+1] >= '0' && s[i+1] <= '9' {
+			return true
+		}
+	}
+	return false
 }
 
 // refusedPort records the first port l names that the process may not
 // connect to.
-func (d *Denials) refusedPort(l string) bool {
-	for _, m := range port.FindAllStringSubmatch(l, -1) {
-		host, p := m[1]+m[3]+m[5], m[2]+m[4]+m[6]
-		n, err := strconv.Atoi(p)
+func (d *Denials) refusedPort(l, low string) bool {
+	for _, m := range namedPorts(low) {
+		n, err := strconv.Atoi(m.port)
 		if err != nil || n <= 0 || n >= 1<<16 || d.c.ConnectAllowed(uint16(n)) {
 			continue
 		}
 		addr := ""
-		if host != "" {
-			addr = net.JoinHostPort(strings.Trim(host, "[]"), p)
+		if m.host != "" {
+			addr = net.JoinHostPort(strings.Trim(m.host, "[]"), m.port)
 		}
 		d.add(fmt.Sprintf("tcp/%d", n), addr, "", l)
 		return true
@@ -333,12 +377,13 @@ func (d *Denials) failedConnect(l, low string, own bool) bool {
 	for _, w := range connectWords {
 		found = found || strings.Contains(low, w)
 	}
-	switch {
-	case !found:
+	if !found {
 		return false
-	case port.MatchString(l):
-		return d.refusedPort(l)
-	case !own || len(d.endpoints) == 0:
+	}
+	if ports := namedPorts(low); len(ports) > 0 {
+		return d.refusedPort(l, low)
+	}
+	if !own || len(d.endpoints) == 0 {
 		return false
 	}
 	for _, e := range d.endpoints {

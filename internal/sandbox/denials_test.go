@@ -1,10 +1,12 @@
 package sandbox
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -99,13 +101,31 @@ func FuzzDenials(f *testing.F) {
 	f.Add([]byte("connect EACCES [::1]:99999 port 0 'x' \"../../\" `/`"), "/")
 	root := f.TempDir()
 	sb := &Sandbox{support: Support{ABI: MinABI}}
-	c, err := sb.Compile(Policy{Own: []Grant{{Path: root, Write: true}}})
+	c, err := sb.Compile(Policy{Own: []Grant{{Path: root, Write: true}}, Connect: []uint16{443}})
 	if err != nil {
 		f.Fatal(err)
 	}
+	f.Add([]byte(`{"message":"Reconnecting... waiting for network (Connection failed: error sending request)"}`), "/")
+	f.Add([]byte("Cannot connect to API http://[::1]:41234/v1 port 9 localhost:7 1.2.3.4:5"), "/")
 	f.Fuzz(func(t *testing.T, out []byte, dir string) {
 		d := c.Denials(dir)
+		d.SetEndpoints([]Endpoint{{Addr: "127.0.0.1:41234", Port: 41234, Source: "s"}})
 		d.Write(1, out)
+		// Line by line too, as the CLI's own words: what it counts is
+		// what List says, and never a port the confinement allows.
+		for l := range bytes.Lines(out) {
+			heard := d.Line(l, true)
+			if s, ok := d.Stuck(); heard == HeardRefusal && (!ok || s.Times < 1) {
+				t.Fatalf("refusal %q not counted: %+v", l, s)
+			}
+		}
+		if s, ok := d.Stuck(); ok {
+			if p, isPort := strings.CutPrefix(s.What, "tcp/"); isPort {
+				if n, err := strconv.Atoi(p); err != nil || c.ConnectAllowed(uint16(n)) {
+					t.Fatalf("stuck on an allowed port: %+v", s)
+				}
+			}
+		}
 		for _, l := range d.List() {
 			if len(l) > maxLine+maxDenialLine+64 {
 				t.Fatalf("entry of %d bytes", len(l))
@@ -241,5 +261,32 @@ func TestDenialsFlood(t *testing.T) {
 	}
 	if !strings.HasSuffix(got[1], "(refused 3000 times)") {
 		t.Errorf("the repeated target: %q", got[1])
+	}
+}
+
+// BenchmarkDenials: what reading a CLI's output for denials costs per
+// line: an ordinary JSON line (no word of a denial: the common case), a
+// refusal of one target again and again (a flood), and a connection
+// failure put on a configured endpoint.
+func BenchmarkDenials(b *testing.B) {
+	sb := &Sandbox{support: Support{ABI: MinABI}}
+	c, err := sb.Compile(Policy{Connect: []uint16{443}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, line := range map[string]string{
+		"ordinary": `{"type":"item.completed","item":{"id":"item_3","type":"agent_message","text":"I updated the handler and ran the tests; all pass."}}`,
+		"refusal":  "bash: line 1: /dev/tcp/127.0.0.1/5432: Permission denied",
+		"endpoint": `{"type":"error","message":"Reconnecting... waiting for network (Connection failed: error sending request)"}`,
+	} {
+		b.Run(name, func(b *testing.B) {
+			d := c.Denials("/w")
+			d.SetEndpoints([]Endpoint{{Addr: "127.0.0.1:41234", Port: 41234}})
+			l := []byte(line)
+			b.SetBytes(int64(len(l)))
+			for b.Loop() {
+				d.Line(l, true)
+			}
+		})
 	}
 }
