@@ -274,7 +274,9 @@ func deniedFailure(runtime string, c *sandbox.Confinement, s sandbox.Stuck, took
 // stuckClasses are the failures a CLI that was refused something, and
 // did nothing since, is taken to have met because of it: it gave up, ran
 // out of time, or stopped mid-way. A rate limit or refused credentials
-// name their own cause.
+// name their own cause. A refusal read within settle of the CLI's last
+// progress is not taken so: which came first is not known (its two
+// streams are read apart), and the sandbox is blamed only when sure.
 var stuckClasses = []drovertype.ErrorClass{drovertype.ClassRuntimeError, drovertype.ClassTimeout, drovertype.ClassOutputMalformed}
 
 // denied is the run's failure read with what the sandbox refused: the
@@ -289,6 +291,7 @@ func (a *run) denied(failure *adapter.Error) *adapter.Error {
 		return deniedFailure(a.ad.Name(), a.box.c, stop.Stuck, stop.For, "")
 	}
 	s, stuck := a.box.den.Stuck()
+	stuck = stuck && (s.After.IsZero() || s.Since.Sub(s.After) > settle)
 	for _, c := range stuckClasses {
 		if stuck && failure.Class == c {
 			return deniedFailure(a.ad.Name(), a.box.c, s, 0, string(failure.Class)+": "+failure.Message)

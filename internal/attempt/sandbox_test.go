@@ -230,8 +230,10 @@ func TestRunStuckOnDenial(t *testing.T) {
 		t.Errorf("runtime_exited outcome %q, want stopped by Drover", exited.Outcome)
 	}
 
-	// Refused, then given up at once: the refusal is why.
-	rep, _ = h.run(h.job(probe+"\nexit 1"), nil)
+	// Refused, then given up at once: the refusal is why. (Past settle
+	// after the script's first line, its ARGS: a refusal read within it of
+	// progress might have been printed before it.)
+	rep, _ = h.run(h.job("sleep 1.2\n"+probe+"\nexit 1"), nil)
 	wantClass(t, rep, drovertype.ClassSandboxDenied)
 	if !strings.Contains(rep.Error.Message, "and then the CLI failed: RUNTIME_ERROR: exit code 1") {
 		t.Errorf("error %+v", rep.Error)
@@ -257,6 +259,11 @@ func TestRunDeniedAndMovesOn(t *testing.T) {
 	if rep, _ := h.run(h.job(script), nil); !rep.Success {
 		t.Errorf("a CLI that wrote files was stopped: %+v", rep.Error)
 	}
+	// One that did something after its refusal failed of something else,
+	// and so did one whose refusal came with something done, too close to
+	// tell which came first.
+	rep, _ = h.run(h.job("sleep 1.2\n"+probe+"\nsleep 1.2\necho recovered\nexit 1"), nil)
+	wantClass(t, rep, drovertype.ClassRuntimeError)
 	rep, _ = h.run(h.job(probe+"\necho recovered\nexit 1"), nil)
 	wantClass(t, rep, drovertype.ClassRuntimeError)
 }

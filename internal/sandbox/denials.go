@@ -54,6 +54,7 @@ type Denials struct {
 	list      []*denial
 	more      int        // refusals of targets beyond maxDenials
 	endpoints []Endpoint // configured endpoints the sandbox refuses
+	progress  time.Time  // when the process last made progress
 }
 
 // denial is one target the process was refused.
@@ -159,6 +160,7 @@ func (d *Denials) Line(line []byte, own bool) Heard {
 func (d *Denials) Progress() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.progress = d.now()
 	for _, r := range d.list {
 		r.streak = 0
 	}
@@ -180,6 +182,11 @@ type Stuck struct {
 	// them at Since, the latest at Last.
 	Times       int
 	Since, Last time.Time
+	// After is when the process last made progress before Since; zero if
+	// it never did. The times are when the lines were read: a process's
+	// two streams are read apart, so a refusal read just after progress
+	// may have been printed just before it.
+	After time.Time
 }
 
 // Stuck returns the target refused most often since the last Progress
@@ -196,7 +203,8 @@ func (d *Denials) Stuck() (Stuck, bool) {
 	if top == nil {
 		return Stuck{}, false
 	}
-	return Stuck{What: top.what, Addr: top.addr, Source: top.source, Line: top.line, Times: top.streak, Since: top.since, Last: top.last}, true
+	return Stuck{What: top.what, Addr: top.addr, Source: top.source, Line: top.line, Times: top.streak, Since: top.since, Last: top.last,
+		After: d.progress}, true
 }
 
 // List returns the denials found, each "WHAT: LINE" where WHAT is a path

@@ -211,6 +211,9 @@ func TestDenialsStuck(t *testing.T) {
 		t.Fatal("stuck before anything")
 	}
 	refuse(5432)
+	if s, _ := d.Stuck(); !s.After.IsZero() {
+		t.Fatalf("progress before any: %v", s.After)
+	}
 	tick(time.Second)
 	refuse(6379)
 	tick(time.Second)
@@ -227,7 +230,7 @@ func TestDenialsStuck(t *testing.T) {
 	tick(time.Minute)
 	refuse(5432)
 	s, ok = d.Stuck()
-	if !ok || s.What != "tcp/5432" || s.Times != 1 || !s.Since.Equal(clock) {
+	if !ok || s.What != "tcp/5432" || s.Times != 1 || !s.Since.Equal(clock) || !s.After.Equal(clock.Add(-time.Minute)) {
 		t.Fatalf("after progress: %+v %v", s, ok)
 	}
 	// Equal counts: the earliest streak.
