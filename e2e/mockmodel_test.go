@@ -13,8 +13,8 @@ import (
 	"testing"
 )
 
-// mockModel is a loopback stand-in for the two model APIs the real claude and
-// codex CLIs speak, scripted like the recordings in
+// mockModel is a loopback stand-in for the model APIs the real claude,
+// codex, opencode, kilo and pi CLIs speak, scripted like the recordings in
 // testdata/transcripts/{claude,codex}/*/mock-requests.jsonl (cited below as
 // FILE:LINE): the first model request of a conversation is answered with a
 // tool call that writes hello.txt containing "hi", the next one (which carries
@@ -26,6 +26,9 @@ import (
 //     ?beta=true), plus claude's connectivity probe HEAD / → 404.
 //   - OpenAI Responses, streaming SSE: POST /v1/responses (codex with a custom
 //     model provider whose base_url is URL/v1).
+//   - OpenAI Chat Completions, streaming SSE: POST /v1/chat/completions
+//     (opencode, kilo and pi with a provider whose base URL is URL/v1),
+//     answered with a final text only.
 type mockModel struct {
 	srv       *httptest.Server
 	rateLimit atomic.Bool
@@ -67,6 +70,8 @@ func (m *mockModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.anthropic(w, r, body)
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/responses":
 		m.responses(w, r, body)
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions":
+		m.chat(w, r)
 	default:
 		// claude probes HEAD / first and moves on after a 404
 		// (claude/success/mock-requests.jsonl:1).
@@ -314,4 +319,33 @@ func mockJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// chat answers a Chat Completions request with a final text, as the
+// recorded server did (pi/success/mock-requests.jsonl:2): the assistant's
+// role, the text, the finish, then the usage with no choices, and [DONE].
+func (m *mockModel) chat(w http.ResponseWriter, r *http.Request) {
+	m.record(r, http.StatusOK, "final text")
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	chunk := func(choices []any, usage map[string]any) map[string]any {
+		c := map[string]any{"id": "chatcmpl_mock", "object": "chat.completion.chunk", "created": 1795319776, "model": "mock-model", "choices": choices}
+		if usage != nil {
+			c["usage"] = usage
+		}
+		return c
+	}
+	choice := func(delta map[string]any, finish any) []any {
+		return []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}
+	}
+	for _, c := range []map[string]any{
+		chunk(choice(map[string]any{"role": "assistant", "content": ""}, nil), nil),
+		chunk(choice(map[string]any{"content": "Done."}, nil), nil),
+		chunk(choice(map[string]any{}, "stop"), nil),
+		chunk([]any{}, map[string]any{"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}),
+	} {
+		data, _ := json.Marshal(c)
+		fmt.Fprintf(w, "data: %s\n\n", data)
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
 }

@@ -28,9 +28,10 @@ const (
 // claude and codex binaries (installed from npm into a cache kept between
 // runs) against a loopback mock of their model APIs (mockmodel_test.go). Only
 // what must differ from the built-ins is set, by environment: the binary
-// paths, the model endpoints and keys. codex's key variable, which its
-// config.toml names (env_key), is passed through by the built-in's
-// provider_config, with no passthrough list configured.
+// paths, the model endpoints and keys. codex's key variable and endpoint,
+// which its ~/.codex/config.toml names (env_key, base_url), are passed
+// through and opened to the sandbox by the built-in's provider_config, with
+// no passthrough list nor connect port configured.
 //
 // First flow: each CLI gets a tool call that writes hello.txt, then a final
 // text; the file must be in the task's result branch. Second flow: the mock
@@ -50,45 +51,30 @@ func TestRealCLIs(t *testing.T) {
 	began := time.Now()
 
 	mock := newMockModel(t)
-	codexHome := t.TempDir()
+	// The worker's HOME, a fresh one; each CLI gets a HOME of its own,
+	// confined, into which the built-ins stage their configuration.
+	home := t.TempDir()
 	// docs/runtimes.md#codex: a custom provider speaking the Responses API
 	// (the built-in one would try a WebSocket first), analytics off (else
 	// exit waits ~5 s on an upload that cannot resolve).
-	config := fmt.Sprintf(`model = "mock-model"
-model_provider = "mock"
+	writeConfig(t, filepath.Join(home, ".codex", "config.toml"), codexConfig(mock.URL()))
 
-[analytics]
-enabled = false
-
-[model_providers.mock]
-name = "mock"
-base_url = "%s/v1"
-env_key = "MOCK_API_KEY"
-wire_api = "responses"
-`, mock.URL())
-	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o644); err != nil {
-		t.Fatal(err)
-	}
-
+	// Nothing configured but the binaries: confined, each CLI reaches its
+	// model's port because Drover opens it, claude's from
+	// ANTHROPIC_BASE_URL, codex's from the base_url in its own config.toml.
 	runtimes := []string{
 		"DROVER_RUNTIMES_CLAUDE_CODE_BINARY=" + clis.claude,
 		"DROVER_RUNTIMES_CODEX_BINARY=" + clis.codex,
-		// Confined, codex may connect to its model's port: its provider's
-		// base_url is in config.toml, whose port Drover does not read
-		// (claude's is ANTHROPIC_BASE_URL, whose port is allowed by itself).
-		"DROVER_RUNTIMES_CODEX_SANDBOX_CONNECT=" + mock.URL(),
 	}
 	c := startController(t, runtimes...)
 	c.startWorker("worker-1", 2, append(runtimes,
 		"DROVER_WORKER_RUNTIMES=claude-code,codex",
-		"HOME="+t.TempDir(), // the worker's HOME, a fresh one; each CLI gets a HOME of its own, confined
+		"HOME="+home,
 		// Passed through by the built-in claude-code runtime.
 		"ANTHROPIC_BASE_URL="+mock.URL(),
 		"ANTHROPIC_API_KEY=sk-ant-mock-key",
 		"IS_SANDBOX=1", // tests run as root; claude refuses to skip permissions as root otherwise
-		// Passed through by codex: CODEX_HOME by its list, MOCK_API_KEY
-		// because $CODEX_HOME/config.toml names it.
-		"CODEX_HOME="+codexHome,
+		// Passed through by codex because ~/.codex/config.toml names it.
 		"MOCK_API_KEY=sk-mock",
 	)...)
 	repo := newRepo(t)
@@ -181,12 +167,39 @@ type flowResult struct {
 // realCLIs are the installed binaries.
 type realCLIs struct{ claude, codex string }
 
+// npmCLI is a CLI installed from npm for the real-CLI tests: the name its
+// cache key uses, its package and version, its binary.
+type npmCLI struct{ name, pkg, version, bin string }
+
+var (
+	npmClaude   = npmCLI{"claude-code", "@anthropic-ai/claude-code", realClaudeVersion, "claude"}
+	npmCodex    = npmCLI{"codex", "@openai/codex", realCodexVersion, "codex"}
+	npmOpencode = npmCLI{"opencode", "opencode-ai", "1.18.33", "opencode"}
+	npmKilo     = npmCLI{"kilo", "@kilocode/cli", "7.7.7", "kilo"}
+	npmPi       = npmCLI{"pi", "@mariozechner/pi-coding-agent", "0.73.1", "pi"}
+)
+
 // installRealCLIs returns the real claude and codex from the cache, installing
 // them with npm first if they are not there or do not run. It skips the test
 // when npm is missing or the install fails (no network).
 func installRealCLIs(t *testing.T) realCLIs {
+	bins := installNPM(t, "TestRealCLIs", npmClaude, npmCodex)
+	return realCLIs{claude: bins["claude-code"], codex: bins["codex"]}
+}
+
+// installNPM returns the binaries of clis, by name, from the cache,
+// installing them with npm first (into one prefix) if they are not there
+// or do not run. It skips test when npm is missing or the install fails
+// (no network). The cache is $DROVER_E2E_CLI_CACHE/<names and versions>,
+// or <user cache dir>/drover-e2e-clis/<names and versions>.
+func installNPM(t *testing.T, test string, clis ...npmCLI) map[string]string {
 	t.Helper()
-	key := "claude-code-" + realClaudeVersion + "_codex-" + realCodexVersion
+	var parts, pkgs []string
+	for _, c := range clis {
+		parts = append(parts, c.name+"-"+c.version)
+		pkgs = append(pkgs, c.pkg+"@"+c.version)
+	}
+	key := strings.Join(parts, "_")
 	root := os.Getenv("DROVER_E2E_CLI_CACHE")
 	if root == "" {
 		cache, err := os.UserCacheDir()
@@ -196,13 +209,13 @@ func installRealCLIs(t *testing.T) realCLIs {
 		root = filepath.Join(cache, "drover-e2e-clis")
 	}
 	dir := filepath.Join(root, key)
-	if clis, err := realCLIsIn(t, dir); err == nil {
+	if bins, err := npmBinsIn(t, dir, clis); err == nil {
 		t.Logf("real CLIs: using %s", dir)
-		return clis
+		return bins
 	}
 
-	howTo := fmt.Sprintf("to run it: `go test -run TestRealCLIs ./e2e/` on a machine with npm and access to the "+
-		"npm registry (needed once; the CLIs are kept in %s, $DROVER_E2E_CLI_CACHE sets the parent dir)", dir)
+	howTo := fmt.Sprintf("to run it: `go test -run %s ./e2e/` on a machine with npm and access to the "+
+		"npm registry (needed once; the CLIs are kept in %s, $DROVER_E2E_CLI_CACHE sets the parent dir)", test, dir)
 	npm, err := exec.LookPath("npm")
 	if err != nil {
 		t.Skipf("real CLIs: npm not found (%v); %s", err, howTo)
@@ -217,8 +230,7 @@ func installRealCLIs(t *testing.T) realCLIs {
 		t.Skipf("real CLIs: %v; %s", err, howTo)
 	}
 	defer os.RemoveAll(tmp)
-	pkgs := []string{"@anthropic-ai/claude-code@" + realClaudeVersion, "@openai/codex@" + realCodexVersion}
-	t.Logf("real CLIs: npm install %s into %s (~640 MB, up to %s)…", strings.Join(pkgs, " "), dir, realCLIInstallMax)
+	t.Logf("real CLIs: npm install %s into %s (up to %s)…", strings.Join(pkgs, " "), dir, realCLIInstallMax)
 	ctx, cancel := context.WithTimeout(context.Background(), realCLIInstallMax)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, npm, append([]string{"install", "--prefix", tmp, "--no-audit", "--no-fund",
@@ -237,36 +249,37 @@ func installRealCLIs(t *testing.T) realCLIs {
 	_ = os.RemoveAll(dir) // a broken earlier install
 	if err := os.Rename(tmp, dir); err != nil {
 		// Another run may have put its install in place meanwhile.
-		if clis, err2 := realCLIsIn(t, dir); err2 == nil {
-			return clis
+		if bins, err2 := npmBinsIn(t, dir, clis); err2 == nil {
+			return bins
 		}
 		t.Fatalf("real CLIs: %v", err)
 	}
-	clis, err := realCLIsIn(t, dir)
+	bins, err := npmBinsIn(t, dir, clis)
 	if err != nil {
 		t.Fatalf("real CLIs: installed into %s but: %v", dir, err)
 	}
-	return clis
+	return bins
 }
 
-// realCLIsIn returns the binaries under an npm prefix if `--version` of each
-// runs and names the expected version.
-func realCLIsIn(t *testing.T, prefix string) (realCLIs, error) {
-	clis := realCLIs{claude: filepath.Join(prefix, "node_modules", ".bin", "claude"),
-		codex: filepath.Join(prefix, "node_modules", ".bin", "codex")}
+// npmBinsIn returns the binaries under an npm prefix, by name, if
+// `--version` of each runs and names the expected version.
+func npmBinsIn(t *testing.T, prefix string, clis []npmCLI) (map[string]string, error) {
+	bins := map[string]string{}
 	home := t.TempDir()
-	for _, b := range []struct{ path, version string }{{clis.claude, realClaudeVersion}, {clis.codex, realCodexVersion}} {
-		if _, err := os.Stat(b.path); err != nil {
-			return clis, err
+	for _, c := range clis {
+		path := filepath.Join(prefix, "node_modules", ".bin", c.bin)
+		if _, err := os.Stat(path); err != nil {
+			return nil, err
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		cmd := exec.CommandContext(ctx, b.path, "--version")
+		cmd := exec.CommandContext(ctx, path, "--version")
 		cmd.Env = append(cleanEnv(), "HOME="+home, "CODEX_HOME="+home)
 		out, err := cmd.CombinedOutput()
 		cancel()
-		if err != nil || !strings.Contains(string(out), b.version) {
-			return clis, fmt.Errorf("%s --version: %v: %s", b.path, err, out)
+		if err != nil || !strings.Contains(string(out), c.version) {
+			return nil, fmt.Errorf("%s --version: %v: %s", path, err, out)
 		}
+		bins[c.name] = path
 	}
-	return clis, nil
+	return bins, nil
 }

@@ -179,7 +179,7 @@ func parseDirective(line int, name, rest string) (directive, error) {
 			return bad("want one recording NAME such as success, fail-401 or fail-429, got %q", arg)
 		}
 		d.text = arg
-	case "hang", "ignore-sigterm", "spawn-grandchild":
+	case "hang", "ignore-sigterm", "spawn-grandchild", "call-model":
 		if arg != "" {
 			return bad("takes no arguments")
 		}
@@ -290,6 +290,8 @@ func (a *agent) execute(d directive) error {
 		return a.spawnGrandchild()
 	case "case":
 		return a.replay()
+	case "call-model":
+		return a.callModel()
 	}
 	return nil
 }

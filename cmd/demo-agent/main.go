@@ -150,6 +150,7 @@ type agent struct {
 	// once every directive has run (the recording's, after a replay).
 	rec      *recording
 	exitCode int
+	model    *modelCall // what @call-model calls: the codex and pi personas only
 }
 
 func (a *agent) did(action string) { a.actions = append(a.actions, action) }
@@ -165,8 +166,8 @@ func (a *agent) run(prompt, model string) int {
 		return a.finish(exitUsage, err.Error())
 	}
 	for _, d := range ds {
-		if d.name == "case" {
-			return a.finish(exitUsage, fmt.Sprintf("line %d: @case works only in persona mode (see --persona)", d.line))
+		if d.name == "case" || d.name == "call-model" {
+			return a.finish(exitUsage, fmt.Sprintf("line %d: @%s works only in persona mode (see --persona)", d.line, d.name))
 		}
 	}
 	// Only a prompt without any directive gets the DEMO.md note: a scripted

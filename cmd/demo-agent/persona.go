@@ -329,6 +329,9 @@ func runPersona(name string, args []string, stdin io.Reader, stdout, stderr io.W
 	// lines meant for other attempts: a typo fails every attempt.
 	recs := map[string]*recording{}
 	for _, d := range ds {
+		if d.name == "call-model" && !callModelCLIs[name] {
+			return fail(exitUsage, fmt.Errorf("line %d: @call-model: the %s persona makes no model requests (codex and pi do)", d.line, name))
+		}
 		if d.name == "case" && recs[d.text] == nil {
 			if recs[d.text], err = loadRecording(transcripts, name, d.text, cwd); err != nil {
 				return fail(exitUsage, err)
@@ -355,6 +358,9 @@ func runPersona(name string, args []string, stdin io.Reader, stdout, stderr io.W
 	}
 	defer root.Close()
 	a := &agent{root: root, cwd: cwd, stderr: stderr, out: &stream{w: stdout, quiet: true}, rec: rec}
+	if callModelCLIs[name] {
+		a.model = &modelCall{cli: name, provider: inv.opts["provider"], model: inv.opts["model"]}
+	}
 	code, msg := a.perform(ds)
 	if msg != "" {
 		fmt.Fprintln(stderr, "demo-agent:", msg)

@@ -6,11 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -531,4 +535,115 @@ func TestPersonaQuirks(t *testing.T) {
 		}
 		checkReplay(t, "codex", "success", runCLI(t, t.Context(), cliRun{argv: argv, dir: dir}))
 	})
+}
+
+// modelServer records the requests a persona makes to it.
+type modelServer struct {
+	srv  *httptest.Server
+	mu   sync.Mutex
+	reqs []string // "METHOD PATH AUTHORIZATION"
+}
+
+func newModelServer(t *testing.T) *modelServer {
+	m := &modelServer{}
+	m.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m.mu.Lock()
+		m.reqs = append(m.reqs, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization"))
+		m.mu.Unlock()
+		w.WriteHeader(http.StatusNotImplemented) // any answer: the endpoint was reached
+	}))
+	t.Cleanup(m.srv.Close)
+	return m
+}
+
+func (m *modelServer) requests() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.reqs)
+}
+
+// closedPort is a loopback URL nothing listens on.
+func closedPort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	ln.Close()
+	return url
+}
+
+// @call-model: codex and pi reach the endpoint their own configuration
+// names, where the real CLI reads it, then play on; a connection that
+// fails is retried as the CLI retries it, saying what the CLI said when
+// its sandbox refused the port.
+func TestPersonaCallModel(t *testing.T) {
+	t.Parallel()
+	m := newModelServer(t)
+	codexConf := func(url string) string {
+		return "model = \"mock-model\"\nmodel_provider = \"mock\"\n[model_providers.mock]\nbase_url = \"" + url +
+			"/v1\"\nenv_key = \"MOCK_API_KEY\"\nwire_api = \"responses\"\n"
+	}
+	home := t.TempDir()
+	writeTestFile(t, filepath.Join(home, ".codex", "config.toml"), codexConf(m.srv.URL))
+	codex := withPrompt(t, readMeta(t, "codex", "success").Argv, "@call-model")
+	o := runCLI(t, t.Context(), cliRun{argv: codex, env: []string{"HOME=" + home, "MOCK_API_KEY=sk-mock"}})
+	checkReplay(t, "codex", "success", o)
+	// CODEX_HOME moves it.
+	moved := t.TempDir()
+	writeTestFile(t, filepath.Join(moved, "config.toml"), codexConf(m.srv.URL+"/moved"))
+	o = runCLI(t, t.Context(), cliRun{argv: codex, env: []string{"CODEX_HOME=" + moved}})
+	checkReplay(t, "codex", "success", o)
+
+	piHome := t.TempDir()
+	writeTestFile(t, filepath.Join(piHome, ".pi", "agent", "models.json"),
+		`{"providers":{"mock":{"baseUrl":"`+m.srv.URL+`/v1","api":"openai-completions","apiKey":"MOCK_API_KEY","models":[{"id":"mock-model"}]}}}`)
+	pi := withPrompt(t, readMeta(t, "pi", "success").Argv, "@call-model")
+	o = runCLI(t, t.Context(), cliRun{argv: pi, env: []string{"HOME=" + piHome, "MOCK_API_KEY=sk-pi"}})
+	checkReplay(t, "pi", "success", o)
+
+	want := []string{"POST /v1/responses Bearer sk-mock", "POST /moved/v1/responses ", "POST /v1/chat/completions Bearer sk-pi"}
+	if got := m.requests(); !slices.Equal(got, want) {
+		t.Errorf("requests %q, want %q", got, want)
+	}
+
+	// Refused: codex retries for ever, pi three times and gives up, exit 0.
+	writeTestFile(t, filepath.Join(home, ".codex", "config.toml"), codexConf(closedPort(t)))
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	o = runCLI(t, ctx, cliRun{argv: codex, env: []string{"HOME=" + home, "DEMO_AGENT_PACE=recorded/100"}})
+	retry := `{"type":"error","message":"Reconnecting... waiting for network (Connection failed: error sending request)"}`
+	if o.code != -1 || strings.Count(o.stdout, retry+"\n") < 3 || strings.Trim(strings.ReplaceAll(o.stdout, retry, ""), "\n") != "" {
+		t.Errorf("codex refused: exit %d stdout %.300q", o.code, o.stdout)
+	}
+	writeTestFile(t, filepath.Join(piHome, ".pi", "agent", "models.json"),
+		`{"providers":{"mock":{"baseUrl":"`+closedPort(t)+`/v1","apiKey":"k","models":[{"id":"mock-model"}]}}}`)
+	o = runCLI(t, t.Context(), cliRun{argv: pi, env: []string{"HOME=" + piHome, "DEMO_AGENT_PACE=recorded/100"}})
+	if o.code != 0 || strings.Count(o.stdout, `"type":"auto_retry_start"`) != 3 || !strings.HasSuffix(o.stdout,
+		`{"type":"auto_retry_end","success":false,"attempt":3,"finalError":"Connection error."}`+"\n") {
+		t.Errorf("pi refused: exit %d stdout %q", o.code, o.stdout)
+	}
+	checkHello(t, o.dir, false)
+
+	// Only codex and pi; and no configuration is an error.
+	claude := withPrompt(t, readMeta(t, "claude", "success").Argv, "@call-model")
+	if o := runCLI(t, t.Context(), cliRun{argv: claude}); o.code != exitUsage || !strings.Contains(o.stderr, "makes no model requests") {
+		t.Errorf("claude: exit %d stderr %q", o.code, o.stderr)
+	}
+	if o := runCLI(t, t.Context(), cliRun{argv: codex}); o.code != exitFailed || !strings.Contains(o.stderr, "config.toml") {
+		t.Errorf("codex without config.toml: exit %d stderr %q", o.code, o.stderr)
+	}
+	if o := runAgent(t, t.TempDir(), "@call-model"); o.code != exitUsage || !strings.Contains(o.stderr, "persona mode") {
+		t.Errorf("@call-model without a persona: exit %d stderr %q", o.code, o.stderr)
+	}
+}
+
+func writeTestFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

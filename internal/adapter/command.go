@@ -253,9 +253,15 @@ func (a *CommandAdapter) Command(in *Input) (*Command, error) {
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return nil, fmt.Errorf("adapter: TMPDIR: %w", err)
 	}
-	env = a.withKeyVariables(a.env(env, tmp), home)
+	env = a.env(env, tmp)
+	vars := varMap(env)
+	prov := a.providerConfig(env, home, expandPaths(a.rt.Sandbox.Write, vars["HOME"], vars))
+	env = withKeys(env, prov.keys)
+	eps, notes := prov.endpoints(varMap(env))
+	box := sandboxNeeds(a.rt.Sandbox, env, ownHome, tmp, prompt, eps)
+	box.Notes = append(prov.notes, notes...)
 	c := &Command{
-		Path: info.Binary, Args: args, Env: env, Sandbox: sandboxNeeds(a.rt.Sandbox, env, ownHome, tmp, prompt),
+		Path: info.Binary, Args: args, Env: env, Sandbox: box,
 		Timeout: timeout, NoOutputTimeout: a.rt.NoOutputTimeout, Grace: a.rt.Grace, MaxOutput: a.rt.MaxOutputSize,
 		Limits: supervise.Limits(a.rt.Limits), OwnRetryTimeout: a.rt.OwnRetryTimeout,
 	}
@@ -348,23 +354,6 @@ func (a *CommandAdapter) env(extra []string, tmp string) []string {
 		set(kv)
 	}
 	set("TMPDIR=" + tmp)
-	return env
-}
-
-// withKeyVariables adds to env the worker's variables that the CLI's
-// provider configuration names as holding keys, read where the CLI will
-// read it: in home, the HOME it gets, or where env points. A configuration
-// that does not parse adds nothing: the CLI fails on it and says why.
-func (a *CommandAdapter) withKeyVariables(env []string, home string) []string {
-	if a.rt.ProviderConfig == "" || a.rt.ProviderConfig == "none" {
-		return env
-	}
-	names, _ := KeyVariables(a.rt.ProviderConfig, home, env)
-	for _, name := range names {
-		if v, ok := os.LookupEnv(name); ok && !hasVar(env, name) {
-			env = append(env, name+"="+v)
-		}
-	}
 	return env
 }
 

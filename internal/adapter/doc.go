@@ -9,8 +9,10 @@
 // once, its own retries of them after own_retry_timeout). The environment
 // carries the variables the CLI's own provider configuration names as
 // holding its keys (KeyVariables: codex config.toml, pi models.json,
-// opencode and kilo {env:NAME}), read where the CLI reads it, never from
-// the repository.
+// opencode and kilo {env:NAME}), and its sandbox the ports of the model
+// endpoints named there and by its *_BASE_URL variables (Endpoint,
+// provider.go), read where the CLI reads them, never from the repository
+// nor from a file an attempt can write.
 // Optional capabilities are small interfaces of their own (OutputReader,
 // HealthChecker, Evaluator).
 //

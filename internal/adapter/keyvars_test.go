@@ -1,12 +1,15 @@
 package adapter
 
 import (
+	"bytes"
 	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/drover-dev/drover/internal/config"
 )
@@ -225,24 +228,47 @@ func FuzzStripJSONC(f *testing.F) {
 	})
 }
 
-// FuzzKeyVariables: a configuration of any bytes, in each CLI's format,
-// never panics and yields only variable names.
-func FuzzKeyVariables(f *testing.F) {
-	f.Add([]byte(`{"provider":{"a":{"options":{"apiKey":"{env:K}"}}}}`))
-	f.Add([]byte("[model_providers.a]\nenv_key=\"K\"\nenv_http_headers={h=\"H\"}\n"))
-	f.Add([]byte(`{"providers":{"a":{"apiKey":"K","headers":{"x":"!cmd"}}}}`))
+// FuzzProviderConfig: a configuration of any bytes, in each CLI's format,
+// never panics, yields only variable names, and every endpoint it names
+// either resolves to an http(s) or ws(s) URL with a host and a port, with
+// no user info, no control character and bounded in size, or is refused
+// in words that do not quote it.
+func FuzzProviderConfig(f *testing.F) {
+	f.Add([]byte(`{"provider":{"a":{"options":{"apiKey":"{env:K}","baseURL":"{env:B}/v1"},"api":"http://h:1","models":{"m":{"provider":{"api":"${X}"}}}}}}`))
+	f.Add([]byte("[model_providers.a]\nenv_key=\"K\"\nbase_url=\"http://127.0.0.1:41234/v1\"\nenv_http_headers={h=\"H\"}\n[profiles.p]\noss_provider=\"ollama\"\n"))
+	f.Add([]byte(`{"providers":{"a":{"apiKey":"K","baseUrl":"https://u:p@h:99/v1","headers":{"x":"!cmd"},"models":[{"id":"m","baseUrl":"ws://[::1]:7/"}]}}}`))
 	f.Add([]byte(`{"p":{"type":"api_key","key":"K"}}`))
+	f.Add([]byte("openai_base_url = \"http://h:0\"\nchatgpt_base_url = \"file:///etc/passwd\"\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		for _, parse := range []func([]byte) ([]string, error){codexKeys, piModelKeys, piAuthKeys, envRefs} {
-			names, err := parse(b)
+		env := map[string]string{"B": "http://127.0.0.1:8080", "X": "\x00"}
+		for _, parse := range []func([]byte) (named, error){codexNamed, piModelNamed, piAuthNamed, openCodeNamed} {
+			n, err := parse(b)
 			if err != nil {
+				if bytes.Contains([]byte(err.Error()), []byte("secret-canary")) {
+					t.Fatalf("the error quotes the file: %v", err)
+				}
 				continue
 			}
-			for _, n := range names {
-				if n == "" {
+			for _, k := range n.keys {
+				if k == "" {
 					t.Fatalf("an empty name from %q", b)
 				}
 			}
+			for _, u := range n.urls {
+				text, port, err := resolveURL(u, env)
+				if err != nil {
+					if strings.Contains(err.Error(), "secret-canary") {
+						t.Fatalf("the refusal quotes the URL: %v", err)
+					}
+					continue
+				}
+				pu, perr := url.Parse(text)
+				if perr != nil || pu.Hostname() == "" || port == 0 || pu.User != nil || len(text) > maxURL+16 ||
+					strings.ContainsFunc(text, unicode.IsControl) {
+					t.Fatalf("%q resolved to %q port %d", u.text, text, port)
+				}
+			}
 		}
+		codexArgs([]string{"-c", string(b), "--config=" + string(b)})
 	})
 }

@@ -1,7 +1,6 @@
 package adapter
 
 import (
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,19 +23,24 @@ type Sandbox struct {
 	// credentials in the worker's HOME.
 	Deny []string
 	// Connect and Bind are TCP ports: the runtime's sandbox.connect and
-	// the ports of the *_BASE_URL variables it gets, its sandbox.bind.
+	// the ports of the endpoints it is configured to reach (Endpoints
+	// that are Opened), its sandbox.bind.
 	Connect, Bind []uint16
+	// Endpoints are the model endpoints its *_BASE_URL variables and its
+	// provider configuration name, also those that opened no port, so
+	// that what the sandbox refuses can be named.
+	Endpoints []Endpoint
+	// Notes say what of its provider configuration was left out, and
+	// why: a file attempts can write, an endpoint that is no URL.
+	Notes []string
 }
 
-// sandboxNeeds works out a command's Sandbox from its final environment.
-// ownHome is the HOME made for this attempt ("" when it runs with another),
-// tmp its TMPDIR, prompt the prompt file ("" when there is none).
-func sandboxNeeds(rt config.RuntimeSandbox, env []string, ownHome, tmp, prompt string) Sandbox {
-	vars := map[string]string{}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		vars[k] = v
-	}
+// sandboxNeeds works out a command's Sandbox from its final environment
+// and the endpoints its provider configuration names (eps). ownHome is the
+// HOME made for this attempt ("" when it runs with another), tmp its
+// TMPDIR, prompt the prompt file ("" when there is none).
+func sandboxNeeds(rt config.RuntimeSandbox, env []string, ownHome, tmp, prompt string, eps []Endpoint) Sandbox {
+	vars := varMap(env)
 	s := Sandbox{Write: []string{tmp}}
 	home := vars["HOME"]
 	switch {
@@ -56,14 +60,12 @@ func sandboxNeeds(rt config.RuntimeSandbox, env []string, ownHome, tmp, prompt s
 			s.Connect = append(s.Connect, p)
 		}
 	}
-	// A model endpoint named by the environment is where the CLI must go.
-	for k, v := range vars {
-		if strings.HasSuffix(k, "_BASE_URL") {
-			if u, err := url.Parse(v); err == nil && u.Host != "" {
-				if p, err := config.ConnectPort(v); err == nil {
-					s.Connect = append(s.Connect, p)
-				}
-			}
+	// A model endpoint named by the environment, or by a configuration no
+	// attempt can write, is where the CLI must go.
+	s.Endpoints = append(baseURLEndpoints(vars), eps...)
+	for _, e := range s.Endpoints {
+		if e.Opened {
+			s.Connect = append(s.Connect, e.Port)
 		}
 	}
 	for _, p := range rt.Bind {
@@ -74,6 +76,16 @@ func sandboxNeeds(rt config.RuntimeSandbox, env []string, ownHome, tmp, prompt s
 	slices.Sort(s.Connect)
 	s.Connect = slices.Compact(s.Connect)
 	return s
+}
+
+// varMap is env's NAME=value entries by name.
+func varMap(env []string) map[string]string {
+	vars := make(map[string]string, len(env))
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	return vars
 }
 
 // expandPaths resolves a runtime's sandbox paths: ~ is the CLI's HOME,

@@ -285,6 +285,9 @@ func (a *run) execute(ctx context.Context) error {
 	if err := a.command(); err != nil {
 		return err
 	}
+	for _, n := range a.cmd.Sandbox.Notes {
+		a.log.Warn("the CLI's provider configuration", "note", n)
+	}
 	if err := a.evaluate(ctx); err != nil {
 		return err
 	}
@@ -294,13 +297,18 @@ func (a *run) execute(ctx context.Context) error {
 	}
 	a.box = box
 	reader := newOutputReader(a.ad, a.cmd.OwnRetryTimeout)
+	tapped := reader.watchDenials(box, a.cmd.OwnRetryTimeout, a.wt.Path)
 	// The full log goes to disk (bounded by the disk, not by memory),
 	// masked, and from there to the object store.
 	logW, err := a.openLog()
 	if err != nil {
 		return err
 	}
-	proc, err := supervise.Start(ctx, a.spec(reader.tee(a.out), logW))
+	spec := a.spec(reader.tee(a.out), logW)
+	if !tapped {
+		spec.OnOutput = a.box.tee(spec.OnOutput)
+	}
+	proc, err := supervise.Start(ctx, spec)
 	if err != nil {
 		return runtimeFailure(err)
 	}
@@ -311,7 +319,7 @@ func (a *run) execute(ctx context.Context) error {
 		proc.Wait()
 		return err
 	}
-	a.res, a.cancelled = a.wait(proc, reader.watch.stops())
+	a.res, a.cancelled = a.wait(proc, reader.watch.stops(), reader.denied.stops())
 	if a.res.LimitErr != nil {
 		a.log.Warn("resource limits not applied", "err", a.res.LimitErr)
 	}
@@ -322,7 +330,7 @@ func (a *run) execute(ctx context.Context) error {
 		// is not the attempt's, so report nothing.
 		return context.Cause(ctx)
 	}
-	a.runErr = a.ad.Classify(a.res, a.sum)
+	a.runErr = a.denied(a.ad.Classify(a.res, a.sum))
 	return a.emit.Emit(ctx, event.RuntimeExited, "", event.RuntimeExitedData{
 		Outcome: string(a.res.Outcome), ExitCode: a.res.ExitCode, Signal: a.res.Signal, DurationMS: a.res.Duration().Milliseconds(),
 		Denied: a.box.denied(),
@@ -362,15 +370,16 @@ func (a *run) spec(onOutput func(supervise.Stream, []byte), logW io.Writer) supe
 	return supervise.Spec{
 		Path: cmd.Path, Args: cmd.Args, Dir: a.wt.Path, Env: cmd.Env, Stdin: cmd.Stdin,
 		Timeout: cmd.Timeout, NoOutputTimeout: cmd.NoOutputTimeout, Grace: cmd.Grace,
-		MaxCapture: cmd.MaxOutput, OnOutput: a.box.tee(onOutput), LogFile: logW, Limits: cmd.Limits,
+		MaxCapture: cmd.MaxOutput, OnOutput: onOutput, LogFile: logW, Limits: cmd.Limits,
 		Launch: a.box.launch(),
 	}
 }
 
-// wait waits for the CLI to end. The operator's cancel, or a failure its
-// output shows that it will not get past (stops, see stopWatch), stops its
-// whole group meanwhile: SIGTERM, grace, SIGKILL.
-func (a *run) wait(proc *supervise.Process, stops <-chan error) (res *supervise.Result, cancelled bool) {
+// wait waits for the CLI to end. The operator's cancel, a failure its
+// output shows that it will not get past (stops, see stopWatch), or a
+// refusal of the sandbox it is stuck on (denials, see denialWatch) stops
+// its whole group meanwhile: SIGTERM, grace, SIGKILL.
+func (a *run) wait(proc *supervise.Process, stops, denials <-chan error) (res *supervise.Result, cancelled bool) {
 	watchDone, watchQuit := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(watchDone)
@@ -379,6 +388,9 @@ func (a *run) wait(proc *supervise.Process, stops <-chan error) (res *supervise.
 			proc.Stop(errCancelled)
 		case cause := <-stops:
 			a.log.Info("stopping the CLI by its output", "cause", cause)
+			proc.Stop(cause)
+		case cause := <-denials:
+			a.log.Warn("stopping the CLI stuck on a sandbox denial", "cause", cause)
 			proc.Stop(cause)
 		case <-watchQuit:
 		}

@@ -15,7 +15,12 @@
 // verdict, judged by adapter.StopOn, stops the process group at refused
 // credentials or a rate limit the CLI gave up on, and after the runtime's
 // own_retry_timeout of the CLI's own retries of either, so that the task's
-// fallback need not wait for minutes of them.
+// fallback need not wait for minutes of them. Confined, each line also goes
+// to the sandbox's reader of denials (denied.go): a CLI stuck on what the
+// sandbox refuses it — the same port or path refused again, nothing else
+// done, no file changed, over own_retry_timeout — is stopped too, and one
+// that fails right after a refusal with nothing done since is taken to
+// have failed because of it: class SANDBOX_DENIED, naming what to open.
 //
 // After Observe come the checks, in this order:
 //

@@ -17,7 +17,8 @@ import (
 type outputReader struct {
 	parser  transcript.Parser
 	streams map[supervise.Stream]io.WriteCloser
-	watch   *stopWatch // nil without a parser
+	watch   *stopWatch   // nil without a parser
+	denied  *denialWatch // nil unless watchDenials
 }
 
 func newOutputReader(ad adapter.Adapter, ownRetryTimeout time.Duration) *outputReader {
@@ -34,6 +35,25 @@ func newOutputReader(ad adapter.Adapter, ownRetryTimeout time.Duration) *outputR
 	return r
 }
 
+// watchDenials has each line go to the sandbox's denial reader too,
+// after the parser (tap), and a denialWatch stop the CLI stuck on a
+// refusal: after limit, unless a file in dir changed. It reports whether
+// it does: not without a parser or a sandbox, whose output the caller
+// then reads for denials itself (confined.tee).
+func (r *outputReader) watchDenials(x *confined, limit time.Duration, dir string) bool {
+	if r.parser == nil || x == nil {
+		return false
+	}
+	t := &tap{Parser: r.parser, den: x.den}
+	t.counter, _ = r.parser.(transcript.ProgressCounter)
+	r.streams = map[supervise.Stream]io.WriteCloser{
+		supervise.Stdout: transcript.NewLineWriter(t, transcript.Stdout),
+		supervise.Stderr: transcript.NewLineWriter(t, transcript.Stderr),
+	}
+	r.denied = newDenialWatch(x.den, limit, changedSince(dir), time.Now)
+	return true
+}
+
 // tee returns the OnOutput callback: the sink first, then the parser.
 func (r *outputReader) tee(sink OutputSink) func(supervise.Stream, []byte) {
 	return func(s supervise.Stream, p []byte) {
@@ -43,6 +63,7 @@ func (r *outputReader) tee(sink OutputSink) func(supervise.Stream, []byte) {
 		if w := r.streams[s]; w != nil {
 			_, _ = w.Write(p)
 			r.watch.check()
+			r.denied.check()
 		}
 	}
 }
@@ -57,6 +78,7 @@ func (r *outputReader) summary(exitCode int) *transcript.Summary {
 	for _, w := range r.streams {
 		_ = w.Close()
 	}
+	r.denied.close()
 	return r.parser.Summary(exitCode)
 }
 

@@ -56,7 +56,9 @@ func (r *Runner) confine(cmd *adapter.Command, wt *worktree.Worktree, tmp string
 	if err != nil {
 		return nil, fmt.Errorf("attempt: sandbox policy: %w", err)
 	}
-	return &confined{c: c, den: c.Denials(wt.Path)}, nil
+	den := c.Denials(wt.Path)
+	den.SetEndpoints(sandboxEndpoints(cmd.Sandbox.Endpoints))
+	return &confined{c: c, den: den}, nil
 }
 
 func grants(paths []string, write bool) []sandbox.Grant {

@@ -2,6 +2,7 @@ package attempt
 
 import (
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -186,4 +187,83 @@ func TestWrapConfinesACommand(t *testing.T) {
 	if !strings.Contains(seen.String(), "Permission denied") {
 		t.Errorf("the output no longer reaches the spec's own OnOutput: %q", seen.String())
 	}
+}
+
+// stuckHarness is a sandboxed harness whose agent may retry on its own
+// for a second, and a listening loopback port the sandbox refuses it.
+func stuckHarness(t *testing.T) (*harness, string) {
+	t.Helper()
+	h := sandboxed(t)
+	h.agent = adapter.NewCommand("sh-agent", config.Runtime{
+		Binary: writeScript(t, agentScript), Output: "text", Home: "isolated", Grace: 300 * time.Millisecond,
+		OwnRetryTimeout: time.Second,
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return h, port
+}
+
+// TestRunStuckOnDenial: a CLI that keeps connecting to a port its sandbox
+// refuses, and does nothing else, is stopped once it has done so for
+// own_retry_timeout, class SANDBOX_DENIED, the report naming the port and
+// what lets it through; one that fails on its own right after a refusal
+// is SANDBOX_DENIED too.
+func TestRunStuckOnDenial(t *testing.T) {
+	h, port := stuckHarness(t)
+	probe := "bash -c 'echo > /dev/tcp/127.0.0.1/" + port + "'"
+	rep, rec := h.run(h.job("while :; do "+probe+"; sleep 0.2; done"), nil)
+	wantClass(t, rep, drovertype.ClassSandboxDenied)
+	if !strings.Contains(rep.Error.Message, "connect to 127.0.0.1:"+port+" refused by the sandbox: add the port to runtimes.sh-agent.sandbox.connect") ||
+		!strings.Contains(rep.Error.Message, "then Drover stopped the CLI") || rep.Error.Category != drovertype.CategoryInfrastructure {
+		t.Errorf("error %+v", rep.Error)
+	}
+	if len(rep.SandboxDenied) != 1 || !strings.HasPrefix(rep.SandboxDenied[0], "tcp/"+port+": ") || !strings.Contains(rep.SandboxDenied[0], "times)") {
+		t.Errorf("denied %q", rep.SandboxDenied)
+	}
+	var exited event.RuntimeExitedData
+	rec.decode(t, event.RuntimeExited, &exited)
+	if exited.Outcome != "stopped" {
+		t.Errorf("runtime_exited outcome %q, want stopped by Drover", exited.Outcome)
+	}
+
+	// Refused, then given up at once: the refusal is why. (Past settle
+	// after the script's first line, its ARGS: a refusal read within it of
+	// progress might have been printed before it.)
+	rep, _ = h.run(h.job("sleep 1.2\n"+probe+"\nexit 1"), nil)
+	wantClass(t, rep, drovertype.ClassSandboxDenied)
+	if !strings.Contains(rep.Error.Message, "and then the CLI failed: RUNTIME_ERROR: exit code 1") {
+		t.Errorf("error %+v", rep.Error)
+	}
+}
+
+// TestRunDeniedAndMovesOn: a CLI refused once, or now and then with work
+// in between, is never stopped: it succeeds, and the report names what it
+// was refused. One that recovered before it failed fails by its own class.
+func TestRunDeniedAndMovesOn(t *testing.T) {
+	h, port := stuckHarness(t)
+	probe := "bash -c 'echo > /dev/tcp/127.0.0.1/" + port + "'"
+	script := strings.Join([]string{probe, "sleep 1.5", "echo working", probe, "sleep 1.5", "echo still working", probe, "echo done > done.txt"}, "\n")
+	rep, _ := h.run(h.job(script), nil)
+	if !rep.Success {
+		t.Fatalf("a CLI that went on working was stopped: %+v", rep.Error)
+	}
+	if len(rep.SandboxDenied) != 1 || !strings.Contains(rep.SandboxDenied[0], "(refused 3 times)") {
+		t.Errorf("denied %q", rep.SandboxDenied)
+	}
+	// A file written counts as work, with nothing printed.
+	script = strings.Join([]string{probe, "sleep 0.6", "echo x > progress.txt", "sleep 0.6", probe, "sleep 2", "echo y > progress.txt"}, "\n")
+	if rep, _ := h.run(h.job(script), nil); !rep.Success {
+		t.Errorf("a CLI that wrote files was stopped: %+v", rep.Error)
+	}
+	// One that did something after its refusal failed of something else,
+	// and so did one whose refusal came with something done, too close to
+	// tell which came first.
+	rep, _ = h.run(h.job("sleep 1.2\n"+probe+"\nsleep 1.2\necho recovered\nexit 1"), nil)
+	wantClass(t, rep, drovertype.ClassRuntimeError)
+	rep, _ = h.run(h.job(probe+"\necho recovered\nexit 1"), nil)
+	wantClass(t, rep, drovertype.ClassRuntimeError)
 }

@@ -319,10 +319,12 @@ type Runtime struct {
 	// ProviderConfig is the CLI whose own provider configuration Drover
 	// reads, in the files the CLI reads (the staged home_files, or where
 	// a variable it sees points), for the variables it names as holding
-	// keys, and passes them through: codex (config.toml
-	// model_providers.*.env_key), pi (models.json apiKey), opencode or
-	// kilo ({env:NAME}); none turns a built-in's off. Defaults to none;
-	// the built-ins of those CLIs set their own.
+	// keys, which it passes through, and the model endpoints it names,
+	// whose ports the sandbox opens: codex (config.toml
+	// model_providers.*.env_key and base_url), pi (models.json apiKey and
+	// baseUrl), opencode or kilo ({env:NAME}, options.baseURL); a file the
+	// CLI's sandbox lets it write names neither. none turns a built-in's
+	// off. Defaults to none; the built-ins of those CLIs set their own.
 	ProviderConfig string `mapstructure:"provider_config"`
 	// Env sets fixed variables for the CLI, as NAME=value entries (a list,
 	// because configuration keys are case-insensitive and names are not).
@@ -338,7 +340,10 @@ type Runtime struct {
 	// before Drover stops it and reports RATE_LIMITED or AUTH_FAILED, so
 	// that the task's fallback acts at once rather than after the CLI's
 	// minutes of retries. Either one the CLI gave up on stops it at once.
-	// Only structured output formats are watched. Defaults to 15s.
+	// Only structured output formats are watched for those; a CLI stuck on
+	// what its sandbox refuses (the same port or path refused again, with
+	// nothing done in between) is stopped after as long, whatever its
+	// format, and reports SANDBOX_DENIED. Defaults to 15s.
 	OwnRetryTimeout time.Duration `mapstructure:"own_retry_timeout"`
 	// MaxOutputSize is the bytes of each stream kept for the report. Defaults to 1 MiB.
 	MaxOutputSize int64 `mapstructure:"max_output_size"`

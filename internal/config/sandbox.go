@@ -29,8 +29,9 @@ type RuntimeSandbox struct {
 	Write []string `mapstructure:"write"`
 	// Connect are the TCP ports the CLI may connect to: a port ("443") or
 	// a URL whose port counts ("https://api.example.com:8443"). The ports
-	// of the *_BASE_URL variables the CLI gets are added. Defaults to 443
-	// for the built-in CLIs, none for others.
+	// of the *_BASE_URL variables the CLI gets, and of the endpoints its
+	// provider_config names, are added. Defaults to 443 for the built-in
+	// CLIs, none for others.
 	Connect []string `mapstructure:"connect"`
 	// Bind are the TCP ports the CLI may listen on; 0 is any port the
 	// kernel picks. Defaults to none.

@@ -193,7 +193,7 @@ func hostileWorld(t *testing.T) (*world, string) {
 	w.objects["log"] = hostileText + "\n"
 	w.objects["patch"] = "diff --git a/" + hostile[1] + " b/" + hostile[1] + "\n+" + hostileText + "\n"
 	a := w.run(flowID, "a", 1, &event.Report{Success: false, FilesCreated: hostile, LogObject: "log", PatchObject: "patch",
-		FinalText: hostileText, StderrTail: hostileText, ScopeViolations: hostile,
+		FinalText: hostileText, StderrTail: hostileText, ScopeViolations: hostile, Sandbox: hostileText, SandboxDenied: hostile,
 		Error:        &event.ErrorInfo{Class: "UNKNOWN", Message: hostileText},
 		Verification: &event.Verification{Commands: []event.CommandResult{{Command: hostileText, Output: hostileText}}},
 		Usage:        &event.Usage{Model: hostileText}, ToolCalls: map[string]int{hostileText: 1}})
@@ -229,6 +229,10 @@ func TestUntrustedTextIsEscaped(t *testing.T) {
 		if p != "/ui/" && p != "/ui/login" && p != "/ui/flows/"+flowID && !strings.Contains(textOf(t, body), hostile[0]) {
 			t.Errorf("%s: the hostile text is not shown as text", p)
 		}
+	}
+	// What the sandbox denied the attempt is on its page.
+	if _, body := get(t, cl, srv.URL+"/ui/attempts/"+flowID+"_a_1"); !strings.Contains(textOf(t, body), "Denied by the sandbox"+hostile[0]+hostile[1]) {
+		t.Errorf("the attempt's page does not show its denials:\n%s", textOf(t, body))
 	}
 	// The log as text: escape sequences gone, served as plain text.
 	resp, err := cl.Get(srv.URL + "/ui/attempts/" + flowID + "_a_1/log")

@@ -46,6 +46,11 @@ const (
 	// task without running it again (docs/flows.md#budgets). A quota of the
 	// provider is not this: it is RATE_LIMITED with a reset time.
 	ClassBudgetExceeded ErrorClass = "BUDGET_EXCEEDED"
+	// The CLI was stuck on what its sandbox refuses it (a TCP port, a
+	// path), refused again and again with nothing else done: Drover
+	// stopped it, or it failed so. Not retried on the same runtime, whose
+	// sandbox refuses the same again; the fallback runtime may run.
+	ClassSandboxDenied ErrorClass = "SANDBOX_DENIED"
 )
 
 // classes lists every class, in the order above.
@@ -56,6 +61,7 @@ var classes = []ErrorClass{
 	ClassScopeViolation, ClassCancelled, ClassWorkerLost, ClassUnknown,
 	ClassTurnBudgetExhausted, ClassTokenBudgetExhausted, ClassTimeBudgetExhausted,
 	ClassBudgetExceeded,
+	ClassSandboxDenied,
 }
 
 // Classes returns every error class, in declaration order.

@@ -49,14 +49,15 @@ type Decision struct {
 //  0. CANCELLED, MERGE_CONFLICT and BUDGET_EXCEEDED are never retried, even
 //     when listed in RetryOn.
 //  1. f.Attempts >= r.MaxAttempts: attempts exhausted, no retry.
-//  2. RATE_LIMITED or AUTH_FAILED, with a runtime in the chain after the
-//     failed one: fall back to that runtime at once (Delay 0). A failed
+//  2. RATE_LIMITED, AUTH_FAILED or SANDBOX_DENIED, with a runtime in the
+//     chain after the failed one: fall back to that runtime at once (Delay 0). A failed
 //     runtime that is not in the chain (the policy changed, or an operator
 //     chose it) sits before the chain, so the next runtime is the primary;
 //     a Failure whose Runtime is "" ran on the primary.
 //     The next attempt uses primaryModel on the primary, and the runtime's
 //     default model on any other.
-//  3. AUTH_FAILED otherwise: no retry.
+//  3. AUTH_FAILED or SANDBOX_DENIED otherwise: no retry, even when listed
+//     in RetryOn (the same runtime would be refused the same).
 //  4. Class in r.RetryOn: retry on the same runtime with the same model.
 //     The delay is the time until ResetAt for RATE_LIMITED with a reset
 //     after now, else RetryAfter when positive, else the backoff
@@ -86,7 +87,7 @@ func Decide(r Retry, primary string, primaryModel string, f Failure, now time.Ti
 		return Decision{Reason: fmt.Sprintf("attempts exhausted: %d of %d (last failure: %s)", f.Attempts, r.MaxAttempts, where)}
 	}
 
-	if f.Class == drovertype.ClassRateLimited || f.Class == drovertype.ClassAuthFailed {
+	if movesOn(f.Class) {
 		chain := runtimeChain(primary, r.Fallback)
 		next := slices.Index(chain, failed) + 1 // 0 when not in the chain
 		if next < len(chain) {
@@ -97,7 +98,7 @@ func Decide(r Retry, primary string, primaryModel string, f Failure, now time.Ti
 			d.Reason = fmt.Sprintf("%s: falling back to %s (%d of %d attempts used)", where, d.Runtime, f.Attempts, r.MaxAttempts)
 			return d
 		}
-		if f.Class == drovertype.ClassAuthFailed {
+		if f.Class != drovertype.ClassRateLimited {
 			return Decision{Reason: where + " is not retryable and no fallback runtime is left"}
 		}
 	}
@@ -113,6 +114,13 @@ func Decide(r Retry, primary string, primaryModel string, f Failure, now time.Ti
 	d.Delay, why = r.delay(f, now, seed)
 	d.Reason = fmt.Sprintf("%s: retry as attempt %d of %d after %s%s", where, f.Attempts+1, r.MaxAttempts, d.Delay, why)
 	return d
+}
+
+// movesOn reports whether a class moves the task to the next runtime of
+// its chain at once: the runtime is rate limited, refuses the credentials,
+// or its sandbox refuses what the task needs.
+func movesOn(class drovertype.ErrorClass) bool {
+	return class == drovertype.ClassRateLimited || class == drovertype.ClassAuthFailed || class == drovertype.ClassSandboxDenied
 }
 
 // runtimeChain is primary followed by fallback, without empty names and

@@ -1,11 +1,15 @@
 package sandbox
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -97,13 +101,31 @@ func FuzzDenials(f *testing.F) {
 	f.Add([]byte("connect EACCES [::1]:99999 port 0 'x' \"../../\" `/`"), "/")
 	root := f.TempDir()
 	sb := &Sandbox{support: Support{ABI: MinABI}}
-	c, err := sb.Compile(Policy{Own: []Grant{{Path: root, Write: true}}})
+	c, err := sb.Compile(Policy{Own: []Grant{{Path: root, Write: true}}, Connect: []uint16{443}})
 	if err != nil {
 		f.Fatal(err)
 	}
+	f.Add([]byte(`{"message":"Reconnecting... waiting for network (Connection failed: error sending request)"}`), "/")
+	f.Add([]byte("Cannot connect to API http://[::1]:41234/v1 port 9 localhost:7 1.2.3.4:5"), "/")
 	f.Fuzz(func(t *testing.T, out []byte, dir string) {
 		d := c.Denials(dir)
+		d.SetEndpoints([]Endpoint{{Addr: "127.0.0.1:41234", Port: 41234, Source: "s"}})
 		d.Write(1, out)
+		// Line by line too, as the CLI's own words: what it counts is
+		// what List says, and never a port the confinement allows.
+		for l := range bytes.Lines(out) {
+			heard := d.Line(l, true)
+			if s, ok := d.Stuck(); heard == HeardRefusal && (!ok || s.Times < 1) {
+				t.Fatalf("refusal %q not counted: %+v", l, s)
+			}
+		}
+		if s, ok := d.Stuck(); ok {
+			if p, isPort := strings.CutPrefix(s.What, "tcp/"); isPort {
+				if n, err := strconv.Atoi(p); err != nil || c.ConnectAllowed(uint16(n)) {
+					t.Fatalf("stuck on an allowed port: %+v", s)
+				}
+			}
+		}
 		for _, l := range d.List() {
 			if len(l) > maxLine+maxDenialLine+64 {
 				t.Fatalf("entry of %d bytes", len(l))
@@ -117,4 +139,157 @@ func FuzzDenials(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A connection to a port the sandbox refuses, in the words the CLIs use
+// (testdata/transcripts/*/sandbox-denied): a port the line names counts
+// wherever it comes from; a failure that names none counts on the
+// endpoints the process is configured to reach that the sandbox refuses,
+// and only when the line is the process's own word. Nothing counts for a
+// port the sandbox allows: that failure is the network's.
+func TestDenialsConnectionFailures(t *testing.T) {
+	c := compileOnly(t, Policy{Connect: []uint16{443}})
+	eps := []Endpoint{
+		{Addr: "127.0.0.1:41234", Port: 41234, Source: "model_providers.mock.base_url in /h/.codex/config.toml"},
+		{Addr: "api.example.com:443", Port: 443, Source: "allowed"},
+	}
+	codex := `{"type":"error","message":"Reconnecting... waiting for network (Connection failed: error sending request)"}`
+	pi := `{"type":"auto_retry_start","attempt":1,"maxAttempts":3,"delayMs":2000,"errorMessage":"Connection error."}`
+	kilo := "\x1b[91m\x1b[1mError: \x1b[0mCannot connect to API: Was there a typo in the url or port?"
+	opencode := `{"type":"error","error":{"name":"APIError","data":{"message":"Cannot connect to API: Was there a typo in the url or port?","isRetryable":true,"metadata":{"url":"http://127.0.0.1:41234/v1/chat/completions"}}}}`
+	for _, c2 := range []struct {
+		name      string
+		line      string
+		own       bool
+		endpoints bool
+		what      string // "" = nothing recorded
+		addr      string
+	}{
+		{"codex, own", codex, true, true, "tcp/41234", "127.0.0.1:41234"},
+		{"pi, own", pi, true, true, "tcp/41234", "127.0.0.1:41234"},
+		{"kilo's stderr, own", kilo, true, true, "tcp/41234", "127.0.0.1:41234"},
+		{"codex, relayed", codex, false, true, "", ""},
+		{"codex, no endpoint known", codex, true, false, "", ""},
+		{"opencode names the URL", opencode, false, false, "tcp/41234", "127.0.0.1:41234"},
+		{"curl names the port", "curl: (7) Failed to connect to 127.0.0.1 port 41234 after 0 ms: Couldn't connect to server", false, false, "tcp/41234", "127.0.0.1:41234"},
+		{"an allowed port: the network", `{"message":"Cannot connect to API","url":"https://api.example.com:443/v1"}`, true, true, "", ""},
+		{"an allowed port by name", "Failed to connect to api.example.com port 443: Connection refused", true, true, "", ""},
+		{"no failure", `{"type":"turn.started"}`, true, true, "", ""},
+		{"a denial naming nothing", "bash: connect: Permission denied", true, true, "", ""},
+		{"a host named by IPv6", "fetch failed: connect to http://[::1]:5432/db", false, false, "tcp/5432", "[::1]:5432"},
+	} {
+		d := c.Denials("/w")
+		if c2.endpoints {
+			d.SetEndpoints(eps)
+		}
+		got := d.Line([]byte(c2.line), c2.own) == HeardRefusal
+		s, stuck := d.Stuck()
+		if got != (c2.what != "") || stuck != got || s.What != c2.what || s.Addr != c2.addr {
+			t.Errorf("%s: Line = %v, Stuck = %+v %v; want %q at %q", c2.name, got, s, stuck, c2.what, c2.addr)
+		}
+		if wantSource := c2.what != "" && c2.endpoints; wantSource != (s.Source != "") {
+			t.Errorf("%s: source %q", c2.name, s.Source)
+		}
+	}
+}
+
+// Stuck is what was refused most since the last progress, and when that
+// began: a process refused once, or refused and then going on, is not
+// stuck on it.
+func TestDenialsStuck(t *testing.T) {
+	c := compileOnly(t, Policy{Connect: []uint16{443}})
+	d := c.Denials("/w")
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	d.SetClock(func() time.Time { return clock })
+	tick := func(dt time.Duration) { clock = clock.Add(dt) }
+	refuse := func(port int) {
+		if d.Line(fmt.Appendf(nil, "Error: connect EACCES 127.0.0.1:%d", port), true) != HeardRefusal {
+			t.Fatalf("port %d: not recorded", port)
+		}
+	}
+	if _, ok := d.Stuck(); ok {
+		t.Fatal("stuck before anything")
+	}
+	refuse(5432)
+	if s, _ := d.Stuck(); !s.After.IsZero() {
+		t.Fatalf("progress before any: %v", s.After)
+	}
+	tick(time.Second)
+	refuse(6379)
+	tick(time.Second)
+	refuse(6379)
+	s, ok := d.Stuck()
+	if !ok || s.What != "tcp/6379" || s.Times != 2 || !s.Since.Equal(clock.Add(-time.Second)) {
+		t.Fatalf("stuck %+v %v", s, ok)
+	}
+	// Progress: a new streak from the next refusal.
+	d.Progress()
+	if s, ok := d.Stuck(); ok {
+		t.Fatalf("stuck after progress: %+v", s)
+	}
+	tick(time.Minute)
+	refuse(5432)
+	s, ok = d.Stuck()
+	if !ok || s.What != "tcp/5432" || s.Times != 1 || !s.Since.Equal(clock) || !s.After.Equal(clock.Add(-time.Minute)) {
+		t.Fatalf("after progress: %+v %v", s, ok)
+	}
+	// Equal counts: the earliest streak.
+	tick(time.Second)
+	refuse(6379)
+	if s, _ := d.Stuck(); s.What != "tcp/5432" {
+		t.Errorf("a tie went to %s", s.What)
+	}
+	// The report counts them all.
+	list := d.List()
+	if len(list) != 2 || !strings.HasSuffix(list[0], "(refused 2 times)") || !strings.HasSuffix(list[1], "(refused 3 times)") {
+		t.Errorf("list %q", list)
+	}
+}
+
+// A flood costs no memory: of one target, a count; of ever new ones, the
+// first maxDenials and a count.
+func TestDenialsFlood(t *testing.T) {
+	c := compileOnly(t, Policy{})
+	d := c.Denials("/")
+	for i := range 3000 {
+		d.Line(fmt.Appendf(nil, "touch: cannot touch '/srv/%d': Permission denied", i), true)
+		d.Line([]byte("Error: connect EACCES 127.0.0.1:7"), true)
+	}
+	if len(d.byWhat) != maxDenials || len(d.list) != maxDenials {
+		t.Fatalf("%d targets kept", len(d.byWhat))
+	}
+	got := d.List()
+	if last := got[len(got)-1]; last != "… and 2951 more refusals of other targets" {
+		t.Errorf("last entry %q", last)
+	}
+	if !strings.HasSuffix(got[1], "(refused 3000 times)") {
+		t.Errorf("the repeated target: %q", got[1])
+	}
+}
+
+// BenchmarkDenials: what reading a CLI's output for denials costs per
+// line: an ordinary JSON line (no word of a denial: the common case), a
+// refusal of one target again and again (a flood), and a connection
+// failure put on a configured endpoint.
+func BenchmarkDenials(b *testing.B) {
+	sb := &Sandbox{support: Support{ABI: MinABI}}
+	c, err := sb.Compile(Policy{Connect: []uint16{443}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, line := range map[string]string{
+		"ordinary": `{"type":"item.completed","item":{"id":"item_3","type":"agent_message","text":"I updated the handler and ran the tests; all pass."}}`,
+		"refusal":  "bash: line 1: /dev/tcp/127.0.0.1/5432: Permission denied",
+		"endpoint": `{"type":"error","message":"Reconnecting... waiting for network (Connection failed: error sending request)"}`,
+	} {
+		b.Run(name, func(b *testing.B) {
+			d := c.Denials("/w")
+			d.SetEndpoints([]Endpoint{{Addr: "127.0.0.1:41234", Port: 41234}})
+			l := []byte(line)
+			b.SetBytes(int64(len(l)))
+			for b.Loop() {
+				d.Line(l, true)
+			}
+		})
+	}
 }

@@ -18,7 +18,11 @@
 //     the step enforces it and execs the real binary (Confinement.Wrap,
 //     Confinement.Cmd), so the worker itself is never restricted;
 //   - reading what a confined process was denied from its output
-//     (Denials).
+//     (Denials): each path or port counted, also a connection failure to
+//     an endpoint it is configured to reach that its ports refuse, and
+//     since it last made progress, so that a caller can tell a process
+//     stuck on a refusal (Stuck) from one that tried once and moved on;
+//     bounded whatever it prints.
 //
 // It must not know about attempts, runtimes, git or NATS: callers say which
 // paths and ports a process needs (internal/attempt builds an attempt's

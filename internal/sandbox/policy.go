@@ -75,6 +75,7 @@ type Confinement struct {
 	bind     []uint16
 	writable []string // the write rules' paths, for Writable
 	readable []string
+	deny     []string // the policy's Deny, resolved, for Denied
 	dropped  []string // Extra grants inside a denied path, for Describe
 }
 
@@ -88,7 +89,7 @@ func (s *Sandbox) Compile(p Policy) (*Confinement, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Confinement{sb: s}
+	c := &Confinement{sb: s, deny: deny}
 	var grants []resolved
 	for _, g := range p.Own {
 		r, err := resolveGrant(g)
@@ -326,6 +327,16 @@ func covered(roots []string, path string) bool {
 		}
 	}
 	return false
+}
+
+// Denied reports whether path is one of the policy's Deny paths or lies
+// beneath one: no grant reaches it.
+func (c *Confinement) Denied(path string) bool {
+	if !filepath.IsAbs(path) {
+		return false
+	}
+	_, ok := within(c.deny, resolveExisting(filepath.Clean(path)))
+	return ok
 }
 
 // ConnectAllowed reports whether the process may connect to a TCP port.

@@ -73,7 +73,8 @@ type parser struct {
 	textFatal *signal // the first plain text line a non-hint row matched
 	hint      *signal // the latest retry notice
 	moved     bool    // the CLI made progress (an answer, a tool call) since hint
-	lastErr   string  // the latest non-empty stderr line
+	progress  Progress
+	lastErr   string // the latest non-empty stderr line
 
 	tools map[string]string // tool call id → tool name
 	paths map[string]string // tool call id → file the call writes
@@ -216,6 +217,15 @@ func (p *parser) Verdict() Verdict {
 	return Verdict{}
 }
 
+// Progress implements ProgressCounter.
+func (p *parser) Progress() Progress {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pr := p.progress
+	pr.Judged = p.spec.decode != nil
+	return pr
+}
+
 func (p *parser) Summary(exitCode int) *Summary {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -286,7 +296,11 @@ func (p *parser) push(e Event) {
 	switch e.Kind {
 	case KindAssistantText, KindToolCall, KindToolResult:
 		// claude's synthetic answer to a failed call is an error, not progress.
-		p.moved = p.moved || !e.IsError
+		p.progress.Relayed++
+		if !e.IsError {
+			p.moved = true
+			p.progress.Moved++
+		}
 	}
 	e.Text = clip(e.Text, MaxText)
 	e.Tool = clip(e.Tool, maxTool)

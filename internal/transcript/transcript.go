@@ -132,6 +132,29 @@ type Parser interface {
 	Verdict() Verdict
 }
 
+// ProgressCounter is implemented by this package's parsers: what the
+// run's output has shown so far, by kind, for telling a run that moves on
+// from one that only retries (Progress).
+type ProgressCounter interface {
+	Progress() Progress
+}
+
+// Progress counts the events of a run's output so far.
+type Progress struct {
+	// Moved counts answers, tool calls and tools' results that are not
+	// errors: the run moving on.
+	Moved int
+	// Relayed counts answers, tool calls and tools' results, errors
+	// included: the words of the agent and of its tools, which the CLI
+	// relays, as opposed to its own notices and errors.
+	Relayed int
+	// Judged says the format tells these apart at all: plain text
+	// cannot, its lines are all alike, and counts none.
+	Judged bool
+}
+
+var _ ProgressCounter = (*parser)(nil)
+
 // Verdict is what the output says about a run that has not ended.
 type Verdict struct {
 	// Failure is the failure the output shows now: a fatal error, or the

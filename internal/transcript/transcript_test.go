@@ -117,6 +117,15 @@ var wants = map[string]want{
 	"codex/fail-429": {class: drovertype.ClassRateLimited, status: 429},
 	// codex/missing-env: turn.failed "Missing environment variable: `MOCK_API_KEY`." (TestCodexMissingEnv)
 	"codex/missing-env": {class: drovertype.ClassAuthFailed},
+	// */sandbox-denied: the model's port refused by the sandbox; the output says only that it
+	// could not connect, a RUNTIME_ERROR, which package attempt reads with what the sandbox
+	// refused (SANDBOX_DENIED). codex: its latest "Reconnecting... waiting for network
+	// (Connection failed: …)" (killed by timeout, exit 124); pi: "Connection error." (exit 0);
+	// opencode and kilo: "Cannot connect to API", retryable, with the URL in its metadata.
+	"codex/sandbox-denied":    {class: drovertype.ClassRuntimeError},
+	"pi/sandbox-denied":       {class: drovertype.ClassRuntimeError},
+	"opencode/sandbox-denied": {class: drovertype.ClassRuntimeError},
+	"kilo/sandbox-denied":     {class: drovertype.ClassRuntimeError},
 
 	// opencode/success: step_finish tokens input 7690 + 7765, output 12 + 12
 	"opencode/success":  {final: done, file: "/repo/hello.txt", usage: " in=15455 out=24 cache_read=0 cache_write=0 cost=0"},
@@ -421,5 +430,51 @@ func TestVerdictProgress(t *testing.T) {
 	pi.Line(transcript.Stdout, []byte(`{"type":"auto_retry_end","success":false,"attempt":3,"finalError":"429 Rate limit reached"}`))
 	if v := pi.Verdict(); v.Failure == nil || v.Retrying {
 		t.Errorf("pi gave up: %+v", v)
+	}
+}
+
+// Progress counts what moved a run on: every recorded success made some
+// (its tool call at least), a run that only retried and failed made none,
+// and plain text never says.
+func TestProgress(t *testing.T) {
+	for _, cli := range clis {
+		for _, c := range cases {
+			p := transcript.NewParser(formatOf[cli])
+			r := load(t, cli, c)
+			for line := range strings.Lines(string(r.stdout)) {
+				p.Line(transcript.Stdout, []byte(strings.TrimSuffix(line, "\n")))
+			}
+			pr := p.(transcript.ProgressCounter).Progress()
+			if !pr.Judged || (c == "success") != (pr.Moved > 0) || pr.Relayed < pr.Moved {
+				t.Errorf("%s/%s: progress %+v", cli, c, pr)
+			}
+		}
+	}
+	p := transcript.NewParser(drovertype.FormatText)
+	p.Line(transcript.Stdout, []byte("Wrote hello.txt"))
+	if pr := p.(transcript.ProgressCounter).Progress(); pr != (transcript.Progress{}) {
+		t.Errorf("text: %+v", pr)
+	}
+}
+
+// The CLIs whose model port the sandbox refused classify as their wants
+// say, and made no progress.
+func TestSandboxDeniedRecordings(t *testing.T) {
+	for _, cli := range []string{"codex", "pi", "opencode", "kilo"} {
+		r := load(t, cli, "sandbox-denied")
+		p := transcript.NewParser(formatOf[cli])
+		w := transcript.NewLineWriter(p, transcript.Stdout)
+		_, _ = w.Write(r.stdout)
+		_ = w.Close()
+		for line := range strings.Lines(string(r.stderr)) {
+			p.Line(transcript.Stderr, []byte(strings.TrimSuffix(line, "\n")))
+		}
+		s := p.Summary(r.meta.Exit)
+		if f, w := s.Failure, wants[cli+"/sandbox-denied"]; f == nil || f.Class != w.class {
+			t.Errorf("%s: failure %+v, want %s", cli, f, w.class)
+		}
+		if pr := p.(transcript.ProgressCounter).Progress(); pr.Moved != 0 {
+			t.Errorf("%s: progress %+v", cli, pr)
+		}
 	}
 }
