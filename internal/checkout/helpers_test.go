@@ -55,9 +55,7 @@ func (o *origin) git(t testing.TB, args ...string) string { t.Helper(); return o
 
 func (o *origin) lsTree(t testing.TB, rev string) []string { t.Helper(); return o.LsTree(t, rev) }
 
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
+var testLogger = gittest.Logger
 
 func newTestCache(t testing.TB) *Checkouts {
 	t.Helper()

@@ -267,7 +267,8 @@ func (g *Git) AtLeast(ctx context.Context, major, minor int) bool {
 	g.versionOnce.Do(func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		g.version, _ = g.Output(cctx, Cmd{Dir: os.TempDir(), Args: []string{"version"}})
+		// `git version` reads no repository: any directory that exists will do.
+		g.version, _ = g.Output(cctx, Cmd{Dir: "/", Args: []string{"version"}})
 	})
 	return gitAtLeast(g.version, major, minor)
 }

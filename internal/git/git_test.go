@@ -3,14 +3,15 @@ package git
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/drover-dev/drover/internal/git/gittest"
 )
 
 func newTestGit(t testing.TB) *Git {
 	t.Helper()
-	g, err := New(Options{Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	g, err := New(Options{Logger: gittest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,9 +23,9 @@ import (
 // Drover's own git commands override what they can (internal/git); still, a
 // cache whose config, hooks or info changed since Drover made it was
 // changed by something that should not have, and the next command could
-// run what it planted. So before every use (a Prepare, a sweep) and after
-// every attempt, the files that steer git are compared with the digest
-// taken when the cache was cloned; a cache that changed is moved aside
+// run what it planted. So before every use (a Resolve, a Tidy) and after
+// every attempt (Repo.Check), the files that steer git are compared with
+// the digest taken when the cache was cloned; a cache that changed is moved aside
 // into quarantine/, never used again, and cloned anew. A cache made before
 // digests existed is trusted when first seen (its digest taken then).
 

@@ -28,9 +28,7 @@ var (
 
 func newOrigin(t testing.TB) *gittest.Origin { return gittest.NewOrigin(t) }
 
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
+var testLogger = gittest.Logger
 
 func newTestCache(t testing.TB) *Cache {
 	t.Helper()

@@ -9,7 +9,7 @@ import (
 	"github.com/drover-dev/drover/internal/git"
 )
 
-// A Prepare fetches what it needs — its base and the results it merges —
+// A Resolve fetches what it needs — its base and the results it merges —
 // rather than every branch of the remote. Drover pushes a branch for every
 // attempt, so a remote that served thousands of attempts has thousands of
 // branches, and a fetch of all of them costs time in their number on both
@@ -18,7 +18,7 @@ import (
 // matches the name itself and does not fail when the remote lacks it: the
 // resolution after the fetch then reports the missing revision as before.
 
-// maxMergeRefspecs is how many results a Prepare fetches one by one; an
+// maxMergeRefspecs is how many results a Resolve fetches one by one; an
 // integration build of a large flow fetches every branch instead.
 const maxMergeRefspecs = 64
 
@@ -32,7 +32,7 @@ type refspecs struct {
 // everything is a fetch of fetchRefspecs.
 var everything = refspecs{all: true}
 
-// wantedRefspecs is what a Prepare of base merging merge needs fetched.
+// wantedRefspecs is what a Resolve of base merging merge needs fetched.
 // A name that is not plain (see git.PlainBranch) fetches everything, as every
 // fetch did before, so that what git makes of it stays git's business.
 func wantedRefspecs(base string, merge []Ref) refspecs {

@@ -73,3 +73,9 @@ func WantVerbs(t testing.TB, rec *Recorder, what string, want ...string) {
 		t.Errorf("%s ran git %q, want %q", what, got, want)
 	}
 }
+
+// Logger is a logger writing to t's output at debug level, where a
+// git.Git says each command it runs.
+func Logger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
