@@ -210,7 +210,7 @@ func (w *Checkout) transferObjects(ctx context.Context, head string) error {
 	unpackErr := make(chan error, 1)
 	go func() {
 		defer pr.Close()
-		cmd := w.cs.inCache("--git-dir="+w.repo.Dir(), "unpack-objects", "-q", "--strict")
+		cmd := git.In(w.cs.cache.Dir(), "--git-dir="+w.repo.Dir(), "unpack-objects", "-q", "--strict")
 		cmd.Stdin = pr
 		_, err := w.cs.git.Run(ctx, cmd)
 		unpackErr <- err

@@ -2,9 +2,7 @@ package checkout
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"math"
 	"os"
@@ -127,37 +125,6 @@ type Checkout struct {
 	agentHead  string // where the agent's branch was when Drover last made or read it
 }
 
-// Prepare resolves what opts asks of the repo cache, then checks it out:
-// a checkout on a new branch at Base (a parked one reused, or a fresh
-// `git worktree add`), opts.Merge merged in order, the agent's repository
-// made, and the baseline recorded for Observe. On any error nothing is
-// left behind: no directory, no branch.
-func (cs *Checkouts) Prepare(ctx context.Context, opts PrepareOptions) (*Checkout, error) {
-	path, err := cs.checkPath(opts.Path)
-	if err != nil {
-		return nil, err
-	}
-	res, err := cs.cache.Resolve(ctx, repocache.Request{URL: opts.RepoURL, Base: opts.Base, Branch: opts.Branch, Merge: opts.Merge})
-	if err != nil {
-		return nil, err
-	}
-	w, err := cs.checkOut(ctx, res, opts.Branch, path)
-	if err != nil {
-		return nil, err
-	}
-	if err := w.finish(ctx, opts, res.Merge); err != nil {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer cancel()
-		if cErr := cs.Remove(cctx, w); cErr != nil {
-			cs.log.WarnContext(ctx, "cleanup after failed prepare", "path", w.Path, "err", cErr)
-		}
-		return nil, err
-	}
-	cs.log.InfoContext(ctx, "worktree prepared", "url", res.Repo.URL(), "path", w.Path, "branch", w.Branch,
-		"base", w.BaseCommit, "baseline", w.Baseline, "merged", len(opts.Merge))
-	return w, nil
-}
-
 // checkOut makes the checkout of a resolved repository at path, on branch
 // at its base: a parked checkout if there is one, else a fresh `git
 // worktree add`. It unlocks the repository.
@@ -174,7 +141,7 @@ func (cs *Checkouts) checkOut(ctx context.Context, res *repocache.Resolved, bran
 		}
 		cs.log.WarnContext(ctx, "reusing a checkout failed; adding a fresh one", "path", path, "err", err)
 	}
-	if _, err := cs.git.Run(ctx, cs.inCache("--git-dir="+r.Dir(), "worktree", "add", "--quiet",
+	if _, err := cs.git.Run(ctx, git.In(cs.cache.Dir(), "--git-dir="+r.Dir(), "worktree", "add", "--quiet",
 		"-b", branch, path, res.Base)); err != nil {
 		// git deletes its partial directory itself; the path may even be
 		// someone else's that appeared since checkPath, so never delete it.
@@ -190,32 +157,6 @@ func (cs *Checkouts) checkOut(ctx context.Context, res *repocache.Resolved, bran
 	w.gitDir = gitDir
 	return w, nil
 }
-
-// finish does what Prepare does once the checkout exists, without the
-// repository's lock: merges touch only this checkout's branch and index,
-// and add objects.
-func (w *Checkout) finish(ctx context.Context, opts PrepareOptions, merges []string) error {
-	head, err := w.mergeAll(ctx, opts.Merge, merges)
-	if err != nil {
-		return err
-	}
-	if !opts.NoAgent {
-		w.agentGit = true
-		if err := w.makeAgentGitDir(head); err != nil {
-			return err
-		}
-	}
-	snap, err := takeSnapshot(ctx, w.Path, w.gitDir, w.reused)
-	if err != nil {
-		return err
-	}
-	w.Baseline = head
-	w.baseline, w.reused = snap, nil
-	return nil
-}
-
-// inCache is a git command run in the cache directory.
-func (cs *Checkouts) inCache(args ...string) git.Cmd { return git.Cmd{Dir: cs.cache.Dir(), Args: args} }
 
 // worktreeGitDir returns the private git dir of a worktree `git worktree
 // add` just made, from the .git file it wrote. Anything unexpected there is
@@ -252,67 +193,6 @@ func readGitFile(gitFile, commonDir string) (string, bool) {
 		return "", false
 	}
 	return p, true
-}
-
-// checkPath validates the checkout's path and returns it cleaned.
-func (cs *Checkouts) checkPath(p string) (string, error) {
-	if p == "" || !filepath.IsAbs(p) {
-		return "", fmt.Errorf("%w: %q is not absolute", ErrInvalidPath, p)
-	}
-	p = filepath.Clean(p)
-	if _, err := os.Lstat(p); err == nil {
-		return "", fmt.Errorf("%w: %s already exists", ErrInvalidPath, p)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("%w: %w", ErrInvalidPath, err)
-	}
-	parent := filepath.Dir(p)
-	info, err := os.Stat(parent)
-	if err != nil {
-		return "", fmt.Errorf("%w: parent: %w", ErrInvalidPath, err)
-	}
-	if !info.IsDir() {
-		return "", fmt.Errorf("%w: parent %s is not a directory", ErrInvalidPath, parent)
-	}
-	realParent, err := filepath.EvalSymlinks(parent)
-	if err != nil {
-		return "", fmt.Errorf("%w: parent: %w", ErrInvalidPath, err)
-	}
-	// A checkout inside the cache could be mistaken for, or clobber, a
-	// cached repository.
-	if dir := cs.cache.Dir(); within(dir, filepath.Join(realParent, filepath.Base(p))) {
-		return "", fmt.Errorf("%w: %s is inside the cache dir %s", ErrInvalidPath, p, dir)
-	}
-	return p, nil
-}
-
-func within(dir, p string) bool {
-	rel, err := filepath.Rel(dir, p)
-	if err != nil {
-		return false
-	}
-	return rel == "." || (rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)))
-}
-
-// cmd is a git command run on the checkout. GIT_DIR and GIT_WORK_TREE are
-// explicit so that an agent deleting or rewriting the .git file cannot make
-// git discover some other repository.
-func (w *Checkout) cmd(args ...string) git.Cmd {
-	return git.Cmd{Dir: w.Path, GitDir: w.gitDir, WorkTree: w.Path, Args: args}
-}
-
-// withStdin is c with in as its input.
-func withStdin(c git.Cmd, in string) git.Cmd {
-	c.Stdin = strings.NewReader(in)
-	return c
-}
-
-// run runs a git command on the checkout.
-func (w *Checkout) run(ctx context.Context, c git.Cmd) (git.Result, error) {
-	return w.cs.git.Run(ctx, c)
-}
-
-func (w *Checkout) out(ctx context.Context, args ...string) (string, error) {
-	return w.cs.git.Output(ctx, w.cmd(args...))
 }
 
 // GitDir is the checkout's private git dir, located before anyone else

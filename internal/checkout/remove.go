@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/drover-dev/drover/internal/git"
 	"github.com/drover-dev/drover/internal/repocache"
 )
 
@@ -45,7 +46,7 @@ func (cs *Checkouts) Remove(ctx context.Context, w *Checkout) error {
 // may be deleted even when git no longer recognises it as a worktree.
 func (cs *Checkouts) removeLocked(ctx context.Context, r *repocache.Repo, path, branch string, ownDir bool) error {
 	gd := "--git-dir=" + r.Dir()
-	if _, err := cs.git.Run(ctx, cs.inCache(gd, "worktree", "remove", "--force", "--force", path)); err != nil {
+	if _, err := cs.git.Run(ctx, git.In(cs.cache.Dir(), gd, "worktree", "remove", "--force", "--force", path)); err != nil {
 		if ctx.Err() != nil {
 			return err
 		}
@@ -59,14 +60,14 @@ func (cs *Checkouts) removeLocked(ctx context.Context, r *repocache.Repo, path, 
 		}
 		// git still lists the worktree; a successful remove forgot it
 		// already (and Sweep prunes whatever else is stale).
-		if _, err := cs.git.Run(ctx, cs.inCache(gd, "worktree", "prune")); err != nil {
+		if _, err := cs.git.Run(ctx, git.In(cs.cache.Dir(), gd, "worktree", "prune")); err != nil {
 			return fmt.Errorf("checkout: prune: %w", err)
 		}
 	}
 	if branch == "" {
 		return nil
 	}
-	if _, err := cs.git.Run(ctx, cs.inCache(gd, "update-ref", "-d", "refs/heads/"+branch)); err != nil {
+	if _, err := cs.git.Run(ctx, git.In(cs.cache.Dir(), gd, "update-ref", "-d", "refs/heads/"+branch)); err != nil {
 		return fmt.Errorf("checkout: delete branch %s: %w", branch, err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/drover-dev/drover/internal/git"
 	"github.com/drover-dev/drover/internal/repocache"
 )
 
@@ -154,7 +155,7 @@ func (cs *Checkouts) park(ctx context.Context, r *repocache.Repo, w *Checkout) (
 		return "", err
 	}
 	gd := "--git-dir=" + r.Dir()
-	if _, err := cs.git.Run(ctx, cs.inCache(gd, "update-ref", "-d", ref)); err != nil {
+	if _, err := cs.git.Run(ctx, git.In(cs.cache.Dir(), gd, "update-ref", "-d", ref)); err != nil {
 		return "", err
 	}
 	dir := r.ParkDir()
@@ -164,7 +165,7 @@ func (cs *Checkouts) park(ctx context.Context, r *repocache.Repo, w *Checkout) (
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	dst := filepath.Join(dir, hex.EncodeToString(b[:]))
-	if _, err := cs.git.Run(ctx, cs.inCache(gd, "worktree", "move", w.Path, dst)); err != nil {
+	if _, err := cs.git.Run(ctx, git.In(cs.cache.Dir(), gd, "worktree", "move", w.Path, dst)); err != nil {
 		return "", err
 	}
 	return dst, nil
@@ -189,7 +190,7 @@ func (cs *Checkouts) takeIdle(r *repocache.Repo) *idleCheckout {
 // attempt. On failure the checkout is removed and the caller adds a fresh
 // one. Caller holds r's lock.
 func (cs *Checkouts) reuse(ctx context.Context, r *repocache.Repo, iw *idleCheckout, branch, path, base string) (*Checkout, error) {
-	if _, err := cs.git.Run(ctx, cs.inCache("--git-dir="+r.Dir(), "worktree", "move", iw.path, path)); err != nil {
+	if _, err := cs.git.Run(ctx, git.In(cs.cache.Dir(), "--git-dir="+r.Dir(), "worktree", "move", iw.path, path)); err != nil {
 		cs.removeIdleLocked(ctx, iw)
 		return nil, err
 	}

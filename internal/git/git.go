@@ -123,6 +123,9 @@ type Cmd struct {
 	Confine func(cmd *exec.Cmd) (done func(), err error)
 }
 
+// In is a command with args run in dir.
+func In(dir string, args ...string) Cmd { return Cmd{Dir: dir, Args: args} }
+
 // Result is what a command printed.
 type Result struct {
 	Stdout    []byte

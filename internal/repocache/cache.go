@@ -83,9 +83,6 @@ func (c *Cache) Dir() string { return c.dir }
 // too.
 func (c *Cache) Git() *git.Git { return c.git }
 
-// gitIn runs git in the cache directory.
-func (c *Cache) gitIn(args ...string) git.Cmd { return git.Cmd{Dir: c.dir, Args: args} }
-
 // staleCloneAge is how old an unfinished clone must be before it is taken
 // as left by a crashed process rather than one still cloning.
 const staleCloneAge = 24 * time.Hour

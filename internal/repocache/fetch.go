@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/drover-dev/drover/internal/git"
@@ -80,6 +81,21 @@ func (c *Cache) sync(ctx context.Context, r *Repo, asked time.Time, want refspec
 	return nil
 }
 
+// remoteDefaultBranch reads the remote's default branch from the symbolic
+// ref `git remote set-head` wrote (refs/remotes/origin/HEAD, a loose file
+// "ref: refs/remotes/origin/<branch>"; git never packs symbolic refs).
+func remoteDefaultBranch(gitDir string) (string, bool) {
+	b, err := os.ReadFile(filepath.Join(gitDir, "refs", "remotes", "origin", "HEAD"))
+	if err != nil {
+		return "", false
+	}
+	branch, ok := strings.CutPrefix(strings.TrimSuffix(string(b), "\n"), "ref: refs/remotes/origin/")
+	if !ok || !git.PlainBranch(branch) {
+		return "", false
+	}
+	return branch, true
+}
+
 // fetchedSince reports whether a fetch that started at fetchedAt saw the
 // remote as it was at asked or later.
 func fetchedSince(fetchedAt, asked time.Time) bool {
@@ -89,7 +105,7 @@ func fetchedSince(fetchedAt, asked time.Time) bool {
 // verifyOrigin checks an existing cache directory belongs to r's URL, so a
 // hash collision or a hand-edited cache cannot push to the wrong place.
 func (c *Cache) verifyOrigin(ctx context.Context, r *Repo) error {
-	got, err := c.git.Output(ctx, c.gitIn("--git-dir="+r.dir, "config", "--get", "remote.origin.url"))
+	got, err := c.git.Output(ctx, git.In(c.dir, "--git-dir="+r.dir, "config", "--get", "remote.origin.url"))
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrCacheCorrupt, r.dir, err)
 	}
@@ -124,7 +140,7 @@ func (c *Cache) clone(ctx context.Context, r *Repo) (fetched bool, err error) {
 		return false, err
 	}
 	gd := "--git-dir=" + tmp
-	if _, err := c.git.Run(ctx, c.gitIn(gd, "remote", "add", "origin", r.url)); err != nil {
+	if _, err := c.git.Run(ctx, git.In(c.dir, gd, "remote", "add", "origin", r.url)); err != nil {
 		return false, err
 	}
 	if err := c.fetchRefspecs(ctx, r, tmp, fetchRefspecs); err != nil {
@@ -132,7 +148,7 @@ func (c *Cache) clone(ctx context.Context, r *Repo) (fetched bool, err error) {
 	}
 	// Record the remote's default branch once, for Base "HEAD". An empty
 	// remote has none yet; resolve retries later.
-	if _, err := c.git.Run(ctx, c.gitIn(gd, "remote", "set-head", "origin", "--auto")); err != nil {
+	if _, err := c.git.Run(ctx, git.In(c.dir, gd, "remote", "set-head", "origin", "--auto")); err != nil {
 		c.log.DebugContext(ctx, "remote has no default branch yet", "url", r.url, "err", err)
 	}
 	if err := recordDigest(tmp); err != nil {
@@ -155,7 +171,7 @@ func (c *Cache) fetchRefspecs(ctx context.Context, r *Repo, gitDir string, specs
 	args := []string{"--git-dir=" + gitDir, "fetch", "--quiet", "--prune", "--no-write-fetch-head",
 		"--no-recurse-submodules", "origin"}
 	args = append(args, specs...)
-	if _, err := c.git.Run(ctx, c.gitIn(args...)); err != nil {
+	if _, err := c.git.Run(ctx, git.In(c.dir, args...)); err != nil {
 		if err := classifyFetch(r.url, err); errors.Is(err, ErrRepoNotFound) {
 			return err
 		}

@@ -1,8 +1,6 @@
 package repocache
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -100,19 +98,4 @@ func (w refspecs) covers(want refspecs) bool {
 		}
 	}
 	return true
-}
-
-// remoteDefaultBranch reads the remote's default branch from the symbolic
-// ref `git remote set-head` wrote (refs/remotes/origin/HEAD, a loose file
-// "ref: refs/remotes/origin/<branch>"; git never packs symbolic refs).
-func remoteDefaultBranch(gitDir string) (string, bool) {
-	b, err := os.ReadFile(filepath.Join(gitDir, "refs", "remotes", "origin", "HEAD"))
-	if err != nil {
-		return "", false
-	}
-	branch, ok := strings.CutPrefix(strings.TrimSuffix(string(b), "\n"), "ref: refs/remotes/origin/")
-	if !ok || !git.PlainBranch(branch) {
-		return "", false
-	}
-	return branch, true
 }

@@ -9,18 +9,6 @@ import (
 	"github.com/drover-dev/drover/internal/git"
 )
 
-// Request is what a checkout needs of a repository.
-type Request struct {
-	URL    string // a git URL or absolute local path (bare or not)
-	Base   string // branch, tag, sha, or "HEAD" (= the remote's default branch); "" means "HEAD"
-	Branch string // the checkout's branch, which must not exist in the cache yet
-	Merge  []Ref  // results to merge, in order
-}
-
-// Ref is a result branch on the remote, expected to be at Commit.
-// An empty Commit accepts whatever the branch points at.
-type Ref struct{ Branch, Commit string }
-
 // Resolved is a repository brought up to date for a Request, with the
 // Request's revisions resolved. Its Repo is locked: the caller makes its
 // checkout and unlocks it.
@@ -39,7 +27,7 @@ type Resolved struct {
 // started since Resolve was called brought it) and resolves the base, the
 // results to merge, and the new branch, which must not exist. It returns
 // with the repository locked; on error, nothing is locked.
-func (c *Cache) Resolve(ctx context.Context, req Request) (*Resolved, error) {
+func (c *Cache) Resolve(ctx context.Context, req Request) (_ *Resolved, err error) {
 	r, err := c.check(ctx, req)
 	if err != nil {
 		return nil, err
@@ -48,55 +36,26 @@ func (c *Cache) Resolve(ctx context.Context, req Request) (*Resolved, error) {
 	if err := r.Lock(ctx); err != nil {
 		return nil, err
 	}
-	res, err := c.resolve(ctx, r, req, asked)
-	if err != nil {
-		r.Unlock()
-		return nil, err
-	}
-	return res, nil
-}
-
-// check validates a Request and returns its repository.
-func (c *Cache) check(ctx context.Context, req Request) (*Repo, error) {
-	r, err := c.repoFor(req.URL)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.checkBranch(ctx, req.Branch); err != nil {
-		return nil, err
-	}
-	for _, m := range req.Merge {
-		if err := c.checkBranch(ctx, m.Branch); err != nil {
-			return nil, fmt.Errorf("repocache: merge ref: %w", err)
+	defer func() {
+		if err != nil {
+			r.Unlock()
 		}
-		if m.Commit != "" && !git.IsHex(m.Commit) {
-			return nil, fmt.Errorf("%w: merge commit %q for %s", ErrInvalidRevision, m.Commit, m.Branch)
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err // checkBranch may not have run git to notice
-	}
-	return r, nil
-}
-
-// resolve is Resolve once r is locked: sync, then the base, the branch and
-// the merges.
-func (c *Cache) resolve(ctx context.Context, r *Repo, req Request, asked time.Time) (*Resolved, error) {
+	}()
 	if err := c.sync(ctx, r, asked, wantedRefspecs(req.Base, req.Merge)); err != nil {
 		return nil, err
 	}
-	baseSHA, sha, err := c.resolveBaseAndBranch(ctx, r, req.Base, req.Branch)
+	base, branch, err := c.resolveBaseAndBranch(ctx, r, req.Base, req.Branch)
 	if err != nil {
 		return nil, err
 	}
-	if sha != "" {
-		return nil, fmt.Errorf("%w: %s (at %s)", ErrBranchExists, req.Branch, git.ShortID(sha))
+	if branch != "" {
+		return nil, fmt.Errorf("%w: %s (at %s)", ErrBranchExists, req.Branch, git.ShortID(branch))
 	}
-	merge, err := c.resolveMerges(ctx, r, baseSHA, req.Merge)
+	merge, err := c.resolveMerges(ctx, r, base, req.Merge)
 	if err != nil {
 		return nil, err
 	}
-	return &Resolved{Repo: r, Base: baseSHA, Merge: merge}, nil
+	return &Resolved{Repo: r, Base: base, Merge: merge}, nil
 }
 
 // resolveMerges resolves the results to merge into base. A result at the
@@ -141,7 +100,7 @@ const listRefsFrom = 8
 // remoteCommits maps the cache's remote branches that point at commits to
 // their commits, in one git process. Caller holds r's lock.
 func (c *Cache) remoteCommits(ctx context.Context, r *Repo) (map[string]string, error) {
-	res, err := c.git.Run(ctx, c.gitIn("--git-dir="+r.dir, "for-each-ref",
+	res, err := c.git.Run(ctx, git.In(c.dir, "--git-dir="+r.dir, "for-each-ref",
 		"--format=%(objectname) %(objecttype) %(refname)", "refs/remotes/origin/"))
 	if err != nil {
 		return nil, fmt.Errorf("repocache: list result branches: %w", err)
@@ -188,7 +147,7 @@ func (c *Cache) resolveMergeRef(ctx context.Context, r *Repo, m Ref) (string, er
 // resolveCommit returns the full sha of rev^{commit}, or "" if it does not
 // name a commit.
 func (c *Cache) resolveCommit(ctx context.Context, gitDir, rev string) (string, error) {
-	out, err := c.git.Output(ctx, c.gitIn("--git-dir="+gitDir, "rev-parse", "--verify", "--quiet", rev+"^{commit}"))
+	out, err := c.git.Output(ctx, git.In(c.dir, "--git-dir="+gitDir, "rev-parse", "--verify", "--quiet", rev+"^{commit}"))
 	if err != nil {
 		if git.ExitCode(err) == 1 { // --quiet: 1 is "no such commit"; 128 is a broken repo
 			return "", nil
@@ -209,7 +168,7 @@ func (c *Cache) resolveCommits(ctx context.Context, gitDir string, revs ...strin
 		}
 		in.WriteString(rev + "^{commit}\n")
 	}
-	cmd := c.gitIn("--git-dir="+gitDir, "cat-file", "--batch-check=%(objectname) %(objecttype)")
+	cmd := git.In(c.dir, "--git-dir="+gitDir, "cat-file", "--batch-check=%(objectname) %(objecttype)")
 	cmd.Stdin = strings.NewReader(in.String())
 	res, err := c.git.Run(ctx, cmd)
 	if err != nil {
@@ -311,7 +270,7 @@ func (c *Cache) resolveRemoteHead(ctx context.Context, r *Repo, notFound *Revisi
 	}
 	// The default branch was unknown at clone time (empty remote) or
 	// has since been deleted; ask the remote again.
-	if _, err := c.git.Run(ctx, c.gitIn("--git-dir="+r.dir, "remote", "set-head", "origin", "--auto")); err != nil {
+	if _, err := c.git.Run(ctx, git.In(c.dir, "--git-dir="+r.dir, "remote", "set-head", "origin", "--auto")); err != nil {
 		return "", fmt.Errorf("%w: %w", notFound, err)
 	}
 	sha, err = c.resolveCommit(ctx, r.dir, "refs/remotes/origin/HEAD")
@@ -336,7 +295,7 @@ func (c *Cache) resolveSHA(ctx context.Context, r *Repo, sha string, notFound er
 	}
 	if len(sha) == 40 || len(sha) == 64 {
 		// Servers may refuse want-by-sha; failure just means "not found".
-		if _, err := c.git.Run(ctx, c.gitIn("--git-dir="+r.dir, "fetch", "--quiet", "--no-write-fetch-head", "origin", sha)); err != nil {
+		if _, err := c.git.Run(ctx, git.In(c.dir, "--git-dir="+r.dir, "fetch", "--quiet", "--no-write-fetch-head", "origin", sha)); err != nil {
 			c.log.DebugContext(ctx, "fetch by sha failed", "sha", sha, "err", err)
 		}
 		got, err = c.resolveCommit(ctx, r.dir, sha)
@@ -352,34 +311,6 @@ func (c *Cache) resolveSHA(ctx context.Context, r *Repo, sha string, notFound er
 func checkRevision(rev string) error {
 	if strings.HasPrefix(rev, "-") || strings.ContainsAny(rev, " \t\n\r\x00:") {
 		return fmt.Errorf("%w: %q", ErrInvalidRevision, rev)
-	}
-	return nil
-}
-
-// checkBranch validates a branch name, and refuses names git would expand
-// (like @{-1}) rather than take literally. Plain names are checked here;
-// git itself judges the rest.
-func (c *Cache) checkBranch(ctx context.Context, branch string) error {
-	if branch == "" || strings.HasPrefix(branch, "-") {
-		return fmt.Errorf("%w: %q", ErrInvalidBranch, branch)
-	}
-	if git.PlainBranch(branch) {
-		return nil
-	}
-	return c.checkBranchGit(ctx, branch)
-}
-
-// checkBranchGit asks `git check-ref-format --branch`.
-func (c *Cache) checkBranchGit(ctx context.Context, branch string) error {
-	out, err := c.git.Output(ctx, c.gitIn("check-ref-format", "--branch", branch))
-	if err != nil {
-		if ctx.Err() != nil {
-			return err
-		}
-		return fmt.Errorf("%w: %q: %w", ErrInvalidBranch, branch, err)
-	}
-	if out != branch {
-		return fmt.Errorf("%w: %q expands to %q", ErrInvalidBranch, branch, out)
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/drover-dev/drover/internal/git"
 )
 
 // Tidy tidies every cached repository: it checks it (check.go), removes
@@ -54,10 +56,10 @@ func (c *Cache) tidy(ctx context.Context, r *Repo, parked func(string) bool) err
 		return err
 	}
 	gd := "--git-dir=" + r.dir
-	if _, err := c.git.Run(ctx, c.gitIn(gd, "worktree", "prune")); err != nil {
+	if _, err := c.git.Run(ctx, git.In(c.dir, gd, "worktree", "prune")); err != nil {
 		return fmt.Errorf("repocache: prune %s: %w", r.dir, err)
 	}
-	list, err := c.git.Output(ctx, c.gitIn(gd, "worktree", "list", "--porcelain"))
+	list, err := c.git.Output(ctx, git.In(c.dir, gd, "worktree", "list", "--porcelain"))
 	if err != nil {
 		return fmt.Errorf("repocache: list worktrees of %s: %w", r.dir, err)
 	}
@@ -67,7 +69,7 @@ func (c *Cache) tidy(ctx context.Context, r *Repo, parked func(string) bool) err
 			inUse[ref] = true
 		}
 	}
-	refs, err := c.git.Output(ctx, c.gitIn(gd, "for-each-ref", "--format=%(refname)", "refs/heads/", resultsFetched))
+	refs, err := c.git.Output(ctx, git.In(c.dir, gd, "for-each-ref", "--format=%(refname)", "refs/heads/", resultsFetched))
 	if err != nil {
 		return fmt.Errorf("repocache: list branches of %s: %w", r.dir, err)
 	}
@@ -84,7 +86,7 @@ func (c *Cache) tidy(ctx context.Context, r *Repo, parked func(string) bool) err
 	if del.Len() == 0 {
 		return nil
 	}
-	cmd := c.gitIn(gd, "update-ref", "--stdin")
+	cmd := git.In(c.dir, gd, "update-ref", "--stdin")
 	cmd.Stdin = strings.NewReader(del.String())
 	if _, err := c.git.Run(ctx, cmd); err != nil {
 		return fmt.Errorf("repocache: delete branches of %s: %w", r.dir, err)
