@@ -15,14 +15,15 @@ import (
 	"github.com/drover-dev/drover/internal/eventlog/event"
 
 	"github.com/drover-dev/drover/internal/adapter"
+	"github.com/drover-dev/drover/internal/checkout"
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/redact"
+	"github.com/drover-dev/drover/internal/repocache"
 	"github.com/drover-dev/drover/internal/sandbox"
 	"github.com/drover-dev/drover/internal/scope"
 	"github.com/drover-dev/drover/internal/supervise"
 	"github.com/drover-dev/drover/internal/transcript"
-	"github.com/drover-dev/drover/internal/worktree"
 )
 
 // Job is what one attempt runs: the job as queued, and what the worker that
@@ -54,8 +55,9 @@ type OutputSink func(s supervise.Stream, p []byte)
 
 // Runner runs attempts. It is safe for concurrent use.
 type Runner struct {
-	// Cache is the worker's repo cache.
-	Cache *worktree.Cache
+	// Checkouts makes the attempts' checkouts from the worker's repo
+	// cache.
+	Checkouts *checkout.Checkouts
 	// WorkDir is where worktrees and per-attempt temp dirs are made.
 	WorkDir string
 	// KeepWorktrees keeps every finished worktree, for debugging; Sweep
@@ -147,7 +149,7 @@ type run struct {
 	// and the guard that watches what the CLI must not touch.
 	wtPath, tmp string
 	unuse       func()
-	wt          *worktree.Worktree
+	wt          *checkout.Checkout
 	guard       *scope.Guard
 
 	// Execute: the command, its full log, how it ended, what its output
@@ -165,7 +167,7 @@ type run struct {
 	ipOut *inProcessOutput
 
 	// Observe and the checks after it.
-	changes       *worktree.Changes
+	changes       *checkout.Changes
 	failure       *adapter.Error // the checks' verdict: cancel, scope or verification
 	checkpointSHA string
 	verification  *event.Verification
@@ -223,11 +225,11 @@ func (a *run) prepare(ctx context.Context) error {
 	if err := a.r.checkRepo(a.job.Repo); err != nil {
 		return &adapter.Error{Class: drovertype.ClassPrepareFailed, Category: drovertype.CategoryInput, Message: err.Error()}
 	}
-	wt, err := a.r.Cache.Prepare(ctx, worktree.PrepareOptions{
+	wt, err := a.r.Checkouts.Prepare(ctx, checkout.PrepareOptions{
 		RepoURL: a.job.Repo, Base: a.job.Base, Branch: a.job.Branch, Path: a.wtPath, Merge: mergeRefs(a.job.Merge),
 	})
 	if err != nil {
-		var mc *worktree.MergeConflictError
+		var mc *checkout.MergeConflictError
 		if errors.As(err, &mc) {
 			return ended(ctx, &adapter.Error{Class: drovertype.ClassMergeConflict, Category: drovertype.CategoryInput,
 				Message: fmt.Sprintf("merging %s conflicts in %s", mc.Branch, strings.Join(mc.Paths, ", "))})
@@ -264,10 +266,10 @@ func (a *run) scratch() error {
 	return nil
 }
 
-func mergeRefs(deps []event.DepResult) []worktree.Ref {
-	refs := make([]worktree.Ref, len(deps))
+func mergeRefs(deps []event.DepResult) []repocache.Ref {
+	refs := make([]repocache.Ref, len(deps))
 	for i, m := range deps {
-		refs[i] = worktree.Ref{Branch: m.Branch, Commit: m.Commit}
+		refs[i] = repocache.Ref{Branch: m.Branch, Commit: m.Commit}
 	}
 	return refs
 }
@@ -459,8 +461,8 @@ func (a *run) verify(ctx context.Context) error {
 	}
 	// What the checks left behind (build output, commits) is not the
 	// attempt's result.
-	if err := resetTo(ctx, a.guard.GitDir(), a.wt.Path, a.wt.Branch, a.checkpointSHA); err != nil {
-		return infraFailure(ctx, drovertype.ClassObserveFailed, err)
+	if err := a.wt.ResetTo(ctx, a.checkpointSHA); err != nil {
+		return infraFailure(ctx, drovertype.ClassObserveFailed, fmt.Errorf("attempt: reset the worktree to the checkpoint: %w", err))
 	}
 	switch v := a.guard.Violations(); {
 	case closed(a.job.Cancel):
@@ -575,9 +577,9 @@ func (a *run) releaseWorktree(ctx context.Context) {
 	}
 	// A succeeded attempt's checkout passed every check (scope included)
 	// and is pushed: the cache may keep it for the next.
-	release := a.r.Cache.Remove
+	release := a.r.Checkouts.Remove
 	if a.rep != nil && a.rep.Success {
-		release = a.r.Cache.Release
+		release = a.r.Checkouts.Release
 	}
 	if err := release(ctx, a.wt); err != nil {
 		a.log.Warn("remove worktree", "err", err)

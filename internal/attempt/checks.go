@@ -1,12 +1,10 @@
 package attempt
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -14,11 +12,11 @@ import (
 	"github.com/drover-dev/drover/internal/eventlog/event"
 
 	"github.com/drover-dev/drover/internal/adapter"
+	"github.com/drover-dev/drover/internal/checkout"
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/supervise"
 	"github.com/drover-dev/drover/internal/verify"
-	"github.com/drover-dev/drover/internal/worktree"
 )
 
 // errCancelled is the stop cause of a CLI or a check stopped because the
@@ -108,7 +106,7 @@ func scopeError(violations []string, runErr *adapter.Error) *adapter.Error {
 // returns what they found and, for a failed check, the attempt's error.
 // A cancelled ctx is the caller's to detect.
 // box confines the commands as it confined the CLI.
-func (r *Runner) runChecks(ctx context.Context, job *Job, wt *worktree.Worktree, tmp string, env []string, diff string, box *confined) (*event.Verification, *adapter.Error) {
+func (r *Runner) runChecks(ctx context.Context, job *Job, wt *checkout.Checkout, tmp string, env []string, diff string, box *confined) (*event.Verification, *adapter.Error) {
 	timeout := time.Duration(job.VerifyTimeout)
 	if timeout <= 0 {
 		timeout = verify.DefaultTimeout
@@ -149,7 +147,7 @@ func (r *Runner) runChecks(ctx context.Context, job *Job, wt *worktree.Worktree,
 
 // review runs the validator runtime on the attempt's result, in the same
 // worktree, and reads its verdict.
-func (r *Runner) review(ctx context.Context, job *Job, wt *worktree.Worktree, tmp, diff string, checks []event.CommandResult, timeout time.Duration) *event.ReviewResult {
+func (r *Runner) review(ctx context.Context, job *Job, wt *checkout.Checkout, tmp, diff string, checks []event.CommandResult, timeout time.Duration) *event.ReviewResult {
 	rv, validator := job.Review, job.Validator
 	res := &event.ReviewResult{Runtime: rv.Runtime}
 	if res.Runtime == "" && validator != nil {
@@ -248,47 +246,6 @@ func (r *Runner) reviewInProcess(ctx context.Context, ip adapter.InProcess, in *
 	default:
 		r.verdict(run.FinalText, res)
 	}
-}
-
-// resetTo puts the worktree back to commit: what the checks wrote, built
-// or committed is dropped (ignored files are left: they are never
-// pushed), and the attempt branch points at commit again. gitDir is the
-// worktree's git dir as it was before anything ran in the worktree.
-func resetTo(ctx context.Context, gitDir, wtPath, branch, commit string) error {
-	for _, args := range [][]string{
-		{"reset", "--hard", "--quiet", commit},
-		{"clean", "-fdq"},
-		{"update-ref", "refs/heads/" + branch, commit},
-	} {
-		if err := git(ctx, gitDir, wtPath, args...); err != nil {
-			return fmt.Errorf("attempt: reset the worktree to the checkpoint: %w", err)
-		}
-	}
-	return nil
-}
-
-// git runs one git command on the worktree with an explicit GIT_DIR and
-// the same neutralising settings the worktree package uses.
-func git(ctx context.Context, gitDir, wtPath string, args ...string) error {
-	full := append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
-		"-c", "gc.auto=0", "-c", "maintenance.auto=false"}, args...)
-	cmd := exec.CommandContext(ctx, "git", full...)
-	cmd.Dir = wtPath
-	env := []string{"GIT_DIR=" + gitDir, "GIT_WORK_TREE=" + wtPath, "GIT_TERMINAL_PROMPT=0",
-		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "LC_ALL=C"}
-	for _, k := range []string{"PATH", "HOME"} {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
-	}
-	cmd.Env = env
-	cmd.WaitDelay = 5 * time.Second
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return nil
 }
 
 // reviewTempDir is the validator's private temp dir beside the attempt's.

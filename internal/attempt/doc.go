@@ -1,9 +1,10 @@
 // Package attempt drives one attempt through its lifecycle:
 // Initialize → Prepare → Execute → Observe → Terminate → Report
-// (docs/design.md#one-attempt). It joins an adapter (what to run), the
-// worktree cache (where), and supervision (how), and tells what happened
-// through an Emitter, as package event's payloads. A runtime that runs in
-// the worker instead of as a CLI (adapter.InProcess, the native runtime) is
+// (docs/design.md#one-attempt). It joins an adapter (what to run), a
+// checkout of the repo cache (where), and supervision (how), and tells
+// what happened through an Emitter, as package event's payloads. A
+// runtime that runs in the worker instead of as a CLI (adapter.InProcess,
+// the native runtime) is
 // run by the execute phase in place of a supervised process
 // (inprocess.go); the phases around it are the same. Runner.Run calls one
 // method per phase in order (attempt.go); each returns its error, and the

@@ -10,8 +10,8 @@ import (
 
 	"github.com/drover-dev/drover/internal/eventlog/event"
 
+	"github.com/drover-dev/drover/internal/checkout"
 	"github.com/drover-dev/drover/internal/drovertype"
-	"github.com/drover-dev/drover/internal/worktree"
 )
 
 // Integrate builds a flow's integration branch: the flow's base with every
@@ -41,11 +41,11 @@ func (r *Runner) Integrate(ctx context.Context, job *Job) (*event.FlowIntegrated
 	if err := r.checkRepo(job.Repo); err != nil {
 		return fail(prepareFailure(err).Class, err.Error())
 	}
-	wt, err := r.Cache.Prepare(ctx, worktree.PrepareOptions{
+	wt, err := r.Checkouts.Prepare(ctx, checkout.PrepareOptions{
 		RepoURL: job.Repo, Base: job.Base, Branch: job.Branch, Path: wtPath, Merge: mergeRefs(job.Merge), NoAgent: true,
 	})
 	if err != nil {
-		var mc *worktree.MergeConflictError
+		var mc *checkout.MergeConflictError
 		if errors.As(err, &mc) {
 			return fail(drovertype.ClassMergeConflict, fmt.Sprintf("merging task %s (%s) conflicts in %s",
 				tasks[mc.Branch], mc.Branch, strings.Join(mc.Paths, ", ")))
@@ -54,7 +54,7 @@ func (r *Runner) Integrate(ctx context.Context, job *Job) (*event.FlowIntegrated
 	}
 	defer func() {
 		// No CLI ran in it: the cache may keep the checkout.
-		if err := r.Cache.Release(context.WithoutCancel(ctx), wt); err != nil {
+		if err := r.Checkouts.Release(context.WithoutCancel(ctx), wt); err != nil {
 			r.Logger.Warn("remove integration worktree", "err", err)
 		}
 	}()

@@ -8,7 +8,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/adapter"
 	"github.com/drover-dev/drover/internal/drovertype"
-	"github.com/drover-dev/drover/internal/worktree"
+	"github.com/drover-dev/drover/internal/repocache"
 )
 
 // prepareFailure classifies a failed Prepare: a repository or a base that
@@ -18,9 +18,9 @@ import (
 // (PREPARE_FAILED, retried).
 func prepareFailure(err error) *adapter.Error {
 	switch {
-	case errors.Is(err, worktree.ErrRepoNotFound):
+	case errors.Is(err, repocache.ErrRepoNotFound):
 		return &adapter.Error{Class: drovertype.ClassRepoNotFound, Category: drovertype.CategoryInput, Message: err.Error()}
-	case errors.Is(err, worktree.ErrBaseNotFound):
+	case errors.Is(err, repocache.ErrBaseNotFound):
 		return &adapter.Error{Class: drovertype.ClassBaseNotFound, Category: drovertype.CategoryInput, Message: err.Error()}
 	}
 	return &adapter.Error{Class: drovertype.ClassPrepareFailed, Category: drovertype.CategoryInfrastructure, Message: err.Error(), Recoverable: true}
@@ -33,7 +33,7 @@ func prepareFailure(err error) *adapter.Error {
 // are a feature (one-host setups); a fleet that must not reach the workers'
 // disks refuses them with GIT_ALLOW_PROTOCOL (docs/security.md).
 func (r *Runner) checkRepo(repo string) error {
-	dir, ok := worktree.LocalPath(repo)
+	dir, ok := repocache.LocalPath(repo)
 	if !ok {
 		return nil
 	}

@@ -10,9 +10,9 @@ import (
 	"github.com/drover-dev/drover/internal/eventlog/event"
 
 	"github.com/drover-dev/drover/internal/adapter"
+	"github.com/drover-dev/drover/internal/checkout"
 	"github.com/drover-dev/drover/internal/redact"
 	"github.com/drover-dev/drover/internal/transcript"
-	"github.com/drover-dev/drover/internal/worktree"
 )
 
 // Limits of what one report and one diff event carry; the rest is counted.
@@ -108,7 +108,7 @@ func toolCalls(events []transcript.Event) map[string]int {
 
 // emitChanges emits a file event per changed path, up to maxFileEvents,
 // and the diff, cut to maxDiffInEvent.
-func (r *Runner) emitChanges(ctx context.Context, emit Emitter, c *worktree.Changes) error {
+func (r *Runner) emitChanges(ctx context.Context, emit Emitter, c *checkout.Changes) error {
 	n := 0
 	for _, set := range []struct {
 		kind  string

@@ -133,9 +133,9 @@ func (r *Runner) Sweep(ctx context.Context, short func() bool) error {
 			byAge = append(byAge, rec)
 		}
 	}
-	if short != nil && r.Cache.Idle() > 0 && short() {
+	if short != nil && r.Checkouts.Idle() > 0 && short() {
 		// Parked checkouts are only a speed-up; they go first.
-		if err := r.Cache.DropIdle(ctx); err != nil {
+		if err := r.Checkouts.DropIdle(ctx); err != nil {
 			r.Logger.Warn("disk short: removing parked checkouts", "err", err)
 		}
 	}
@@ -154,7 +154,7 @@ func (r *Runner) Sweep(ctx context.Context, short func() bool) error {
 		r.Logger.Warn("disk short: removed a kept failed worktree early", "attempt", rec.Attempt, "path", rec.Path)
 	}
 	var errs []error
-	removed, err := r.Cache.Sweep(ctx, filepath.Join(r.WorkDir, worktreesDir), func(p string) bool {
+	removed, err := r.Checkouts.Sweep(ctx, filepath.Join(r.WorkDir, worktreesDir), func(p string) bool {
 		return keep[p] || r.inUse(p)
 	})
 	if err != nil {

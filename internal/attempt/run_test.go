@@ -23,12 +23,13 @@ import (
 	"github.com/drover-dev/drover/internal/policy"
 
 	"github.com/drover-dev/drover/internal/adapter"
+	"github.com/drover-dev/drover/internal/checkout"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/queue"
+	"github.com/drover-dev/drover/internal/repocache"
 	"github.com/drover-dev/drover/internal/supervise"
-	"github.com/drover-dev/drover/internal/worktree"
 )
 
 func gitT(t testing.TB, dir string, args ...string) string {
@@ -96,6 +97,7 @@ func (r *recorder) find(typ event.Type) []recorded {
 type harness struct {
 	t      testing.TB
 	origin string
+	cache  *repocache.Cache
 	runner *Runner
 	agent  adapter.Adapter
 	n      int
@@ -134,13 +136,14 @@ func newHarness(t testing.TB) *harness {
 	log := slog.New(slog.NewTextHandler(t.Output(), nil))
 	// Checkouts are reused, as a worker does: each test's later runs start
 	// from the checkouts of its earlier ones.
-	cache, err := worktree.NewCache(worktree.CacheOptions{Dir: filepath.Join(root, "cache"), Logger: log, IdleWorktrees: 2})
+	cache, err := repocache.New(repocache.Options{Dir: filepath.Join(root, "cache"), Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &harness{
-		t: t, origin: origin,
-		runner: &Runner{Cache: cache, WorkDir: filepath.Join(root, "work"), Logger: log},
+		t: t, origin: origin, cache: cache,
+		runner: &Runner{Checkouts: checkout.New(cache, checkout.Options{IdleCheckouts: 2, Logger: log}),
+			WorkDir: filepath.Join(root, "work"), Logger: log},
 		agent: adapter.NewCommand("sh-agent", config.Runtime{
 			Binary: writeScript(t, agentScript), Output: "text", ModelFlag: "--model", Grace: 300 * time.Millisecond,
 		}),
@@ -219,7 +222,7 @@ func TestRunReusesSucceededCheckouts(t *testing.T) {
 	if !first.Success {
 		t.Fatalf("first: %+v", first)
 	}
-	if n := h.runner.Cache.Idle(); n != 1 {
+	if n := h.runner.Checkouts.Idle(); n != 1 {
 		t.Fatalf("%d checkouts parked after a success, want 1", n)
 	}
 	second, _ := h.run(h.job("echo three > three.txt"), nil)
@@ -236,7 +239,7 @@ func TestRunReusesSucceededCheckouts(t *testing.T) {
 	if third.Success || strings.Join(third.FilesCreated, ",") != "four.txt" || len(third.FilesModified) != 0 {
 		t.Fatalf("third: %+v", third)
 	}
-	if n := h.runner.Cache.Idle(); n != 0 {
+	if n := h.runner.Checkouts.Idle(); n != 0 {
 		t.Errorf("%d checkouts parked after a failure, want 0", n)
 	}
 }

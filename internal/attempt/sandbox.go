@@ -6,9 +6,9 @@ import (
 	"strings"
 
 	"github.com/drover-dev/drover/internal/adapter"
+	"github.com/drover-dev/drover/internal/checkout"
 	"github.com/drover-dev/drover/internal/sandbox"
 	"github.com/drover-dev/drover/internal/supervise"
-	"github.com/drover-dev/drover/internal/worktree"
 )
 
 // confined is how one attempt process runs: its confinement and what its
@@ -26,7 +26,7 @@ type confined struct {
 // the attempt's scratch dir: what the command needs inside it (its TMPDIR,
 // its own HOME, the prompt file) is the attempt's own and granted even
 // though the work dir it lives in is denied. Nil when the sandbox is off.
-func (r *Runner) confine(cmd *adapter.Command, wt *worktree.Worktree, tmp string) (*confined, error) {
+func (r *Runner) confine(cmd *adapter.Command, wt *checkout.Checkout, tmp string) (*confined, error) {
 	if r.Sandbox == nil {
 		return nil, nil
 	}

@@ -39,7 +39,7 @@ func sandboxed(t *testing.T) *harness {
 
 func cacheRepo(t *testing.T, h *harness) string {
 	t.Helper()
-	d, err := h.runner.Cache.RepoDir(h.origin)
+	d, err := h.cache.RepoDir(h.origin)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,9 @@
 // Package codecheck holds tests of rules that the module's code keeps as a
 // whole, so they stay true: no function in internal/ runs longer than
-// maxFuncLines, and no binary under cmd/ links package testing (test
-// support lives in packages of its own, such as adapter/adaptertest).
+// maxFuncLines, no binary under cmd/ links package testing (test support
+// lives in packages of its own, such as adapter/adaptertest), and git is
+// started only by internal/git, hardened (git_test.go says where else, and
+// why).
 //
 // It has no code of its own and nothing may import it.
 package codecheck

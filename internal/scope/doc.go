@@ -4,7 +4,7 @@
 // files outside the worktree, which no diff of the worktree shows.
 //
 // Violations are human-readable strings, "path: reason", for the report.
-// It reads the changes package worktree observed and the scope of package
+// It reads the changes package checkout observed and the scope of package
 // flow; it must not know what a violation leads to (package attempt fails
 // the attempt) nor how the agent ran.
 package scope

@@ -1,7 +1,6 @@
 package scope
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -9,11 +8,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
+
+	"github.com/drover-dev/drover/internal/git"
 )
 
 // Guard notices what a CLI changed where no diff of its worktree looks: the
@@ -332,25 +331,20 @@ func stateOf(p string) (entryState, error) {
 	return e, nil
 }
 
-// gitPath asks git, run in the worktree, for one of its directories.
+// gitPath asks git, run in the worktree, for one of its directories. git
+// runs hardened (internal/git): it looks for the repository in the
+// worktree only, never a bare one there, nor further up the tree.
 func gitPath(wt, flag string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "rev-parse", flag)
-	cmd.Dir = wt
-	env := []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "LC_ALL=C", "GIT_TERMINAL_PROMPT=0"}
-	for _, k := range []string{"PATH", "HOME"} {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
+	g, err := git.New(git.Options{})
+	if err != nil {
+		return "", fmt.Errorf("scope: guard: %w", err)
 	}
-	cmd.Env = env
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("scope: guard: git rev-parse %s in %s: %w: %s", flag, wt, err, strings.TrimSpace(stderr.String()))
+	p, err := g.Output(ctx, git.Cmd{Dir: wt, Args: []string{"rev-parse", flag}})
+	if err != nil {
+		return "", fmt.Errorf("scope: guard: git rev-parse %s in %s: %w", flag, wt, err)
 	}
-	p := strings.TrimSpace(stdout.String())
 	if p == "" {
 		return "", fmt.Errorf("scope: guard: git rev-parse %s in %s printed nothing", flag, wt)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// newGuard guards e's worktree as an attempt does: the worktree package
+// newGuard guards e's worktree as an attempt does: the checkout package
 // knows its git dirs (its .git is the agent's own repository, which git in
 // the worktree would name instead).
 func newGuard(t *testing.T, e *env) *Guard {
@@ -27,7 +27,7 @@ func commonDir(t *testing.T, e *env) string {
 	return e.wt.CommonDir()
 }
 
-// The worktree package's idea of the git dirs is git's for a checkout
+// The checkout package's idea of the git dirs is git's for a checkout
 // with the .git file git writes, so the guard need not ask git.
 func TestGuardGivenGitDirs(t *testing.T) {
 	e := newEnv(t)

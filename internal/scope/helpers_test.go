@@ -1,42 +1,18 @@
 package scope
 
 import (
-	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
-	"github.com/drover-dev/drover/internal/worktree"
+	"github.com/drover-dev/drover/internal/checkout"
+	"github.com/drover-dev/drover/internal/git/gittest"
+	"github.com/drover-dev/drover/internal/repocache"
 )
 
-func testGitEnv() []string {
-	return []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + os.Getenv("HOME"),
-		"GIT_CONFIG_NOSYSTEM=1",
-		"GIT_CONFIG_GLOBAL=/dev/null",
-		"GIT_TERMINAL_PROMPT=0",
-		"LC_ALL=C",
-		"GIT_AUTHOR_NAME=Tester", "GIT_AUTHOR_EMAIL=tester@example.com",
-		"GIT_COMMITTER_NAME=Tester", "GIT_COMMITTER_EMAIL=tester@example.com",
-	}
-}
-
-func gitT(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = testGitEnv()
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("git %s (in %s): %v: %s", strings.Join(args, " "), dir, err, stderr.String())
-	}
-	return strings.TrimSpace(stdout.String())
-}
+// The tests' own git runs as a user's would (internal/git/gittest).
+var gitT = gittest.Run
 
 func writeFile(t testing.TB, p, content string) {
 	t.Helper()
@@ -51,8 +27,8 @@ func writeFile(t testing.TB, p, content string) {
 // env is a repository, a cache and one prepared worktree of it, in
 // <root>/worktrees/<name> like a worker lays them out.
 type env struct {
-	cache *worktree.Cache
-	wt    *worktree.Worktree
+	cache *checkout.Checkouts
+	wt    *checkout.Checkout
 	root  string
 }
 
@@ -68,14 +44,15 @@ func newEnv(t *testing.T) *env {
 	gitT(t, seed, "commit", "--quiet", "-m", "first")
 	origin := filepath.Join(root, "origin.git")
 	gitT(t, root, "clone", "--quiet", "--bare", seed, origin)
-	cache, err := worktree.NewCache(worktree.CacheOptions{Dir: filepath.Join(root, "cache")})
+	rc, err := repocache.New(repocache.Options{Dir: filepath.Join(root, "cache")})
 	if err != nil {
 		t.Fatal(err)
 	}
+	cache := checkout.New(rc, checkout.Options{})
 	if err := os.MkdirAll(filepath.Join(root, "worktrees"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	wt, err := cache.Prepare(context.Background(), worktree.PrepareOptions{
+	wt, err := cache.Prepare(context.Background(), checkout.PrepareOptions{
 		RepoURL: origin, Base: "main", Branch: "drover/f/t/1", Path: filepath.Join(root, "worktrees", "f_t_1-e1"),
 	})
 	if err != nil {
@@ -85,7 +62,7 @@ func newEnv(t *testing.T) *env {
 	return &env{cache: cache, wt: wt, root: root}
 }
 
-func (e *env) observe(t *testing.T) *worktree.Changes {
+func (e *env) observe(t *testing.T) *checkout.Changes {
 	t.Helper()
 	ch, err := e.wt.Observe(context.Background())
 	if err != nil {

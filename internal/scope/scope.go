@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/drover-dev/drover/internal/checkout"
 	"github.com/drover-dev/drover/internal/flow"
-	"github.com/drover-dev/drover/internal/worktree"
 )
 
 // Reasons used in violations.
@@ -35,7 +35,7 @@ const (
 //
 // root is the worktree's directory; paths in changes are slash-separated
 // and relative to it.
-func Check(root string, changes *worktree.Changes, s *flow.Scope) []string {
+func Check(root string, changes *checkout.Changes, s *flow.Scope) []string {
 	if changes == nil {
 		return nil
 	}

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drover-dev/drover/internal/checkout"
 	"github.com/drover-dev/drover/internal/flow"
-	"github.com/drover-dev/drover/internal/worktree"
 )
 
 func TestCheckScope(t *testing.T) {
@@ -86,7 +86,7 @@ func TestCheckSymlinks(t *testing.T) {
 }
 
 func TestCheckGitPaths(t *testing.T) {
-	ch := &worktree.Changes{Created: []string{".git", "a/.git/config", "ok.txt"}, Deleted: []string{".git/hooks/x"}}
+	ch := &checkout.Changes{Created: []string{".git", "a/.git/config", "ok.txt"}, Deleted: []string{".git/hooks/x"}}
 	got := Check(t.TempDir(), ch, nil)
 	want := []string{".git/hooks/x: " + ReasonGitInternal, ".git: " + ReasonGitInternal, "a/.git/config: " + ReasonGitInternal}
 	if !slices.Equal(got, want) {
@@ -98,7 +98,7 @@ func TestCheckGitPaths(t *testing.T) {
 }
 
 func TestCheckAgentGit(t *testing.T) {
-	got := Check(t.TempDir(), &worktree.Changes{AgentGit: "worktree: the agent's commits: unpack into the cache: bad object"}, nil)
+	got := Check(t.TempDir(), &checkout.Changes{AgentGit: "worktree: the agent's commits: unpack into the cache: bad object"}, nil)
 	if len(got) != 1 || !strings.HasPrefix(got[0], ".git: "+ReasonAgentGit+": ") {
 		t.Errorf("%q", got)
 	}

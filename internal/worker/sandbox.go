@@ -95,7 +95,7 @@ func SandboxStatus(cfg *config.Config, probe sandbox.Prober) (status string, cla
 	return s.String(), s.unavailable == nil
 }
 
-// gitConfine confines the git commands the worktree package runs in an
+// gitConfine confines the git commands the checkout package runs in an
 // agent's repository: they read it and the cache's objects, nothing else
 // of the worker, and write nothing but their output.
 func gitConfine(sb *sandbox.Sandbox, deny []string) func(*exec.Cmd, []string) (func(), error) {

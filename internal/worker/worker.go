@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -33,7 +32,6 @@ import (
 	"github.com/drover-dev/drover/internal/redact"
 	"github.com/drover-dev/drover/internal/sandbox"
 	"github.com/drover-dev/drover/internal/startup"
-	"github.com/drover-dev/drover/internal/worktree"
 )
 
 // ErrShutdown is the cause given to attempts stopped because the worker stops.
@@ -102,17 +100,13 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Worker, error) 
 		idle = cfg.Worker.Slots
 	}
 	sbs := resolveSandbox(cfg, o.probe, o.dev)
-	cacheOpts := worktree.CacheOptions{Dir: filepath.Join(cfg.Worker.WorkDir, "repos"), Logger: log, IdleWorktrees: idle}
-	if sbs.sb != nil {
-		cacheOpts.Confine = gitConfine(sbs.sb, cfg.SandboxDeny())
-	}
-	cache, err := worktree.NewCache(cacheOpts)
+	checkouts, err := newCheckouts(cfg, log, sbs, idle)
 	if err != nil {
-		return nil, fmt.Errorf("worker: %w", err)
+		return nil, err
 	}
 	w := &Worker{
 		cfg: cfg, log: log.With("worker", cfg.Worker.ID), red: red,
-		runner: &attempt.Runner{Cache: cache, WorkDir: cfg.Worker.WorkDir, KeepWorktrees: cfg.Worker.KeepWorktrees,
+		runner: &attempt.Runner{Checkouts: checkouts, WorkDir: cfg.Worker.WorkDir, KeepWorktrees: cfg.Worker.KeepWorktrees,
 			KeepFailed: cfg.Worker.KeepFailedWorktrees, Redact: red, Logger: log,
 			Sandbox: sbs.sb, SandboxOff: sbs.off, SandboxDeny: cfg.SandboxDeny()},
 		sandbox:  sbs,
