@@ -249,6 +249,11 @@ func printResolution(w io.Writer, res *controller.Resolution) {
 		} else {
 			fmt.Fprintf(tw, "  timeout\tthe runtime's\tfrom config\n")
 		}
+		placement, from := r.Placement(), r.PlacementTimeoutFrom
+		if from == "" {
+			from = policy.LevelBuiltin
+		}
+		fmt.Fprintf(tw, "  placement_timeout\t%s\tfrom %s\n", placement, from)
 		rt := r.Retry
 		for _, f := range []struct{ name, value string }{
 			{"max_attempts", fmt.Sprint(rt.MaxAttempts)},
@@ -258,6 +263,7 @@ func printResolution(w io.Writer, res *controller.Resolution) {
 			{"jitter", fmt.Sprint(rt.Jitter)},
 			{"retry_on", strings.Trim(fmt.Sprint(rt.RetryOn), "[]")},
 			{"fallback", strings.Join(rt.Fallback, " ")},
+			{"rate_limit_wait", rt.LimitWait().String()},
 		} {
 			from := r.RetryFrom[f.name]
 			if from == "" {

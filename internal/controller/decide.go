@@ -382,8 +382,9 @@ func (dc *decider) recover(f *projection.Flow, t *projection.Task, a *projection
 	if at.IsZero() {
 		at = a.ScheduledAt
 	}
+	run := dc.attemptRun(f, t)
 	d := policy.Decide(plan.Retry, plan.Worker.Name, plan.Worker.Model, policy.Failure{
-		Class: e.Class, Attempts: t.Attempts - t.RetryBase - dc.withdrawn(f, t), Runtime: a.Runtime, Model: a.Model,
+		Class: e.Class, Attempts: run.counted, LimitedSince: run.limitedSince, Runtime: a.Runtime, Model: a.Model,
 		RetryAfter: time.Duration(e.RetryAfterMS) * time.Millisecond, ResetAt: e.ResetAt,
 	}, at, a.ID)
 	if !d.Retry {
@@ -398,18 +399,6 @@ func (dc *decider) recover(f *projection.Flow, t *projection.Task, a *projection
 		})
 }
 
-// withdrawn counts the task's attempts since the last operator retry that
-// were withdrawn before they ran: they do not count against its attempts.
-func (dc *decider) withdrawn(f *projection.Flow, t *projection.Task) int {
-	n := 0
-	for i := t.RetryBase + 1; i <= t.Attempts; i++ {
-		if a := dc.st.Attempts[drovertype.AttemptID(f.ID, t.ID, i)]; a != nil && a.State == drovertype.AttemptWithdrawn {
-			n++
-		}
-	}
-	return n
-}
-
 // begin starts a ready task's next attempt (retry nil: a new one), where
 // the cooldowns allow: the first runtime of its chain they do not hold
 // back, as that runtime's probe when its cooldown has just ended. Held
@@ -419,6 +408,9 @@ func (dc *decider) begin(f *projection.Flow, t *projection.Task, merge []event.D
 	if at.wait != nil {
 		if f.Paused || f.Cancel != nil {
 			return nil // it waits for the operator first
+		}
+		if out, err := dc.limitedOut(f, t); out || err != nil {
+			return err
 		}
 		return dc.waitFor(f, t, at.wait)
 	}

@@ -46,7 +46,7 @@ func TestAPIRefusesBadRequests(t *testing.T) {
 		b, _ := json.Marshal(map[string]any{"spec": spec})
 		return string(b)
 	}
-	taskFields := "id, prompt, depends_on, runtime, model, args, validator, review, retry, timeout, verify, verify_timeout, scope, budget"
+	taskFields := "id, prompt, depends_on, runtime, model, args, validator, review, retry, timeout, placement_timeout, verify, verify_timeout, scope, budget"
 	long := strings.Repeat("x", maxReason+1)
 	cases := []struct {
 		name, subject, body string

@@ -46,6 +46,11 @@ const (
 	// task without running it again (docs/flows.md#budgets). A quota of the
 	// provider is not this: it is RATE_LIMITED with a reset time.
 	ClassBudgetExceeded ErrorClass = "BUDGET_EXCEEDED"
+	// No live worker served the attempt's runtime in its pool for the
+	// task's placement timeout: the controller takes the queued attempt
+	// back and the retry policy moves the task to its next runtime
+	// (docs/design.md#placement). It never ran, so it uses no attempt.
+	ClassNoWorker ErrorClass = "NO_WORKER"
 )
 
 // classes lists every class, in the order above.
@@ -55,7 +60,7 @@ var classes = []ErrorClass{
 	ClassRepoNotFound, ClassBaseNotFound, ClassMergeConflict, ClassObserveFailed, ClassVerificationFailed,
 	ClassScopeViolation, ClassCancelled, ClassWorkerLost, ClassUnknown,
 	ClassTurnBudgetExhausted, ClassTokenBudgetExhausted, ClassTimeBudgetExhausted,
-	ClassBudgetExceeded,
+	ClassBudgetExceeded, ClassNoWorker,
 }
 
 // Classes returns every error class, in declaration order.
