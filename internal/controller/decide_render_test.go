@@ -123,6 +123,11 @@ var decisionFields = map[event.Type]func(ev *event.Event) (string, error){
 			add("delay", (time.Duration(d.DelayMS)*time.Millisecond).String()).add("due", at(d.DueAt)).quoted("reason", d.Reason)
 		return f.String()
 	}),
+	event.PlacementChanged: payload(func(d *event.PlacementChangedData) string {
+		var f fields
+		f.add("key", event.PlacementKey(d.Pool, d.Runtime)).add("seq", d.Seq).add("serving", fmt.Sprint(d.Serving)).add("live", fmt.Sprint(d.Live)).quoted("reason", d.Reason)
+		return f.String()
+	}),
 	event.TaskFailed: payload(func(d *event.TaskFailedData) string {
 		var f fields
 		f.add("class", d.Class).quoted("reason", d.Reason)
@@ -273,7 +278,25 @@ func view(st *projection.State) []viewLine {
 	for _, k := range slices.Sorted(maps.Keys(st.Cooldowns)) {
 		out = append(out, viewLine{key: "cooldown " + k, text: cooldownLine(st.Cooldowns[k])})
 	}
+	for _, k := range slices.Sorted(maps.Keys(st.Placements)) {
+		out = append(out, viewLine{key: "placement " + k, text: placementLine(st.Placements[k])})
+	}
 	return out
+}
+
+func placementLine(p *projection.Placement) string {
+	var b fields
+	if p.Unserved() {
+		b.WriteString("unserved")
+		b.add("since", at(p.Since))
+	} else {
+		b.WriteString("served")
+	}
+	b.add("seq", p.Seq).add("serving", fmt.Sprint(p.Serving)).add("live", fmt.Sprint(p.Live))
+	if p.EndedMS > 0 {
+		b.add("ended", (time.Duration(p.EndedMS) * time.Millisecond).String())
+	}
+	return b.String()
 }
 
 func cooldownLine(c *projection.Cooldown) string {
@@ -386,6 +409,9 @@ func attemptLine(a *projection.Attempt) string {
 	b.add("fenced", a.Fenced)
 	if len(a.Probe) > 0 {
 		b.add("probe", "["+strings.Join(a.Probe, " ")+"]")
+	}
+	if a.UnservedBeforeMS > 0 {
+		b.add("unserved_before", (time.Duration(a.UnservedBeforeMS) * time.Millisecond).String())
 	}
 	return b.String()
 }

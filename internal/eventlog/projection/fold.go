@@ -354,6 +354,9 @@ func (s *State) attemptScheduled(ev *event.Event, d *event.AttemptScheduledData)
 		Pool: d.Pool, Branch: d.Branch, Prompt: d.Prompt, Timeout: d.Timeout, Merge: d.Merge,
 		State: drovertype.AttemptScheduled, ScheduledAt: ev.Time,
 	}
+	if p := s.Placements[event.PlacementKey(d.Pool, d.Runtime)]; p != nil {
+		a.UnservedBeforeMS = p.UnservedBy(ev.Time).Milliseconds()
+	}
 	s.Attempts[a.ID] = a
 	s.touchAttempt(a)
 	s.probe(a, d.Probe)
