@@ -24,7 +24,11 @@ type action struct {
 	job      *queue.Job
 	stop     *projection.Attempt
 	withdraw *projection.Attempt
-	reason   string // why a stop or withdraw, for the event it records
+	// unplace is a queued attempt no worker took for its placement
+	// timeout, taken back as a withdraw is; unplaced is what its event says.
+	unplace  *projection.Attempt
+	unplaced event.AttemptUnplacedData
+	reason   string // why a stop, withdraw or unplace, for the event it records
 }
 
 // decide computes every action the folded state calls for and carries them
@@ -58,7 +62,7 @@ func (c *Controller) decide(ctx context.Context) (time.Duration, error) {
 			if err := c.stop(ctx, a.stop, a.reason); err != nil {
 				errs = append(errs, err)
 			}
-		case a.withdraw != nil:
+		case a.withdraw != nil, a.unplace != nil:
 			withdraws = append(withdraws, a)
 		}
 	}
@@ -99,8 +103,9 @@ func (c *Controller) abandonment(a *projection.Attempt, reason string) (*event.E
 }
 
 // withdraw takes back queued attempts before any worker runs them: each
-// claim is revoked, so no worker ever will, and attempt_withdrawn, added to
-// the round's batch, records it. One a worker already holds runs on (it
+// claim is revoked, so no worker ever will, and attempt_withdrawn (or, for
+// one no worker took in time, attempt_unplaced), added to the round's
+// batch, records it. One a worker already holds runs on (it
 // was running when the reason arose). A cooldown withdraws every attempt
 // queued on its runtime at once, while workers that have not met the limit
 // yet may be pulling them: the revokes run side by side, withdrawRevokes at
@@ -118,9 +123,15 @@ func (c *Controller) withdraw(ctx context.Context, b *queue.Batch, acts []action
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			err := c.claims.Revoke(ctx, a.withdraw.ID)
+			target := a.withdraw
+			if a.unplace != nil {
+				target = a.unplace
+			}
+			err := c.claims.Revoke(ctx, target.ID)
 			var ev *event.Event
 			switch {
+			case err == nil && a.unplace != nil:
+				ev, err = c.unplacement(a.unplace, a.reason, a.unplaced)
 			case err == nil:
 				ev, err = c.withdrawal(a.withdraw, a.reason)
 			case errors.Is(err, queue.ErrHeld):
@@ -161,12 +172,14 @@ type decider struct {
 	live  int // attempts scheduled or running, across flows
 	flows []runningFlow
 	cool  *cooling // the cooldowns, as the round has decided them so far
+	place *placing // the registry's live workers, and what the round asked of them
 }
 
 // decisions is the decision function: folded state in, actions out. It reads the
 // clock to stamp the events it creates and to see which retries are due.
 func (c *Controller) decisions(st *projection.State) ([]action, error) {
 	dc := &decider{c: c, st: st, now: c.now()}
+	dc.place = newPlacing(c, dc.now)
 	c.published.begin()
 	var flows []runningFlow
 	for _, f := range st.Flows {
@@ -195,6 +208,9 @@ func (c *Controller) decisions(st *projection.State) ([]action, error) {
 		if err := dc.flow(r); err != nil {
 			return nil, err
 		}
+	}
+	if err := dc.servedAgain(); err != nil {
+		return nil, err
 	}
 	c.published.forgetUnseen()
 	return dc.out, nil
@@ -351,6 +367,9 @@ func (dc *decider) task(f *projection.Flow, t *projection.Task, flowLive *int) e
 				dc.out = append(dc.out, action{withdraw: at, reason: h.reason})
 				return nil
 			}
+			if out, err := dc.unplaced(t, at); out || err != nil {
+				return err
+			}
 			if !dc.published(at.ID) {
 				dc.out = append(dc.out, action{job: dc.c.job(f, t, at)})
 			}
@@ -431,7 +450,8 @@ func (dc *decider) begin(f *projection.Flow, t *projection.Task, merge []event.D
 }
 
 // retryPrompt is the task's prompt with the feedback of its last attempt.
-// After an attempt withdrawn before it ran, the next gets its prompt.
+// After an attempt withdrawn before it ran, or that no worker took, the
+// next gets its prompt: there is nothing to tell the agent.
 func (dc *decider) retryPrompt(f *projection.Flow, t *projection.Task) string {
 	spec, _ := f.Spec.Task(t.ID)
 	if spec == nil {
@@ -441,7 +461,7 @@ func (dc *decider) retryPrompt(f *projection.Flow, t *projection.Task) string {
 	if prev == nil {
 		return spec.Prompt
 	}
-	if prev.State == drovertype.AttemptWithdrawn {
+	if prev.State == drovertype.AttemptWithdrawn || classOf(prev) == drovertype.ClassNoWorker {
 		return prev.Prompt
 	}
 	fb := feedback.FeedbackFrom(prev.N, prev.Runtime, prev.Error, prev.Report)

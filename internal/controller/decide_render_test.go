@@ -197,6 +197,11 @@ func renderAction(st *projection.State, a action) string {
 		var f fields
 		f.add("state", a.withdraw.State).add("worker", a.withdraw.Worker).quoted("reason", a.reason)
 		return "withdraw " + a.withdraw.ID + f.String()
+	case a.unplace != nil:
+		var f fields
+		f.add("unserved", time.Duration(a.unplaced.UnservedMS)*time.Millisecond).add("timeout", time.Duration(a.unplaced.TimeoutMS)*time.Millisecond).
+			quoted("reason", a.reason)
+		return "unplace " + a.unplace.ID + f.String()
 	}
 	return "empty action"
 }
@@ -265,7 +270,7 @@ func view(st *projection.State) []viewLine {
 		out = append(out, viewLine{"flow " + f.ID, flowLine(f), more.String()})
 		tasks := st.FlowTasks(f)
 		for _, t := range tasks {
-			out = append(out, viewLine{key: "task " + f.ID + "/" + t.ID, text: taskLine(t)})
+			out = append(out, viewLine{key: "task " + f.ID + "/" + t.ID, text: taskLine(st, t)})
 		}
 		for _, t := range tasks {
 			for n := 1; n <= t.Attempts; n++ {
@@ -356,7 +361,7 @@ func flowLine(f *projection.Flow) string {
 	return b.String()
 }
 
-func taskLine(t *projection.Task) string {
+func taskLine(st *projection.State, t *projection.Task) string {
 	var b fields
 	b.WriteString(string(t.State))
 	if r := t.Retry; r != nil {
@@ -382,6 +387,9 @@ func taskLine(t *projection.Task) string {
 		} else {
 			b.add("until", "probe")
 		}
+	}
+	if p := st.Unplaced(t); p != nil {
+		b.add("waits_for", fmt.Sprintf("a worker serving %s since %s", p.Key, at(p.Since)))
 	}
 	return b.String()
 }

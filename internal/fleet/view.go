@@ -248,7 +248,11 @@ func (s Serving) Why() string {
 		parts = append(parts, fmt.Sprintf("%d more reasons", n))
 	}
 	if rest := s.Live - listing; rest > 0 {
-		parts = append(parts, fmt.Sprintf("%s of %d do not list it", workers(rest), s.Live))
+		verb := "do not"
+		if rest == 1 {
+			verb = "does not"
+		}
+		parts = append(parts, fmt.Sprintf("%s of %d %s list it", workers(rest), s.Live, verb))
 	}
 	return head + strings.Join(parts, "; ")
 }

@@ -44,7 +44,7 @@ func TestPlace(t *testing.T) {
 			reg("w4", "default", "", broken("claude-code", "")),
 			reg("w5", "default", "", healthy("codex")),
 		}, 0, "no live worker serves claude-code in pool default: 2 workers: " + notInPath +
-			"; 1 worker: not claiming: draining: the worker is stopping; 1 worker: unhealthy; 1 worker of 5 do not list it"},
+			"; 1 worker: not claiming: draining: the worker is stopping; 1 worker: unhealthy; 1 worker of 5 does not list it"},
 	}
 	for _, tt := range tests {
 		s := Place(tt.regs, "default", "claude-code")
