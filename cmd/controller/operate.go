@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/drover-dev/drover/internal/eventlog/projection"
 
@@ -320,6 +321,9 @@ func printTask(w io.Writer, d *controller.FlowDetail, id string) error {
 	}
 	if r := t.Retry; r != nil {
 		fmt.Fprintf(w, "retry: attempt %d on %s (%s) at %s: %s\n", r.N, l(r.Runtime), l(string(r.Strategy)), r.DueAt.Local().Format("15:04:05.000"), l(r.Reason))
+	}
+	if wt := waitOf(d, t); wt != nil {
+		fmt.Fprintf(w, "waits since %s: %s\n", wt.Since.Local().Format(time.DateTime), l(wt.Reason))
 	}
 	if t.ResultBranch != "" {
 		fmt.Fprintf(w, "result: %s @ %s\n", l(t.ResultBranch), l(t.ResultCommit))

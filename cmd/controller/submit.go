@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/controller"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
 	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/readlimit"
 	"github.com/drover-dev/drover/internal/termsafe"
@@ -165,6 +166,7 @@ func printStatus(out io.Writer, st *controller.StatusResponse) {
 				controller.SpendLine(f.Spend))
 		}
 		printCooldowns(tw, st.Cooldowns)
+		printUnserved(tw, st.Unserved)
 		return
 	}
 	d := st.Detail
@@ -198,7 +200,7 @@ func printStatus(out io.Writer, st *controller.StatusResponse) {
 		if r := t.Retry; r != nil {
 			detail = fmt.Sprintf("retry %d on %s at %s", r.N, r.Runtime, r.DueAt.Local().Format("15:04:05"))
 		}
-		if w := t.Waiting(); w != nil {
+		if w := waitOf(d, t); w != nil {
 			detail = "waits: " + w.Reason
 		}
 		if s := d.TaskSpend[t.ID]; s != nil && s.Budget.Limited() {
@@ -220,6 +222,32 @@ func printStatus(out io.Writer, st *controller.StatusResponse) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", l(a.ID), l(string(a.State)), l(a.Worker), a.Epoch, exit, files, toks)
 	}
 	printCooldowns(tw, st.Cooldowns)
+	printUnserved(tw, st.Unserved)
+}
+
+// waitOf is why a task waits: what the controller says, else (an older
+// controller) the cooldowns the task records; nil when it does not wait.
+func waitOf(d *controller.FlowDetail, t *projection.Task) *controller.WaitStatus {
+	if w := d.Waiting[t.ID]; w != nil {
+		return w
+	}
+	if w := t.Waiting(); w != nil {
+		return &controller.WaitStatus{Reason: w.Reason, Since: w.Since}
+	}
+	return nil
+}
+
+// printUnserved lists the pools' runtimes no live worker serves, for which
+// attempts wait, and why.
+func printUnserved(tw io.Writer, ps []controller.PlacementStatus) {
+	if len(ps) == 0 {
+		return
+	}
+	fmt.Fprintln(tw, "\nNO WORKER\tPOOL\tSINCE\tWHY")
+	for _, p := range ps {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", termsafe.Line(p.Runtime), termsafe.Line(p.Pool), p.Since.Local().Format(time.DateTime),
+			termsafe.Line(oneLine(p.Reason, 300)))
+	}
 }
 
 // printCooldowns lists the cooldowns holding back runtimes, models and

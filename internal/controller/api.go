@@ -69,6 +69,9 @@ type FlowDetail struct {
 	// that has spent anything or has a budget (limitsapi.go).
 	Spend     *SpendStatus            `json:"spend,omitempty"`
 	TaskSpend map[string]*SpendStatus `json:"task_spend,omitempty"`
+	// Waiting says why each task that waits does, by task id: a cooldown
+	// in its way, or no live worker serving its runtime (placement.go).
+	Waiting map[string]*WaitStatus `json:"waiting,omitempty"`
 }
 
 // StatusResponse answers a StatusRequest.
@@ -80,6 +83,9 @@ type StatusResponse struct {
 	// Cooldowns are the limits holding back runtimes, models and
 	// credentials fleet-wide now (limitsapi.go).
 	Cooldowns []CooldownStatus `json:"cooldowns,omitempty"`
+	// Unserved are the pools' runtimes no live worker serves, with why,
+	// for which an attempt was queued (placement.go).
+	Unserved []PlacementStatus `json:"unserved,omitempty"`
 }
 
 // RebuildResponse reports whether replaying the stream gives the live state.
@@ -240,6 +246,7 @@ func (c *Controller) handleStatus(ctx context.Context, r micro.Request) {
 	c.store.Read(func(st *projection.State) {
 		resp.Poisons = st.PoisonCount
 		resp.Cooldowns = cooldowns(st, c.now())
+		resp.Unserved = placements(st)
 		if req.Flow == "" {
 			for _, f := range st.Flows {
 				s := FlowSummary{ID: f.ID, Name: f.Spec.Name, State: f.State, Tasks: map[drovertype.TaskState]int{},
@@ -262,7 +269,9 @@ func (c *Controller) handleStatus(ctx context.Context, r micro.Request) {
 			return
 		}
 		d := &FlowDetail{Flow: clone(f), Spend: spendStatus(c.cfg, "the flow's", f.Budget, f.Spend)}
-		for _, t := range st.FlowTasks(f) {
+		tasks := st.FlowTasks(f)
+		d.Waiting = waits(st, tasks)
+		for _, t := range tasks {
 			d.Tasks = append(d.Tasks, clone(t))
 			if s := spendStatus(c.cfg, "the task's", t.Budget, t.Spend); s != nil {
 				if d.TaskSpend == nil {

@@ -205,3 +205,45 @@ func (c *Controller) watchConnection(ctx context.Context, done <-chan error) (er
 		}
 	}
 }
+
+// WaitStatus is why a task waits, as status shows it: a cooldown in its
+// way, or no live worker serving its queued attempt's runtime.
+type WaitStatus struct {
+	Reason string    `json:"reason"`
+	Since  time.Time `json:"since"`
+}
+
+// PlacementStatus is a pool's runtime that no live worker serves now, as
+// the log says, with why: every attempt queued for it waits.
+type PlacementStatus struct {
+	Pool    string    `json:"pool"`
+	Runtime string    `json:"runtime"`
+	Since   time.Time `json:"since"`
+	Live    int       `json:"live"`
+	Reason  string    `json:"reason"`
+}
+
+// placements lists the pools' runtimes no live worker serves, by key.
+func placements(st *projection.State) []PlacementStatus {
+	var out []PlacementStatus
+	for _, k := range slices.Sorted(maps.Keys(st.Placements)) {
+		if p := st.Placements[k]; p.Unserved() {
+			out = append(out, PlacementStatus{Pool: p.Pool, Runtime: p.Runtime, Since: p.Since, Live: p.Live, Reason: p.Reason})
+		}
+	}
+	return out
+}
+
+// waits says why each of a flow's waiting tasks waits, nil when none does.
+func waits(st *projection.State, tasks []*projection.Task) map[string]*WaitStatus {
+	var out map[string]*WaitStatus
+	for _, t := range tasks {
+		if why, since := st.WaitWhy(t); why != "" {
+			if out == nil {
+				out = map[string]*WaitStatus{}
+			}
+			out[t.ID] = &WaitStatus{Reason: why, Since: since}
+		}
+	}
+	return out
+}
