@@ -21,7 +21,7 @@ import (
 
 func newSubmit() *cobra.Command {
 	var repo string
-	var watch bool
+	var watch, strict bool
 	cmd := &cobra.Command{
 		Use:   "submit FLOW.yaml|-",
 		Short: "Validate a flow file and submit it",
@@ -29,9 +29,15 @@ func newSubmit() *cobra.Command {
 controller; "-" reads the flow from standard input. A malformed flow is rejected with the
 file, line and field, exit code 2, and nothing is recorded; so is a file larger than 8 MiB
 or one that is not a regular file (a directory, a FIFO, a device). With --watch it follows
-the flow to its end and exits 0 if it succeeded, 1 if not.`,
+the flow to its end and exits 0 if it succeeded, 1 if not.
+
+When no live worker serves a runtime the flow needs (a task's runtime, a fallback, a
+validator) submit warns on stderr, naming the tasks that need it and why the workers that
+list it do not serve it; with --strict it refuses the flow instead (exit 6) and records
+nothing.`,
 		Example: `  controller submit examples/hello.yaml --watch
   controller submit flow.yaml --repo /srv/git/project.git
+  controller submit flow.yaml --strict               # refuse what no live worker can run now
   generate-flow | controller submit -`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -58,13 +64,17 @@ the flow to its end and exits 0 if it succeeded, 1 if not.`,
 			}
 			defer nc.Close()
 			cl := &controller.Client{NC: nc}
-			id, err := cl.Submit(cmd.Context(), spec)
+			resp, err := cl.SubmitFlow(cmd.Context(), controller.SubmitRequest{Spec: *spec, Strict: strict})
 			if err != nil {
 				var apiErr *controller.APIError
-				if errors.As(err, &apiErr) && apiErr.Code == controller.CodeBadRequest {
+				if errors.As(err, &apiErr) && (apiErr.Code == controller.CodeBadRequest || apiErr.Code == controller.CodeNoWorker) {
 					return fmt.Errorf("%s: %w", name, err)
 				}
 				return err
+			}
+			id := resp.Flow
+			for _, w := range resp.Warnings {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", termsafe.Line(w))
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "submitted flow %s (%d tasks)\n", termsafe.Line(id), len(spec.Tasks))
 			if !watch {
@@ -75,6 +85,7 @@ the flow to its end and exits 0 if it succeeded, 1 if not.`,
 	}
 	cmd.Flags().StringVar(&repo, "repo", "", "use this repo URL or path instead of the flow file's")
 	cmd.Flags().BoolVar(&watch, "watch", false, "follow the flow until it ends")
+	cmd.Flags().BoolVar(&strict, "strict", false, "refuse the flow when no live worker serves a runtime it needs (exit 6)")
 	return cmd
 }
 

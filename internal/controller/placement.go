@@ -13,6 +13,8 @@ import (
 	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/eventlog/projection"
 	"github.com/drover-dev/drover/internal/fleet"
+	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/policy"
 )
 
 // Placement: no task waits in silence (docs/design.md#placement). The
@@ -246,4 +248,76 @@ func waits(st *projection.State, tasks []*projection.Task) map[string]*WaitStatu
 		}
 	}
 	return out
+}
+
+// unservedNeeds warns of each runtime a flow needs that no live worker
+// serves in the pool its attempts are queued for, saying which tasks need
+// it and how: as their runtime, a fallback, or the validator of a review.
+// Before the registry has been read, it says it cannot tell (and a strict
+// submission is refused: it asked to be sure).
+func (c *Controller) unservedNeeds(spec *flow.Spec, plans map[string]policy.Resolved) []string {
+	regs, ok := c.fleet.Live(c.now())
+	if !ok || !c.connected() {
+		return []string{"the controller has not read the worker registry yet: it cannot tell whether live workers serve the flow's runtimes"}
+	}
+	const (
+		asRuntime   = "the runtime"
+		asFallback  = "a fallback"
+		asValidator = "the validator"
+	)
+	needs := map[string]map[string][]string{} // runtime -> role -> tasks, in file order
+	add := func(runtime, role, task string) {
+		if runtime == "" {
+			return
+		}
+		if needs[runtime] == nil {
+			needs[runtime] = map[string][]string{}
+		}
+		if ts := needs[runtime][role]; len(ts) == 0 || ts[len(ts)-1] != task {
+			needs[runtime][role] = append(ts, task)
+		}
+	}
+	for _, t := range spec.Tasks {
+		p, ok := plans[t.ID]
+		if !ok {
+			continue
+		}
+		add(p.Worker.Name, asRuntime, t.ID)
+		for _, fb := range p.Retry.Fallback {
+			if fb != p.Worker.Name {
+				add(fb, asFallback, t.ID)
+			}
+		}
+		if p.Review && p.Validator != nil {
+			add(p.Validator.Name, asValidator, t.ID)
+		}
+	}
+	var out []string
+	for _, runtime := range slices.Sorted(maps.Keys(needs)) {
+		s := fleet.Place(regs, c.cfg.Defaults.Pool, runtime)
+		if s.Serving > 0 {
+			continue
+		}
+		var roles []string
+		for _, role := range []string{asRuntime, asFallback, asValidator} {
+			if ts := needs[runtime][role]; len(ts) > 0 {
+				roles = append(roles, fmt.Sprintf("%s of %s", role, taskList(ts)))
+			}
+		}
+		out = append(out, fmt.Sprintf("%s (needed as %s)", s.Why(), strings.Join(roles, "; ")))
+	}
+	return out
+}
+
+// taskList names tasks for a warning: the first few, and how many more.
+func taskList(ids []string) string {
+	const shown = 5
+	word := "task "
+	if len(ids) > 1 {
+		word = "tasks "
+	}
+	if len(ids) <= shown {
+		return word + strings.Join(ids, ", ")
+	}
+	return fmt.Sprintf("%s%s and %d more", word, strings.Join(ids[:shown], ", "), len(ids)-shown)
 }
