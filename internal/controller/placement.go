@@ -31,15 +31,27 @@ import (
 // the same.
 
 // placing is one round's view of the pools' runtimes its queued attempts
-// need: what the registry says of each, found once per round.
+// need: what the registry says of each, found once per round (a round
+// asks for every queued attempt, and a large flow queues thousands: the
+// pair is a struct key, so asking allocates nothing).
 type placing struct {
 	ok    bool                  // the registry has been read: without it nothing is decided
 	regs  []*fleet.Registration // the live workers
-	pairs map[string]fleet.Serving
+	pairs map[pair]*paired
+}
+
+// pair is a runtime in a pool.
+type pair struct{ pool, runtime string }
+
+// paired is what a round found of a pair: the registry's word, and the
+// log's (nil when it says nothing).
+type paired struct {
+	fleet.Serving
+	rec *projection.Placement
 }
 
 func newPlacing(c *Controller, now time.Time) *placing {
-	p := &placing{pairs: map[string]fleet.Serving{}}
+	p := &placing{pairs: map[pair]*paired{}}
 	if c.fleet != nil && c.connected() {
 		p.regs, p.ok = c.fleet.Live(now)
 	}
@@ -56,17 +68,17 @@ func (c *Controller) connected() bool {
 	return nc != nil && nc.IsConnected()
 }
 
-// serving says how the fleet serves a's runtime in its pool and, the
-// first time a round asks, records a change from what the log says,
-// naming a.
-func (dc *decider) serving(a *projection.Attempt) (fleet.Serving, error) {
-	key := event.PlacementKey(a.Pool, a.Runtime)
-	if s, ok := dc.place.pairs[key]; ok {
-		return s, nil
+// serving says how the fleet serves a's runtime in its pool, and what the
+// log says of it; the first time a round asks, it records a change from
+// what the log says, naming a.
+func (dc *decider) serving(a *projection.Attempt) (*paired, error) {
+	k := pair{a.Pool, a.Runtime}
+	if p := dc.place.pairs[k]; p != nil {
+		return p, nil
 	}
-	s := fleet.Place(dc.place.regs, a.Pool, a.Runtime)
-	dc.place.pairs[key] = s
-	return s, dc.placementChanged(dc.st.Placements[key], s, a)
+	p := &paired{Serving: fleet.Place(dc.place.regs, a.Pool, a.Runtime), rec: dc.st.Placements[event.PlacementKey(a.Pool, a.Runtime)]}
+	dc.place.pairs[k] = p
+	return p, dc.placementChanged(p.rec, p.Serving, a)
 }
 
 // placementChanged records what the fleet says of a pool's runtime when it
@@ -97,11 +109,11 @@ func (dc *decider) unplaced(t *projection.Task, a *projection.Attempt) (bool, er
 	if !dc.place.ok {
 		return false, nil
 	}
-	s, err := dc.serving(a)
-	if err != nil || s.Serving > 0 {
+	p, err := dc.serving(a)
+	if err != nil || p.Serving.Serving > 0 {
 		return false, err
 	}
-	rec := dc.st.Placements[event.PlacementKey(a.Pool, a.Runtime)]
+	rec := p.rec
 	if !rec.Unserved() {
 		return false, nil
 	}
@@ -127,7 +139,7 @@ func (dc *decider) servedAgain() error {
 	}
 	for _, key := range slices.Sorted(maps.Keys(dc.st.Placements)) {
 		rec := dc.st.Placements[key]
-		if _, asked := dc.place.pairs[key]; asked || !rec.Unserved() {
+		if _, asked := dc.place.pairs[pair{rec.Pool, rec.Runtime}]; asked || !rec.Unserved() {
 			continue
 		}
 		a := dc.st.Attempts[rec.Attempt]
