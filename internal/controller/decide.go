@@ -123,17 +123,11 @@ func (c *Controller) withdraw(ctx context.Context, b *queue.Batch, acts []action
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			target := a.withdraw
-			if a.unplace != nil {
-				target = a.unplace
-			}
-			err := c.claims.Revoke(ctx, target.ID)
+			err := c.claims.Revoke(ctx, a.takenBack().ID)
 			var ev *event.Event
 			switch {
-			case err == nil && a.unplace != nil:
-				ev, err = c.unplacement(a.unplace, a.reason, a.unplaced)
 			case err == nil:
-				ev, err = c.withdrawal(a.withdraw, a.reason)
+				ev, err = c.takeBackEvent(a)
 			case errors.Is(err, queue.ErrHeld):
 				err = nil
 			}
@@ -157,7 +151,24 @@ func (c *Controller) withdraw(ctx context.Context, b *queue.Batch, acts []action
 // withdrawRevokes bounds the revokes of one round running at once.
 const withdrawRevokes = 16
 
-// withdrawal is what withdraw records (the decision scenarios fold it too).
+// takenBack is the attempt a withdraw or an unplace takes back.
+func (a action) takenBack() *projection.Attempt {
+	if a.unplace != nil {
+		return a.unplace
+	}
+	return a.withdraw
+}
+
+// takeBackEvent is what withdraw records of an attempt it took back (the
+// decision scenarios fold it too): attempt_withdrawn, or attempt_unplaced.
+func (c *Controller) takeBackEvent(a action) (*event.Event, error) {
+	if a.unplace != nil {
+		return c.unplacement(a.unplace, a.reason, a.unplaced)
+	}
+	return c.withdrawal(a.withdraw, a.reason)
+}
+
+// withdrawal is what withdraw records.
 func (c *Controller) withdrawal(a *projection.Attempt, reason string) (*event.Event, error) {
 	return event.New(drovertype.EventID(event.AttemptWithdrawn, a.ID), event.AttemptWithdrawn, c.now(), a.Flow, a.Task, a.ID, 0,
 		event.AttemptWithdrawnData{Reason: reason})

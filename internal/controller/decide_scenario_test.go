@@ -569,10 +569,8 @@ func (h *decideHarness) decide(t *testing.T, d *datadriven.TestData) string {
 			h.queued[a.job.Attempt] = true
 		case a.stop != nil && carry:
 			writeIndented(&b, h.stop(t, a.stop, a.reason))
-		case a.withdraw != nil && carry:
-			writeIndented(&b, h.withdraw(t, a.withdraw, a.reason))
-		case a.unplace != nil && carry:
-			writeIndented(&b, h.unplace(t, a))
+		case (a.withdraw != nil || a.unplace != nil) && carry:
+			writeIndented(&b, h.takeBack(t, a))
 		}
 	}
 	if d.HasArg("as") {
@@ -603,32 +601,15 @@ func (h *decideHarness) stop(t *testing.T, a *projection.Attempt, reason string)
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// withdraw carries out a withdraw as Controller.withdraw does: an attempt
-// whose claim is not folded is revoked and withdrawn; one a worker holds
-// runs on.
-func (h *decideHarness) withdraw(t *testing.T, a *projection.Attempt, reason string) string {
+// takeBack carries out a withdraw or an unplace as Controller.withdraw
+// does: an attempt whose claim is not folded is revoked and withdrawn or
+// unplaced; one a worker holds runs on.
+func (h *decideHarness) takeBack(t *testing.T, act action) string {
+	a := act.takenBack()
 	if a.State != drovertype.AttemptScheduled {
 		return "held by " + a.Worker + ": it runs on"
 	}
-	ev, err := h.c.withdrawal(a, reason)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	b.WriteString("revoked: " + ev.ID + "\n")
-	writeIndented(&b, h.fold(t, ev))
-	return strings.TrimSuffix(b.String(), "\n")
-}
-
-// unplace carries out an unplace as Controller.withdraw does: an attempt
-// whose claim is not folded is revoked and unplaced; one a worker holds
-// runs on.
-func (h *decideHarness) unplace(t *testing.T, act action) string {
-	a := act.unplace
-	if a.State != drovertype.AttemptScheduled {
-		return "held by " + a.Worker + ": it runs on"
-	}
-	ev, err := h.c.unplacement(a, act.reason, act.unplaced)
+	ev, err := h.c.takeBackEvent(act)
 	if err != nil {
 		t.Fatal(err)
 	}
