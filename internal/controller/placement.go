@@ -46,7 +46,7 @@ type pair struct{ pool, runtime string }
 // paired is what a round found of a pair: the registry's word, and the
 // log's (nil when it says nothing).
 type paired struct {
-	fleet.Serving
+	now fleet.Serving
 	rec *projection.Placement
 }
 
@@ -76,9 +76,9 @@ func (dc *decider) serving(a *projection.Attempt) (*paired, error) {
 	if p := dc.place.pairs[k]; p != nil {
 		return p, nil
 	}
-	p := &paired{Serving: fleet.Place(dc.place.regs, a.Pool, a.Runtime), rec: dc.st.Placements[event.PlacementKey(a.Pool, a.Runtime)]}
+	p := &paired{now: fleet.Place(dc.place.regs, a.Pool, a.Runtime), rec: dc.st.Placements[event.PlacementKey(a.Pool, a.Runtime)]}
 	dc.place.pairs[k] = p
-	return p, dc.placementChanged(p.rec, p.Serving, a)
+	return p, dc.placementChanged(p.rec, p.now, a)
 }
 
 // placementChanged records what the fleet says of a pool's runtime when it
@@ -110,7 +110,7 @@ func (dc *decider) unplaced(t *projection.Task, a *projection.Attempt) (bool, er
 		return false, nil
 	}
 	p, err := dc.serving(a)
-	if err != nil || p.Serving.Serving > 0 {
+	if err != nil || p.now.Serving > 0 {
 		return false, err
 	}
 	rec := p.rec
