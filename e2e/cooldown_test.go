@@ -365,3 +365,92 @@ func budgetFlow(name, repo string, n int, budget int64) string {
 	}
 	return b.String()
 }
+
+// TestCooldownWindow is issue 27's scenario: a provider refuses every
+// request for a window, whichever attempt makes it, and 20 tasks on 2
+// workers × 4 slots, under the default retry policy (3 attempts), meet it.
+// The attempts running when the first limit arrives meet it; the queued
+// ones are withdrawn; half-open probes back off (the fake's 429 asks for
+// 2s, doubled at each probe that meets it) until the window has passed.
+// Probes meet the limit too, and a task's first attempt and two probes
+// used up its 3 attempts: the flow failed RATE_LIMITED though every
+// attempt after the window succeeded. An attempt that meets a rate limit
+// uses none now, and the flow succeeds.
+//
+// The window is 30s from the submission. The first task in order is each
+// probe (its retry is due when the cooldown ends: both wait what the CLI
+// asked), so it meets the limit at about 0, 2, 6, 14 and perhaps 30s: three
+// times by the second probe. cooldown.max 20s shortens only the wait for
+// the probe after the window (40s otherwise).
+func TestCooldownWindow(t *testing.T) {
+	t.Parallel()
+	env := personaEnv(t, map[string]string{"opencode": "opencode"})
+	c := startController(t, append(env, "DROVER_COOLDOWN_MAX=20s")...)
+	c.startFleet(4, []string{"worker-1", "worker-2"}, env...)
+	repo := newRepo(t)
+	end := time.Now().Add(30 * time.Second).Truncate(time.Second)
+	errLine := `{"type":"error","error":{"name":"APIError","data":{"message":"Rate limit reached for requests (mockllm). Please try again in 2s.","statusCode":429,"isRetryable":true,"responseHeaders":{"retry-after":"2"}}}}`
+	var b strings.Builder
+	fmt.Fprintf(&b, "name: window\nrepo: %s\nbase: main\nruntime: opencode\ntasks:\n", repo)
+	for i := range 20 {
+		fmt.Fprintf(&b, "  - id: t%d\n    prompt: |\n      create hello.txt containing hi\n      @before %d @stdout %s\n      @before %d @exit 1\n", i, end.Unix(), errLine, end.Unix())
+	}
+	id := c.submit(b.String())
+	st := c.waitFlow(id, 4*time.Minute, drovertype.FlowSucceeded)
+	evs := c.events(id)
+
+	// The first cooldown, and where each attempt was first claimed.
+	first, claimed := -1, map[string]int{}
+	for i, ev := range evs {
+		switch {
+		case ev.Type == event.CooldownStarted && first < 0:
+			first = i
+		case ev.Type == event.AttemptClaimed:
+			if _, ok := claimed[ev.Attempt]; !ok {
+				claimed[ev.Attempt] = i
+			}
+		}
+	}
+	if first < 0 {
+		t.Fatal("no cooldown_started in the log")
+	}
+	var early, probes, withdrawn int
+	perTask := map[string]int{}
+	for _, a := range attemptsOf(st) {
+		limited := classOf(a) == drovertype.ClassRateLimited
+		if limited {
+			perTask[a.Task]++
+		}
+		at, ran := claimed[a.ID]
+		switch {
+		case a.State == drovertype.AttemptWithdrawn:
+			withdrawn++
+		case limited && ran && at < first:
+			early++ // running when the first limit arrived
+		case len(a.Probe) > 0:
+			if a.ScheduledAt.Before(end) {
+				probes++
+			}
+		case a.ScheduledAt.Before(end) && limited:
+			t.Errorf("attempt %s met the limit in the window, started after the first limit, and was no probe", a.ID)
+		}
+	}
+	most := 0
+	for _, n := range perTask {
+		most = max(most, n)
+	}
+	t.Logf("%d attempts limited before the first limit ended, %d withdrawn, %d probes in the window; a task met the limit %d times",
+		early, withdrawn, probes, most)
+	if early == 0 || early > 8 {
+		t.Errorf("%d attempts met the limit before the first one ended, want 1 to 8 (the slots)", early)
+	}
+	if probes == 0 || probes > 6 {
+		t.Errorf("%d probes during the window, want 1 to 6", probes)
+	}
+	// The case the issue saw: a task whose attempts met the limit more
+	// often than it has attempts, and succeeded.
+	if most < 3 {
+		t.Errorf("no task met the limit 3 times (most: %d): the window did not test what it is for", most)
+	}
+	c.rebuildEqual()
+}

@@ -91,6 +91,7 @@ repo: `+repo+`
 base: main
 runtime: demo
 retry: {initial_backoff: 1s, max_backoff: 2s}
+placement_timeout: 5m
 tasks:
   - id: fallback
     runtime: claude-code
@@ -133,6 +134,8 @@ tasks:
 		{"retry.fallback", "codex", "from", "task"},
 		{"retry.initial_backoff", "1s", "from", "flow"},
 		{"retry.max_attempts", "3", "from", "builtin"},
+		{"retry.rate_limit_wait", "2h0m0s", "from", "builtin"},
+		{"placement_timeout", "5m0s", "from", "flow"},
 	} {
 		if !slices.ContainsFunc(strings.Split(res, "\n"), func(l string) bool { return slices.Equal(strings.Fields(l), want) }) {
 			t.Errorf("runtime resolve lacks %v:\n%s", want, res)

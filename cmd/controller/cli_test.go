@@ -194,7 +194,8 @@ func TestExitCodes(t *testing.T) {
 		{"workers", []string{"workers"}, nil, nil, exitcode.OK, ""},
 		{"rebuild", []string{"rebuild"}, nil, nil, exitcode.OK, ""},
 		{"submit from stdin", []string{"submit", "-"}, nil,
-			strings.NewReader("name: s\nrepo: /r\nruntime: demo\ntasks:\n  - id: a\n    prompt: x\n"), exitcode.OK, ""},
+			strings.NewReader("name: s\nrepo: /r\nruntime: demo\ntasks:\n  - id: a\n    prompt: x\n"), exitcode.OK,
+			"warning: no live worker serves demo in pool default: no worker is live in the pool (needed as the runtime of task a)"},
 		// 2: usage
 		{"unknown command", []string{"nosuch"}, nil, nil, exitcode.Usage, "unknown command"},
 		{"unknown flag", []string{"status", "--bogus"}, nil, nil, exitcode.Usage, "unknown flag"},
@@ -239,6 +240,10 @@ func TestExitCodes(t *testing.T) {
 		{"no controller on NATS", []string{"status", "--nats-url", noController}, nil, nil, exitcode.Unreachable, "no controller is answering"},
 		{"no controller's bucket", []string{"workers", "--nats-url", noController}, nil, nil, exitcode.Unreachable, "bucket not found"},
 		{"no controller's stream", []string{"events", "f", "--nats-url", noController}, nil, nil, exitcode.Unreachable, "stream not found"},
+		// 6: no live worker serves what the flow needs (the test has no workers)
+		{"submit --strict", []string{"submit", "--strict", "-"}, nil,
+			strings.NewReader("name: s\nrepo: /r\nruntime: demo\ntasks:\n  - {id: a, prompt: x, retry: {fallback: [codex]}}\n"), exitcode.NoWorker,
+			"<stdin>: refused (--strict): no live worker serves codex in pool default: no worker is live in the pool (needed as a fallback of task a)"},
 		// 5: busy
 		{"serve on a live data dir", []string{"serve", "--nats-listen", "127.0.0.1:-1"}, nil, nil, exitcode.Busy, "data dir " + c.dir + " is in use by pid"},
 		// 1: failed

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/drover-dev/drover/internal/eventlog/projection"
 
@@ -249,6 +250,11 @@ func printResolution(w io.Writer, res *controller.Resolution) {
 		} else {
 			fmt.Fprintf(tw, "  timeout\tthe runtime's\tfrom config\n")
 		}
+		placement, from := r.Placement(), r.PlacementTimeoutFrom
+		if from == "" {
+			from = policy.LevelBuiltin
+		}
+		fmt.Fprintf(tw, "  placement_timeout\t%s\tfrom %s\n", placement, from)
 		rt := r.Retry
 		for _, f := range []struct{ name, value string }{
 			{"max_attempts", fmt.Sprint(rt.MaxAttempts)},
@@ -258,6 +264,7 @@ func printResolution(w io.Writer, res *controller.Resolution) {
 			{"jitter", fmt.Sprint(rt.Jitter)},
 			{"retry_on", strings.Trim(fmt.Sprint(rt.RetryOn), "[]")},
 			{"fallback", strings.Join(rt.Fallback, " ")},
+			{"rate_limit_wait", rt.LimitWait().String()},
 		} {
 			from := r.RetryFrom[f.name]
 			if from == "" {
@@ -314,6 +321,9 @@ func printTask(w io.Writer, d *controller.FlowDetail, id string) error {
 	}
 	if r := t.Retry; r != nil {
 		fmt.Fprintf(w, "retry: attempt %d on %s (%s) at %s: %s\n", r.N, l(r.Runtime), l(string(r.Strategy)), r.DueAt.Local().Format("15:04:05.000"), l(r.Reason))
+	}
+	if wt := waitOf(d, t); wt != nil {
+		fmt.Fprintf(w, "waits since %s: %s\n", wt.Since.Local().Format(time.DateTime), l(wt.Reason))
 	}
 	if t.ResultBranch != "" {
 		fmt.Fprintf(w, "result: %s @ %s\n", l(t.ResultBranch), l(t.ResultCommit))

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/controller"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
 	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/readlimit"
 	"github.com/drover-dev/drover/internal/termsafe"
@@ -20,7 +21,7 @@ import (
 
 func newSubmit() *cobra.Command {
 	var repo string
-	var watch bool
+	var watch, strict bool
 	cmd := &cobra.Command{
 		Use:   "submit FLOW.yaml|-",
 		Short: "Validate a flow file and submit it",
@@ -28,9 +29,15 @@ func newSubmit() *cobra.Command {
 controller; "-" reads the flow from standard input. A malformed flow is rejected with the
 file, line and field, exit code 2, and nothing is recorded; so is a file larger than 8 MiB
 or one that is not a regular file (a directory, a FIFO, a device). With --watch it follows
-the flow to its end and exits 0 if it succeeded, 1 if not.`,
+the flow to its end and exits 0 if it succeeded, 1 if not.
+
+When no live worker serves a runtime the flow needs (a task's runtime, a fallback, a
+validator) submit warns on stderr, naming the tasks that need it and why the workers that
+list it do not serve it; with --strict it refuses the flow instead (exit 6) and records
+nothing.`,
 		Example: `  controller submit examples/hello.yaml --watch
   controller submit flow.yaml --repo /srv/git/project.git
+  controller submit flow.yaml --strict               # refuse what no live worker can run now
   generate-flow | controller submit -`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -57,13 +64,17 @@ the flow to its end and exits 0 if it succeeded, 1 if not.`,
 			}
 			defer nc.Close()
 			cl := &controller.Client{NC: nc}
-			id, err := cl.Submit(cmd.Context(), spec)
+			resp, err := cl.SubmitFlow(cmd.Context(), controller.SubmitRequest{Spec: *spec, Strict: strict})
 			if err != nil {
 				var apiErr *controller.APIError
-				if errors.As(err, &apiErr) && apiErr.Code == controller.CodeBadRequest {
+				if errors.As(err, &apiErr) && (apiErr.Code == controller.CodeBadRequest || apiErr.Code == controller.CodeNoWorker) {
 					return fmt.Errorf("%s: %w", name, err)
 				}
 				return err
+			}
+			id := resp.Flow
+			for _, w := range resp.Warnings {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", termsafe.Line(w))
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "submitted flow %s (%d tasks)\n", termsafe.Line(id), len(spec.Tasks))
 			if !watch {
@@ -74,6 +85,7 @@ the flow to its end and exits 0 if it succeeded, 1 if not.`,
 	}
 	cmd.Flags().StringVar(&repo, "repo", "", "use this repo URL or path instead of the flow file's")
 	cmd.Flags().BoolVar(&watch, "watch", false, "follow the flow until it ends")
+	cmd.Flags().BoolVar(&strict, "strict", false, "refuse the flow when no live worker serves a runtime it needs (exit 6)")
 	return cmd
 }
 
@@ -165,6 +177,7 @@ func printStatus(out io.Writer, st *controller.StatusResponse) {
 				controller.SpendLine(f.Spend))
 		}
 		printCooldowns(tw, st.Cooldowns)
+		printUnserved(tw, st.Unserved)
 		return
 	}
 	d := st.Detail
@@ -198,7 +211,7 @@ func printStatus(out io.Writer, st *controller.StatusResponse) {
 		if r := t.Retry; r != nil {
 			detail = fmt.Sprintf("retry %d on %s at %s", r.N, r.Runtime, r.DueAt.Local().Format("15:04:05"))
 		}
-		if w := t.Waiting(); w != nil {
+		if w := waitOf(d, t); w != nil {
 			detail = "waits: " + w.Reason
 		}
 		if s := d.TaskSpend[t.ID]; s != nil && s.Budget.Limited() {
@@ -220,6 +233,32 @@ func printStatus(out io.Writer, st *controller.StatusResponse) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", l(a.ID), l(string(a.State)), l(a.Worker), a.Epoch, exit, files, toks)
 	}
 	printCooldowns(tw, st.Cooldowns)
+	printUnserved(tw, st.Unserved)
+}
+
+// waitOf is why a task waits: what the controller says, else (an older
+// controller) the cooldowns the task records; nil when it does not wait.
+func waitOf(d *controller.FlowDetail, t *projection.Task) *controller.WaitStatus {
+	if w := d.Waiting[t.ID]; w != nil {
+		return w
+	}
+	if w := t.Waiting(); w != nil {
+		return &controller.WaitStatus{Reason: w.Reason, Since: w.Since}
+	}
+	return nil
+}
+
+// printUnserved lists the pools' runtimes no live worker serves, for which
+// attempts wait, and why.
+func printUnserved(tw io.Writer, ps []controller.PlacementStatus) {
+	if len(ps) == 0 {
+		return
+	}
+	fmt.Fprintln(tw, "\nNO WORKER\tPOOL\tSINCE\tWHY")
+	for _, p := range ps {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", termsafe.Line(p.Runtime), termsafe.Line(p.Pool), p.Since.Local().Format(time.DateTime),
+			termsafe.Line(oneLine(p.Reason, 300)))
+	}
 }
 
 // printCooldowns lists the cooldowns holding back runtimes, models and

@@ -98,6 +98,7 @@ func TestStatusEscapes(t *testing.T) {
 		"attempt id":              func(d *controller.FlowDetail) { d.Attempts[0].ID = hostile },
 		"attempt state":           func(d *controller.FlowDetail) { d.Attempts[0].State = hostile },
 		"flow state (a forger's)": func(d *controller.FlowDetail) { d.Flow.State = hostile },
+		"why it waits":            func(d *controller.FlowDetail) { d.Waiting = map[string]*controller.WaitStatus{"t": {Reason: hostile}} },
 	} {
 		d := detail()
 		set(d)
@@ -107,8 +108,10 @@ func TestStatusEscapes(t *testing.T) {
 	}
 	var term fakeTerminal
 	printStatus(&term, &controller.StatusResponse{Flows: []controller.FlowSummary{
-		{ID: hostile, State: hostile, Tasks: map[drovertype.TaskState]int{hostile: 1}}}})
+		{ID: hostile, State: hostile, Tasks: map[drovertype.TaskState]int{hostile: 1}}},
+		Unserved: []controller.PlacementStatus{{Runtime: hostile, Pool: hostile, Reason: hostile}}})
 	assertSafe(t, "status", term.String())
+	assertShown(t, "status's unserved runtimes", term.String(), hostileShown[:20])
 }
 
 // TestStatusTaskEscapes: `status --task` shows the prompts the attempts got
@@ -131,6 +134,9 @@ func TestStatusTaskEscapes(t *testing.T) {
 		},
 		"worker": func(d *controller.FlowDetail) { d.Attempts[0].Worker = hostile },
 		"result": func(d *controller.FlowDetail) { d.Tasks[0].ResultBranch, d.Tasks[0].ResultCommit = hostile, hostile },
+		"why it waits": func(d *controller.FlowDetail) {
+			d.Waiting = map[string]*controller.WaitStatus{"t": {Reason: hostile}}
+		},
 	} {
 		d := detail()
 		set(d)
@@ -229,6 +235,9 @@ func TestWatchEscapes(t *testing.T) {
 			d.Tasks[0].State, d.Tasks[0].BlockedBy = drovertype.TaskBlocked, hostile
 		},
 		"task id": func(d *controller.FlowDetail) { d.Tasks[0].ID = hostile },
+		"why it waits": func(d *controller.FlowDetail) {
+			d.Waiting = map[string]*controller.WaitStatus{d.Tasks[0].ID: {Reason: hostile}}
+		},
 		"flow id": func(d *controller.FlowDetail) { d.Flow.ID = hostile },
 	} {
 		d := detail()
@@ -244,7 +253,7 @@ func TestWatchEscapes(t *testing.T) {
 		if name == "flow id" {
 			continue // not in the task line
 		}
-		assertSafe(t, "watch line: "+name, taskLine(d.Tasks[0], attempts[d.Tasks[0].Attempt])+" "+termsafeLineOf(d.Tasks[0].ID))
+		assertSafe(t, "watch line: "+name, taskLine(d.Tasks[0], attempts[d.Tasks[0].Attempt], waitOf(d, d.Tasks[0]))+" "+termsafeLineOf(d.Tasks[0].ID))
 	}
 }
 

@@ -96,7 +96,8 @@ func watchFlowAs(ctx context.Context, cl *controller.Client, id string, w io.Wri
 			tty.draw(d, attempts)
 		} else {
 			for _, task := range d.Tasks {
-				line := taskLine(task, attempts[task.Attempt])
+				wait := waitOf(d, task)
+				line := taskLine(task, attempts[task.Attempt], wait)
 				if seen[task.ID] == line {
 					continue
 				}
@@ -108,6 +109,9 @@ func watchFlowAs(ctx context.Context, cl *controller.Client, id string, w io.Wri
 					}
 					if task.State == drovertype.TaskBlocked {
 						c.Detail = "blocked by " + task.BlockedBy
+					}
+					if wait != nil {
+						c.Detail = "waits: " + wait.Reason
 					}
 					b, _ := json.Marshal(c)
 					fmt.Fprintf(w, "%s\n", b)
@@ -138,12 +142,12 @@ func watchFlowAs(ctx context.Context, cl *controller.Client, id string, w io.Wri
 }
 
 // taskLine is a task's state in one line, for the plain output, escaped:
-// worker names and error messages come from outside.
-func taskLine(task *projection.Task, a *projection.Attempt) string {
-	return termsafe.Line(rawTaskLine(task, a))
+// worker names, error messages and why it waits come from outside.
+func taskLine(task *projection.Task, a *projection.Attempt, wait *controller.WaitStatus) string {
+	return termsafe.Line(rawTaskLine(task, a, wait))
 }
 
-func rawTaskLine(task *projection.Task, a *projection.Attempt) string {
+func rawTaskLine(task *projection.Task, a *projection.Attempt, wait *controller.WaitStatus) string {
 	line := string(task.State)
 	if a != nil && !task.State.Terminal() {
 		line += fmt.Sprintf(" (attempt %d", a.N)
@@ -160,6 +164,9 @@ func rawTaskLine(task *projection.Task, a *projection.Attempt) string {
 	}
 	if task.State == drovertype.TaskBlocked {
 		line += " by " + task.BlockedBy
+	}
+	if wait != nil && !task.State.Terminal() {
+		line += ": waits: " + wait.Reason
 	}
 	return line
 }
@@ -209,6 +216,8 @@ func (v *ttyView) draw(d *controller.FlowDetail, attempts map[string]*projection
 			detail = t.Error.Message
 		case t.BlockedBy != "":
 			detail = "blocked by " + t.BlockedBy
+		case waitOf(d, t) != nil:
+			detail = "waits: " + waitOf(d, t).Reason
 		case t.Retry != nil:
 			detail = fmt.Sprintf("retry %d at %s", t.Retry.N, t.Retry.DueAt.Local().Format("15:04:05"))
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // attemptEnv is the environment Drover gives attempt n of a task.
@@ -46,6 +47,7 @@ func TestParseAttemptConditions(t *testing.T) {
 		"  @after-attempt 2 @stdout a  b ":    {{"stdout", "a  b ", attemptCond{n: 2, after: true}}},
 		"@on-attempt 3\t@exit 4":              {{"exit", "", attemptCond{n: 3}}},
 		"@write a.txt x\n@on-attempt 2 @hang": {{"write", "x", attemptCond{}}, {"hang", "", attemptCond{n: 2}}},
+		"@before 1700000000 @exit 1":          {{"exit", "", attemptCond{before: 1700000000}}},
 		// Quoted feedback is not a directive, conditional or not.
 		"> @on-attempt 1 @exit 1\n> @write x.txt y": nil,
 	} {
@@ -63,19 +65,25 @@ func TestParseAttemptConditions(t *testing.T) {
 		}
 	}
 	for prompt, wantErr := range map[string]string{
-		"@on-attempt":                          "want an attempt number",
-		"@on-attempt 0 @exit 1":                "want an attempt number N >= 1",
-		"@after-attempt -1 @exit 1":            "want an attempt number N >= 1",
-		"@on-attempt x @exit 1":                "want an attempt number",
-		"@on-attempt 1":                        "want a directive after 1",
-		"@on-attempt 1 exit 1":                 `want a directive after 1, such as @case fail-429, got "exit 1"`,
-		"@on-attempt 1 @on-attempt 2 @exit 1":  "line 1: @on-attempt: @on-attempt cannot be nested",
-		"@after-attempt 1 @on-attempt 2 @hang": "line 1: @after-attempt: @on-attempt cannot be nested",
-		"@on-attempt 1 @after-attempt 2 @hang": "@after-attempt cannot be nested",
-		"x\n@on-attempt 2 @bogus":              "unknown directive @bogus",
-		"@on-attempt 2 @write ../x y":          "line 1: @write: ../x: path escapes the working directory",
-		"@after-attempt 9 @exit 256":           "want an exit code 0-255",
-		"@on-attempt 2 @hang now":              "@hang: takes no arguments",
+		"@on-attempt":                            "want an attempt number",
+		"@on-attempt 0 @exit 1":                  "want an attempt number N >= 1",
+		"@after-attempt -1 @exit 1":              "want an attempt number N >= 1",
+		"@on-attempt x @exit 1":                  "want an attempt number",
+		"@on-attempt 1":                          "want a directive after 1",
+		"@on-attempt 1 exit 1":                   `want a directive after 1, such as @case fail-429, got "exit 1"`,
+		"@on-attempt 1 @on-attempt 2 @exit 1":    "line 1: @on-attempt: @on-attempt cannot be nested",
+		"@after-attempt 1 @on-attempt 2 @hang":   "line 1: @after-attempt: @on-attempt cannot be nested",
+		"@on-attempt 1 @after-attempt 2 @hang":   "@after-attempt cannot be nested",
+		"x\n@on-attempt 2 @bogus":                "unknown directive @bogus",
+		"@on-attempt 2 @write ../x y":            "line 1: @write: ../x: path escapes the working directory",
+		"@after-attempt 9 @exit 256":             "want an exit code 0-255",
+		"@on-attempt 2 @hang now":                "@hang: takes no arguments",
+		"@before tomorrow @exit 1":               "@before: want a time in Unix seconds and a directive",
+		"@before 0 @exit 1":                      "want a time in Unix seconds",
+		"@before 1700000000":                     "want a directive after 1700000000",
+		"@before 1700000000 @on-attempt 1 @hang": "@before: @on-attempt cannot be nested",
+		"@on-attempt 1 @before 1700000000 @hang": "@on-attempt: @before cannot be nested",
+		"@on-attempt 9999999999 @hang":           "want an attempt number",
 	} {
 		if _, err := parse(prompt); err == nil || !strings.Contains(err.Error(), wantErr) {
 			t.Errorf("parse(%q) = %v, want an error containing %q", prompt, err, wantErr)
@@ -96,11 +104,41 @@ func TestForAttempt(t *testing.T) {
 		9: {"always", "retry", "late"},
 	} {
 		var got []string
-		for _, d := range forAttempt(ds, attempt) {
+		for _, d := range forAttempt(ds, attempt, time.Now()) {
 			got = append(got, d.text)
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("attempt %d: %q, want %q", attempt, got, want)
+		}
+	}
+}
+
+// TestBefore: @before runs a directive only while the clock is before a
+// time, on every attempt: a window of rate limits that every attempt
+// meets until it ends, whatever its number.
+func TestBefore(t *testing.T) {
+	t.Parallel()
+	ds, err := parse("@stdout always\n@before 1700000000 @stdout limited\n@on-attempt 2 @stdout second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := time.Unix(1700000000, 0)
+	for _, tc := range []struct {
+		attempt int
+		now     time.Time
+		want    []string
+	}{
+		{1, end.Add(-time.Second), []string{"always", "limited"}},
+		{2, end.Add(-time.Second), []string{"always", "limited", "second"}},
+		{1, end, []string{"always"}},
+		{2, end.Add(time.Hour), []string{"always", "second"}},
+	} {
+		var got []string
+		for _, d := range forAttempt(ds, tc.attempt, tc.now) {
+			got = append(got, d.text)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("attempt %d at %s: %q, want %q", tc.attempt, tc.now, got, tc.want)
 		}
 	}
 }

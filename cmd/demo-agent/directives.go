@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -35,15 +36,19 @@ type directive struct {
 }
 
 // attemptCond limits a directive to some attempts of a task: attempt n
-// (@on-attempt n), or every attempt after n (@after-attempt n). The zero
-// value means every attempt.
+// (@on-attempt n), every attempt after n (@after-attempt n), or those that
+// run before a time (@before UNIX, a provider's window of rate limits
+// shared by every attempt). The zero value means every attempt.
 type attemptCond struct {
-	n     int
-	after bool
+	n      int
+	after  bool
+	before int64 // Unix seconds; 0: any time
 }
 
-func (c attemptCond) applies(attempt int) bool {
+func (c attemptCond) applies(attempt int, now time.Time) bool {
 	switch {
+	case c.before != 0:
+		return now.Unix() < c.before
 	case c.n == 0:
 		return true
 	case c.after:
@@ -67,11 +72,12 @@ func attemptNumber(id string) int {
 	return n
 }
 
-// forAttempt returns the directives that apply to the given attempt.
-func forAttempt(ds []directive, attempt int) []directive {
+// forAttempt returns the directives that apply to the given attempt, run
+// now.
+func forAttempt(ds []directive, attempt int, now time.Time) []directive {
 	var out []directive
 	for _, d := range ds {
-		if d.when.applies(attempt) {
+		if d.when.applies(attempt, now) {
 			out = append(out, d)
 		}
 	}
@@ -183,17 +189,20 @@ func parseDirective(line int, name, rest string) (directive, error) {
 		if arg != "" {
 			return bad("takes no arguments")
 		}
-	case "on-attempt", "after-attempt":
+	case "on-attempt", "after-attempt", "before":
 		num, inner := cutSpace(rest)
-		n, err := strconv.Atoi(num)
-		if err != nil || n < 1 || strings.HasPrefix(num, "+") {
+		n, err := strconv.ParseInt(num, 10, 64)
+		if err != nil || n < 1 || strings.HasPrefix(num, "+") || name != "before" && n > math.MaxInt32 {
+			if name == "before" {
+				return bad("want a time in Unix seconds and a directive, got %q", arg)
+			}
 			return bad("want an attempt number N >= 1 and a directive, got %q", arg)
 		}
 		if !strings.HasPrefix(inner, "@") {
 			return bad("want a directive after %d, such as @case fail-429, got %q", n, strings.TrimSpace(inner))
 		}
 		innerName, innerRest := cutSpace(inner[1:])
-		if innerName == "on-attempt" || innerName == "after-attempt" {
+		if innerName == "on-attempt" || innerName == "after-attempt" || innerName == "before" {
 			return bad("@%s cannot be nested", innerName)
 		}
 		// Checked now even when it is for another attempt: a typo fails
@@ -202,7 +211,12 @@ func parseDirective(line int, name, rest string) (directive, error) {
 		if err != nil {
 			return directive{}, err
 		}
-		nested.when = attemptCond{n: n, after: name == "after-attempt"}
+		switch name {
+		case "before":
+			nested.when = attemptCond{before: n}
+		default:
+			nested.when = attemptCond{n: int(n), after: name == "after-attempt"}
+		}
 		return nested, nil
 	default:
 		return directive{}, usagef("unknown directive @%s", name)

@@ -177,7 +177,7 @@ func (a *agent) run(prompt, model string) int {
 			return a.finish(exitFailed, "writing DEMO.md: "+err.Error())
 		}
 	}
-	return a.finish(a.perform(forAttempt(ds, a.attempt)))
+	return a.finish(a.perform(forAttempt(ds, a.attempt, time.Now())))
 }
 
 // perform runs the directives in order. It returns the exit code and, for

@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // persona is one CLI's headless command line.
@@ -338,7 +339,7 @@ func runPersona(name string, args []string, stdin io.Reader, stdout, stderr io.W
 			}
 		}
 	}
-	ds, caseName, err := withCase(forAttempt(ds, attemptNumber(os.Getenv("DROVER_ATTEMPT_ID"))))
+	ds, caseName, err := withCase(forAttempt(ds, attemptNumber(os.Getenv("DROVER_ATTEMPT_ID")), time.Now()))
 	if err != nil {
 		return fail(exitUsage, err)
 	}

@@ -135,6 +135,9 @@ type Project struct {
 	Review *bool `mapstructure:"review"`
 	// Timeout of one attempt; 0 inherits.
 	Timeout time.Duration `mapstructure:"timeout"`
+	// PlacementTimeout is how long an attempt may wait while no live
+	// worker serves its runtime; 0 inherits.
+	PlacementTimeout time.Duration `mapstructure:"placement_timeout"`
 	// MaxParallel bounds each flow's attempts at once; 0 inherits.
 	MaxParallel int `mapstructure:"max_parallel"`
 	// Retry is the project's retry policy; unset fields inherit.
@@ -154,6 +157,9 @@ type Retry struct {
 	Jitter   *float64                `mapstructure:"jitter"`
 	RetryOn  []drovertype.ErrorClass `mapstructure:"retry_on"`
 	Fallback []string                `mapstructure:"fallback"`
+	// RateLimitWait is how long a task may wait out rate limits before it
+	// fails RATE_LIMITED.
+	RateLimitWait time.Duration `mapstructure:"rate_limit_wait"`
 }
 
 // Spec returns r as a flow-level retry spec, with unset fields nil.
@@ -173,8 +179,12 @@ func (r Retry) Spec() *flow.RetrySpec {
 		d := flow.Duration(r.MaxBackoff)
 		s.MaxBackoff = &d
 	}
+	if r.RateLimitWait != 0 {
+		d := flow.Duration(r.RateLimitWait)
+		s.RateLimitWait = &d
+	}
 	if s.MaxAttempts == nil && s.InitialBackoff == nil && s.Coefficient == nil && s.MaxBackoff == nil &&
-		s.Jitter == nil && len(s.RetryOn) == 0 && len(s.Fallback) == 0 {
+		s.Jitter == nil && len(s.RetryOn) == 0 && len(s.Fallback) == 0 && s.RateLimitWait == nil {
 		return nil
 	}
 	return s
@@ -280,6 +290,11 @@ type Defaults struct {
 	Runtime string `mapstructure:"runtime"`
 	// Timeout of one attempt's CLI run. Defaults to 30m.
 	Timeout time.Duration `mapstructure:"timeout"`
+	// PlacementTimeout is how long an attempt may wait while no live
+	// worker serves its runtime in its pool before it ends NO_WORKER
+	// (docs/flows.md#placement): 1s..720h, or 0 for the built-in 10m.
+	// Defaults to 0.
+	PlacementTimeout time.Duration `mapstructure:"placement_timeout"`
 	// Pool jobs are queued for. Defaults to "default".
 	Pool string `mapstructure:"pool"`
 	// Validator is the runtime that reviews tasks when a flow asks for a
@@ -479,6 +494,8 @@ func defaults() map[string]any {
 		"defaults.retry.initial_backoff": time.Duration(0),
 		"defaults.retry.coefficient":     0.0,
 		"defaults.retry.max_backoff":     time.Duration(0),
+		"defaults.retry.rate_limit_wait": time.Duration(0),
+		"defaults.placement_timeout":     time.Duration(0),
 		"controller.max_parallel":        0,
 		"controller.gc_percent":          50,
 		"http.listen":                    "",
@@ -824,6 +841,15 @@ func (c *Config) validateDefaults(p *problems) {
 	if d.MaxParallel < 0 || d.MaxParallel > MaxFlowParallel {
 		p.add("defaults.max_parallel", "must be 0..%d (got %d)", MaxFlowParallel, d.MaxParallel)
 	}
+	checkWait(p, "defaults.placement_timeout", d.PlacementTimeout)
+}
+
+// checkWait checks a wait a flow may also set (placement_timeout,
+// retry.rate_limit_wait): 0 inherits, else as a flow's.
+func checkWait(p *problems, key string, d time.Duration) {
+	if d != 0 && (d < time.Second || d > time.Duration(flow.MaxWait)) {
+		p.add(key, "must be 1s..%s, or 0 to inherit (got %s)", flow.MaxWait, d)
+	}
 }
 
 // checkRuntime checks that name, when set, is a configured runtime.
@@ -857,6 +883,7 @@ func (c *Config) validateProjects(p *problems) {
 		if pr.MaxParallel < 0 || pr.MaxParallel > MaxFlowParallel {
 			p.add(key+".max_parallel", "must be 0..%d (got %d)", MaxFlowParallel, pr.MaxParallel)
 		}
+		checkWait(p, key+".placement_timeout", pr.PlacementTimeout)
 		if len(pr.Args) > flow.MaxArgs {
 			p.add(key+".args", "%d arguments; the limit is %d", len(pr.Args), flow.MaxArgs)
 		}
@@ -1005,6 +1032,7 @@ func (c *Config) validateRetry(key string, r Retry, p *problems) {
 	if r.Jitter != nil && !(*r.Jitter >= 0 && *r.Jitter <= 1) {
 		p.add(key+".jitter", "must be 0..1 (got %g)", *r.Jitter)
 	}
+	checkWait(p, key+".rate_limit_wait", r.RateLimitWait)
 	if len(r.RetryOn) > flow.MaxRetryOn {
 		p.add(key+".retry_on", "%d classes; the limit is %d", len(r.RetryOn), flow.MaxRetryOn)
 	}

@@ -296,30 +296,35 @@ func budgetEnded(t *projection.Task) bool {
 	return t.State == drovertype.TaskFailed && t.Error != nil && t.Error.Class == drovertype.ClassBudgetExceeded
 }
 
-// waitText says why a task ready to start does not, "" when it does not
-// wait: the cooldowns in its way and until when.
-func waitText(t *projection.Task) (text, why string) {
-	w := t.Waiting()
-	if w == nil {
-		return "", ""
+// waitText says why a task does not run, "" when it does not wait: the
+// cooldowns in its way and until when, or the pool's runtime that no live
+// worker serves for its queued attempt. why is the whole reason, since
+// when it began.
+func waitText(st *projection.State, t *projection.Task) (text, why string, since time.Time) {
+	if w := t.Waiting(); w != nil {
+		text = "waiting for " + strings.Join(w.Cooldowns, ", ")
+		if !w.Until.IsZero() {
+			text += " until " + clock(w.Until)
+		} else {
+			text += " (awaiting a probe)"
+		}
+		return oneLine(text, 300), w.Reason, w.Since
 	}
-	text = "waiting for " + strings.Join(w.Cooldowns, ", ")
-	if !w.Until.IsZero() {
-		text += " until " + clock(w.Until)
-	} else {
-		text += " (awaiting a probe)"
+	if p := st.Unplaced(t); p != nil {
+		why, since := st.WaitWhy(t)
+		return oneLine("waiting for a worker: none serves "+p.Runtime+" in pool "+p.Pool, 300), why, since
 	}
-	return oneLine(text, 300), w.Reason
+	return "", "", time.Time{}
 }
 
 // waitCell is a task page's Waiting field.
-func waitCell(t *projection.Task) cell {
-	text, why := waitText(t)
+func waitCell(st *projection.State, t *projection.Task) cell {
+	text, why, since := waitText(st, t)
 	if text == "" {
 		return cell{Text: "—"}
 	}
 	if why != "" {
 		text += ": " + oneLine(why, 500)
 	}
-	return cell{Text: text, Class: "waiting", Title: "since " + t.Wait.Since.UTC().Format(time.RFC3339)}
+	return cell{Text: text, Class: "waiting", Title: "since " + since.UTC().Format(time.RFC3339)}
 }

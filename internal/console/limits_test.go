@@ -192,6 +192,28 @@ func TestLimitsPages(t *testing.T) {
 	if _, body = get(t, cl, srv.URL+"/ui/flows/"+flowID+"/tasks/f"); strings.Contains(body, "waiting for") {
 		t.Error("a task that started still says it waits")
 	}
+	// c's queued attempt waits for a worker serving its runtime: it says
+	// so, with why, until one serves it.
+	c1 := drovertype.AttemptID(flowID, "c", 1)
+	const why = `no live worker serves demo in pool default: 2 workers: adapter: demo: binary "demo-agent" not found in PATH`
+	placed := func(seq, serving int, reason string) {
+		w.fold(w.evID(fmt.Sprintf("%s:%d", c1, seq), event.PlacementChanged, flowID, "c", c1, event.PlacementChangedData{
+			Pool: "default", Runtime: "demo", Seq: seq, Live: 2, Serving: serving, Reason: reason}))
+	}
+	placed(1, 0, why)
+	_, body = get(t, cl, srv.URL+"/ui/flows/"+flowID+"?task=c")
+	if !strings.Contains(body, `<span>scheduled, waiting for a worker: none serves demo in pool default</span>`) ||
+		!strings.Contains(body, `binary &#34;demo-agent&#34; not found in PATH`) {
+		t.Errorf("flow page: the task waiting for a worker does not say why:\n%s", body)
+	}
+	_, body = get(t, cl, srv.URL+"/ui/flows/"+flowID+"/tasks/c")
+	if !strings.Contains(body, "waiting for a worker: none serves demo in pool default: no live worker serves demo in pool default: 2 workers") {
+		t.Errorf("task page: no wait for a worker:\n%s", body)
+	}
+	placed(2, 1, "")
+	if _, body = get(t, cl, srv.URL+"/ui/flows/"+flowID+"/tasks/c"); strings.Contains(body, "waiting for") {
+		t.Error("a task whose runtime a worker serves again still says it waits")
+	}
 }
 
 // budgetWorld has a flow whose budget ended a task, one that reached its

@@ -267,7 +267,7 @@ type planView struct {
 
 func taskFields(st *projection.State, t *projection.Task) map[string]cell {
 	f := map[string]cell{"state": {Text: string(t.State), Class: "state st-" + string(t.State)},
-		"wait": waitCell(t), "spend": spendCell(t.Spend), "budget": budgetCell(t.Budget, t.Spend, 0)}
+		"wait": waitCell(st, t), "spend": spendCell(t.Spend), "budget": budgetCell(t.Budget, t.Spend, 0)}
 	if !t.Budget.Limited() {
 		f["budget"] = cell{Text: "none of its own: its flow's applies"}
 	}

@@ -277,7 +277,7 @@ func taskRow(st *projection.State, t *projection.Task, index int, now time.Time)
 		stateText += " by " + t.BlockedBy
 	}
 	state := cell{Text: stateText, Class: "state st-" + string(t.State)}
-	if wait, why := waitText(t); wait != "" {
+	if wait, why, _ := waitText(st, t); wait != "" {
 		state.Text, state.Title = string(t.State)+", "+wait, why
 	}
 	return row{Key: t.ID, Index: index, Cells: []cell{

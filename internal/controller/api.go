@@ -36,11 +36,16 @@ const (
 // SubmitRequest asks the controller to accept a flow.
 type SubmitRequest struct {
 	Spec flow.Spec `json:"spec"`
+	// Strict refuses the flow (CodeNoWorker) when no live worker serves
+	// a runtime it needs, rather than accepting it with a warning.
+	Strict bool `json:"strict,omitempty"`
 }
 
-// SubmitResponse names the accepted flow.
+// SubmitResponse names the accepted flow, and warns of what it needs that
+// no live worker serves now (placement.go).
 type SubmitResponse struct {
-	Flow string `json:"flow"`
+	Flow     string   `json:"flow"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // StatusRequest asks for one flow, or a summary of all when Flow is empty.
@@ -69,6 +74,9 @@ type FlowDetail struct {
 	// that has spent anything or has a budget (limitsapi.go).
 	Spend     *SpendStatus            `json:"spend,omitempty"`
 	TaskSpend map[string]*SpendStatus `json:"task_spend,omitempty"`
+	// Waiting says why each task that waits does, by task id: a cooldown
+	// in its way, or no live worker serving its runtime (placement.go).
+	Waiting map[string]*WaitStatus `json:"waiting,omitempty"`
 }
 
 // StatusResponse answers a StatusRequest.
@@ -80,6 +88,9 @@ type StatusResponse struct {
 	// Cooldowns are the limits holding back runtimes, models and
 	// credentials fleet-wide now (limitsapi.go).
 	Cooldowns []CooldownStatus `json:"cooldowns,omitempty"`
+	// Unserved are the pools' runtimes no live worker serves, with why,
+	// for which an attempt was queued (placement.go).
+	Unserved []PlacementStatus `json:"unserved,omitempty"`
 }
 
 // RebuildResponse reports whether replaying the stream gives the live state.
@@ -98,6 +109,9 @@ const (
 	CodeBadRequest = "400"
 	CodeNotFound   = "404"
 	CodeInternal   = "500"
+	// CodeNoWorker refuses a strict submission some runtime of which no
+	// live worker serves: the flow is valid, the fleet cannot run it now.
+	CodeNoWorker = "412"
 )
 
 // ServeAPI registers the operator API on nc. Stop the returned service to
@@ -139,7 +153,7 @@ func (c *Controller) handleSubmit(ctx context.Context, r micro.Request, known fu
 		c.refuse(r, "submit", err)
 		return
 	}
-	spec, err := decodeSubmit(body, c.flowOptions(known))
+	spec, strict, err := decodeSubmit(body, c.flowOptions(known))
 	if err != nil {
 		c.refuse(r, "submit", err)
 		return
@@ -147,6 +161,11 @@ func (c *Controller) handleSubmit(ctx context.Context, r micro.Request, known fu
 	data, err := Accept(c.cfg, spec)
 	if err != nil {
 		c.refuse(r, "submit", &requestError{msg: err.Error()})
+		return
+	}
+	warnings := c.unservedNeeds(spec, data.Plan)
+	if strict && len(warnings) > 0 {
+		_ = r.Error(CodeNoWorker, "refused (--strict): "+strings.Join(warnings, "\n"), nil)
 		return
 	}
 	id := newFlowID(spec.Name)
@@ -167,8 +186,8 @@ func (c *Controller) handleSubmit(ctx context.Context, r micro.Request, known fu
 		_ = r.Error(CodeInternal, err.Error(), nil)
 		return
 	}
-	c.log.Info("flow submitted", "flow", id, "tasks", len(spec.Tasks), "events", len(evs))
-	c.respondJSON(ctx, r, SubmitResponse{Flow: id})
+	c.log.Info("flow submitted", "flow", id, "tasks", len(spec.Tasks), "events", len(evs), "warnings", len(warnings))
+	c.respondJSON(ctx, r, SubmitResponse{Flow: id, Warnings: warnings})
 }
 
 // flowOptions are the controller's rules for a flow's runtimes and
@@ -240,6 +259,7 @@ func (c *Controller) handleStatus(ctx context.Context, r micro.Request) {
 	c.store.Read(func(st *projection.State) {
 		resp.Poisons = st.PoisonCount
 		resp.Cooldowns = cooldowns(st, c.now())
+		resp.Unserved = placements(st)
 		if req.Flow == "" {
 			for _, f := range st.Flows {
 				s := FlowSummary{ID: f.ID, Name: f.Spec.Name, State: f.State, Tasks: map[drovertype.TaskState]int{},
@@ -262,7 +282,9 @@ func (c *Controller) handleStatus(ctx context.Context, r micro.Request) {
 			return
 		}
 		d := &FlowDetail{Flow: clone(f), Spend: spendStatus(c.cfg, "the flow's", f.Budget, f.Spend)}
-		for _, t := range st.FlowTasks(f) {
+		tasks := st.FlowTasks(f)
+		d.Waiting = waits(st, tasks)
+		for _, t := range tasks {
 			d.Tasks = append(d.Tasks, clone(t))
 			if s := spendStatus(c.cfg, "the task's", t.Budget, t.Spend); s != nil {
 				if d.TaskSpend == nil {
@@ -436,12 +458,19 @@ func (cl *Client) call(ctx context.Context, subject string, req, resp any) error
 // Submit sends a flow. The controller validates it again, against its own
 // runtimes and projects.
 func (cl *Client) Submit(ctx context.Context, spec *flow.Spec) (string, error) {
-	if err := spec.Validate(flow.Options{Complete: true, RuntimesResolved: true}); err != nil {
-		return "", refusedHere(err)
-	}
-	var resp SubmitResponse
-	err := cl.call(ctx, SubjectSubmit, SubmitRequest{Spec: *spec}, &resp)
+	resp, err := cl.SubmitFlow(ctx, SubmitRequest{Spec: *spec})
 	return resp.Flow, err
+}
+
+// SubmitFlow submits a flow and returns the controller's answer, with its
+// warnings.
+func (cl *Client) SubmitFlow(ctx context.Context, req SubmitRequest) (*SubmitResponse, error) {
+	var resp SubmitResponse
+	if err := req.Spec.Validate(flow.Options{Complete: true, RuntimesResolved: true}); err != nil {
+		return &resp, refusedHere(err)
+	}
+	err := cl.call(ctx, SubjectSubmit, req, &resp)
+	return &resp, err
 }
 
 // Status asks for one flow or all.

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/fleet"
 	"github.com/drover-dev/drover/internal/queue"
 )
 
@@ -26,6 +27,9 @@ type Controller struct {
 	now   func() time.Time
 	// claims revokes attempts of cancelled tasks (set by Run).
 	claims *queue.Claims
+	// fleet is the worker registry as fleetLoop follows it: the live
+	// workers, for the placement decisions and submit's warnings.
+	fleet *fleet.View
 
 	kick chan struct{}
 
@@ -56,6 +60,7 @@ func New(cfg *config.Config, js jetstream.JetStream, store *store.Store, log *sl
 	c := &Controller{
 		cfg: cfg, js: js, store: store, log: log, now: time.Now,
 		kick: make(chan struct{}, 1), published: publishedJobs{jobs: map[string]uint64{}},
+		fleet: fleet.NewView(),
 	}
 	c.events = c.orderedEvents
 	c.folded = sync.NewCond(&c.mu)
@@ -81,7 +86,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer cancel(nil)
 	var wg sync.WaitGroup
 	errc := make(chan error, 2)
-	wg.Add(3)
+	wg.Add(4)
 	go func() {
 		defer wg.Done()
 		if err := c.foldLoop(ctx); err != nil {
@@ -96,6 +101,10 @@ func (c *Controller) Run(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		newLeaseMonitor(c).run(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		c.fleetLoop(ctx)
 	}()
 	<-ctx.Done()
 	// Wake anyone waiting for a fold.

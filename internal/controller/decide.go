@@ -24,7 +24,11 @@ type action struct {
 	job      *queue.Job
 	stop     *projection.Attempt
 	withdraw *projection.Attempt
-	reason   string // why a stop or withdraw, for the event it records
+	// unplace is a queued attempt no worker took for its placement
+	// timeout, taken back as a withdraw is; unplaced is what its event says.
+	unplace  *projection.Attempt
+	unplaced event.AttemptUnplacedData
+	reason   string // why a stop, withdraw or unplace, for the event it records
 }
 
 // decide computes every action the folded state calls for and carries them
@@ -58,7 +62,7 @@ func (c *Controller) decide(ctx context.Context) (time.Duration, error) {
 			if err := c.stop(ctx, a.stop, a.reason); err != nil {
 				errs = append(errs, err)
 			}
-		case a.withdraw != nil:
+		case a.withdraw != nil, a.unplace != nil:
 			withdraws = append(withdraws, a)
 		}
 	}
@@ -99,8 +103,9 @@ func (c *Controller) abandonment(a *projection.Attempt, reason string) (*event.E
 }
 
 // withdraw takes back queued attempts before any worker runs them: each
-// claim is revoked, so no worker ever will, and attempt_withdrawn, added to
-// the round's batch, records it. One a worker already holds runs on (it
+// claim is revoked, so no worker ever will, and attempt_withdrawn (or, for
+// one no worker took in time, attempt_unplaced), added to the round's
+// batch, records it. One a worker already holds runs on (it
 // was running when the reason arose). A cooldown withdraws every attempt
 // queued on its runtime at once, while workers that have not met the limit
 // yet may be pulling them: the revokes run side by side, withdrawRevokes at
@@ -118,11 +123,11 @@ func (c *Controller) withdraw(ctx context.Context, b *queue.Batch, acts []action
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			err := c.claims.Revoke(ctx, a.withdraw.ID)
+			err := c.claims.Revoke(ctx, a.takenBack().ID)
 			var ev *event.Event
 			switch {
 			case err == nil:
-				ev, err = c.withdrawal(a.withdraw, a.reason)
+				ev, err = c.takeBackEvent(a)
 			case errors.Is(err, queue.ErrHeld):
 				err = nil
 			}
@@ -146,7 +151,24 @@ func (c *Controller) withdraw(ctx context.Context, b *queue.Batch, acts []action
 // withdrawRevokes bounds the revokes of one round running at once.
 const withdrawRevokes = 16
 
-// withdrawal is what withdraw records (the decision scenarios fold it too).
+// takenBack is the attempt a withdraw or an unplace takes back.
+func (a action) takenBack() *projection.Attempt {
+	if a.unplace != nil {
+		return a.unplace
+	}
+	return a.withdraw
+}
+
+// takeBackEvent is what withdraw records of an attempt it took back (the
+// decision scenarios fold it too): attempt_withdrawn, or attempt_unplaced.
+func (c *Controller) takeBackEvent(a action) (*event.Event, error) {
+	if a.unplace != nil {
+		return c.unplacement(a.unplace, a.reason, a.unplaced)
+	}
+	return c.withdrawal(a.withdraw, a.reason)
+}
+
+// withdrawal is what withdraw records.
 func (c *Controller) withdrawal(a *projection.Attempt, reason string) (*event.Event, error) {
 	return event.New(drovertype.EventID(event.AttemptWithdrawn, a.ID), event.AttemptWithdrawn, c.now(), a.Flow, a.Task, a.ID, 0,
 		event.AttemptWithdrawnData{Reason: reason})
@@ -161,12 +183,14 @@ type decider struct {
 	live  int // attempts scheduled or running, across flows
 	flows []runningFlow
 	cool  *cooling // the cooldowns, as the round has decided them so far
+	place *placing // the registry's live workers, and what the round asked of them
 }
 
 // decisions is the decision function: folded state in, actions out. It reads the
 // clock to stamp the events it creates and to see which retries are due.
 func (c *Controller) decisions(st *projection.State) ([]action, error) {
 	dc := &decider{c: c, st: st, now: c.now()}
+	dc.place = newPlacing(c, dc.now)
 	c.published.begin()
 	var flows []runningFlow
 	for _, f := range st.Flows {
@@ -195,6 +219,9 @@ func (c *Controller) decisions(st *projection.State) ([]action, error) {
 		if err := dc.flow(r); err != nil {
 			return nil, err
 		}
+	}
+	if err := dc.servedAgain(); err != nil {
+		return nil, err
 	}
 	c.published.forgetUnseen()
 	return dc.out, nil
@@ -351,6 +378,9 @@ func (dc *decider) task(f *projection.Flow, t *projection.Task, flowLive *int) e
 				dc.out = append(dc.out, action{withdraw: at, reason: h.reason})
 				return nil
 			}
+			if out, err := dc.unplaced(t, at); out || err != nil {
+				return err
+			}
 			if !dc.published(at.ID) {
 				dc.out = append(dc.out, action{job: dc.c.job(f, t, at)})
 			}
@@ -382,8 +412,9 @@ func (dc *decider) recover(f *projection.Flow, t *projection.Task, a *projection
 	if at.IsZero() {
 		at = a.ScheduledAt
 	}
+	run := dc.attemptRun(f, t)
 	d := policy.Decide(plan.Retry, plan.Worker.Name, plan.Worker.Model, policy.Failure{
-		Class: e.Class, Attempts: t.Attempts - t.RetryBase - dc.withdrawn(f, t), Runtime: a.Runtime, Model: a.Model,
+		Class: e.Class, Attempts: run.counted, LimitedSince: run.limitedSince, Runtime: a.Runtime, Model: a.Model,
 		RetryAfter: time.Duration(e.RetryAfterMS) * time.Millisecond, ResetAt: e.ResetAt,
 	}, at, a.ID)
 	if !d.Retry {
@@ -398,18 +429,6 @@ func (dc *decider) recover(f *projection.Flow, t *projection.Task, a *projection
 		})
 }
 
-// withdrawn counts the task's attempts since the last operator retry that
-// were withdrawn before they ran: they do not count against its attempts.
-func (dc *decider) withdrawn(f *projection.Flow, t *projection.Task) int {
-	n := 0
-	for i := t.RetryBase + 1; i <= t.Attempts; i++ {
-		if a := dc.st.Attempts[drovertype.AttemptID(f.ID, t.ID, i)]; a != nil && a.State == drovertype.AttemptWithdrawn {
-			n++
-		}
-	}
-	return n
-}
-
 // begin starts a ready task's next attempt (retry nil: a new one), where
 // the cooldowns allow: the first runtime of its chain they do not hold
 // back, as that runtime's probe when its cooldown has just ended. Held
@@ -419,6 +438,9 @@ func (dc *decider) begin(f *projection.Flow, t *projection.Task, merge []event.D
 	if at.wait != nil {
 		if f.Paused || f.Cancel != nil {
 			return nil // it waits for the operator first
+		}
+		if out, err := dc.limitedOut(f, t); out || err != nil {
+			return err
 		}
 		return dc.waitFor(f, t, at.wait)
 	}
@@ -439,7 +461,8 @@ func (dc *decider) begin(f *projection.Flow, t *projection.Task, merge []event.D
 }
 
 // retryPrompt is the task's prompt with the feedback of its last attempt.
-// After an attempt withdrawn before it ran, the next gets its prompt.
+// After an attempt withdrawn before it ran, or that no worker took, the
+// next gets its prompt: there is nothing to tell the agent.
 func (dc *decider) retryPrompt(f *projection.Flow, t *projection.Task) string {
 	spec, _ := f.Spec.Task(t.ID)
 	if spec == nil {
@@ -449,7 +472,7 @@ func (dc *decider) retryPrompt(f *projection.Flow, t *projection.Task) string {
 	if prev == nil {
 		return spec.Prompt
 	}
-	if prev.State == drovertype.AttemptWithdrawn {
+	if prev.State == drovertype.AttemptWithdrawn || classOf(prev) == drovertype.ClassNoWorker {
 		return prev.Prompt
 	}
 	fb := feedback.FeedbackFrom(prev.N, prev.Runtime, prev.Error, prev.Report)

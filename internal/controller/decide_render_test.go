@@ -123,6 +123,11 @@ var decisionFields = map[event.Type]func(ev *event.Event) (string, error){
 			add("delay", (time.Duration(d.DelayMS)*time.Millisecond).String()).add("due", at(d.DueAt)).quoted("reason", d.Reason)
 		return f.String()
 	}),
+	event.PlacementChanged: payload(func(d *event.PlacementChangedData) string {
+		var f fields
+		f.add("key", event.PlacementKey(d.Pool, d.Runtime)).add("seq", d.Seq).add("serving", fmt.Sprint(d.Serving)).add("live", fmt.Sprint(d.Live)).quoted("reason", d.Reason)
+		return f.String()
+	}),
 	event.TaskFailed: payload(func(d *event.TaskFailedData) string {
 		var f fields
 		f.add("class", d.Class).quoted("reason", d.Reason)
@@ -192,6 +197,11 @@ func renderAction(st *projection.State, a action) string {
 		var f fields
 		f.add("state", a.withdraw.State).add("worker", a.withdraw.Worker).quoted("reason", a.reason)
 		return "withdraw " + a.withdraw.ID + f.String()
+	case a.unplace != nil:
+		var f fields
+		f.add("unserved", time.Duration(a.unplaced.UnservedMS)*time.Millisecond).add("timeout", time.Duration(a.unplaced.TimeoutMS)*time.Millisecond).
+			quoted("reason", a.reason)
+		return "unplace " + a.unplace.ID + f.String()
 	}
 	return "empty action"
 }
@@ -260,7 +270,7 @@ func view(st *projection.State) []viewLine {
 		out = append(out, viewLine{"flow " + f.ID, flowLine(f), more.String()})
 		tasks := st.FlowTasks(f)
 		for _, t := range tasks {
-			out = append(out, viewLine{key: "task " + f.ID + "/" + t.ID, text: taskLine(t)})
+			out = append(out, viewLine{key: "task " + f.ID + "/" + t.ID, text: taskLine(st, t)})
 		}
 		for _, t := range tasks {
 			for n := 1; n <= t.Attempts; n++ {
@@ -273,7 +283,25 @@ func view(st *projection.State) []viewLine {
 	for _, k := range slices.Sorted(maps.Keys(st.Cooldowns)) {
 		out = append(out, viewLine{key: "cooldown " + k, text: cooldownLine(st.Cooldowns[k])})
 	}
+	for _, k := range slices.Sorted(maps.Keys(st.Placements)) {
+		out = append(out, viewLine{key: "placement " + k, text: placementLine(st.Placements[k])})
+	}
 	return out
+}
+
+func placementLine(p *projection.Placement) string {
+	var b fields
+	if p.Unserved() {
+		b.WriteString("unserved")
+		b.add("since", at(p.Since))
+	} else {
+		b.WriteString("served")
+	}
+	b.add("seq", p.Seq).add("serving", fmt.Sprint(p.Serving)).add("live", fmt.Sprint(p.Live))
+	if p.EndedMS > 0 {
+		b.add("ended", (time.Duration(p.EndedMS) * time.Millisecond).String())
+	}
+	return b.String()
 }
 
 func cooldownLine(c *projection.Cooldown) string {
@@ -333,7 +361,7 @@ func flowLine(f *projection.Flow) string {
 	return b.String()
 }
 
-func taskLine(t *projection.Task) string {
+func taskLine(st *projection.State, t *projection.Task) string {
 	var b fields
 	b.WriteString(string(t.State))
 	if r := t.Retry; r != nil {
@@ -359,6 +387,9 @@ func taskLine(t *projection.Task) string {
 		} else {
 			b.add("until", "probe")
 		}
+	}
+	if p := st.Unplaced(t); p != nil {
+		b.add("waits_for", fmt.Sprintf("a worker serving %s since %s", p.Key, at(p.Since)))
 	}
 	return b.String()
 }
@@ -386,6 +417,9 @@ func attemptLine(a *projection.Attempt) string {
 	b.add("fenced", a.Fenced)
 	if len(a.Probe) > 0 {
 		b.add("probe", "["+strings.Join(a.Probe, " ")+"]")
+	}
+	if a.UnservedBeforeMS > 0 {
+		b.add("unserved_before", (time.Duration(a.UnservedBeforeMS) * time.Millisecond).String())
 	}
 	return b.String()
 }

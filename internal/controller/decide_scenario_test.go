@@ -18,6 +18,7 @@ import (
 	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/eventlog/projection"
 	"github.com/drover-dev/drover/internal/eventlog/projection/foldtest"
+	"github.com/drover-dev/drover/internal/fleet"
 	"github.com/drover-dev/drover/internal/flow"
 )
 
@@ -72,16 +73,22 @@ import (
 //	    stop each attempt (one whose claim is not folded is revoked and
 //	    abandoned, as Controller.stop records it; one a worker holds is
 //	    signalled, and its worker's report is the scenario's to fold), and
-//	    withdraw each (one whose claim is not folded is revoked and
-//	    withdrawn, as Controller.withdraw records it; one a worker holds
-//	    runs on).
+//	    withdraw or unplace each (one whose claim is not folded is revoked
+//	    and withdrawn or unplaced, as Controller.withdraw records it; one a
+//	    worker holds runs on).
 //	    as=NAME keeps the decided events for fold decisions=NAME.
 //	fold decisions=NAME
 //	    Fold again the events of an earlier decide (a late or republished
 //	    decision).
+//	fleet [unread]
+//	  <one worker a line: ID POOL [!(WHY IT CLAIMS NOTHING)] RUNTIME=ok|RUNTIME=(ERROR) ...>
+//	    The live workers as the registry says from now on (each renewing:
+//	    live at every decide), replacing those before; none is a fleet of
+//	    no worker. unread: the controller has not read the registry (as
+//	    before any fleet directive): it decides nothing about placement.
 //	restart
 //	    A new controller process over the same projection: it has queued
-//	    no job yet.
+//	    no job yet; the fleet is the same.
 //	state
 //	    The projection, one line per flow, task and attempt.
 //
@@ -130,6 +137,7 @@ var directives = map[string]func(h *decideHarness, t *testing.T, d *datadriven.T
 	"integrated": (*decideHarness).integrated,
 	"decide":     (*decideHarness).decide,
 	"fold":       (*decideHarness).foldSaved,
+	"fleet":      (*decideHarness).fleet,
 	"restart":    func(h *decideHarness, t *testing.T, _ *datadriven.TestData) string { h.restart(); return "" },
 	"state":      func(h *decideHarness, _ *testing.T, _ *datadriven.TestData) string { return renderView(view(h.st)) },
 }
@@ -147,10 +155,14 @@ type decideHarness struct {
 	// queued is every job a decide fold queued, in any process: a worker
 	// claims only what was queued.
 	queued map[string]bool
+	// workers is the registry, as the fleet directive set it; it outlives
+	// a controller's restart.
+	workers *fleet.View
 }
 
 func newDecideHarness(t *testing.T) *decideHarness {
-	h := &decideHarness{dir: t.TempDir(), st: projection.NewState(), now: foldtest.BaseTime, saved: map[string][]*event.Event{}, queued: map[string]bool{}}
+	h := &decideHarness{dir: t.TempDir(), st: projection.NewState(), now: foldtest.BaseTime, saved: map[string][]*event.Event{}, queued: map[string]bool{},
+		workers: fleet.NewView()}
 	h.cfg = h.loadConfig(t, "")
 	h.restart()
 	return h
@@ -161,7 +173,70 @@ func newDecideHarness(t *testing.T) *decideHarness {
 func (h *decideHarness) newController() *Controller {
 	c := New(h.cfg, nil, nil, slog.New(slog.DiscardHandler))
 	c.now = func() time.Time { return h.now }
+	c.fleet = h.workers
 	return c
+}
+
+// fleet sets the registry's live workers (see TestDecide).
+func (h *decideHarness) fleet(t *testing.T, d *datadriven.TestData) string {
+	h.workers.Reset()
+	if d.HasArg("unread") {
+		return ""
+	}
+	for line := range strings.SplitSeq(strings.TrimSpace(d.Input), "\n") {
+		words := splitWords(line)
+		if len(words) == 0 {
+			continue
+		}
+		if len(words) < 2 {
+			t.Fatalf("%s: %q: want ID POOL [!(WHY)] RUNTIME=ok|RUNTIME=(ERROR)...", d.Pos, line)
+		}
+		r := &fleet.Registration{ID: words[0], Pool: words[1]}
+		for _, w := range words[2:] {
+			if why, ok := strings.CutPrefix(w, "!"); ok {
+				r.NotClaiming = strings.Trim(why, "()")
+				continue
+			}
+			name, state, ok := strings.Cut(w, "=")
+			if !ok {
+				t.Fatalf("%s: %q: want RUNTIME=ok or RUNTIME=(ERROR)", d.Pos, w)
+			}
+			rh := fleet.RuntimeHealth{Name: name, Healthy: state == "ok"}
+			if !rh.Healthy {
+				rh.Error = strings.Trim(state, "()")
+			}
+			r.Runtimes = append(r.Runtimes, rh)
+		}
+		h.workers.Put(r, h.now)
+	}
+	h.workers.SetReady(true)
+	return ""
+}
+
+// splitWords splits a line at blanks outside parentheses.
+func splitWords(line string) []string {
+	var out []string
+	var cur strings.Builder
+	depth := 0
+	for _, r := range line {
+		switch {
+		case r == '(':
+			depth++
+		case r == ')':
+			depth--
+		case (r == ' ' || r == '\t') && depth == 0:
+			if cur.Len() > 0 {
+				out = append(out, cur.String())
+				cur.Reset()
+			}
+			continue
+		}
+		cur.WriteRune(r)
+	}
+	if cur.Len() > 0 {
+		out = append(out, cur.String())
+	}
+	return out
 }
 
 func (h *decideHarness) restart() { h.c = h.newController() }
@@ -403,6 +478,7 @@ func (h *decideHarness) foldRaw(t *testing.T, raw []byte) string {
 // decisions runs the decision function and checks what must hold of every
 // round (see TestDecide).
 func (h *decideHarness) decisions(t *testing.T, d *datadriven.TestData) []action {
+	h.workers.Refresh(h.now) // the workers renew their registrations
 	acts, err := h.c.decisions(h.st)
 	if err != nil {
 		t.Fatalf("%s: decisions: %v", d.Pos, err)
@@ -449,6 +525,8 @@ func otherActions(acts []action) []string {
 			out = append(out, "stop "+a.stop.ID)
 		case a.withdraw != nil:
 			out = append(out, "withdraw "+a.withdraw.ID)
+		case a.unplace != nil:
+			out = append(out, "unplace "+a.unplace.ID)
 		}
 	}
 	return out
@@ -491,8 +569,8 @@ func (h *decideHarness) decide(t *testing.T, d *datadriven.TestData) string {
 			h.queued[a.job.Attempt] = true
 		case a.stop != nil && carry:
 			writeIndented(&b, h.stop(t, a.stop, a.reason))
-		case a.withdraw != nil && carry:
-			writeIndented(&b, h.withdraw(t, a.withdraw, a.reason))
+		case (a.withdraw != nil || a.unplace != nil) && carry:
+			writeIndented(&b, h.takeBack(t, a))
 		}
 	}
 	if d.HasArg("as") {
@@ -523,14 +601,15 @@ func (h *decideHarness) stop(t *testing.T, a *projection.Attempt, reason string)
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// withdraw carries out a withdraw as Controller.withdraw does: an attempt
-// whose claim is not folded is revoked and withdrawn; one a worker holds
-// runs on.
-func (h *decideHarness) withdraw(t *testing.T, a *projection.Attempt, reason string) string {
+// takeBack carries out a withdraw or an unplace as Controller.withdraw
+// does: an attempt whose claim is not folded is revoked and withdrawn or
+// unplaced; one a worker holds runs on.
+func (h *decideHarness) takeBack(t *testing.T, act action) string {
+	a := act.takenBack()
 	if a.State != drovertype.AttemptScheduled {
 		return "held by " + a.Worker + ": it runs on"
 	}
-	ev, err := h.c.withdrawal(a, reason)
+	ev, err := h.c.takeBackEvent(act)
 	if err != nil {
 		t.Fatal(err)
 	}

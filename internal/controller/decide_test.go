@@ -11,6 +11,7 @@ import (
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/eventlog/projection"
+	"github.com/drover-dev/drover/internal/fleet"
 	"github.com/drover-dev/drover/internal/flow"
 )
 
@@ -128,6 +129,33 @@ func BenchmarkDecisions(b *testing.B) {
 		if _, err := w.c.decisions(w.st); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkDecisionsPlacement is BenchmarkDecisions with the registry
+// read: every queued attempt asks whether a live worker serves its
+// runtime, served by one (the common case) or by none, whose wait is
+// recorded (the first round) and counted against the placement timeout.
+func BenchmarkDecisionsPlacement(b *testing.B) {
+	for _, served := range []bool{true, false} {
+		name := map[bool]string{true: "served", false: "unserved"}[served]
+		b.Run(name, func(b *testing.B) {
+			w := newDecisionWorld(b)
+			w.submit("f", independent(10_000))
+			w.decide(true)
+			health := fleet.RuntimeHealth{Name: "demo", Healthy: served, Error: map[bool]string{false: "demo: not found"}[served]}
+			w.c.fleet.Put(&fleet.Registration{ID: "w1", Pool: "default", Runtimes: []fleet.RuntimeHealth{health}}, w.now)
+			w.c.fleet.SetReady(true)
+			for i := range 10_000 {
+				w.c.published.add(drovertype.AttemptID("f", fmt.Sprintf("t%d", i), 1))
+			}
+			w.decide(true) // records the wait, when there is one
+			for b.Loop() {
+				if _, err := w.c.decisions(w.st); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

@@ -135,23 +135,39 @@ func checkReason(what, reason string) error {
 	return nil
 }
 
-// decodeSubmit reads a submit request: {"spec": FLOW}, the flow decoded and
-// validated by flow.DecodeJSON with opts. Its problems are the flow's, one
-// per line, as the CLI prints them for a file.
-func decodeSubmit(body []byte, opts flow.Options) (*flow.Spec, error) {
-	m, err := members("submit", body, maxSpecRequestSize, "spec")
+// decodeSubmit reads a submit request: {"spec": FLOW, "strict": BOOL}, the
+// flow decoded and validated by flow.DecodeJSON with opts. Its problems are
+// the flow's, one per line, as the CLI prints them for a file.
+func decodeSubmit(body []byte, opts flow.Options) (*flow.Spec, bool, error) {
+	m, err := members("submit", body, maxSpecRequestSize, "spec", "strict")
 	if err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	strict, err := boolMember("submit", m, "strict")
+	if err != nil {
+		return nil, false, err
 	}
 	raw, ok := m["spec"]
 	if !ok {
-		return nil, badRequest("submit request: spec: required: the flow to submit")
+		return nil, false, badRequest("submit request: spec: required: the flow to submit")
 	}
 	spec, err := flow.DecodeJSON(raw, opts)
 	if err != nil {
-		return nil, &requestError{msg: err.Error()}
+		return nil, false, &requestError{msg: err.Error()}
 	}
-	return spec, nil
+	return spec, strict, nil
+}
+
+// boolMember returns member name of m as a bool, false when absent or null.
+func boolMember(what string, m map[string]jsontext.Value, name string) (bool, error) {
+	switch v, ok := m[name]; {
+	case !ok || v.Kind() == 'n':
+		return false, nil
+	case v.Kind() == 't' || v.Kind() == 'f':
+		return v.Kind() == 't', nil
+	default:
+		return false, badRequest("%s request: %s: must be true or false, got %s", what, name, flow.JSONKindName(v.Kind()))
+	}
 }
 
 // check is what the Client and the controller check of a status request.

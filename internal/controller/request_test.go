@@ -46,7 +46,7 @@ func TestAPIRefusesBadRequests(t *testing.T) {
 		b, _ := json.Marshal(map[string]any{"spec": spec})
 		return string(b)
 	}
-	taskFields := "id, prompt, depends_on, runtime, model, args, validator, review, retry, timeout, verify, verify_timeout, scope, budget"
+	taskFields := "id, prompt, depends_on, runtime, model, args, validator, review, retry, timeout, placement_timeout, verify, verify_timeout, scope, budget"
 	long := strings.Repeat("x", maxReason+1)
 	cases := []struct {
 		name, subject, body string
@@ -74,7 +74,8 @@ func TestAPIRefusesBadRequests(t *testing.T) {
 		}), nil, `max_parallel: must be a whole number, got a number ("2.5")` + "\n" +
 			"base: required: the revision tasks start from (a flow file without one gets HEAD)"},
 		{"submit unknown member", SubjectSubmit, `{"spec":{},"priority":1}`, nil,
-			`submit request: "priority": unknown field (known fields: spec)`},
+			`submit request: "priority": unknown field (known fields: spec, strict)`},
+		{"submit strict not a bool", SubjectSubmit, `{"spec":{},"strict":"yes"}`, nil, "submit request: strict: must be true or false, got a string"},
 		{"submit no spec", SubjectSubmit, `{}`, nil, "submit request: spec: required: the flow to submit"},
 		{"submit not JSON", SubjectSubmit, `spec: {}`, nil, "submit request: invalid JSON: invalid character 's' at start of value"},
 		{"submit a list", SubjectSubmit, `[]`, nil, "submit request: must be a JSON object, got a list"},
@@ -243,7 +244,7 @@ func FuzzAPIRequests(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		if spec, err := decodeSubmit(body, opts); err != nil {
+		if spec, _, err := decodeSubmit(body, opts); err != nil {
 			bad(t, err)
 		} else if err := spec.Validate(flow.Options{Complete: true}); err != nil {
 			t.Fatalf("accepted spec does not validate: %v", err)

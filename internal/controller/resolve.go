@@ -48,7 +48,7 @@ func Resolve(cfg *config.Config, spec *flow.Spec) (*Resolution, error) {
 			res.MaxParallel = p.MaxParallel
 		}
 		project = policy.Layer{Level: policy.LevelProject, Runtime: flow.RuntimeRef{Name: p.Runtime, Model: p.Model, Args: p.Args},
-			Review: p.Review, Retry: p.Retry.Spec(), Timeout: flow.Duration(p.Timeout)}
+			Review: p.Review, Retry: p.Retry.Spec(), Timeout: flow.Duration(p.Timeout), PlacementTimeout: flow.Duration(p.PlacementTimeout)}
 		if p.Validator != "" || p.ValidatorModel != "" {
 			project.Validator = &flow.RuntimeRef{Name: p.Validator, Model: p.ValidatorModel}
 		}
@@ -64,17 +64,19 @@ func Resolve(cfg *config.Config, spec *flow.Spec) (*Resolution, error) {
 		res.Budget = &b
 	}
 	global := policy.Layer{Level: policy.LevelGlobal, Runtime: flow.RuntimeRef{Name: cfg.Defaults.Runtime},
-		Retry: cfg.Defaults.Retry.Spec()}
+		Retry: cfg.Defaults.Retry.Spec(), PlacementTimeout: flow.Duration(cfg.Defaults.PlacementTimeout)}
 	if cfg.Defaults.Validator != "" {
 		global.Validator = &flow.RuntimeRef{Name: cfg.Defaults.Validator}
 	}
 	flowLayer := policy.Layer{Level: policy.LevelFlow, Runtime: flow.RuntimeRef{Name: spec.Runtime, Model: spec.Model, Args: spec.Args},
-		Validator: spec.Validator, Review: spec.Review, Retry: spec.Retry, Timeout: spec.Timeout, Scope: spec.Scope}
+		Validator: spec.Validator, Review: spec.Review, Retry: spec.Retry, Timeout: spec.Timeout, Scope: spec.Scope,
+		PlacementTimeout: spec.PlacementTimeout}
 	var problems []string
 	for i := range spec.Tasks {
 		t := &spec.Tasks[i]
 		task := policy.Layer{Level: policy.LevelTask, Runtime: flow.RuntimeRef{Name: t.Runtime, Model: t.Model, Args: t.Args},
-			Validator: t.Validator, Review: t.Review, Retry: t.Retry, Timeout: t.Timeout, Scope: t.Scope}
+			Validator: t.Validator, Review: t.Review, Retry: t.Retry, Timeout: t.Timeout, Scope: t.Scope,
+			PlacementTimeout: t.PlacementTimeout}
 		r := policy.Resolve(task, flowLayer, project, global)
 		field := fmt.Sprintf("tasks[%d]", i)
 		known := func(name string) bool { _, ok := cfg.Runtimes[name]; return ok }

@@ -51,6 +51,11 @@ const (
 	// stopped it, or it failed so. Not retried on the same runtime, whose
 	// sandbox refuses the same again; the fallback runtime may run.
 	ClassSandboxDenied ErrorClass = "SANDBOX_DENIED"
+	// No live worker served the attempt's runtime in its pool for the
+	// task's placement timeout: the controller takes the queued attempt
+	// back and the retry policy moves the task to its next runtime
+	// (docs/design.md#placement). It never ran, so it uses no attempt.
+	ClassNoWorker ErrorClass = "NO_WORKER"
 )
 
 // classes lists every class, in the order above.
@@ -60,8 +65,7 @@ var classes = []ErrorClass{
 	ClassRepoNotFound, ClassBaseNotFound, ClassMergeConflict, ClassObserveFailed, ClassVerificationFailed,
 	ClassScopeViolation, ClassCancelled, ClassWorkerLost, ClassUnknown,
 	ClassTurnBudgetExhausted, ClassTokenBudgetExhausted, ClassTimeBudgetExhausted,
-	ClassBudgetExceeded,
-	ClassSandboxDenied,
+	ClassBudgetExceeded, ClassSandboxDenied, ClassNoWorker,
 }
 
 // Classes returns every error class, in declaration order.

@@ -21,6 +21,10 @@ const (
 	Unreachable = 4
 	// Busy: the data dir belongs to another running controller.
 	Busy = 5
+	// NoWorker: `submit --strict` refused a valid flow because no live
+	// worker serves a runtime it needs; nothing was recorded. Trying
+	// once the fleet serves it may work.
+	NoWorker = 6
 	// Interrupted: a signal (SIGINT, SIGTERM) stopped the command before
 	// it finished; 128 + SIGINT, as shells report it.
 	Interrupted = 130

@@ -32,6 +32,10 @@ type Registration struct {
 	// Sandbox is how the worker confines its attempts: "landlock ABI 7",
 	// "off: …" or "unavailable: …" (then it claims nothing).
 	Sandbox string `json:"sandbox,omitempty"`
+	// RenewMS is how often the worker renews its registration
+	// (worker.health_interval), in milliseconds; 0 from workers older
+	// than it, which a View then ages out by RegistrationTTL alone.
+	RenewMS int64 `json:"renew_ms,omitempty"`
 	// Raw is the registration as Workers read it, with the fields of
 	// newer workers this build does not know (the console shows them).
 	Raw json.RawMessage `json:"-"`

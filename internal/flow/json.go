@@ -34,9 +34,9 @@ const MaxJSONSize = 6 * MaxFileSize
 // JSON names of the wire form's fields, in the Spec's order.
 var (
 	specJSONFields = []string{"name", "repo", "base", "project", "runtime", "model", "args", "validator", "review",
-		"retry", "max_parallel", "scope", "timeout", "budget", "tasks"}
+		"retry", "max_parallel", "scope", "timeout", "placement_timeout", "budget", "tasks"}
 	taskJSONFields = []string{"id", "prompt", "depends_on", "runtime", "model", "args", "validator", "review", "retry",
-		"timeout", "verify", "verify_timeout", "scope", "budget"}
+		"timeout", "placement_timeout", "verify", "verify_timeout", "scope", "budget"}
 )
 
 // DecodeJSON decodes and validates the wire form of a flow. The spec must
@@ -445,6 +445,8 @@ func (d *jsonDecoder) spec(s *Spec) {
 			s.Scope = d.scope(f)
 		case "timeout":
 			s.Timeout = d.durationValue(f)
+		case "placement_timeout":
+			s.PlacementTimeout = d.durationValue(f)
 		case "budget":
 			s.Budget = d.budget(f)
 		case "tasks":
@@ -482,6 +484,8 @@ func (d *jsonDecoder) task(field string, t *Task) {
 			t.Retry = d.retry(f)
 		case "timeout":
 			t.Timeout = d.durationValue(f)
+		case "placement_timeout":
+			t.PlacementTimeout = d.durationValue(f)
 		case "verify":
 			t.Verify = d.strs(f, "a list of shell commands", MaxVerify)
 		case "verify_timeout":
@@ -533,6 +537,8 @@ func (d *jsonDecoder) retry(field string) *RetrySpec {
 			}
 		case "fallback":
 			r.Fallback = d.strs(f, "a list of runtimes, like [codex, gemini]", MaxFallback)
+		case "rate_limit_wait":
+			r.RateLimitWait = d.duration(f)
 		}
 	}) {
 		return nil

@@ -52,7 +52,7 @@ func TestDecodeJSONRoundTrip(t *testing.T) {
 func TestDecodeJSONRefuses(t *testing.T) {
 	ok := `"name":"f","repo":"/srv/r.git","base":"main","runtime":"demo"`
 	task := `{"id":"a","prompt":"p"}`
-	known := "known fields: id, prompt, depends_on, runtime, model, args, validator, review, retry, timeout, verify, verify_timeout, scope, budget"
+	known := "known fields: id, prompt, depends_on, runtime, model, args, validator, review, retry, timeout, placement_timeout, verify, verify_timeout, scope, budget"
 	cases := []struct {
 		name, in string
 		want     []string
@@ -66,7 +66,7 @@ func TestDecodeJSONRefuses(t *testing.T) {
 		{"relative repo", `{"name":"f","repo":"repo.git","base":"main","runtime":"demo","tasks":[` + task + `]}`,
 			[]string{`repo: local path "repo.git" is relative; send it absolute (controller submit does)`}},
 		{"unknown top field", `{` + ok + `,"taks":[]}`, []string{
-			"taks: unknown field (known fields: name, repo, base, project, runtime, model, args, validator, review, retry, max_parallel, scope, timeout, budget, tasks)",
+			"taks: unknown field (known fields: name, repo, base, project, runtime, model, args, validator, review, retry, max_parallel, scope, timeout, placement_timeout, budget, tasks)",
 			"tasks: at least one task is required"}},
 		{"field twice", `{` + ok + `,"name":"g","tasks":[` + task + `]}`, []string{"name: field is set twice"}},
 		{"no tasks", `{` + ok + `,"tasks":[]}`, []string{"tasks: at least one task is required"}},
@@ -91,7 +91,7 @@ func TestDecodeJSONRefuses(t *testing.T) {
 			[]string{`timeout: invalid duration "90": want a Go duration like "90s" or "10m"`}},
 		{"duration a number", `{` + ok + `,"timeout":90,"tasks":[` + task + `]}`, []string{"timeout: must be a string, got a number"}},
 		{"unknown retry field", `{` + ok + `,"retry":{"max_attemps":2},"tasks":[` + task + `]}`,
-			[]string{"retry.max_attemps: unknown field (known fields: max_attempts, initial_backoff, coefficient, max_backoff, jitter, retry_on, fallback)"}},
+			[]string{"retry.max_attemps: unknown field (known fields: max_attempts, initial_backoff, coefficient, max_backoff, jitter, retry_on, fallback, rate_limit_wait)"}},
 		{"unknown class", `{` + ok + `,"retry":{"retry_on":["SOMETIMES"]},"tasks":[` + task + `]}`,
 			[]string{`retry.retry_on[0]: unknown error class "SOMETIMES"`}},
 		{"empty allow", `{` + ok + `,"scope":{"allow":[]},"tasks":[` + task + `]}`,

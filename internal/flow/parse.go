@@ -196,13 +196,13 @@ type decoder struct{ p *problems }
 
 var (
 	specFields = []string{"name", "repo", "base", "project", "runtime", "validator", "review", "retry",
-		"max_parallel", "scope", "timeout", "budget", "tasks"}
+		"max_parallel", "scope", "timeout", "placement_timeout", "budget", "tasks"}
 	taskFields = []string{"id", "prompt", "depends_on", "runtime", "validator", "review", "retry",
-		"timeout", "verify", "verify_timeout", "scope", "budget"}
+		"timeout", "placement_timeout", "verify", "verify_timeout", "scope", "budget"}
 	budgetFields  = []string{"tokens", "cost_usd", "running"}
 	runtimeFields = []string{"name", "model", "args"}
 	retryFields   = []string{"max_attempts", "initial_backoff", "coefficient", "max_backoff", "jitter",
-		"retry_on", "fallback"}
+		"retry_on", "fallback", "rate_limit_wait"}
 	scopeFields = []string{"allow", "deny"}
 )
 
@@ -241,6 +241,8 @@ func (d decoder) spec(n *yaml.Node, s *Spec) {
 			s.Scope = d.scope(v, field)
 		case "timeout":
 			s.Timeout = d.duration(v, field)
+		case "placement_timeout":
+			s.PlacementTimeout = d.duration(v, field)
 		case "budget":
 			s.Budget = d.budget(v, field)
 		case "tasks":
@@ -291,6 +293,8 @@ func (d decoder) task(n *yaml.Node, path string, t *Task) {
 			t.Retry = d.retry(v, field)
 		case "timeout":
 			t.Timeout = d.duration(v, field)
+		case "placement_timeout":
+			t.PlacementTimeout = d.duration(v, field)
 		case "verify":
 			t.Verify = d.verify(v, field)
 		case "verify_timeout":
@@ -378,6 +382,8 @@ func (d decoder) retry(n *yaml.Node, field string) *RetrySpec {
 			}
 		case "fallback":
 			r.Fallback = d.strs(v, f, "a list of runtimes, like [codex, gemini]", MaxFallback)
+		case "rate_limit_wait":
+			r.RateLimitWait = d.durationPtr(v, f)
 		}
 	})
 	return r

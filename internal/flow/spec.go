@@ -73,6 +73,10 @@ type Spec struct {
 	// Timeout is the default per-task wall-clock limit; 0 means the
 	// configured default.
 	Timeout Duration `yaml:"timeout" json:"timeout,omitempty"`
+	// PlacementTimeout is how long an attempt may wait while no live
+	// worker serves its runtime before it ends NO_WORKER; 0 means the
+	// project's, the configured default or 10m.
+	PlacementTimeout Duration `yaml:"placement_timeout" json:"placement_timeout,omitempty"`
 	// Budget caps what the whole flow may spend; nil means its project's
 	// or the configured default.
 	Budget *Budget `yaml:"budget" json:"budget,omitempty"`
@@ -103,6 +107,8 @@ type Task struct {
 	Retry *RetrySpec `yaml:"retry" json:"retry,omitempty"`
 	// Timeout overrides Spec.Timeout.
 	Timeout Duration `yaml:"timeout" json:"timeout,omitempty"`
+	// PlacementTimeout overrides Spec.PlacementTimeout.
+	PlacementTimeout Duration `yaml:"placement_timeout" json:"placement_timeout,omitempty"`
 	// Verify are shell commands run in the worktree after the CLI exits;
 	// the task fails with VERIFICATION_FAILED when one exits non-zero.
 	Verify []string `yaml:"verify" json:"verify,omitempty"`
@@ -158,6 +164,7 @@ type RetrySpec struct {
 	Jitter         *float64                `yaml:"jitter" json:"jitter,omitempty"`
 	RetryOn        []drovertype.ErrorClass `yaml:"retry_on" json:"retry_on,omitempty"`
 	Fallback       []string                `yaml:"fallback" json:"fallback,omitempty"`
+	RateLimitWait  *Duration               `yaml:"rate_limit_wait" json:"rate_limit_wait,omitempty"`
 }
 
 // Scope limits which paths a task may change, as globs relative to the repo

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -159,6 +160,7 @@ func (s *Spec) validate(p *problems, opts Options) {
 	if s.Timeout < 0 {
 		p.add("timeout", "negative duration %s", s.Timeout)
 	}
+	checkPlacementTimeout(p, "placement_timeout", s.PlacementTimeout)
 	checkBudget(p, "budget", s.Budget)
 
 	if len(s.Tasks) == 0 {
@@ -221,6 +223,7 @@ func (s *Spec) validateTask(p *problems, opts Options, i int, first map[string]i
 	if t.Timeout < 0 {
 		p.add(f+".timeout", "negative duration %s", t.Timeout)
 	}
+	checkPlacementTimeout(p, f+".placement_timeout", t.PlacementTimeout)
 	checkVerify(p, f, t.Verify)
 	if t.VerifyTimeout < 0 {
 		p.add(f+".verify_timeout", "negative duration %s", t.VerifyTimeout)
@@ -398,6 +401,11 @@ func checkArgs(p *problems, field string, args []string) {
 
 // Ranges of the numeric settings.
 const (
+	// MaxWait bounds placement_timeout and retry.rate_limit_wait: how
+	// long a task may wait for a worker, or out rate limits, before it
+	// ends.
+	MaxWait = Duration(30 * 24 * time.Hour)
+
 	maxAttempts    = 100
 	maxCoefficient = 100
 	maxParallel    = 10_000
@@ -436,6 +444,14 @@ func checkBudget(p *problems, field string, b *Budget) {
 	}
 }
 
+// checkPlacementTimeout checks a placement_timeout: 0 inherits, else 1s to
+// MaxWait.
+func checkPlacementTimeout(p *problems, field string, d Duration) {
+	if d != 0 && (d < Duration(time.Second) || d > MaxWait) {
+		p.add(field, "%s is out of range: want 1s to %s (how long an attempt may wait for a worker that serves its runtime), or 0 to inherit", d, MaxWait)
+	}
+}
+
 var classRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
 
 // checkRetry checks a retry policy. Every field is optional; the relation
@@ -462,6 +478,9 @@ func checkRetry(p *problems, field string, r *RetrySpec, opts Options) {
 	}
 	if j := r.Jitter; j != nil && !(*j >= 0 && *j <= 1) {
 		p.add(field+".jitter", "%v is out of range: want 0 to 1 (a fraction of the backoff)", *j)
+	}
+	if w := r.RateLimitWait; w != nil && (*w < Duration(time.Second) || *w > MaxWait) {
+		p.add(field+".rate_limit_wait", "%s is out of range: want 1s to %s (how long a task may wait out rate limits)", *w, MaxWait)
 	}
 
 	if len(r.RetryOn) > MaxRetryOn {

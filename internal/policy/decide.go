@@ -13,8 +13,16 @@ import (
 // Failure is a failed attempt as the decision function sees it.
 type Failure struct {
 	Class drovertype.ErrorClass
-	// Attempts of the task counted against the budget, including this one.
+	// Attempts of the task that count against MaxAttempts, this one
+	// included if it counts: those that met a rate limit, found no worker
+	// or were withdrawn before they ran do not (Counts).
 	Attempts int
+	// LimitedSince is when the task began meeting rate limits: the end of
+	// the first of its latest attempts, one after the other, that met a
+	// limit or were withdrawn by a cooldown (this one included), or the
+	// start of its wait for a cooldown before them. Zero: this is the
+	// first.
+	LimitedSince time.Time
 	// Runtime the failed attempt ran on; "" means the primary.
 	Runtime string
 	Model   string
@@ -48,24 +56,29 @@ type Decision struct {
 //
 //  0. CANCELLED, MERGE_CONFLICT and BUDGET_EXCEEDED are never retried, even
 //     when listed in RetryOn.
-//  1. f.Attempts >= r.MaxAttempts: attempts exhausted, no retry.
-//  2. RATE_LIMITED, AUTH_FAILED or SANDBOX_DENIED, with a runtime in the
-//     chain after the failed one: fall back to that runtime at once (Delay 0). A failed
+//  1. RATE_LIMITED met r.LimitWait() or more after f.LimitedSince, or
+//     with a quota that resets later than that: no retry. (A rate limit
+//     is waited out for a time, not for a number of attempts.)
+//  2. f.Attempts >= r.MaxAttempts: attempts exhausted, no retry.
+//  3. RATE_LIMITED, AUTH_FAILED, SANDBOX_DENIED or NO_WORKER, with a
+//     runtime in the chain after the failed one: fall back to that runtime
+//     at once (Delay 0). A failed
 //     runtime that is not in the chain (the policy changed, or an operator
 //     chose it) sits before the chain, so the next runtime is the primary;
 //     a Failure whose Runtime is "" ran on the primary.
 //     The next attempt uses primaryModel on the primary, and the runtime's
 //     default model on any other.
-//  3. AUTH_FAILED or SANDBOX_DENIED otherwise: no retry, even when listed
-//     in RetryOn (the same runtime would be refused the same).
-//  4. Class in r.RetryOn: retry on the same runtime with the same model.
+//  4. AUTH_FAILED or SANDBOX_DENIED otherwise: no retry, even when listed
+//     in RetryOn (the same runtime would be refused the same); NO_WORKER
+//     otherwise and not in r.RetryOn: no retry.
+//  5. Class in r.RetryOn: retry on the same runtime with the same model.
 //     The delay is the time until ResetAt for RATE_LIMITED with a reset
 //     after now, else RetryAfter when positive, else the backoff
 //     InitialBackoff·Coefficient^(Attempts-1), capped by MaxBackoff and
 //     spread by Jitter with a factor derived from seed (never from a clock
 //     or a random source). The delay is always clamped to [0, MaxBackoff],
 //     so a quota resetting later than MaxBackoff waits MaxBackoff.
-//  5. Otherwise: no retry.
+//  6. Otherwise: no retry.
 func Decide(r Retry, primary string, primaryModel string, f Failure, now time.Time, seed string) Decision {
 	class := string(f.Class)
 	if class == "" {
@@ -83,6 +96,9 @@ func Decide(r Retry, primary string, primaryModel string, f Failure, now time.Ti
 	if neverRetried(f.Class) {
 		return Decision{Reason: where + " is never retried"}
 	}
+	if why := r.waitedOut(f, now); why != "" {
+		return Decision{Reason: where + ": " + why}
+	}
 	if f.Attempts >= r.MaxAttempts {
 		return Decision{Reason: fmt.Sprintf("attempts exhausted: %d of %d (last failure: %s)", f.Attempts, r.MaxAttempts, where)}
 	}
@@ -98,7 +114,8 @@ func Decide(r Retry, primary string, primaryModel string, f Failure, now time.Ti
 			d.Reason = fmt.Sprintf("%s: falling back to %s (%d of %d attempts used)", where, d.Runtime, f.Attempts, r.MaxAttempts)
 			return d
 		}
-		if f.Class != drovertype.ClassRateLimited {
+		if f.Class == drovertype.ClassAuthFailed || f.Class == drovertype.ClassSandboxDenied ||
+			f.Class == drovertype.ClassNoWorker && !slices.Contains(r.RetryOn, f.Class) {
 			return Decision{Reason: where + " is not retryable and no fallback runtime is left"}
 		}
 	}
@@ -112,16 +129,58 @@ func Decide(r Retry, primary string, primaryModel string, f Failure, now time.Ti
 	}
 	var why string
 	d.Delay, why = r.delay(f, now, seed)
+	if !Counts(f.Class) {
+		d.Reason = fmt.Sprintf("%s: retry after %s%s; it used no attempt (%d of %d used)", where, d.Delay, why, f.Attempts, r.MaxAttempts)
+		if f.Class == drovertype.ClassRateLimited {
+			d.Reason += fmt.Sprintf(", rate limits are waited out for up to %s", r.LimitWait())
+		}
+		return d
+	}
 	d.Reason = fmt.Sprintf("%s: retry as attempt %d of %d after %s%s", where, f.Attempts+1, r.MaxAttempts, d.Delay, why)
 	return d
 }
 
-// movesOn reports whether a class moves the task to the next runtime of
-// its chain at once: the runtime is rate limited, refuses the credentials,
-// or its sandbox refuses what the task needs.
+// movesOn reports whether a failure of class moves the task to the next
+// runtime of its chain at once: the runtime's provider refuses it for now,
+// its sandbox refuses what the task needs, or no worker runs it.
 func movesOn(class drovertype.ErrorClass) bool {
-	return class == drovertype.ClassRateLimited || class == drovertype.ClassAuthFailed || class == drovertype.ClassSandboxDenied
+	switch class {
+	case drovertype.ClassRateLimited, drovertype.ClassAuthFailed, drovertype.ClassSandboxDenied, drovertype.ClassNoWorker:
+		return true
+	}
+	return false
 }
+
+// Counts reports whether an attempt that failed with class counts against
+// MaxAttempts: one that met a rate limit is bounded by RateLimitWait
+// instead, and one no worker took never ran.
+func Counts(class drovertype.ErrorClass) bool {
+	return class != drovertype.ClassRateLimited && class != drovertype.ClassNoWorker
+}
+
+// waitedOut says why a rate-limited task has waited long enough, "" when
+// it may wait on: it has met limits for RateLimitWait, or its quota resets
+// later than that.
+func (r Retry) waitedOut(f Failure, now time.Time) string {
+	if f.Class != drovertype.ClassRateLimited {
+		return ""
+	}
+	since := f.LimitedSince
+	if since.IsZero() || since.After(now) {
+		since = now
+	}
+	end := since.Add(r.LimitWait())
+	switch {
+	case !now.Before(end):
+		return fmt.Sprintf("rate limited since %s, for %s: retry.rate_limit_wait is %s", stamp(since), now.Sub(since), r.LimitWait())
+	case f.ResetAt.After(end):
+		return fmt.Sprintf("the quota resets at %s, past retry.rate_limit_wait (%s since %s)", stamp(f.ResetAt), r.LimitWait(), stamp(since))
+	}
+	return ""
+}
+
+// stamp prints a time for a reason: UTC, to the second.
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // runtimeChain is primary followed by fallback, without empty names and
 // duplicates.

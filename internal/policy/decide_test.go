@@ -94,7 +94,7 @@ func TestDecide(t *testing.T) {
 		// The fallback chain claude → codex → gemini.
 		{"rate limited on primary", chain, f(drovertype.ClassRateLimited, 1, "claude", "opus"), want{true, fallback, "codex", "", 0, false, "RATE_LIMITED on claude: falling back to codex (1 of 3 attempts used)"}},
 		{"rate limited on second", chain, f(drovertype.ClassRateLimited, 2, "codex", "o3"), want{true, fallback, "gemini", "", 0, false, "falling back to gemini (2 of 3 attempts used)"}},
-		{"rate limited on last retries in place", exactChain, f(drovertype.ClassRateLimited, 2, "gemini", "pro"), want{true, same, "gemini", "pro", 20 * time.Second, false, "RATE_LIMITED on gemini: retry as attempt 3 of 3 after 20s"}},
+		{"rate limited on last retries in place", exactChain, f(drovertype.ClassRateLimited, 2, "gemini", "pro"), want{true, same, "gemini", "pro", 20 * time.Second, false, "RATE_LIMITED on gemini: retry after 20s; it used no attempt (2 of 3 used), rate limits are waited out for up to 2h0m0s"}},
 		{"rate limited on last, not retried", noRateRetry, f(drovertype.ClassRateLimited, 2, "codex", ""), fail("RATE_LIMITED on codex is not retryable (not in retry_on)")},
 		{"rate limited falls back though not in retry_on", noRateRetry, f(drovertype.ClassRateLimited, 1, "claude", ""), want{true, fallback, "codex", "", 0, false, "falling back to codex"}},
 		{"auth failed on primary", chain, f(drovertype.ClassAuthFailed, 1, "claude", "opus"), want{true, fallback, "codex", "", 0, false, "AUTH_FAILED on claude: falling back to codex"}},
@@ -109,7 +109,32 @@ func TestDecide(t *testing.T) {
 		{"unknown runtime is the primary", chain, f(drovertype.ClassRateLimited, 1, "", ""), want{true, fallback, "codex", "", 0, false, "RATE_LIMITED on claude: falling back to codex"}},
 		{"unknown runtime retries the primary", exact, f(drovertype.ClassTimeout, 1, "", ""), want{true, same, "claude", "opus", 10 * time.Second, false, "RUNTIME_TIMEOUT on claude"}},
 		{"duplicates and primary dropped", messy, f(drovertype.ClassRateLimited, 1, "claude", ""), want{true, fallback, "codex", "", 0, false, "falling back to codex"}},
-		{"duplicates: codex is last", messy, f(drovertype.ClassRateLimited, 2, "codex", ""), want{true, same, "codex", "", 20 * time.Second, false, "retry as attempt 3 of 3"}},
+		{"duplicates: codex is last", messy, f(drovertype.ClassRateLimited, 2, "codex", ""), want{true, same, "codex", "", 20 * time.Second, false, "retry after 20s; it used no attempt"}},
+
+		// Rate limits are waited out for a time, not a number of attempts.
+		{"limited for the whole wait", def, Failure{Class: drovertype.ClassRateLimited, Attempts: 1, Runtime: "claude", LimitedSince: now.Add(-2 * time.Hour)},
+			fail("RATE_LIMITED on claude: rate limited since 2025-06-01T10:00:00Z, for 2h0m0s: retry.rate_limit_wait is 2h0m0s")},
+		{"limited just under the wait", exact, Failure{Class: drovertype.ClassRateLimited, Attempts: 1, Runtime: "claude", LimitedSince: now.Add(-119 * time.Minute)},
+			want{true, same, "claude", "", 10 * time.Second, false, "retry after 10s; it used no attempt (1 of 10 used)"}},
+		{"limited past a shorter wait", with(func(r *Retry) { r.RateLimitWait = dur(10 * time.Minute) }), Failure{Class: drovertype.ClassRateLimited, Runtime: "claude", LimitedSince: now.Add(-10 * time.Minute)},
+			fail("retry.rate_limit_wait is 10m0s")},
+		{"zero wait is the default", with(func(r *Retry) { r.RateLimitWait = 0; r.Jitter = 0 }), Failure{Class: drovertype.ClassRateLimited, Runtime: "claude", LimitedSince: now.Add(-time.Hour)},
+			want{true, same, "claude", "", 10 * time.Second, false, "waited out for up to 2h0m0s"}},
+		{"limited since later than now is now", exact, Failure{Class: drovertype.ClassRateLimited, Runtime: "claude", LimitedSince: now.Add(time.Hour)},
+			want{true, same, "claude", "", 10 * time.Second, false, "retry after 10s"}},
+		{"quota resets past the wait", exact, Failure{Class: drovertype.ClassRateLimited, Runtime: "claude", ResetAt: now.Add(3 * time.Hour)},
+			fail("the quota resets at 2025-06-01T15:00:00Z, past retry.rate_limit_wait (2h0m0s since 2025-06-01T12:00:00Z)")},
+		{"the wait beats the fallback", chain, Failure{Class: drovertype.ClassRateLimited, Runtime: "claude", LimitedSince: now.Add(-3 * time.Hour)},
+			fail("rate limited since 2025-06-01T09:00:00Z")},
+		{"the wait is only for rate limits", exact, Failure{Class: drovertype.ClassTimeout, Attempts: 1, Runtime: "claude", LimitedSince: now.Add(-3 * time.Hour)},
+			want{true, same, "claude", "", 10 * time.Second, false, "retry as attempt 2 of 10"}},
+
+		// No worker took the attempt: the next runtime at once.
+		{"no worker on primary", chain, f(drovertype.ClassNoWorker, 0, "claude", "opus"), want{true, fallback, "codex", "", 0, false, "NO_WORKER on claude: falling back to codex (0 of 3 attempts used)"}},
+		{"no worker on last", chain, f(drovertype.ClassNoWorker, 1, "gemini", ""), fail("NO_WORKER on gemini is not retryable and no fallback runtime is left")},
+		{"no worker without fallback", def, f(drovertype.ClassNoWorker, 0, "claude", "opus"), fail("NO_WORKER on claude is not retryable and no fallback runtime is left")},
+		{"no worker listed waits again", with(func(r *Retry) { r.Jitter = 0; r.RetryOn = []drovertype.ErrorClass{drovertype.ClassNoWorker} }), f(drovertype.ClassNoWorker, 0, "claude", "opus"),
+			want{true, same, "claude", "opus", 10 * time.Second, false, "NO_WORKER on claude: retry after 10s; it used no attempt (0 of 3 used)"}},
 
 		// Delays the CLI asked for.
 		{"reset before max backoff", exact, Failure{Class: drovertype.ClassRateLimited, Attempts: 1, Runtime: "claude", ResetAt: now.Add(90 * time.Second)}, want{true, same, "claude", "", 90 * time.Second, false, "after 1m30s (the quota resets at 2025-06-01T12:01:30Z)"}},
@@ -170,6 +195,15 @@ func TestDecide(t *testing.T) {
 				t.Errorf("Reason %q does not name the next runtime %q", d.Reason, d.Runtime)
 			}
 		})
+	}
+}
+
+func TestCounts(t *testing.T) {
+	for _, c := range drovertype.Classes() {
+		want := c != drovertype.ClassRateLimited && c != drovertype.ClassNoWorker
+		if Counts(c) != want {
+			t.Errorf("Counts(%s) = %t", c, Counts(c))
+		}
 	}
 }
 

@@ -36,13 +36,30 @@ type Retry struct {
 	// RetryOn lists the classes retried on the same runtime.
 	RetryOn []drovertype.ErrorClass `json:"retry_on"`
 	// Fallback lists runtimes tried, in order, after the task's own runtime
-	// is rate limited or refuses its credentials.
+	// is rate limited, refuses its credentials or finds no worker.
 	Fallback []string `json:"fallback,omitempty"`
+	// RateLimitWait bounds how long a task may go on meeting rate limits
+	// (its attempts limited or withdrawn by a cooldown one after the
+	// other, or waiting for one) before it fails RATE_LIMITED: attempts
+	// that meet a limit do not count against MaxAttempts. Zero means the
+	// default, 2h (plans recorded before it existed have none).
+	RateLimitWait flow.Duration `json:"rate_limit_wait,omitempty"`
+}
+
+// DefaultRateLimitWait is RateLimitWait's default.
+const DefaultRateLimitWait = 2 * time.Hour
+
+// LimitWait is how long a task may wait out rate limits under r.
+func (r Retry) LimitWait() time.Duration {
+	if r.RateLimitWait <= 0 {
+		return DefaultRateLimitWait
+	}
+	return time.Duration(r.RateLimitWait)
 }
 
 // DefaultRetry returns the built-in policy: three attempts, backoff from 10s
-// doubling up to 5m with ±20% jitter, retrying the transient classes, and no
-// fallback runtime.
+// doubling up to 5m with ±20% jitter, retrying the transient classes, no
+// fallback runtime, and rate limits waited out for up to 2h.
 func DefaultRetry() Retry {
 	return Retry{
 		MaxAttempts:    3,
@@ -59,6 +76,7 @@ func DefaultRetry() Retry {
 			drovertype.ClassPrepareFailed,
 			drovertype.ClassObserveFailed,
 		},
+		RateLimitWait: flow.Duration(DefaultRateLimitWait),
 	}
 }
 
@@ -71,11 +89,12 @@ const (
 	fieldJitter         = "jitter"
 	fieldRetryOn        = "retry_on"
 	fieldFallback       = "fallback"
+	fieldRateLimitWait  = "rate_limit_wait"
 )
 
 var retryFields = []string{
 	fieldMaxAttempts, fieldInitialBackoff, fieldCoefficient, fieldMaxBackoff,
-	fieldJitter, fieldRetryOn, fieldFallback,
+	fieldJitter, fieldRetryOn, fieldFallback, fieldRateLimitWait,
 }
 
 // Overlay returns r with the fields s sets applied, and the JSON names of
@@ -116,6 +135,10 @@ func (r Retry) Overlay(s *flow.RetrySpec) (Retry, []string) {
 	if len(s.Fallback) > 0 {
 		out.Fallback = slices.Clone(s.Fallback)
 		set = append(set, fieldFallback)
+	}
+	if s.RateLimitWait != nil {
+		out.RateLimitWait = *s.RateLimitWait
+		set = append(set, fieldRateLimitWait)
 	}
 	return out, set
 }

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"slices"
+	"time"
 
 	"github.com/drover-dev/drover/internal/flow"
 )
@@ -20,6 +21,9 @@ type Layer struct {
 	Retry     *flow.RetrySpec
 	Timeout   flow.Duration
 	Scope     *flow.Scope
+	// PlacementTimeout is how long an attempt may wait while no live
+	// worker serves its runtime; 0 sets nothing.
+	PlacementTimeout flow.Duration
 }
 
 // Choice is a resolved runtime of one role.
@@ -48,6 +52,23 @@ type Resolved struct {
 	// Scope is nil and ScopeFrom "" when no level sets a scope.
 	Scope     *flow.Scope `json:"scope,omitempty"`
 	ScopeFrom Level       `json:"scope_from,omitempty"`
+	// PlacementTimeout is how long an attempt may wait while no live
+	// worker serves its runtime in its pool before it ends NO_WORKER
+	// (Placement reads it: plans recorded before it existed have none).
+	PlacementTimeout     flow.Duration `json:"placement_timeout,omitempty"`
+	PlacementTimeoutFrom Level         `json:"placement_timeout_from,omitempty"`
+}
+
+// DefaultPlacementTimeout is the built-in placement timeout.
+const DefaultPlacementTimeout = 10 * time.Minute
+
+// Placement is the plan's placement timeout, the built-in one when it has
+// none.
+func (r *Resolved) Placement() time.Duration {
+	if r == nil || r.PlacementTimeout <= 0 {
+		return DefaultPlacementTimeout
+	}
+	return time.Duration(r.PlacementTimeout)
 }
 
 // Resolve applies layers given highest priority first (task, flow, project,
@@ -64,6 +85,8 @@ type Resolved struct {
 //   - Review: from the highest layer that sets it; false by default.
 //   - Timeout and Scope: from the highest layer that sets them; Scope is
 //     taken as a whole, never merged.
+//   - PlacementTimeout: from the highest layer that sets it, else the
+//     built-in DefaultPlacementTimeout.
 //   - Retry: each field from the highest layer setting it, over DefaultRetry.
 //
 // The result shares no memory with the layers.
@@ -84,6 +107,13 @@ func Resolve(layers ...Layer) Resolved {
 	for _, l := range layers {
 		if l.Timeout > 0 {
 			out.Timeout, out.TimeoutFrom = l.Timeout, l.Level
+			break
+		}
+	}
+	out.PlacementTimeout, out.PlacementTimeoutFrom = flow.Duration(DefaultPlacementTimeout), LevelBuiltin
+	for _, l := range layers {
+		if l.PlacementTimeout > 0 {
+			out.PlacementTimeout, out.PlacementTimeoutFrom = l.PlacementTimeout, l.Level
 			break
 		}
 	}

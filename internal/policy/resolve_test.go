@@ -155,6 +155,7 @@ func TestResolveRetry(t *testing.T) {
 			Jitter:         0,
 			RetryOn:        []drovertype.ErrorClass{drovertype.ClassTimeout},
 			Fallback:       []string{"codex"},
+			RateLimitWait:  flow.Duration(DefaultRateLimitWait),
 		}, map[string]Level{
 			fieldMaxAttempts:    LevelTask,
 			fieldInitialBackoff: LevelProject,
@@ -163,6 +164,7 @@ func TestResolveRetry(t *testing.T) {
 			fieldJitter:         LevelFlow,
 			fieldRetryOn:        LevelProject,
 			fieldFallback:       LevelGlobal,
+			fieldRateLimitWait:  LevelBuiltin,
 		}},
 		{"task fallback replaces global's", []Layer{
 			{Level: LevelTask, Retry: &flow.RetrySpec{Fallback: []string{"gemini"}}},
@@ -183,6 +185,31 @@ func TestResolveRetry(t *testing.T) {
 				t.Errorf("RetryFrom = %v\nwant        %v", got.RetryFrom, tt.from)
 			}
 		})
+	}
+}
+
+func TestResolvePlacementTimeout(t *testing.T) {
+	tests := []struct {
+		name   string
+		layers []Layer
+		want   time.Duration
+		from   Level
+	}{
+		{"built in", []Layer{{Level: LevelTask}, {Level: LevelGlobal}}, DefaultPlacementTimeout, LevelBuiltin},
+		{"global", []Layer{{Level: LevelTask}, {Level: LevelGlobal, PlacementTimeout: dur(time.Hour)}}, time.Hour, LevelGlobal},
+		{"project over global", []Layer{{Level: LevelFlow}, {Level: LevelProject, PlacementTimeout: dur(time.Minute)}, {Level: LevelGlobal, PlacementTimeout: dur(time.Hour)}}, time.Minute, LevelProject},
+		{"task over flow", []Layer{{Level: LevelTask, PlacementTimeout: dur(5 * time.Second)}, {Level: LevelFlow, PlacementTimeout: dur(time.Minute)}}, 5 * time.Second, LevelTask},
+	}
+	for _, tt := range tests {
+		got := Resolve(tt.layers...)
+		if time.Duration(got.PlacementTimeout) != tt.want || got.PlacementTimeoutFrom != tt.from || got.Placement() != tt.want {
+			t.Errorf("%s: %s from %s (Placement %s), want %s from %s", tt.name, got.PlacementTimeout, got.PlacementTimeoutFrom, got.Placement(), tt.want, tt.from)
+		}
+	}
+	// A plan recorded before the field existed has the built-in one.
+	var old *Resolved
+	if old.Placement() != DefaultPlacementTimeout || (&Resolved{}).Placement() != DefaultPlacementTimeout {
+		t.Error("a plan without a placement timeout has none")
 	}
 }
 
@@ -221,7 +248,8 @@ func TestResolvedJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"timeout":"1m30s"`, `"initial_backoff":"10s"`, `"max_backoff":"5m0s"`, `"timeout_from":"task"`, `"fallback":"flow"`, `"from":"task"`} {
+	for _, want := range []string{`"timeout":"1m30s"`, `"initial_backoff":"10s"`, `"max_backoff":"5m0s"`, `"timeout_from":"task"`, `"fallback":"flow"`, `"from":"task"`,
+		`"placement_timeout":"10m0s"`, `"placement_timeout_from":"builtin"`} {
 		if !strings.Contains(string(raw), want) {
 			t.Errorf("JSON %s lacks %s", raw, want)
 		}
@@ -252,9 +280,11 @@ func TestOverlay(t *testing.T) {
 		Jitter:         ptr(0.0),
 		RetryOn:        []drovertype.ErrorClass{drovertype.ClassCrashed},
 		Fallback:       []string{"codex"},
+		RateLimitWait:  ptr(flow.Duration(time.Minute)),
 	}
 	got, set := base.Overlay(full)
-	want := Retry{Coefficient: 1.5, MaxBackoff: flow.Duration(time.Minute), RetryOn: []drovertype.ErrorClass{drovertype.ClassCrashed}, Fallback: []string{"codex"}}
+	want := Retry{Coefficient: 1.5, MaxBackoff: flow.Duration(time.Minute), RetryOn: []drovertype.ErrorClass{drovertype.ClassCrashed}, Fallback: []string{"codex"},
+		RateLimitWait: flow.Duration(time.Minute)}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Overlay(full) = %+v, want %+v (zero values through pointers are set)", got, want)
 	}
@@ -303,7 +333,7 @@ func TestRetryJSONFieldNames(t *testing.T) {
 		t.Errorf("flow.RetrySpec JSON names %v, retryFields %v", names, retryFields)
 	}
 	raw, _ := json.Marshal(DefaultRetry())
-	const want = `{"max_attempts":3,"initial_backoff":"10s","coefficient":2,"max_backoff":"5m0s","jitter":0.2,"retry_on":["RATE_LIMITED","RUNTIME_TIMEOUT","RUNTIME_CONNECTION_FAILED","WORKER_LOST","VERIFICATION_FAILED","PREPARE_FAILED","OBSERVE_FAILED"]}`
+	const want = `{"max_attempts":3,"initial_backoff":"10s","coefficient":2,"max_backoff":"5m0s","jitter":0.2,"retry_on":["RATE_LIMITED","RUNTIME_TIMEOUT","RUNTIME_CONNECTION_FAILED","WORKER_LOST","VERIFICATION_FAILED","PREPARE_FAILED","OBSERVE_FAILED"],"rate_limit_wait":"2h0m0s"}`
 	if string(raw) != want {
 		t.Errorf("DefaultRetry JSON\n got %s\nwant %s", raw, want)
 	}

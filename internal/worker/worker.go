@@ -313,7 +313,7 @@ func (w *Worker) registration() *fleet.Registration {
 	r := &fleet.Registration{
 		ID: w.cfg.Worker.ID, Host: host, Pool: w.cfg.Worker.Pool, Slots: w.cfg.Worker.Slots,
 		Busy: len(w.running), Started: w.started.UTC(), Seen: w.now().UTC(), NotClaiming: w.notClaiming,
-		Sandbox: w.sandbox.String(),
+		Sandbox: w.sandbox.String(), RenewMS: w.cfg.Worker.HealthInterval.Milliseconds(),
 	}
 	for _, h := range w.health {
 		rh := *h

@@ -85,6 +85,12 @@ const (
 	TaskWaiting Type = "task_waiting"
 	// An operator set a flow's or a task's budget (controller API).
 	BudgetSet Type = "budget_set"
+	// Whether live workers serve a runtime in a pool, as a fact about the
+	// fleet that the placement timeout counts from (controller), and the
+	// controller taking back a queued attempt no worker took for that
+	// timeout: it failed with NO_WORKER (docs/design.md#placement).
+	PlacementChanged Type = "placement_changed"
+	AttemptUnplaced  Type = "attempt_unplaced"
 )
 
 // Event is the envelope of everything on the EVENTS stream. ID is unique per
@@ -592,4 +598,36 @@ type BudgetSetData struct {
 	Tokens  *int64   `json:"tokens,omitempty"`
 	CostUSD *float64 `json:"cost_usd,omitempty"`
 	Reason  string   `json:"reason,omitempty"`
+}
+
+// PlacementKey names a pool's runtime in the projection's placements.
+func PlacementKey(pool, runtime string) string { return pool + "/" + runtime }
+
+// PlacementChangedData is the controller's finding about a runtime in a
+// pool, as the worker registry told it: Serving live workers take its
+// jobs, and when none does, Reason says why ("no live worker serves
+// claude-code in pool default: 2 workers: claude not in PATH"). Event.Attempt
+// is an attempt queued for it. Seq numbers a pool's runtime's findings,
+// so that the same finding made twice counts once and one made out of turn
+// is ignored.
+type PlacementChangedData struct {
+	Pool    string `json:"pool"`
+	Runtime string `json:"runtime"`
+	Seq     int    `json:"seq"`
+	// Live counts the live workers in the pool, Serving those that take
+	// the runtime's jobs.
+	Live    int    `json:"live"`
+	Serving int    `json:"serving"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// AttemptUnplacedData says why the controller took back a queued attempt
+// that no live worker could take for its placement timeout: it fails with
+// NO_WORKER, and the retry policy moves its task on.
+type AttemptUnplacedData struct {
+	Reason string `json:"reason"`
+	// UnservedMS is how long no live worker served its runtime in its pool
+	// while it was queued; TimeoutMS its task's placement timeout.
+	UnservedMS int64 `json:"unserved_ms"`
+	TimeoutMS  int64 `json:"timeout_ms"`
 }

@@ -68,7 +68,9 @@ type TaskWait struct {
 	Cooldowns []string  `json:"cooldowns"`
 	Until     time.Time `json:"until,omitzero"`
 	Reason    string    `json:"reason"`
-	Since     time.Time `json:"since"`
+	// Since is when the task began to wait for attempt N, whatever the
+	// reasons recorded since.
+	Since time.Time `json:"since"`
 }
 
 // Waiting returns why the task waits, or nil when it is not waiting: a
@@ -239,7 +241,13 @@ func (s *State) taskWaiting(ev *event.Event, d *event.TaskWaitingData) error {
 	if len(keys) > maxCooldownRuntimes {
 		keys = keys[:maxCooldownRuntimes]
 	}
-	t.Wait = &TaskWait{N: d.N, Cooldowns: keys, Until: d.Until, Reason: clipText(d.Reason, maxCooldownCause), Since: ev.Time}
+	// Since is when the wait began: a new reason for the same attempt (the
+	// cooldown ended, its probe runs) goes on with the same wait.
+	since := ev.Time
+	if prev := t.Waiting(); prev != nil && prev.N == d.N {
+		since = prev.Since
+	}
+	t.Wait = &TaskWait{N: d.N, Cooldowns: keys, Until: d.Until, Reason: clipText(d.Reason, maxCooldownCause), Since: since}
 	if len(keys) == 0 {
 		t.Wait = nil // the wait is over, though the task has not started yet
 	}

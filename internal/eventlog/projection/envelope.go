@@ -58,7 +58,7 @@ const (
 	idFlowRound                     // the flow's id, or <flow>:r<round> after an operator retry
 	idAttempt                       // the attempt's id
 	idAttemptAnd                    // <attempt>:<what>, several of one type about an attempt (a cooldown's scope)
-	idAttemptOrBudget               // the attempt's id; or <flow>/<task>:budget:r<round>, a budget's end of a task
+	idAttemptOrBudget               // the attempt's id; or <flow>/<task>:<budget|limited>:r<round>, a budget's or rate limits' end of a task
 	idClaim                         // <attempt>:<epoch>, and :<extra> for several of one type in a claim
 	idTaskRound                     // <flow>/<task>:<round>
 	idRandom                        // anything: an operator's request is a distinct act each time
@@ -174,8 +174,8 @@ func (k idRule) matches(ev *event.Event, key string) bool {
 		if ev.Attempt != "" && key == ev.Attempt {
 			return true
 		}
-		r, ok := strings.CutPrefix(key, ev.Flow+"/"+ev.Task+":budget:r")
-		return ok && isNumber(r)
+		_, ok := taskEnd(ev, key)
+		return ok
 	case idClaim:
 		rest, ok := strings.CutPrefix(key, ev.Attempt+":"+strconv.FormatUint(ev.Epoch, 10))
 		return ok && (rest == "" || len(rest) > 1 && rest[0] == ':')
@@ -184,6 +184,28 @@ func (k idRule) matches(ev *event.Event, key string) bool {
 		return ok && isNumber(r)
 	}
 	return true
+}
+
+// taskEnd reads the key of a task_failed that ends a task rather than
+// its attempt, <flow>/<task>:<why>:r<round>, and returns the class that
+// id goes with: BUDGET_EXCEEDED (budget) or RATE_LIMITED (limited, the
+// task waited out rate limits for its retry.rate_limit_wait).
+func taskEnd(ev *event.Event, key string) (drovertype.ErrorClass, bool) {
+	rest, ok := strings.CutPrefix(key, ev.Flow+"/"+ev.Task+":")
+	if !ok {
+		return "", false
+	}
+	why, r, ok := strings.Cut(rest, ":r")
+	if !ok || !isNumber(r) {
+		return "", false
+	}
+	switch why {
+	case "budget":
+		return drovertype.ClassBudgetExceeded, true
+	case "limited":
+		return drovertype.ClassRateLimited, true
+	}
+	return "", false
 }
 
 // about names what a key rule keys on, for a poison reason.

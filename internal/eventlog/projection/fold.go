@@ -354,6 +354,9 @@ func (s *State) attemptScheduled(ev *event.Event, d *event.AttemptScheduledData)
 		Pool: d.Pool, Branch: d.Branch, Prompt: d.Prompt, Timeout: d.Timeout, Merge: d.Merge,
 		State: drovertype.AttemptScheduled, ScheduledAt: ev.Time,
 	}
+	if p := s.Placements[event.PlacementKey(d.Pool, d.Runtime)]; p != nil {
+		a.UnservedBeforeMS = p.UnservedBy(ev.Time).Milliseconds()
+	}
 	s.Attempts[a.ID] = a
 	s.touchAttempt(a)
 	s.probe(a, d.Probe)
@@ -497,15 +500,24 @@ func (s *State) errorClassified(ev *event.Event, d *event.RuntimeErrorClassified
 }
 
 func (s *State) taskFailed(ev *event.Event, d *event.TaskFailedData) error {
-	budget := d.Class == drovertype.ClassBudgetExceeded
-	if budget != (ev.ID != drovertype.EventID(event.TaskFailed, ev.Attempt)) {
-		return malformed("task_failed %s of class %s: a budget's end of a task has the id <flow>/<task>:budget:r<round>, any other the attempt's", ev.ID, d.Class)
+	_, key, _ := drovertype.ParseEventID(ev.ID)
+	class, whole := taskEnd(ev, key)
+	switch {
+	case whole && class != d.Class:
+		return malformed("task_failed %s of class %s: that id ends a task with %s", ev.ID, d.Class, class)
+	case !whole && d.Class == drovertype.ClassBudgetExceeded:
+		return malformed("task_failed %s of class %s: a budget's end of a task has the id <flow>/<task>:budget:r<round>", ev.ID, d.Class)
 	}
 	_, t, err := s.task(ev)
 	if err != nil {
 		return err
 	}
-	if budget {
+	if whole {
+		if a := s.Attempts[t.Attempt]; d.Class == drovertype.ClassRateLimited && a != nil && !a.State.Terminal() && !t.State.Terminal() {
+			// The controller ends a task for waiting out rate limits only
+			// while it waits: with no attempt running.
+			return contradiction("task_failed %s of task %s, whose attempt %s has not ended", ev.ID, t.ID, a.ID)
+		}
 		return s.budgetEnded(ev, t, d)
 	}
 	if ev.Attempt == "" {
@@ -528,8 +540,9 @@ func (s *State) taskFailed(ev *event.Event, d *event.TaskFailedData) error {
 	return nil
 }
 
-// budgetEnded ends a task its budget no longer covers. Like a cancel, it
-// may end a task whose attempt still runs: the controller then stops that
+// budgetEnded ends a task its budget no longer covers, or that waited out
+// rate limits for its retry.rate_limit_wait. Like a cancel, a budget may
+// end a task whose attempt still runs: the controller then stops that
 // attempt, or lets it finish, as the budget says.
 func (s *State) budgetEnded(ev *event.Event, t *Task, d *event.TaskFailedData) error {
 	if t.State.Terminal() {

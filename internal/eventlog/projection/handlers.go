@@ -40,6 +40,11 @@ var handlers = map[event.Type]handler{
 	event.TaskWaiting:      on((*State).taskWaiting, aboutTask, idTaskRound),
 	event.BudgetSet:        on((*State).budgetSet, aboutRequest, idRandom),
 
+	// Placement: whether live workers serve a runtime, and an attempt none
+	// took for its placement timeout (placement.go).
+	event.PlacementChanged: on((*State).placementChanged, aboutAttempt, idAttemptAnd),
+	event.AttemptUnplaced:  on((*State).attemptUnplaced, aboutAttempt, idAttempt),
+
 	// An attempt's lifecycle, as its worker reports it.
 	event.AdapterInitialized: on(phase[event.AdapterInitializedData], aboutClaim, idClaim),
 	event.PrepareCompleted:   on(phase[event.PrepareCompletedData], aboutClaim, idClaim),

@@ -25,6 +25,8 @@ const (
 	keyPoison   = "p/"
 	keyPart     = "s/"
 	keyCooldown = "c/"
+	// keyPlacement holds State.Placements.
+	keyPlacement = "l/"
 
 	// keyPoisonCount holds State.PoisonCount.
 	keyPoisonCount = "n/poisons"
@@ -86,6 +88,9 @@ func (st *State) Records(fn func(key string, value []byte) error) error {
 	}
 	for k := range st.Cooldowns {
 		keys = append(keys, keyCooldown+k)
+	}
+	for k := range st.Placements {
+		keys = append(keys, keyPlacement+k)
 	}
 	if st.PoisonCount > 0 {
 		keys = append(keys, keyPoisonCount)
@@ -149,6 +154,11 @@ func (st *State) LoadRecord(k string, v []byte) error {
 		if err = json.Unmarshal(v, &c); err == nil {
 			st.Cooldowns[k[len(keyCooldown):]] = &c
 		}
+	case strings.HasPrefix(k, keyPlacement):
+		var p Placement
+		if err = json.Unmarshal(v, &p); err == nil {
+			st.Placements[k[len(keyPlacement):]] = &p
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("projection: load record %q: %w", k, err)
@@ -188,6 +198,8 @@ func (st *State) encodeRecord(k string) ([]byte, error) {
 		v = p
 	case strings.HasPrefix(k, keyCooldown):
 		v = st.Cooldowns[k[len(keyCooldown):]]
+	case strings.HasPrefix(k, keyPlacement):
+		v = st.Placements[k[len(keyPlacement):]]
 	}
 	raw, err := jsonv2.Marshal(v, jsonv1.DefaultOptionsV1())
 	if err != nil {

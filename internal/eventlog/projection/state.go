@@ -142,6 +142,10 @@ type Attempt struct {
 	Probe []string `json:"probe,omitempty"`
 	// Withdrawn says why the controller took the attempt back before it ran.
 	Withdrawn string `json:"withdrawn,omitempty"`
+	// UnservedBeforeMS is how long no live worker had served its runtime
+	// in its pool, in all, when it was scheduled (Placement.UnservedBy):
+	// its placement timeout counts what is added after.
+	UnservedBeforeMS int64 `json:"unserved_before_ms,omitempty"`
 }
 
 // SubmittedPart is a part of a flow's tasks (flow_tasks_submitted) folded
@@ -188,7 +192,10 @@ type State struct {
 	// Cooldowns are the limits the fleet has met, by event.CooldownKey;
 	// a released one stays until the next limit in its scope replaces it.
 	Cooldowns map[string]*Cooldown
-	dirty     map[string]struct{}
+	// Placements are what the log says of the workers serving a runtime
+	// in a pool, by event.PlacementKey: those an attempt has waited for.
+	Placements map[string]*Placement
+	dirty      map[string]struct{}
 	// poisonSeqs are the keys of Poisons in order, oldest first.
 	poisonSeqs []uint64
 	// plans are the last distinct plans tasks were given (sharedPlan).
@@ -228,6 +235,8 @@ func NewState() *State {
 		Parts:     map[string]*SubmittedPart{},
 		dirty:     map[string]struct{}{},
 		Cooldowns: map[string]*Cooldown{},
+
+		Placements: map[string]*Placement{},
 	}
 }
 

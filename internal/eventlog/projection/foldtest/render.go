@@ -30,6 +30,11 @@ func RenderState(st *projection.State) string {
 	for _, k := range slices.Sorted(maps.Keys(st.Cooldowns)) {
 		renderCooldown(&b, st.Cooldowns[k])
 	}
+	for _, k := range slices.Sorted(maps.Keys(st.Placements)) {
+		p := st.Placements[k]
+		fmt.Fprintf(&b, "placement %s: seq=%d live=%d serving=%d since=%s ended_ms=%d changed=%s attempt=%s reason=%q\n",
+			p.Key, p.Seq, p.Live, p.Serving, ts(p.Since), p.EndedMS, ts(p.ChangedAt), p.Attempt, p.Reason)
+	}
 	for _, seq := range slices.Sorted(maps.Keys(st.Poisons)) {
 		p := st.Poisons[seq]
 		fmt.Fprintf(&b, "poison %d (%d bytes): %s\n", p.Seq, p.Size, p.Reason)
@@ -199,6 +204,9 @@ func renderAttempt(b *strings.Builder, a *projection.Attempt) {
 	}
 	if a.Withdrawn != "" {
 		fmt.Fprintf(b, "  withdrawn: %q\n", a.Withdrawn)
+	}
+	if a.UnservedBeforeMS > 0 {
+		fmt.Fprintf(b, "  unserved before it: %dms\n", a.UnservedBeforeMS)
 	}
 }
 
