@@ -61,6 +61,9 @@ type Config struct {
 	// Pricing estimates the cost of usage a CLI reports without one, for
 	// budgets. Defaults to none: such usage costs nothing.
 	Pricing []Price `mapstructure:"pricing"`
+	// Forges are the code forges flows are published to, by a name of the
+	// operator's choosing (forges.go, docs/forges.md). Defaults to none.
+	Forges map[string]Forge `mapstructure:"forges"`
 
 	// File is the configuration file Load read, "" for none; it is one of
 	// the worker's secrets (SandboxDeny).
@@ -141,6 +144,9 @@ type Project struct {
 	Retry Retry `mapstructure:"retry"`
 	// Budget caps each flow of the project that sets none; unset inherits.
 	Budget Budget `mapstructure:"budget"`
+	// Publish is the project's publish section, as a flow writes it
+	// (ProjectPublish reads it); a flow's fields override it one by one.
+	Publish map[string]any `mapstructure:"publish"`
 }
 
 // Retry is a retry policy at one level of configuration. Zero fields are
@@ -717,6 +723,7 @@ func (c *Config) Validate() error {
 	c.validateProjects(&p)
 	c.validateRuntimes(&p)
 	c.validateLimits(&p)
+	c.validateForges(&p)
 	return errors.Join(p...)
 }
 

@@ -190,7 +190,8 @@ func Accept(cfg *config.Config, spec *flow.Spec) (event.FlowSubmittedData, error
 	}
 	s := *spec
 	s.Repo = res.Repo
-	return event.FlowSubmittedData{Spec: s, Plan: res.Tasks, MaxParallel: res.MaxParallel, Budget: res.Budget}, nil
+	return event.FlowSubmittedData{Spec: s, Plan: res.Tasks, MaxParallel: res.MaxParallel, Budget: res.Budget,
+		Publish: res.Publish, RoundPlan: res.RoundPlan}, nil
 }
 
 // record publishes an event the API accepted and waits (up to 10s) until it

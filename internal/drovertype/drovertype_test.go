@@ -183,3 +183,17 @@ func TestAttemptStates(t *testing.T) {
 		}
 	}
 }
+
+func TestParseIntegrationBranch(t *testing.T) {
+	for n := 1; n <= 3; n++ {
+		if got, ok := ParseIntegrationBranch("f-1", IntegrationBranch("f-1", n)); !ok || got != n {
+			t.Errorf("build %d: %d, %v", n, got, ok)
+		}
+	}
+	for _, b := range []string{"drover/f-1/integration-1", "drover/f-1/integration-01", "drover/f-1/integration-", "drover/f-1/integrationx",
+		"drover/f-2/integration", "drover/f-1/integration-+2", "drover/f-1/a/1"} {
+		if n, ok := ParseIntegrationBranch("f-1", b); ok {
+			t.Errorf("%s read as build %d", b, n)
+		}
+	}
+}

@@ -160,6 +160,7 @@ func (s *Spec) validate(p *problems, opts Options) {
 		p.add("timeout", "negative duration %s", s.Timeout)
 	}
 	checkBudget(p, "budget", s.Budget)
+	checkPublish(p, "publish", s.Publish)
 
 	if len(s.Tasks) == 0 {
 		p.add("tasks", "at least one task is required")
