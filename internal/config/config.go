@@ -101,6 +101,10 @@ type Console struct {
 	// a console behind a proxy that terminates TLS; it is Secure anyway
 	// when the request came over TLS. Defaults to false.
 	SecureCookie bool `mapstructure:"secure_cookie"`
+	// URL is where people reach the console (https://drover.example.com),
+	// for links to a flow in the pull requests Drover opens; empty: no
+	// link. Defaults to empty.
+	URL string `mapstructure:"url"`
 }
 
 // ConsoleUser is one login of the console.
@@ -488,6 +492,7 @@ func defaults() map[string]any {
 		"console.token":                  "",
 		"console.session_ttl":            12 * time.Hour,
 		"console.secure_cookie":          false,
+		"console.url":                    "",
 		"tracing.exporter":               "",
 		"tracing.protocol":               "",
 		"tracing.endpoint":               "",

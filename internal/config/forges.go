@@ -61,6 +61,11 @@ func (c *Config) validateForges(p *problems) {
 			p.add(key+".webhook_secret_env", "must be an environment variable's name (got %q)", f.WebhookSecretEnv)
 		}
 	}
+	if c.Console.URL != "" {
+		if u, err := url.Parse(c.Console.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			p.add("console.url", "must be an http or https URL without credentials (got %q)", c.Console.URL)
+		}
+	}
 	for _, name := range c.ProjectNames() {
 		if _, err := c.ProjectPublish(name); err != nil {
 			p.add("projects."+name+".publish", "%s", strings.ReplaceAll(err.Error(), "\n", "; "))

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -195,6 +196,9 @@ func (c *Controller) decisions(st *projection.State) ([]action, error) {
 		if err := dc.flow(r); err != nil {
 			return nil, err
 		}
+	}
+	if err := dc.publishing(); err != nil {
+		return nil, err
 	}
 	c.published.forgetUnseen()
 	return dc.out, nil
@@ -428,7 +432,7 @@ func (dc *decider) begin(f *projection.Flow, t *projection.Task, merge []event.D
 		}
 		return nil
 	}
-	prompt := ""
+	prompt := t.Prompt // a review round's task has its own; a flow file's task, its spec's
 	if retry != nil {
 		prompt = dc.retryPrompt(f, t)
 	}
@@ -441,13 +445,16 @@ func (dc *decider) begin(f *projection.Flow, t *projection.Task, merge []event.D
 // retryPrompt is the task's prompt with the feedback of its last attempt.
 // After an attempt withdrawn before it ran, the next gets its prompt.
 func (dc *decider) retryPrompt(f *projection.Flow, t *projection.Task) string {
-	spec, _ := f.Spec.Task(t.ID)
-	if spec == nil {
+	prompt := t.Prompt // a review round's task is not in the flow file
+	if spec, _ := f.Spec.Task(t.ID); spec != nil {
+		prompt = spec.Prompt
+	}
+	if prompt == "" {
 		return ""
 	}
 	prev := dc.st.Attempts[t.Attempt]
 	if prev == nil {
-		return spec.Prompt
+		return prompt
 	}
 	if prev.State == drovertype.AttemptWithdrawn {
 		return prev.Prompt
@@ -456,7 +463,7 @@ func (dc *decider) retryPrompt(f *projection.Flow, t *projection.Task) string {
 	if fb.Verification == nil {
 		fb.Verification = prev.Verification
 	}
-	return feedback.ComposePrompt(spec.Prompt, &fb)
+	return feedback.ComposePrompt(prompt, &fb)
 }
 
 // finish completes a flow whose tasks have all ended and whose attempts have
@@ -499,15 +506,21 @@ func (dc *decider) finish(f *projection.Flow, tasks []*projection.Task) error {
 	in := f.Integration
 	switch {
 	case in == nil || in.N < n:
-		return dc.add(fmt.Sprintf("%s:%d", f.ID, n), event.IntegrationScheduled, f.ID, "", "",
-			event.IntegrationScheduledData{N: n, Branch: drovertype.IntegrationBranch(f.ID, n), Runtime: runtime,
-				Pool: dc.c.cfg.Defaults.Pool})
+		d := event.IntegrationScheduledData{N: n, Branch: drovertype.IntegrationBranch(f.ID, n), Runtime: runtime,
+			Pool: dc.c.cfg.Defaults.Pool}
+		if !prBuild(f, &d, merge) {
+			if !allOK {
+				return complete(drovertype.FlowFailed) // a round whose tasks all failed: nothing to push
+			}
+			d.Merge = nil // nothing new: the branch is built again as it is
+		}
+		return dc.add(fmt.Sprintf("%s:%d", f.ID, n), event.IntegrationScheduled, f.ID, "", "", d)
 	case in.State == drovertype.IntegrationScheduled:
 		jobID := drovertype.IntegrationID(f.ID, in.N)
 		if !dc.published(jobID) {
 			dc.out = append(dc.out, action{job: &queue.Job{
 				Kind: drovertype.JobIntegrate, Attempt: jobID, Flow: f.ID, N: in.N, Pool: in.Pool, Runtime: in.Runtime,
-				Repo: f.Spec.Repo, Base: f.Spec.Base, Branch: in.Branch, Merge: in.Merge,
+				Repo: f.Spec.Repo, Base: cmp.Or(in.Base, f.Spec.Base), Branch: in.Branch, Merge: in.Merge,
 			}})
 		}
 		return nil
@@ -561,7 +574,7 @@ func (c *Controller) job(f *projection.Flow, t *projection.Task, a *projection.A
 	spec, _ := f.Spec.Task(t.ID)
 	j := &queue.Job{
 		Attempt: a.ID, Flow: f.ID, Task: t.ID, N: a.N, Pool: a.Pool, Runtime: a.Runtime, Model: a.Model, Args: a.Args,
-		Repo: f.Spec.Repo, Base: f.Spec.Base, Branch: a.Branch, Prompt: a.Prompt,
+		Repo: f.Spec.Repo, Base: cmp.Or(t.Base, f.Spec.Base), Branch: a.Branch, Prompt: cmp.Or(a.Prompt, t.Prompt),
 		Timeout: a.Timeout, Merge: a.Merge,
 	}
 	if spec != nil {
