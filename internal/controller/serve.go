@@ -131,6 +131,9 @@ func Serve(ctx context.Context, cfg *config.Config, log *slog.Logger, o ServeOpt
 		return err
 	}
 	defer func() { _ = svc.Stop() }()
+	if o.Mount != nil && len(cfg.Forges) > 0 {
+		defer o.Mount(HookPrefix, ctrl.forges)()
+	}
 	if o.Mount != nil && cfg.Console.Enabled {
 		con, err := newConsole(cfg, ctrl, nc, js, store, log)
 		if err != nil {

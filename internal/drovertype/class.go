@@ -46,6 +46,10 @@ const (
 	// task without running it again (docs/flows.md#budgets). A quota of the
 	// provider is not this: it is RATE_LIMITED with a reset time.
 	ClassBudgetExceeded ErrorClass = "BUDGET_EXCEEDED"
+	// The forge refused to open or update a flow's pull request as asked
+	// (a base branch, a label or a user it does not know): publishing
+	// ends; the flow's own outcome stands (docs/forges.md).
+	ClassPublishRefused ErrorClass = "PUBLISH_REFUSED"
 )
 
 // classes lists every class, in the order above.
@@ -55,7 +59,7 @@ var classes = []ErrorClass{
 	ClassRepoNotFound, ClassBaseNotFound, ClassMergeConflict, ClassObserveFailed, ClassVerificationFailed,
 	ClassScopeViolation, ClassCancelled, ClassWorkerLost, ClassUnknown,
 	ClassTurnBudgetExhausted, ClassTokenBudgetExhausted, ClassTimeBudgetExhausted,
-	ClassBudgetExceeded,
+	ClassBudgetExceeded, ClassPublishRefused,
 }
 
 // Classes returns every error class, in declaration order.

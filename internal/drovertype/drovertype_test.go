@@ -160,7 +160,7 @@ func TestErrorClasses(t *testing.T) {
 			t.Errorf("ParseErrorClass(%q) = %q %v", c, got, err)
 		}
 	}
-	if len(seen) != 21 {
+	if len(seen) != 22 {
 		t.Errorf("%d classes", len(seen))
 	}
 	if _, err := ParseErrorClass("MY_CLASS"); err == nil {

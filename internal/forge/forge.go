@@ -41,17 +41,24 @@ type Config struct {
 	BaseURL string
 	// Token authenticates every call; it never appears in an error.
 	Token string
-	// HTTPClient carries the calls. Defaults to a client with a 30 s
-	// timeout.
+	// HTTPClient carries the calls. Defaults to a client whose transport
+	// gives up on a forge that sends no response headers within 30 s;
+	// callers bound each call with their context.
 	HTTPClient *http.Client
 }
 
-// Client returns the HTTP client to use: HTTPClient, or the default.
+// Client returns the HTTP client to use: HTTPClient, or the default. The
+// default has no Timeout of its own: net/http keeps a goroutine per
+// request for one until it fires when a response body is replaced before
+// it is closed (go-github does, on an error), so deadlines come from the
+// caller's context instead.
 func (c Config) Client() *http.Client {
 	if c.HTTPClient != nil {
 		return c.HTTPClient
 	}
-	return &http.Client{Timeout: 30 * time.Second}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.ResponseHeaderTimeout = 30 * time.Second
+	return &http.Client{Transport: t}
 }
 
 // State is a pull request's state.
@@ -149,6 +156,9 @@ type Check struct {
 
 // Publisher opens and updates pull requests and comments on them.
 type Publisher interface {
+	// DefaultBranch is the repository's default branch, what a pull
+	// request merges into when nothing says otherwise.
+	DefaultBranch(ctx context.Context, repo string) (string, error)
 	// FindPullRequest returns the latest pull request from head into base,
 	// in any state, or nil when there is none.
 	FindPullRequest(ctx context.Context, repo, head, base string) (*PullRequest, error)

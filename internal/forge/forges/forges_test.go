@@ -41,6 +41,9 @@ func TestForges(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if b, err := f.DefaultBranch(ctx, repo); err != nil || b != "main" {
+				t.Fatalf("DefaultBranch = %q, %v", b, err)
+			}
 			if pr, err := f.FindPullRequest(ctx, repo, head, base); err != nil || pr != nil {
 				t.Fatalf("FindPullRequest before any = %+v, %v", pr, err)
 			}

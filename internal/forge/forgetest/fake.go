@@ -34,6 +34,8 @@ type Fake struct {
 	traces map[string]string
 	labels []string
 	calls  []string
+	// Default is the repository's default branch. Defaults to main.
+	Default string
 	// HeadSHA resolves a branch to its commit (the e2e test reads its git
 	// repository); nil keeps what was set with SetHead.
 	HeadSHA func(branch string) string
@@ -54,7 +56,7 @@ type PR struct {
 func New(t testing.TB, k forge.Kind, repo, token string) *Fake {
 	t.Helper()
 	f := &Fake{Kind: k, Repo: repo, Token: token, checks: map[string][]forge.Check{}, traces: map[string]string{},
-		heads: map[string]string{}, nextID: 1000}
+		heads: map[string]string{}, nextID: 1000, Default: "main"}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	f.URL = f.srv.URL + "/"

@@ -17,6 +17,10 @@ import (
 // issue comments).
 func (f *Fake) gitea(w http.ResponseWriter, r *http.Request) bool {
 	seg := segments(strings.TrimPrefix(r.URL.EscapedPath(), "/api/v1"))
+	if len(seg) == 3 && seg[0] == "repos" && seg[1]+"/"+seg[2] == f.Repo && r.Method == http.MethodGet {
+		writeJSON(w, http.StatusOK, map[string]any{"full_name": f.Repo, "default_branch": f.Default})
+		return true
+	}
 	if len(seg) < 4 || seg[0] != "repos" || seg[1]+"/"+seg[2] != f.Repo {
 		return false
 	}

@@ -21,6 +21,10 @@ func (f *Fake) gitlab(w http.ResponseWriter, r *http.Request) bool {
 		writeJSON(w, http.StatusOK, []map[string]any{{"id": f.userID(name), "username": name}})
 		return true
 	}
+	if len(seg) == 2 && seg[0] == "projects" && seg[1] == f.Repo && r.Method == http.MethodGet {
+		writeJSON(w, http.StatusOK, map[string]any{"id": 7, "path_with_namespace": f.Repo, "default_branch": f.Default})
+		return true
+	}
 	if len(seg) < 3 || seg[0] != "projects" || seg[1] != f.Repo {
 		return false
 	}

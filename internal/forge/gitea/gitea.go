@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,6 +71,24 @@ func wrap(op string, resp *sdk.Response, err error) error {
 	return e
 }
 
+// DefaultBranch reads the repository's default branch.
+func (c *Client) DefaultBranch(ctx context.Context, repo string) (string, error) {
+	owner, name, err := forge.SplitRepo(repo)
+	if err != nil {
+		return "", err
+	}
+	var out string
+	err = c.call(ctx, func(sc *sdk.Client) error {
+		r, resp, err := sc.GetRepo(owner, name)
+		if err != nil {
+			return wrap("get repository", resp, err)
+		}
+		out = r.DefaultBranch
+		return nil
+	})
+	return out, err
+}
+
 // FindPullRequest asks for the latest pull request from head into base
 // (GET /repos/{owner}/{repo}/pulls/{base}/{head}); 404 means none.
 func (c *Client) FindPullRequest(ctx context.Context, repo, head, base string) (*forge.PullRequest, error) {
@@ -111,7 +130,9 @@ func convert(p *sdk.PullRequest) *forge.PullRequest {
 }
 
 // CreatePullRequest opens a pull request with its assignees, reviewers
-// and labels (found by name among the repository's).
+// and labels (found by name among the repository's). A label the
+// repository does not have is left out: the pull request is opened, and
+// returned with the error that says so.
 func (c *Client) CreatePullRequest(ctx context.Context, repo string, p forge.Publication) (*forge.PullRequest, error) {
 	owner, name, err := forge.SplitRepo(repo)
 	if err != nil {
@@ -122,8 +143,13 @@ func (c *Client) CreatePullRequest(ctx context.Context, repo string, p forge.Pub
 		title = "WIP: " + title
 	}
 	var out *forge.PullRequest
+	var missing error
 	err = c.call(ctx, func(sc *sdk.Client) error {
 		labels, err := labelIDs(sc, owner, name, p.Labels)
+		var fe *forge.Error
+		if errors.As(err, &fe) && fe.Op == "find label" {
+			missing, err = err, nil // opened without them, and said so
+		}
 		if err != nil {
 			return err
 		}
@@ -135,9 +161,14 @@ func (c *Client) CreatePullRequest(ctx context.Context, repo string, p forge.Pub
 		out = convert(pr)
 		return nil
 	})
+	if err == nil && missing != nil {
+		return out, missing
+	}
 	return out, err
 }
 
+// labelIDs finds labels by name; the ids of those found, and an error
+// naming those not.
 func labelIDs(sc *sdk.Client, owner, name string, names []string) ([]int64, error) {
 	if len(names) == 0 {
 		return nil, nil
@@ -147,18 +178,18 @@ func labelIDs(sc *sdk.Client, owner, name string, names []string) ([]int64, erro
 		return nil, wrap("list labels", resp, err)
 	}
 	var ids []int64
+	var missing []string
 	for _, n := range names {
-		found := false
-		for _, l := range ls {
-			if l.Name == n {
-				ids, found = append(ids, l.ID), true
-				break
-			}
+		i := slices.IndexFunc(ls, func(l *sdk.Label) bool { return l.Name == n })
+		if i < 0 {
+			missing = append(missing, n)
+			continue
 		}
-		if !found {
-			return nil, &forge.Error{Kind: forge.Gitea, Op: "find label", Status: http.StatusUnprocessableEntity,
-				Err: fmt.Errorf("the repository has no label %.100q", n)}
-		}
+		ids = append(ids, ls[i].ID)
+	}
+	if len(missing) > 0 {
+		return ids, &forge.Error{Kind: forge.Gitea, Op: "find label", Status: http.StatusUnprocessableEntity,
+			Err: fmt.Errorf("the repository has no label %.100q", missing)}
 	}
 	return ids, nil
 }

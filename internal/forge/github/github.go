@@ -52,6 +52,19 @@ func wrap(op string, resp *gh.Response, err error) error {
 
 func split(repo string) (string, string, error) { return forge.SplitRepo(repo) }
 
+// DefaultBranch reads the repository's default branch.
+func (c *Client) DefaultBranch(ctx context.Context, repo string) (string, error) {
+	owner, name, err := split(repo)
+	if err != nil {
+		return "", err
+	}
+	r, resp, err := c.c.Repositories.Get(ctx, owner, name)
+	if err != nil {
+		return "", wrap("get repository", resp, err)
+	}
+	return r.GetDefaultBranch(), nil
+}
+
 // FindPullRequest lists the pull requests from head into base, newest
 // first, in any state.
 func (c *Client) FindPullRequest(ctx context.Context, repo, head, base string) (*forge.PullRequest, error) {

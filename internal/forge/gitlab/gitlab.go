@@ -58,16 +58,32 @@ func checkRepo(repo string) error {
 	return nil
 }
 
+// DefaultBranch reads the project's default branch.
+func (c *Client) DefaultBranch(ctx context.Context, repo string) (string, error) {
+	if err := checkRepo(repo); err != nil {
+		return "", err
+	}
+	p, resp, err := c.c.Projects.GetProject(repo, nil, gl.WithContext(ctx))
+	if err != nil {
+		return "", wrap("get project", resp, err)
+	}
+	return p.DefaultBranch, nil
+}
+
 // FindPullRequest lists the merge requests from head into base, newest
 // first, in any state.
 func (c *Client) FindPullRequest(ctx context.Context, repo, head, base string) (*forge.PullRequest, error) {
 	if err := checkRepo(repo); err != nil {
 		return nil, err
 	}
-	mrs, resp, err := c.c.MergeRequests.ListProjectMergeRequests(repo, &gl.ListProjectMergeRequestsOptions{
-		SourceBranch: gl.Ptr(head), TargetBranch: gl.Ptr(base), State: gl.Ptr("all"),
+	opt := &gl.ListProjectMergeRequestsOptions{
+		SourceBranch: gl.Ptr(head), State: gl.Ptr("all"),
 		OrderBy: gl.Ptr("created_at"), Sort: gl.Ptr("desc"), ListOptions: gl.ListOptions{PerPage: 10},
-	}, gl.WithContext(ctx))
+	}
+	if base != "" {
+		opt.TargetBranch = gl.Ptr(base)
+	}
+	mrs, resp, err := c.c.MergeRequests.ListProjectMergeRequests(repo, opt, gl.WithContext(ctx))
 	if err != nil {
 		return nil, wrap("find merge request", resp, err)
 	}
