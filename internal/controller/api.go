@@ -123,6 +123,8 @@ func (c *Controller) ServeAPI(ctx context.Context, nc *nats.Conn, known func(str
 		{"resolve", SubjectResolve, c.handleResolve},
 		{"report", SubjectReport, c.handleReport},
 		{"budget", SubjectBudget, c.handleBudget},
+		{"publish", SubjectPublish, c.handlePublish},
+		{"iterate", SubjectIterate, c.handleIterate},
 	}
 	for _, e := range endpoints {
 		if err := svc.AddEndpoint(e.name, micro.ContextHandler(ctx, e.fn), micro.WithEndpointSubject(e.subject)); err != nil {
