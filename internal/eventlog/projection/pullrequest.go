@@ -213,14 +213,11 @@ func (s *State) pullRequestObserved(ev *event.Event, d *event.PullRequestObserve
 	case d.Checks.Passed < 0 || d.Checks.Failed < 0 || d.Checks.Pending < 0 || len(d.Checks.Failing) > 20:
 		return malformed("pull_request_observed %s with checks %+v", ev.ID, d.Checks)
 	}
-	f, err := s.flow(ev)
+	f, pr, err := s.published(ev)
 	if err != nil {
 		return err
 	}
-	pr := f.PR
 	switch {
-	case pr == nil || pr.Number == 0:
-		return contradiction("pull_request_observed of flow %s, which has no pull request", f.ID)
 	case d.Number != pr.Number:
 		return contradiction("pull_request_observed of pull request %d of flow %s, whose pull request is %d", d.Number, f.ID, pr.Number)
 	case d.N > pr.Observed+1:
@@ -232,6 +229,20 @@ func (s *State) pullRequestObserved(ev *event.Event, d *event.PullRequestObserve
 	pr.Observed, pr.State, pr.HeadSHA, pr.Checks = d.N, d.State, d.HeadSHA, &checks
 	s.mark(keyFlow + f.ID)
 	return nil
+}
+
+// published returns the flow an event is about and its pull request, or
+// the contradiction of an event about a pull request never published:
+// what is seen on one, and a round of work on it, come after it is.
+func (s *State) published(ev *event.Event) (*Flow, *PullRequest, error) {
+	f, err := s.flow(ev)
+	if err != nil {
+		return nil, nil, err
+	}
+	if f.PR == nil || f.PR.Number == 0 {
+		return nil, nil, contradiction("%s of flow %s, which has no pull request", ev.Type, f.ID)
+	}
+	return f, f.PR, nil
 }
 
 // checkFeedback checks a feedback against itself.
@@ -255,13 +266,9 @@ func (s *State) pullRequestFeedback(ev *event.Event, d *event.PullRequestFeedbac
 	if err := checkFeedback(ev, d); err != nil {
 		return err
 	}
-	f, err := s.flow(ev)
+	f, pr, err := s.published(ev)
 	if err != nil {
 		return err
-	}
-	pr := f.PR
-	if pr == nil || pr.Number == 0 {
-		return contradiction("pull_request_feedback of flow %s, which has no pull request", f.ID)
 	}
 	fb := *d
 	pr.Feedback = append(pr.Feedback, &fb)
@@ -303,14 +310,11 @@ func (s *State) reviewRoundStarted(ev *event.Event, d *event.ReviewRoundStartedD
 	if err := checkRound(ev, d); err != nil {
 		return err
 	}
-	f, err := s.flow(ev)
+	f, pr, err := s.published(ev)
 	if err != nil {
 		return err
 	}
-	pr := f.PR
 	switch {
-	case pr == nil || pr.Number == 0:
-		return contradiction("review_round_started of flow %s, which has no pull request", f.ID)
 	case d.N > len(pr.Rounds)+1:
 		return contradiction("review_round_started %d of flow %s, whose next round is %d", d.N, f.ID, len(pr.Rounds)+1)
 	case d.N <= len(pr.Rounds) || !f.State.Terminal():

@@ -2,6 +2,9 @@ package forgetest
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -252,6 +255,14 @@ func (h Webhook) Post(url string) (int, error) {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
 	return resp.StatusCode, nil
+}
+
+// hmacHex is the hex HMAC-SHA256 of body with secret, as GitHub and Gitea
+// sign their deliveries.
+func hmacHex(secret string, body []byte) string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	return hex.EncodeToString(mac.Sum(nil))
 }
 
 // segments splits an escaped path into its unescaped segments.

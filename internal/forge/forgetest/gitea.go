@@ -1,9 +1,6 @@
 package forgetest
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -205,9 +202,7 @@ func (f *Fake) GiteaWebhook(event, delivery string, number int, secret string) W
 	raw, _ := json.Marshal(body)
 	h := http.Header{"X-Gitea-Event": {event}, "X-Gitea-Delivery": {delivery}, "Content-Type": {"application/json"}}
 	if secret != "" {
-		mac := hmac.New(sha256.New, []byte(secret))
-		mac.Write(raw)
-		h.Set("X-Gitea-Signature", hex.EncodeToString(mac.Sum(nil)))
+		h.Set("X-Gitea-Signature", hmacHex(secret, raw))
 	}
 	return Webhook{Header: h, Body: raw}
 }

@@ -1,9 +1,6 @@
 package forgetest
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -269,9 +266,7 @@ func (f *Fake) GitHubWebhook(event, delivery string, number int, secret string) 
 	raw, _ := json.Marshal(body)
 	h := http.Header{"X-Github-Event": {event}, "X-Github-Delivery": {delivery}, "Content-Type": {"application/json"}}
 	if secret != "" {
-		mac := hmac.New(sha256.New, []byte(secret))
-		mac.Write(raw)
-		h.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+		h.Set("X-Hub-Signature-256", "sha256="+hmacHex(secret, raw))
 	}
 	return Webhook{Header: h, Body: raw}
 }
