@@ -119,9 +119,12 @@ func checkReviews(t *testing.T, f forge.Forge, fake *forgetest.Fake, repo string
 
 func checkChecks(t *testing.T, f forge.Forge, fake *forgetest.Fake, repo string, pr *forge.PullRequest) {
 	t.Helper()
-	fake.SetChecks(pr.HeadSHA,
-		forge.Check{Name: "lint", Status: forge.CheckPassed},
-		forge.Check{Name: "test", Status: forge.CheckFailed, Summary: "2 tests failed", LogTail: "--- FAIL: TestX\nFAIL\n"})
+	checks := []forge.Check{{Name: "lint", Status: forge.CheckPassed},
+		{Name: "test", Status: forge.CheckFailed, Summary: "2 tests failed", LogTail: "--- FAIL: TestX\nFAIL\n"}}
+	if fake.Kind == forge.GitHub { // and a commit status beside the check runs
+		checks = append(checks, forge.Check{ID: "status-ci/deploy", Name: "ci/deploy", Status: forge.CheckPending})
+	}
+	fake.SetChecks(pr.HeadSHA, checks...)
 	cs, err := f.Checks(context.Background(), repo, pr)
 	if err != nil {
 		t.Fatal(err)
@@ -132,8 +135,11 @@ func checkChecks(t *testing.T, f forge.Forge, fake *forgetest.Fake, repo string,
 			failed = append(failed, c)
 		}
 	}
-	if len(cs) != 2 || len(failed) != 1 || failed[0].Name != "test" || failed[0].Conclusion == "" {
+	if len(cs) != len(checks) || len(failed) != 1 || failed[0].Name != "test" || failed[0].Conclusion == "" {
 		t.Fatalf("checks = %+v", cs)
+	}
+	if fake.Kind == forge.GitHub && (cs[2].Name != "ci/deploy" || cs[2].Status != forge.CheckPending) {
+		t.Fatalf("the commit status: %+v", cs[2])
 	}
 	if fake.Kind != forge.Gitea && !strings.Contains(failed[0].LogTail, "--- FAIL: TestX") {
 		t.Fatalf("failed check's log tail = %q", failed[0].LogTail)
