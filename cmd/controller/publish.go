@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/controller"
-	"github.com/drover-dev/drover/internal/eventlog/projection"
 	"github.com/drover-dev/drover/internal/termsafe"
 )
 
@@ -76,9 +75,11 @@ but not against max_rounds. The flow must be published and its pull request open
 		}))
 }
 
-// printPR prints a flow's pull request: number, URL, state, checks, and
-// each review round; escaped, since most of it comes from the forge.
-func printPR(out io.Writer, f *projection.Flow) {
+// printPR prints a flow's pull request: number, URL, state, checks, each
+// review round, and why feedback that waits starts none; escaped, since
+// most of it comes from the forge.
+func printPR(out io.Writer, d *controller.FlowDetail) {
+	f := d.Flow
 	pr, l := f.PR, termsafe.Line
 	if pr == nil {
 		return
@@ -112,7 +113,10 @@ func printPR(out io.Writer, f *projection.Flow) {
 	}
 	if n := len(pr.Feedback); n > 0 {
 		fmt.Fprintf(out, "  feedback waiting: %d", n)
-		if controller.MaxRoundsReached(f) {
+		switch {
+		case d.Spend != nil && d.Spend.Reached != "":
+			fmt.Fprintf(out, "; %s: no round starts until it is raised (controller budget)", l(d.Spend.Reached))
+		case controller.MaxRoundsReached(f):
 			fmt.Fprintf(out, "; max_rounds (%d) reached: `controller iterate` starts another", f.Publish.Iterate.MaxRounds)
 		}
 		fmt.Fprintln(out)

@@ -270,7 +270,8 @@ func (r *forgeRunner) client(name string) (forge.Forge, error) {
 	}
 	fc, ok := r.cfg.Forges[name]
 	if !ok {
-		return nil, &forge.Error{Kind: forge.Kind(""), Op: "open", Status: http.StatusNotFound,
+		// Configured at submission, gone from the configuration since.
+		return nil, &forge.Error{Kind: forge.Kind(""), Op: "open", Status: http.StatusUnprocessableEntity,
 			Err: fmt.Errorf("no forge %q is configured (forges: %v)", name, r.cfg.ForgeNames())}
 	}
 	token := os.Getenv(fc.TokenEnv)
