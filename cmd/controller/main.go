@@ -104,7 +104,7 @@ Configuration comes from flags, then DROVER_* environment variables, then the
 		withCompletion(completeFlows, newWatch()),
 		withCompletion(completeTasks|completeAttempts, newLogs()), withCompletion(completeTasks|completeAttempts, newDiff()),
 		withCompletion(completeTasks|completeAttempts, newReport()),
-		newCancel(), newRetry(), newBudget(), newPause(), newResume(), newDeadLetters(),
+		newCancel(), newRetry(), newBudget(), newPause(), newResume(), newPublish(), newIterate(), newDeadLetters(),
 		newWorkers(), newRuntimeCmd(), newConsoleCmd())
 	if resolve, _, err := root.Find([]string{"runtime", "resolve"}); err == nil {
 		// --flow takes a flow id or a flow file.

@@ -198,6 +198,7 @@ func printStatus(out io.Writer, st *controller.StatusResponse) {
 		}
 		fmt.Fprintln(tw)
 	}
+	printPR(tw, d)
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "TASK\tSTATE\tRUNTIME\tATTEMPTS\tRESULT / ERROR")
 	for _, t := range d.Tasks {

@@ -28,7 +28,7 @@ const (
 type directive struct {
 	line int    // 1-based line in the prompt, for messages
 	name string // without the "@"
-	path string // @write, @append, @delete, @require: cleaned, relative
+	path string // @write, @append, @delete, @require, @prompt: cleaned, relative
 	text string // @write/@append content (escapes expanded), @commit message, @stdout/@stderr text, @case name
 	num  int64  // @exit code, @flood byte count
 	dur  time.Duration
@@ -146,7 +146,7 @@ func parseDirective(line int, name, rest string) (directive, error) {
 			return bad("%v", err)
 		}
 		d.path, d.text = p, expandEscapes(content)
-	case "delete", "require":
+	case "delete", "require", "prompt":
 		if len(strings.Fields(arg)) != 1 {
 			return bad("want exactly one PATH")
 		}
@@ -278,6 +278,8 @@ func (a *agent) execute(d directive) error {
 		return a.writeFile(d.path, d.text+"\n", true)
 	case "delete":
 		return a.deleteFile(d.path)
+	case "prompt":
+		return a.writeFile(d.path, a.prompt, false)
 	case "require":
 		if _, err := a.root.Stat(d.path); err != nil {
 			return &exitError{code: exitRequired, msg: fmt.Sprintf("@require %s: %v", d.path, unwrapPath(err))}

@@ -145,6 +145,7 @@ type agent struct {
 	out     *stream
 	actions []string // short past-tense notes for the summary
 	attempt int      // the attempt number: directives for other attempts are skipped
+	prompt  string   // the whole prompt, for @prompt
 
 	// Persona mode only: the recording @case replays, and the exit code
 	// once every directive has run (the recording's, after a replay).
@@ -161,6 +162,7 @@ func (a *agent) run(prompt, model string) int {
 		Model: model, Tools: []string{"Write", "Edit", "Bash"},
 	})
 	a.out.inputBytes = len(prompt)
+	a.prompt = prompt
 	ds, err := parse(prompt)
 	if err != nil {
 		return a.finish(exitUsage, err.Error())

@@ -502,3 +502,22 @@ func TestNoDirectivesWritesDemoNote(t *testing.T) {
 		t.Errorf("empty prompt: exit %d", o.code)
 	}
 }
+
+func TestPrompt(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	prompt := "Fix the review.\n@prompt seen/prompt.txt\n> @write quoted.txt never\n"
+	if o := runAgent(t, dir, prompt); o.code != 0 {
+		t.Fatalf("exit %d stderr %q", o.code, o.stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "seen", "prompt.txt"))
+	if err != nil || string(b) != prompt {
+		t.Fatalf("prompt file %q, %v; want %q", b, err, prompt)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "quoted.txt")); err == nil {
+		t.Error("a quoted directive ran")
+	}
+	if o := runAgent(t, dir, "@prompt ../out.txt"); o.code != exitUsage {
+		t.Errorf("a path outside: exit %d", o.code)
+	}
+}

@@ -61,6 +61,9 @@ type Config struct {
 	// Pricing estimates the cost of usage a CLI reports without one, for
 	// budgets. Defaults to none: such usage costs nothing.
 	Pricing []Price `mapstructure:"pricing"`
+	// Forges are the code forges flows are published to, by a name of the
+	// operator's choosing (forges.go, docs/forges.md). Defaults to none.
+	Forges map[string]Forge `mapstructure:"forges"`
 
 	// File is the configuration file Load read, "" for none; it is one of
 	// the worker's secrets (SandboxDeny).
@@ -98,6 +101,10 @@ type Console struct {
 	// a console behind a proxy that terminates TLS; it is Secure anyway
 	// when the request came over TLS. Defaults to false.
 	SecureCookie bool `mapstructure:"secure_cookie"`
+	// URL is where people reach the console (https://drover.example.com),
+	// for links to a flow in the pull requests Drover opens; empty: no
+	// link. Defaults to empty.
+	URL string `mapstructure:"url"`
 }
 
 // ConsoleUser is one login of the console.
@@ -144,6 +151,9 @@ type Project struct {
 	Retry Retry `mapstructure:"retry"`
 	// Budget caps each flow of the project that sets none; unset inherits.
 	Budget Budget `mapstructure:"budget"`
+	// Publish is the project's publish section, as a flow writes it
+	// (ProjectPublish reads it); a flow's fields override it one by one.
+	Publish map[string]any `mapstructure:"publish"`
 }
 
 // Retry is a retry policy at one level of configuration. Zero fields are
@@ -504,6 +514,7 @@ func defaults() map[string]any {
 		"console.token":                  "",
 		"console.session_ttl":            12 * time.Hour,
 		"console.secure_cookie":          false,
+		"console.url":                    "",
 		"tracing.exporter":               "",
 		"tracing.protocol":               "",
 		"tracing.endpoint":               "",
@@ -739,6 +750,7 @@ func (c *Config) Validate() error {
 	c.validateProjects(&p)
 	c.validateRuntimes(&p)
 	c.validateLimits(&p)
+	c.validateForges(&p)
 	return errors.Join(p...)
 }
 

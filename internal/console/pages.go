@@ -82,13 +82,14 @@ func flowFields(s flowSummary) map[string]cell {
 		ended = cell{Text: s.Ended.UTC().Format(time.RFC3339)}
 	}
 	return map[string]cell{
-		"state":       s.State,
-		"progress":    s.Counts.bar(),
-		"counts":      {Text: s.Counts.text()},
-		"spend":       s.Spend,
-		"budget":      s.Budget,
-		"integration": s.Integration,
-		"ended":       ended,
+		"state":        s.State,
+		"progress":     s.Counts.bar(),
+		"counts":       {Text: s.Counts.text()},
+		"spend":        s.Spend,
+		"budget":       s.Budget,
+		"integration":  s.Integration,
+		"pull_request": s.PullRequest,
+		"ended":        ended,
 	}
 }
 

@@ -187,12 +187,14 @@ type flowSummary struct {
 	Submitted, Ended     time.Time
 	Spend, Budget        cell
 	Integration          cell
+	PullRequest          cell
 }
 
 func summarize(st *projection.State, f *projection.Flow) flowSummary {
 	s := flowSummary{ID: f.ID, Name: f.Spec.Name, Repo: f.Spec.Repo, Base: f.Spec.Base, State: flowState(f),
 		Terminal: f.State.Terminal(), Paused: f.Paused, Cancelling: f.Cancel != nil,
-		Counts: counts{}, Submitted: f.SubmittedAt, Ended: f.CompletedAt, Spend: spendCell(f.Spend), Integration: integrationCell(f)}
+		Counts: counts{}, Submitted: f.SubmittedAt, Ended: f.CompletedAt, Spend: spendCell(f.Spend), Integration: integrationCell(f),
+		PullRequest: prCell(f)}
 	var ends budgetEnds
 	for _, id := range f.Order {
 		if t := st.Task(f.ID, id); t != nil {

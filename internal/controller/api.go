@@ -137,6 +137,8 @@ func (c *Controller) ServeAPI(ctx context.Context, nc *nats.Conn, known func(str
 		{"resolve", SubjectResolve, c.handleResolve},
 		{"report", SubjectReport, c.handleReport},
 		{"budget", SubjectBudget, c.handleBudget},
+		{"publish", SubjectPublish, c.handlePublish},
+		{"iterate", SubjectIterate, c.handleIterate},
 	}
 	for _, e := range endpoints {
 		if err := svc.AddEndpoint(e.name, micro.ContextHandler(ctx, e.fn), micro.WithEndpointSubject(e.subject)); err != nil {
@@ -209,7 +211,8 @@ func Accept(cfg *config.Config, spec *flow.Spec) (event.FlowSubmittedData, error
 	}
 	s := *spec
 	s.Repo = res.Repo
-	return event.FlowSubmittedData{Spec: s, Plan: res.Tasks, MaxParallel: res.MaxParallel, Budget: res.Budget}, nil
+	return event.FlowSubmittedData{Spec: s, Plan: res.Tasks, MaxParallel: res.MaxParallel, Budget: res.Budget,
+		Publish: res.Publish, RoundPlan: res.RoundPlan}, nil
 }
 
 // record publishes an event the API accepted and waits (up to 10s) until it

@@ -49,6 +49,9 @@ type Controller struct {
 	// (tracing.go); the fold's goroutine's own.
 	ended []func()
 
+	// forges publishes pull requests and follows them (forgerun.go).
+	forges *forgeRunner
+
 	// events opens the EVENTS stream from a sequence for the fold: the
 	// ordered consumer (orderedEvents), injected like the clock so that a
 	// consumer failing mid-stream can be reproduced.
@@ -65,6 +68,7 @@ func New(cfg *config.Config, js jetstream.JetStream, store *store.Store, log *sl
 	c.events = c.orderedEvents
 	c.folded = sync.NewCond(&c.mu)
 	c.m = newMetrics(c)
+	c.forges = newForgeRunner(c)
 	return c
 }
 
@@ -86,7 +90,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer cancel(nil)
 	var wg sync.WaitGroup
 	errc := make(chan error, 2)
-	wg.Add(4)
+	wg.Add(5)
 	go func() {
 		defer wg.Done()
 		if err := c.foldLoop(ctx); err != nil {
@@ -97,6 +101,13 @@ func (c *Controller) Run(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		c.decideLoop(ctx)
+	}()
+	// What the decisions ask of the forges, and following the pull
+	// requests: side effects, like publishing jobs, of the controller
+	// that decides.
+	go func() {
+		defer wg.Done()
+		c.forges.run(ctx)
 	}()
 	go func() {
 		defer wg.Done()

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -221,6 +222,9 @@ func (c *Controller) decisions(st *projection.State) ([]action, error) {
 		}
 	}
 	if err := dc.servedAgain(); err != nil {
+		return nil, err
+	}
+	if err := dc.publishing(); err != nil {
 		return nil, err
 	}
 	c.published.forgetUnseen()
@@ -450,7 +454,7 @@ func (dc *decider) begin(f *projection.Flow, t *projection.Task, merge []event.D
 		}
 		return nil
 	}
-	prompt := ""
+	prompt := t.Prompt // a review round's task has its own; a flow file's task, its spec's
 	if retry != nil {
 		prompt = dc.retryPrompt(f, t)
 	}
@@ -464,13 +468,16 @@ func (dc *decider) begin(f *projection.Flow, t *projection.Task, merge []event.D
 // After an attempt withdrawn before it ran, or that no worker took, the
 // next gets its prompt: there is nothing to tell the agent.
 func (dc *decider) retryPrompt(f *projection.Flow, t *projection.Task) string {
-	spec, _ := f.Spec.Task(t.ID)
-	if spec == nil {
+	prompt := t.Prompt // a review round's task is not in the flow file
+	if spec, _ := f.Spec.Task(t.ID); spec != nil {
+		prompt = spec.Prompt
+	}
+	if prompt == "" {
 		return ""
 	}
 	prev := dc.st.Attempts[t.Attempt]
 	if prev == nil {
-		return spec.Prompt
+		return prompt
 	}
 	if prev.State == drovertype.AttemptWithdrawn || classOf(prev) == drovertype.ClassNoWorker {
 		return prev.Prompt
@@ -479,7 +486,7 @@ func (dc *decider) retryPrompt(f *projection.Flow, t *projection.Task) string {
 	if fb.Verification == nil {
 		fb.Verification = prev.Verification
 	}
-	return feedback.ComposePrompt(spec.Prompt, &fb)
+	return feedback.ComposePrompt(prompt, &fb)
 }
 
 // finish completes a flow whose tasks have all ended and whose attempts have
@@ -522,15 +529,21 @@ func (dc *decider) finish(f *projection.Flow, tasks []*projection.Task) error {
 	in := f.Integration
 	switch {
 	case in == nil || in.N < n:
-		return dc.add(fmt.Sprintf("%s:%d", f.ID, n), event.IntegrationScheduled, f.ID, "", "",
-			event.IntegrationScheduledData{N: n, Branch: drovertype.IntegrationBranch(f.ID, n), Runtime: runtime,
-				Pool: dc.c.cfg.Defaults.Pool})
+		d := event.IntegrationScheduledData{N: n, Branch: drovertype.IntegrationBranch(f.ID, n), Runtime: runtime,
+			Pool: dc.c.cfg.Defaults.Pool}
+		if !prBuild(f, &d, merge) {
+			if !allOK {
+				return complete(drovertype.FlowFailed) // a round whose tasks all failed: nothing to push
+			}
+			d.Merge = nil // nothing new: the branch is built again as it is
+		}
+		return dc.add(fmt.Sprintf("%s:%d", f.ID, n), event.IntegrationScheduled, f.ID, "", "", d)
 	case in.State == drovertype.IntegrationScheduled:
 		jobID := drovertype.IntegrationID(f.ID, in.N)
 		if !dc.published(jobID) {
 			dc.out = append(dc.out, action{job: &queue.Job{
 				Kind: drovertype.JobIntegrate, Attempt: jobID, Flow: f.ID, N: in.N, Pool: in.Pool, Runtime: in.Runtime,
-				Repo: f.Spec.Repo, Base: f.Spec.Base, Branch: in.Branch, Merge: in.Merge,
+				Repo: f.Spec.Repo, Base: cmp.Or(in.Base, f.Spec.Base), Branch: in.Branch, Merge: in.Merge,
 			}})
 		}
 		return nil
@@ -584,7 +597,7 @@ func (c *Controller) job(f *projection.Flow, t *projection.Task, a *projection.A
 	spec, _ := f.Spec.Task(t.ID)
 	j := &queue.Job{
 		Attempt: a.ID, Flow: f.ID, Task: t.ID, N: a.N, Pool: a.Pool, Runtime: a.Runtime, Model: a.Model, Args: a.Args,
-		Repo: f.Spec.Repo, Base: f.Spec.Base, Branch: a.Branch, Prompt: a.Prompt,
+		Repo: f.Spec.Repo, Base: cmp.Or(t.Base, f.Spec.Base), Branch: a.Branch, Prompt: cmp.Or(a.Prompt, t.Prompt),
 		Timeout: a.Timeout, Merge: a.Merge,
 	}
 	if spec != nil {

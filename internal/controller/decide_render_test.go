@@ -148,6 +148,41 @@ var decisionFields = map[event.Type]func(ev *event.Event) (string, error){
 		f.add("state", d.State).add("round", d.Round)
 		return f.String()
 	}),
+	event.PullRequestRequested: payload(func(d *event.PullRequestRequestedData) string {
+		var f fields
+		f.add("n", d.N).add("round", d.Round).add("forge", d.Forge).add("repo", d.Repo).add("head", d.Head).add("base", d.Base).
+			quoted("title", d.Title).flag("draft", d.Draft)
+		for _, l := range []struct {
+			k string
+			v []string
+		}{{"labels", d.Labels}, {"reviewers", d.Reviewers}, {"assignees", d.Assignees}} {
+			if len(l.v) > 0 {
+				f.add(l.k, "["+strings.Join(l.v, " ")+"]")
+			}
+		}
+		return f.String() + block("body", d.Body) + block("comment", d.Comment)
+	}),
+	event.ReviewRoundStarted: payload(func(d *event.ReviewRoundStartedData) string {
+		var f fields
+		f.add("n", d.N).add("base", d.Base).add("feedback", "["+strings.Join(d.Feedback, " ")+"]")
+		out := f.String()
+		for _, t := range d.Tasks {
+			out += "\n  task " + t.ID
+			if len(t.Files) > 0 {
+				out += " files=[" + strings.Join(t.Files, " ") + "]"
+			}
+			out += strings.ReplaceAll(prompt(t.Prompt), "\n  ", "\n    ")
+		}
+		return out
+	}),
+}
+
+// block prints a text as an indented block under its line, named.
+func block(name, text string) string {
+	if text == "" {
+		return ""
+	}
+	return strings.Replace(prompt(text), "prompt:", name+":", 1)
 }
 
 func payload[T any](render func(*T) string) func(ev *event.Event) (string, error) {
@@ -233,6 +268,9 @@ func renderJob(st *projection.State, j *queue.Job) string {
 	}
 	if r := j.Review; r != nil {
 		f.add("review", r.Runtime)
+	}
+	if fl := st.Flows[j.Flow]; fl != nil && j.Base != fl.Spec.Base {
+		f.add("base", j.Base)
 	}
 	if j.Kind == drovertype.JobIntegrate {
 		return f.String()
@@ -356,6 +394,20 @@ func flowLine(f *projection.Flow) string {
 		b.add("integration", fmt.Sprintf("#%d:%s", in.N, in.State)).add("branch", in.Branch).add("commit", in.Commit)
 		if in.Error != nil {
 			b.add("error", in.Error.Class)
+		}
+		b.add("from", in.Base)
+	}
+	if pr := f.PR; pr != nil {
+		b.add("pr", fmt.Sprintf("#%d:%s", pr.Number, pr.State)).add("requests", pr.Requests)
+		if pr.Pending != nil {
+			b.add("pending", pr.Pending.N)
+		}
+		if pr.Error != nil {
+			b.add("pr_error", pr.Error.Class)
+		}
+		b.add("feedback", len(pr.Feedback))
+		for _, r := range pr.Rounds {
+			b.add(fmt.Sprintf("round%d", r.N), r.State)
 		}
 	}
 	return b.String()

@@ -141,6 +141,15 @@ func TestAPIRefusesBadRequests(t *testing.T) {
 		{"budget of an attempt", SubjectBudget, `{"target":"` + drovertype.AttemptID(id, "a", 1) + `","tokens":5}`, nil,
 			"budget request: target: takes FLOW or FLOW/TASK, not an attempt"},
 
+		// publish and iterate
+		{"publish a task", SubjectPublish, `{"target":"` + id + `/a"}`, nil, "publish request: target: takes a flow id"},
+		{"publish dry_run a string", SubjectPublish, `{"target":"` + id + `","dry_run":"yes"}`, nil,
+			"publish request: dry_run: must be true or false, got a string"},
+		{"publish unknown member", SubjectPublish, `{"target":"` + id + `","force":true}`, nil,
+			`publish request: "force": unknown field (known fields: target, reason, dry_run)`},
+		{"iterate escape in reason", SubjectIterate, `{"target":"` + id + `","reason":"a\u0007"}`, nil,
+			"iterate request: reason: contains control characters; write one line of text"},
+
 		{"resolve bad task", SubjectResolve, `{"flow":"` + id + `","task":"a/b"}`, nil,
 			`resolve request: task: invalid id: "a/b" contains '/'; only ASCII letters, digits and '-' are allowed`},
 	}
@@ -232,7 +241,7 @@ func FuzzAPIRequests(f *testing.F) {
 	for _, s := range []string{
 		`{"spec":{"name":"f","repo":"/r","base":"HEAD","runtime":"demo","tasks":[{"id":"a","prompt":"p"}]}}`,
 		`{"flow":"f"}`, `{"target":"f_a_1","reason":"x"}`, `{"target":"f/a"}`, `{"attempt":"f_a_1"}`,
-		`{"flow":"f","task":"a"}`, `{"target":"f/a","tokens":5,"cost_usd":0.5}`, `{}`, ``, `{"target":"f__integrate_1"}`, `{"a":1,"a":2}`, "\xff",
+		`{"flow":"f","task":"a"}`, `{"target":"f/a","tokens":5,"cost_usd":0.5}`, `{"target":"f","dry_run":true}`, `{}`, ``, `{"target":"f__integrate_1"}`, `{"a":1,"a":2}`, "\xff",
 	} {
 		f.Add([]byte(s))
 	}
@@ -257,7 +266,12 @@ func FuzzAPIRequests(f *testing.F) {
 		if err := decodeRebuild(body); err != nil {
 			bad(t, err)
 		}
-		for _, what := range []string{"cancel", "retry", "pause", "resume"} {
+		if r, tg, err := decodePublish(body); err != nil {
+			bad(t, err)
+		} else if drovertype.ValidID(tg.Flow) != nil || tg.Task != "" || tg.Attempt != "" || len(r.Reason) > maxReason {
+			t.Fatalf("publish of %+v accepted", r)
+		}
+		for _, what := range []string{"cancel", "retry", "pause", "resume", "iterate"} {
 			r, tg, err := decodeOperator(what, body)
 			if err != nil {
 				bad(t, err)

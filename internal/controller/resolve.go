@@ -24,6 +24,10 @@ type Resolution struct {
 	// Budget is the flow's: its own, else its project's, else
 	// defaults.budget, each taken whole; nil when none limits anything.
 	Budget *flow.Budget `json:"budget,omitempty"`
+	// Publish is what the flow is published with (publishspec.go), and
+	// RoundPlan how the tasks of a review round run; nil without one.
+	Publish   *flow.Publish    `json:"publish,omitempty"`
+	RoundPlan *policy.Resolved `json:"round_plan,omitempty"`
 }
 
 // Resolve fills what a flow takes from its project (the repo, when the flow
@@ -112,6 +116,15 @@ func Resolve(cfg *config.Config, spec *flow.Spec) (*Resolution, error) {
 		slices.Sort(problems)
 		problems = slices.Compact(problems)
 		return nil, fmt.Errorf("%s", strings.Join(problems, "\n"))
+	}
+	var err error
+	if res.Publish, err = resolvePublish(cfg, spec, res.Repo); err != nil {
+		return nil, err
+	}
+	if res.Publish != nil {
+		if res.RoundPlan, err = roundPlan(cfg, flowLayer, project, global); err != nil {
+			return nil, err
+		}
 	}
 	return res, nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/dirlock"
@@ -131,14 +132,11 @@ func Serve(ctx context.Context, cfg *config.Config, log *slog.Logger, o ServeOpt
 		return err
 	}
 	defer func() { _ = svc.Stop() }()
-	if o.Mount != nil && cfg.Console.Enabled {
-		con, err := newConsole(cfg, ctrl, nc, js, store, log)
-		if err != nil {
-			return err
-		}
-		defer con.Close()
-		defer o.Mount("/ui/", con)()
+	unmount, err := mountHTTP(o, cfg, ctrl, nc, js, store, log)
+	if err != nil {
+		return err
 	}
+	defer unmount()
 	if o.Ready != nil {
 		stop, err := o.Ready(ctx, url)
 		if err != nil {
@@ -153,6 +151,30 @@ func Serve(ctx context.Context, cfg *config.Config, log *slog.Logger, o ServeOpt
 		return fmt.Errorf("controller: %w", cause)
 	}
 	return err
+}
+
+// mountHTTP serves on the HTTP listener, when there is one, the forges'
+// webhooks and the console; the returned func takes them down.
+func mountHTTP(o ServeOptions, cfg *config.Config, ctrl *Controller, nc *nats.Conn, js jetstream.JetStream, st *store.Store,
+	log *slog.Logger) (func(), error) {
+	var undo []func()
+	unmount := func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	if o.Mount != nil && len(cfg.Forges) > 0 {
+		undo = append(undo, o.Mount(HookPrefix, ctrl.forges))
+	}
+	if o.Mount != nil && cfg.Console.Enabled {
+		con, err := newConsole(cfg, ctrl, nc, js, st, log)
+		if err != nil {
+			unmount()
+			return nil, err
+		}
+		undo = append(undo, con.Close, o.Mount("/ui/", con))
+	}
+	return unmount, nil
 }
 
 // CheckListen refuses an embedded nats-server that would take connections

@@ -56,6 +56,10 @@ const (
 	// back and the retry policy moves the task to its next runtime
 	// (docs/design.md#placement). It never ran, so it uses no attempt.
 	ClassNoWorker ErrorClass = "NO_WORKER"
+	// The forge refused to open or update a flow's pull request as asked
+	// (a base branch, a label or a user it does not know): publishing
+	// ends; the flow's own outcome stands (docs/forges.md).
+	ClassPublishRefused ErrorClass = "PUBLISH_REFUSED"
 )
 
 // classes lists every class, in the order above.
@@ -65,7 +69,7 @@ var classes = []ErrorClass{
 	ClassRepoNotFound, ClassBaseNotFound, ClassMergeConflict, ClassObserveFailed, ClassVerificationFailed,
 	ClassScopeViolation, ClassCancelled, ClassWorkerLost, ClassUnknown,
 	ClassTurnBudgetExhausted, ClassTokenBudgetExhausted, ClassTimeBudgetExhausted,
-	ClassBudgetExceeded, ClassSandboxDenied, ClassNoWorker,
+	ClassBudgetExceeded, ClassSandboxDenied, ClassNoWorker, ClassPublishRefused,
 }
 
 // Classes returns every error class, in declaration order.

@@ -160,7 +160,7 @@ func TestErrorClasses(t *testing.T) {
 			t.Errorf("ParseErrorClass(%q) = %q %v", c, got, err)
 		}
 	}
-	if len(seen) != 23 {
+	if len(seen) != 24 {
 		t.Errorf("%d classes", len(seen))
 	}
 	if _, err := ParseErrorClass("MY_CLASS"); err == nil {
@@ -180,6 +180,20 @@ func TestAttemptStates(t *testing.T) {
 	} {
 		if s.Terminal() != terminal {
 			t.Errorf("%s.Terminal() = %v", s, !terminal)
+		}
+	}
+}
+
+func TestParseIntegrationBranch(t *testing.T) {
+	for n := 1; n <= 3; n++ {
+		if got, ok := ParseIntegrationBranch("f-1", IntegrationBranch("f-1", n)); !ok || got != n {
+			t.Errorf("build %d: %d, %v", n, got, ok)
+		}
+	}
+	for _, b := range []string{"drover/f-1/integration-1", "drover/f-1/integration-01", "drover/f-1/integration-", "drover/f-1/integrationx",
+		"drover/f-2/integration", "drover/f-1/integration-+2", "drover/f-1/a/1"} {
+		if n, ok := ParseIntegrationBranch("f-1", b); ok {
+			t.Errorf("%s read as build %d", b, n)
 		}
 	}
 }

@@ -135,6 +135,25 @@ func IntegrationBranch(flowID string, n int) string {
 	return "drover/" + flowID + "/integration-" + strconv.Itoa(n)
 }
 
+// ParseIntegrationBranch returns n when b is IntegrationBranch(flowID, n).
+func ParseIntegrationBranch(flowID, b string) (n int, ok bool) {
+	rest, ok := strings.CutPrefix(b, "drover/"+flowID+"/integration")
+	switch {
+	case !ok:
+		return 0, false
+	case rest == "":
+		return 1, true
+	}
+	num, ok := strings.CutPrefix(rest, "-")
+	if !ok {
+		return 0, false
+	}
+	if n, ok = parseN(num); !ok || n < 2 {
+		return 0, false
+	}
+	return n, true
+}
+
 // ParseAttemptBranch returns the task and attempt number of b when b is
 // AttemptBranch(flowID, task, n) for a valid task id and some n.
 func ParseAttemptBranch(flowID, b string) (task string, n int, ok bool) {

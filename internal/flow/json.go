@@ -34,7 +34,7 @@ const MaxJSONSize = 6 * MaxFileSize
 // JSON names of the wire form's fields, in the Spec's order.
 var (
 	specJSONFields = []string{"name", "repo", "base", "project", "runtime", "model", "args", "validator", "review",
-		"retry", "max_parallel", "scope", "timeout", "placement_timeout", "budget", "tasks"}
+		"retry", "max_parallel", "scope", "timeout", "placement_timeout", "budget", "tasks", "publish"}
 	taskJSONFields = []string{"id", "prompt", "depends_on", "runtime", "model", "args", "validator", "review", "retry",
 		"timeout", "placement_timeout", "verify", "verify_timeout", "scope", "budget"}
 )
@@ -457,6 +457,8 @@ func (d *jsonDecoder) spec(s *Spec) {
 			if d.p.bad[f] {
 				s.Tasks = nil
 			}
+		case "publish":
+			s.Publish = d.publish(f)
 		}
 	})
 }

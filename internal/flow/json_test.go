@@ -66,7 +66,7 @@ func TestDecodeJSONRefuses(t *testing.T) {
 		{"relative repo", `{"name":"f","repo":"repo.git","base":"main","runtime":"demo","tasks":[` + task + `]}`,
 			[]string{`repo: local path "repo.git" is relative; send it absolute (controller submit does)`}},
 		{"unknown top field", `{` + ok + `,"taks":[]}`, []string{
-			"taks: unknown field (known fields: name, repo, base, project, runtime, model, args, validator, review, retry, max_parallel, scope, timeout, placement_timeout, budget, tasks)",
+			"taks: unknown field (known fields: name, repo, base, project, runtime, model, args, validator, review, retry, max_parallel, scope, timeout, placement_timeout, budget, tasks, publish)",
 			"tasks: at least one task is required"}},
 		{"field twice", `{` + ok + `,"name":"g","tasks":[` + task + `]}`, []string{"name: field is set twice"}},
 		{"no tasks", `{` + ok + `,"tasks":[]}`, []string{"tasks: at least one task is required"}},

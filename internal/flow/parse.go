@@ -196,7 +196,7 @@ type decoder struct{ p *problems }
 
 var (
 	specFields = []string{"name", "repo", "base", "project", "runtime", "validator", "review", "retry",
-		"max_parallel", "scope", "timeout", "placement_timeout", "budget", "tasks"}
+		"max_parallel", "scope", "timeout", "placement_timeout", "budget", "tasks", "publish"}
 	taskFields = []string{"id", "prompt", "depends_on", "runtime", "validator", "review", "retry",
 		"timeout", "placement_timeout", "verify", "verify_timeout", "scope", "budget"}
 	budgetFields  = []string{"tokens", "cost_usd", "running"}
@@ -247,6 +247,8 @@ func (d decoder) spec(n *yaml.Node, s *Spec) {
 			s.Budget = d.budget(v, field)
 		case "tasks":
 			s.Tasks = d.tasks(v, field)
+		case "publish":
+			s.Publish = d.publish(v, field)
 		}
 	})
 }

@@ -83,6 +83,9 @@ type Spec struct {
 	// Tasks are kept in file order, which breaks ties everywhere an order is
 	// needed.
 	Tasks []Task `yaml:"tasks" json:"tasks"`
+	// Publish opens a pull request when the flow ends, and follows it
+	// (publish.go); nil means its project's, or nothing.
+	Publish *Publish `yaml:"publish" json:"publish,omitempty"`
 }
 
 // Task is one agent run in a flow.

@@ -162,6 +162,7 @@ func (s *Spec) validate(p *problems, opts Options) {
 	}
 	checkPlacementTimeout(p, "placement_timeout", s.PlacementTimeout)
 	checkBudget(p, "budget", s.Budget)
+	checkPublish(p, "publish", s.Publish)
 
 	if len(s.Tasks) == 0 {
 		p.add("tasks", "at least one task is required")

@@ -112,6 +112,12 @@ func DecodeJob(raw []byte) (*Job, error) {
 	want := drovertype.AttemptBranch(j.Flow, j.Task, j.N)
 	if j.Kind == drovertype.JobIntegrate {
 		want = drovertype.IntegrationBranch(j.Flow, j.N)
+		// A flow published as a pull request builds every later
+		// integration on the pull request's branch: an earlier one of
+		// its own (docs/forges.md#rounds).
+		if n, ok := drovertype.ParseIntegrationBranch(j.Flow, j.Branch); ok && n <= j.N {
+			want = j.Branch
+		}
 	}
 	if j.Branch != want {
 		return nil, fmt.Errorf("%w: branch %q is not the attempt's own branch %q", ErrBadJob, j.Branch, want)

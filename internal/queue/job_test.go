@@ -395,6 +395,12 @@ func TestDecodeJob(t *testing.T) {
 		{"valid", with(func(map[string]any) {}), true},
 		{"valid minimal", []byte(`{"v":1,"attempt":"f_t_1","flow":"f","task":"t","n":1,"pool":"p","runtime":"r","repo":"/srv/x","base":"main","branch":"drover/f/t/1"}`), true},
 		{"valid integration", []byte(`{"v":1,"kind":"integrate","attempt":"f__integrate_2","flow":"f","n":2,"pool":"p","runtime":"r","repo":"/srv/x","base":"main","branch":"drover/f/integration-2","merge":[{"task":"t","branch":"drover/f/t/1"}]}`), true},
+		// A later build of a published flow pushes to the pull request's
+		// branch, an earlier integration branch of its own; never a later
+		// one, nor another flow's.
+		{"integration on its pull request's branch", []byte(`{"v":1,"kind":"integrate","attempt":"f__integrate_3","flow":"f","n":3,"pool":"p","runtime":"r","repo":"/srv/x","base":"drover/f/integration","branch":"drover/f/integration"}`), true},
+		{"integration on a later build's branch", []byte(`{"v":1,"kind":"integrate","attempt":"f__integrate_2","flow":"f","n":2,"pool":"p","runtime":"r","repo":"/srv/x","base":"main","branch":"drover/f/integration-3"}`), false},
+		{"integration on another flow's branch", []byte(`{"v":1,"kind":"integrate","attempt":"f__integrate_2","flow":"f","n":2,"pool":"p","runtime":"r","repo":"/srv/x","base":"main","branch":"drover/g/integration"}`), false},
 		// What reaches git: the repo, the base, the branch pushed, the
 		// branches merged, the scope.
 		{"ext transport", set("repo", "ext::sh -c touch% /tmp/pwned"), false},

@@ -203,6 +203,11 @@ type FlowSubmittedData struct {
 	// Budget is the flow's resolved budget (its own, else its project's,
 	// else the configured default); nil: none.
 	Budget *flow.Budget `json:"budget,omitempty"`
+	// Publish is how the flow is published when it ends, resolved (its
+	// own over its project's, the forge and repository inferred, defaults
+	// filled in); RoundPlan how a review round's tasks run. nil: neither.
+	Publish   *flow.Publish    `json:"publish,omitempty"`
+	RoundPlan *policy.Resolved `json:"round_plan,omitempty"`
 }
 
 // FlowTasksSubmittedData is one part of a large flow's tasks, in the order
@@ -500,6 +505,10 @@ type IntegrationScheduledData struct {
 	Branch  string `json:"branch"`
 	Runtime string `json:"runtime"` // whose workers build it
 	Pool    string `json:"pool"`
+	// Base is what the build starts from: "" for the flow's base; a
+	// published flow's later builds start from, and push to, its pull
+	// request's branch (Branch then names it).
+	Base string `json:"base,omitempty"`
 	// Merge lists the tasks to merge; empty means every task of the flow
 	// that has succeeded, in the flow's order (what the controller writes).
 	Merge []DepResult `json:"merge,omitempty"`

@@ -29,6 +29,8 @@ func TestPayloadTypes(t *testing.T) {
 		event.AttemptAbandoned, event.AttemptLost, event.IntegrationScheduled, event.FlowIntegrated,
 		event.CooldownStarted, event.CooldownReleased, event.AttemptWithdrawn, event.TaskWaiting, event.BudgetSet,
 		event.PlacementChanged, event.AttemptUnplaced,
+		event.PullRequestRequested, event.PullRequestPublished, event.PullRequestObserved, event.PullRequestFeedback,
+		event.ReviewRoundStarted,
 	}
 	if got, want := slices.Sorted(slices.Values(projection.HandledTypes())), slices.Sorted(slices.Values(types)); !slices.Equal(got, want) {
 		t.Errorf("handlers table has %v\nwant %v", got, want)

@@ -56,6 +56,7 @@ const (
 	idFlow            idRule = iota // the flow's id
 	idFlowN                         // the flow's id and a number: <flow>:<n>
 	idFlowRound                     // the flow's id, or <flow>:r<round> after an operator retry
+	idFlowAnd                       // <flow>:<what>, several of one type about a flow (a publish request's round, a feedback's key)
 	idAttempt                       // the attempt's id
 	idAttemptAnd                    // <attempt>:<what>, several of one type about an attempt (a cooldown's scope)
 	idAttemptOrBudget               // the attempt's id; or <flow>/<task>:<budget|limited>:r<round>, a budget's or rate limits' end of a task
@@ -165,6 +166,9 @@ func (k idRule) matches(ev *event.Event, key string) bool {
 	case idFlowRound:
 		r, ok := strings.CutPrefix(key, ev.Flow+":r")
 		return key == ev.Flow || ok && isNumber(r)
+	case idFlowAnd:
+		rest, ok := strings.CutPrefix(key, ev.Flow+":")
+		return ok && rest != ""
 	case idAttempt:
 		return key == ev.Attempt
 	case idAttemptAnd:
@@ -211,7 +215,7 @@ func taskEnd(ev *event.Event, key string) (drovertype.ErrorClass, bool) {
 // about names what a key rule keys on, for a poison reason.
 func (k idRule) about() string {
 	switch k {
-	case idFlow, idFlowN, idFlowRound:
+	case idFlow, idFlowN, idFlowRound, idFlowAnd:
 		return "flow"
 	case idAttempt, idAttemptAnd, idAttemptOrBudget:
 		return "attempt"

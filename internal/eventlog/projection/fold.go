@@ -132,7 +132,7 @@ func (s *State) flowSubmitted(ev *event.Event, d *event.FlowSubmittedData) error
 		s.mark(keyPart + k)
 	}
 	f := &Flow{ID: ev.Flow, State: drovertype.FlowRunning, SubmittedAt: ev.Time, Order: d.Spec.TopoOrder(), Spec: d.Spec,
-		MaxParallel: d.MaxParallel}
+		MaxParallel: d.MaxParallel, Publish: d.Publish, RoundPlan: d.RoundPlan}
 	s.Flows[f.ID] = f
 	s.mark(keyFlow + f.ID)
 	f.Budget = d.Budget
@@ -165,6 +165,9 @@ func checkSubmitted(flowID string, d *event.FlowSubmittedData) error {
 	}
 	if d.MaxParallel < 0 {
 		return malformed("flow_submitted of flow %s with max_parallel %d", flowID, d.MaxParallel)
+	}
+	if err := checkPublishSubmitted(flowID, d); err != nil {
+		return err
 	}
 	if len(d.Plan) == 0 {
 		return nil
@@ -295,8 +298,19 @@ func (s *State) flowCompleted(ev *event.Event, d *event.FlowCompletedData) error
 	}
 	f.State = d.State
 	f.CompletedAt = ev.Time
+	if f.PR != nil {
+		s.endRound(f, ev.Time)
+	}
 	s.mark(keyFlow + f.ID)
 	return nil
+}
+
+// integrationBranchUpTo reports whether b is the integration branch of a
+// build of the flow up to n: its own, or an earlier one's (a published
+// flow's pull request's branch).
+func integrationBranchUpTo(flowID, b string, n int) bool {
+	k, ok := drovertype.ParseIntegrationBranch(flowID, b)
+	return ok && k <= n
 }
 
 // roundKey is what the id of a flow's completion is about in a round.
@@ -752,8 +766,8 @@ func (s *State) integrationScheduled(ev *event.Event, d *event.IntegrationSchedu
 	switch {
 	case d.N < 1 || keyNumber(ev.ID) != d.N:
 		return malformed("integration_scheduled %s says it is build %d", ev.ID, d.N)
-	case d.Branch != drovertype.IntegrationBranch(ev.Flow, d.N):
-		return malformed("integration_scheduled of build %d of flow %s on branch %.200q, not its own", d.N, ev.Flow, d.Branch)
+	case !integrationBranchUpTo(ev.Flow, d.Branch, d.N) || d.Base != "" && d.Base != d.Branch:
+		return malformed("integration_scheduled of build %d of flow %s on branch %.200q from %.200q, not its own", d.N, ev.Flow, d.Branch, d.Base)
 	case drovertype.ValidID(d.Pool) != nil || drovertype.ValidID(d.Runtime) != nil:
 		return malformed("integration_scheduled of flow %s on pool %.70q, runtime %.70q", ev.Flow, d.Pool, d.Runtime)
 	}
@@ -769,6 +783,12 @@ func (s *State) integrationScheduled(ev *event.Event, d *event.IntegrationSchedu
 		return nil // decided before an operator retry reopened the flow, or scheduled already
 	case d.N > f.Round+1:
 		return contradiction("integration_scheduled of build %d of flow %s, in round %d", d.N, f.ID, f.Round)
+	case d.Branch != drovertype.IntegrationBranch(ev.Flow, d.N) && (f.PR == nil || f.PR.Number == 0 || d.Branch != f.PR.Head):
+		// An earlier build's branch is the pull request's: later builds
+		// start from it and push to it.
+		return contradiction("integration_scheduled of build %d of flow %s on %s, which is not its pull request's branch", d.N, f.ID, d.Branch)
+	case d.Branch != drovertype.IntegrationBranch(ev.Flow, d.N) && d.Base != d.Branch:
+		return contradiction("integration_scheduled of build %d of flow %s on its pull request's branch %s from %q: it starts from that branch", d.N, f.ID, d.Branch, d.Base)
 	}
 	var merge []event.DepResult
 	for _, t := range s.FlowTasks(f) {
@@ -790,7 +810,7 @@ func (s *State) integrationScheduled(ev *event.Event, d *event.IntegrationSchedu
 		merge = d.Merge
 	}
 	f.Integration = &Integration{N: d.N, State: drovertype.IntegrationScheduled, Branch: d.Branch, Runtime: d.Runtime,
-		Pool: d.Pool, Merge: merge}
+		Pool: d.Pool, Merge: merge, Base: d.Base}
 	s.mark(keyFlow + f.ID)
 	return nil
 }
@@ -799,7 +819,7 @@ func (s *State) flowIntegrated(ev *event.Event, d *event.FlowIntegratedData) err
 	switch {
 	case d.N < 1 || ev.Attempt != drovertype.IntegrationID(ev.Flow, d.N):
 		return malformed("flow_integrated of %s says it is build %d", ev.Attempt, d.N)
-	case d.Branch != drovertype.IntegrationBranch(ev.Flow, d.N):
+	case !integrationBranchUpTo(ev.Flow, d.Branch, d.N):
 		return malformed("flow_integrated of build %d of flow %s on branch %.200q, not its own", d.N, ev.Flow, d.Branch)
 	}
 	f, err := s.flow(ev)
@@ -809,6 +829,8 @@ func (s *State) flowIntegrated(ev *event.Event, d *event.FlowIntegratedData) err
 	switch in := f.Integration; {
 	case in == nil || d.N > in.N:
 		return contradiction("flow_integrated of build %d of flow %s, which was never scheduled", d.N, f.ID)
+	case in.N == d.N && in.Branch != d.Branch:
+		return contradiction("flow_integrated of build %d of flow %s on %s; it was scheduled on %s", d.N, f.ID, d.Branch, in.Branch)
 	case in.N != d.N || in.State != drovertype.IntegrationScheduled:
 		return nil // an older build, or this one reported by another claim already
 	}
@@ -816,6 +838,8 @@ func (s *State) flowIntegrated(ev *event.Event, d *event.FlowIntegratedData) err
 	in.State, in.Commit, in.Error = drovertype.IntegrationSucceeded, d.Commit, d.Error
 	if d.Error != nil {
 		in.State = drovertype.IntegrationFailed
+	} else if f.PR != nil && f.PR.Number > 0 && in.Branch == f.PR.Head {
+		f.PR.merged(in.Merge)
 	}
 	s.mark(keyFlow + f.ID)
 	return nil

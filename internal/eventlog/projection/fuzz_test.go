@@ -379,8 +379,19 @@ func (c *checkedFold) apply(seq uint64, msg []byte) {
 				f.State, f.CompletedAt, f.Round = g.State, g.CompletedAt, g.Round
 			case typ == event.FlowIntegrated && f.Integration != nil && f.Integration.State == drovertype.IntegrationScheduled &&
 				g.Integration != nil && g.Integration.N == f.Integration.N && g.Integration.State != drovertype.IntegrationScheduled:
-				// The result of the integration the flow had scheduled.
-				f.Integration = g.Integration
+				// The result of the integration the flow had scheduled
+				// (and, on its pull request's branch, what that holds).
+				f.Integration, f.PR = g.Integration, g.PR
+			case typ == event.ReviewRoundStarted:
+				// A review round reopens the flow with its tasks.
+				if g.State != drovertype.FlowRunning || !g.CompletedAt.IsZero() || g.Round != f.Round+1 || len(g.Order) <= len(f.Order) {
+					t.Fatalf("seq %d: a review round reopened a flow wrongly:\n%s\n%s", seq, old, after[k])
+				}
+				f.State, f.CompletedAt, f.Round, f.Order, f.PR = g.State, g.CompletedAt, g.Round, g.Order, g.PR
+			case typ == event.PullRequestRequested || typ == event.PullRequestPublished || typ == event.PullRequestObserved ||
+				typ == event.PullRequestFeedback:
+				// What an ended flow's pull request is and says.
+				f.PR = g.PR
 			}
 			if !sameJSON(f, g) {
 				t.Fatalf("seq %d: terminal flow changed:\n%s\n%s", seq, old, after[k])

@@ -45,6 +45,13 @@ var handlers = map[event.Type]handler{
 	event.PlacementChanged: on((*State).placementChanged, aboutAttempt, idAttemptAnd),
 	event.AttemptUnplaced:  on((*State).attemptUnplaced, aboutAttempt, idAttempt),
 
+	// A flow published as a pull request, and its review rounds (pullrequest.go).
+	event.PullRequestRequested: on((*State).pullRequestRequested, aboutFlow, idFlowAnd),
+	event.PullRequestPublished: on((*State).pullRequestPublished, aboutFlow, idFlowN),
+	event.PullRequestObserved:  on((*State).pullRequestObserved, aboutFlow, idFlowN),
+	event.PullRequestFeedback:  on((*State).pullRequestFeedback, aboutFlow, idFlowAnd),
+	event.ReviewRoundStarted:   on((*State).reviewRoundStarted, aboutFlow, idFlowN),
+
 	// An attempt's lifecycle, as its worker reports it.
 	event.AdapterInitialized: on(phase[event.AdapterInitializedData], aboutClaim, idClaim),
 	event.PrepareCompleted:   on(phase[event.PrepareCompletedData], aboutClaim, idClaim),

@@ -32,6 +32,12 @@ type Flow struct {
 	// submission, raised by an operator); Spend is what they reported.
 	Budget *flow.Budget `json:"budget,omitempty"`
 	Spend  *Spend       `json:"spend,omitempty"`
+	// Publish is how the flow is published when it ends, RoundPlan how a
+	// review round's tasks run (resolved at submission); PR is its pull
+	// request once one was asked for (pullrequest.go).
+	Publish   *flow.Publish    `json:"publish,omitempty"`
+	RoundPlan *policy.Resolved `json:"round_plan,omitempty"`
+	PR        *PullRequest     `json:"pull_request,omitempty"`
 }
 
 // Cancel records an operator's cancel request.
@@ -48,8 +54,11 @@ type Integration struct {
 	Runtime string                      `json:"runtime"`
 	Pool    string                      `json:"pool"`
 	Merge   []event.DepResult           `json:"merge"`
-	Commit  string                      `json:"commit,omitempty"`
-	Error   *event.ErrorInfo            `json:"error,omitempty"`
+	// Base is what the build starts from, "" for the flow's base (a
+	// published flow's builds start from its pull request's branch).
+	Base   string           `json:"base,omitempty"`
+	Commit string           `json:"commit,omitempty"`
+	Error  *event.ErrorInfo `json:"error,omitempty"`
 }
 
 // Task is the projection of one task of a flow.
@@ -85,6 +94,12 @@ type Task struct {
 	// Waiting says whether it still holds. Waits counts the waits recorded.
 	Wait  *TaskWait `json:"wait,omitempty"`
 	Waits int       `json:"waits,omitempty"`
+	// A task of a review round is not in the flow file: Prompt is its
+	// prompt, Base what it starts from (the pull request's branch), and
+	// ReviewRound the round's number.
+	Prompt      string `json:"prompt,omitempty"`
+	Base        string `json:"base,omitempty"`
+	ReviewRound int    `json:"review_round,omitempty"`
 }
 
 // PendingRetry is a retry the policy scheduled (runtime_recovery_scheduled).

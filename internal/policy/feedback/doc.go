@@ -1,7 +1,9 @@
 // Package feedback tells the next attempt of a task what went wrong with the
 // one before: FeedbackFrom gathers a failed attempt's error, verification,
 // review, scope violations and stderr, and ComposePrompt appends them to the
-// task's prompt.
+// task's prompt. ComposeRound writes the same kind of section for a review
+// round of a published flow: the reviews that requested changes with their
+// file and line comments, the checks that failed with their logs.
 //
 // It is a sub-package of policy because it reads reports (package event),
 // whose schema carries policy's resolved plans. Like policy it is pure and

@@ -85,8 +85,12 @@ func renderFlow(b *strings.Builder, f *projection.Flow) {
 		if in.Error != nil {
 			fmt.Fprintf(b, " error=%s", renderError(in.Error))
 		}
+		if in.Base != "" {
+			fmt.Fprintf(b, " base=%s", in.Base)
+		}
 		b.WriteString("\n")
 	}
+	renderPR(b, f)
 }
 
 func renderTask(b *strings.Builder, t *projection.Task) {
@@ -111,6 +115,9 @@ func renderTask(b *strings.Builder, t *projection.Task) {
 	}
 	if t.CancelRequested {
 		b.WriteString(" cancel_requested")
+	}
+	if t.ReviewRound > 0 {
+		fmt.Fprintf(b, " review_round=%d base=%s prompt=%q", t.ReviewRound, t.Base, t.Prompt)
 	}
 	fmt.Fprintf(b, " updated=%s\n", ts(t.UpdatedAt))
 	if r := t.Retry; r != nil {
