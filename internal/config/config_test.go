@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -247,6 +248,53 @@ func TestClientURL(t *testing.T) {
 	c.NATS.URL = "nats://elsewhere:4222"
 	if got := c.ClientURL(); got != "nats://elsewhere:4222" {
 		t.Errorf("configured: %s", got)
+	}
+}
+
+// TestOperatorURL: an operator command dials nats.url, else the URL in the
+// data dir's nats.url; only the default data dir falls back to
+// nats.listen, and what is missing or wrong is named.
+func TestOperatorURL(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	listen := NATS{Listen: "127.0.0.1:4222"}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name    string
+		c       Config
+		file    string // nats.url's content, if any
+		want    string
+		wantErr error
+		errText string
+	}{
+		{"nats.url set", Config{DataDir: "/nonexistent", NATS: NATS{URL: "nats://elsewhere:4222"}}, "", "nats://elsewhere:4222", nil, ""},
+		{"the file", Config{DataDir: dir, NATS: listen}, "nats://127.0.0.1:5555\n", "nats://127.0.0.1:5555", nil, ""},
+		{"the default dir without the file", Config{DataDir: DefaultDataDir(), NATS: listen}, "", "nats://127.0.0.1:4222", nil, ""},
+		{"another dir without the file", Config{DataDir: dir, NATS: listen}, "", "", ErrNoNATSURL, "data dir " + dir + " holds no nats.url"},
+		{"a dir that does not exist", Config{DataDir: "/nonexistent/drover", NATS: listen}, "", "", ErrNoNATSURL, "data dir /nonexistent/drover does not exist"},
+		{"garbage in the file", Config{DataDir: dir, NATS: listen}, "\x1b[2J", "", ErrInvalid, filepath.Join(dir, "nats.url") + `: holds "\x1b[2J", not a NATS URL`},
+		{"a URL of another scheme", Config{DataDir: dir, NATS: listen}, "http://127.0.0.1:4222", "", ErrInvalid, "not a NATS URL"},
+		{"an empty file", Config{DataDir: dir, NATS: listen}, "\n", "", ErrInvalid, "not a NATS URL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.Remove(filepath.Join(dir, "nats.url"))
+			if tc.file != "" {
+				if err := os.WriteFile(filepath.Join(dir, "nats.url"), []byte(tc.file), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := tc.c.OperatorURL()
+			if got != tc.want || !errors.Is(err, tc.wantErr) || tc.wantErr != nil && !strings.Contains(fmt.Sprint(err), tc.errText) {
+				t.Errorf("OperatorURL() = %q, %v; want %q, %v (%q)", got, err, tc.want, tc.wantErr, tc.errText)
+			}
+		})
+	}
+	fifo := filepath.Join(dir, "nats.url")
+	os.Remove(fifo)
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&Config{DataDir: dir, NATS: listen}).OperatorURL(); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a FIFO at nats.url: %v, want it refused unread", err)
 	}
 }
 
