@@ -74,8 +74,7 @@ func newWorkers() *cobra.Command {
 }
 
 func newRuntimeCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "runtime", Short: "The fleet's runtimes as the workers report them, and how tasks resolve them",
-		Args: cobra.ArbitraryArgs, RunE: group}
+	cmd := &cobra.Command{Use: "runtime", Short: "The fleet's runtimes as the workers report them, and how tasks resolve them"}
 	var output string
 	list := &cobra.Command{
 		Use:     "list",
@@ -249,14 +248,4 @@ func sandboxColumn(s string) string {
 		return s[:i] // "landlock ABI 7"
 	}
 	return s
-}
-
-// group is the RunE of a command that only groups others: alone it shows
-// its help; with an argument it is a misspelt subcommand, a usage error
-// (cobra would show the help and exit 0).
-func group(cmd *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return usageError(fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath()))
-	}
-	return cmd.Help()
 }

@@ -20,16 +20,7 @@ import (
 )
 
 func newRuntime() *cobra.Command {
-	cmd := &cobra.Command{Use: "runtime", Short: "Inspect the runtimes configured on this host",
-		// Alone it shows its help; with an argument it is a misspelt
-		// subcommand (cobra would show the help and exit 0).
-		Args: cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return exitcode.With(exitcode.Usage, fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath()))
-			}
-			return cmd.Help()
-		}}
+	cmd := &cobra.Command{Use: "runtime", Short: "Inspect the runtimes configured on this host"}
 	var output string
 	list := &cobra.Command{
 		Use:     "list",
