@@ -856,6 +856,8 @@ func (c *Config) validateProjects(p *problems) {
 		for k, rt := range map[string]string{"runtime": pr.Runtime, "validator": pr.Validator} {
 			c.checkRuntime(p, key+"."+k, rt)
 		}
+		checkModel(p, key+".model", pr.Model)
+		checkModel(p, key+".validator_model", pr.ValidatorModel)
 		if pr.Timeout < 0 || pr.Timeout > MaxTimeout {
 			p.add(key+".timeout", "must be 0..%s (got %s)", MaxTimeout, pr.Timeout)
 		}
@@ -891,6 +893,10 @@ func validateRuntime(p *problems, name string, rt Runtime) {
 	key := "runtimes." + name
 	if err := drovertype.ValidID(name); err != nil {
 		p.add(key, "runtime name: %v", err)
+	}
+	checkModel(p, key+".model", rt.Model)
+	for i, m := range rt.Models {
+		checkModel(p, fmt.Sprintf("%s.models[%d]", key, i), m)
 	}
 	if rt.Adapter == "native" {
 		validateNative(key, rt, p.add)
@@ -948,6 +954,14 @@ func validateRuntime(p *problems, name string, rt Runtime) {
 	}
 	if rt.ProviderConfig != "" && rt.ProviderConfig != "none" && !slices.Contains(ProviderConfigs, rt.ProviderConfig) {
 		p.add(key+".provider_config", "must be %s or none (got %q)", strings.Join(ProviderConfigs, ", "), rt.ProviderConfig)
+	}
+}
+
+// checkModel checks a model the configuration sets as a flow's is checked
+// (flow.ModelProblem): the runtime's CLI gets it as an argument.
+func checkModel(p *problems, key, model string) {
+	if msg := flow.ModelProblem(model); msg != "" {
+		p.add(key, "%s", msg)
 	}
 }
 

@@ -217,6 +217,14 @@ func TestInvalid(t *testing.T) {
 		{"passthrough add", "runtimes:\n  codex:\n    env_passthrough_add: [\"A=B\"]\n", nil, "runtimes.codex.env_passthrough_add"},
 		{"provider config", "runtimes:\n  x:\n    binary: x\n    provider_config: aider\n", nil, "runtimes.x.provider_config"},
 		{"own retry timeout", "runtimes:\n  gemini:\n    own_retry_timeout: -1s\n", nil, "runtimes.gemini"},
+		// A model reaches the CLI's argv after its model flag: never an option.
+		{"project model", "projects:\n  p:\n    repo: /srv/p\n    model: --yolo\n", nil, `projects.p.model: model "--yolo" starts with '-'`},
+		{"project validator model", "projects:\n  p:\n    repo: /srv/p\n    validator_model: -x\n", nil, "projects.p.validator_model: model \"-x\" starts with '-'"},
+		{"runtime model", "runtimes:\n  claude-code:\n    model: --dangerously-skip-permissions\n", nil, "runtimes.claude-code.model: model \"--dangerously-skip-permissions\" starts with '-'"},
+		{"runtime model env", "", map[string]string{"DROVER_RUNTIMES_CODEX_MODEL": "--yolo"}, "runtimes.codex.model"},
+		{"runtime models", "runtimes:\n  codex:\n    models: [gpt-5, -c]\n", nil, "runtimes.codex.models[1]"},
+		{"native model", "runtimes:\n  n:\n    adapter: native\n    provider: openai\n    base_url: http://localhost:8000/v1\n    model: --x\n", nil, "runtimes.n.model"},
+		{"model with a newline", "projects:\n  p:\n    repo: /srv/p\n    model: \"a\\nb\"\n", nil, "projects.p.model: model \"a\\nb\" contains control characters"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for k, v := range tc.env {
