@@ -217,6 +217,12 @@ func TestInvalid(t *testing.T) {
 		{"passthrough add", "runtimes:\n  codex:\n    env_passthrough_add: [\"A=B\"]\n", nil, "runtimes.codex.env_passthrough_add"},
 		{"provider config", "runtimes:\n  x:\n    binary: x\n    provider_config: aider\n", nil, "runtimes.x.provider_config"},
 		{"own retry timeout", "runtimes:\n  gemini:\n    own_retry_timeout: -1s\n", nil, "runtimes.gemini"},
+		// A negative limit would wrap around to no limit at all.
+		{"cpu seconds", "runtimes:\n  claude-code:\n    limits:\n      cpu_seconds: -1\n", nil, "runtimes.claude-code.limits.cpu_seconds: must not be negative (got -1)"},
+		{"open files", "runtimes:\n  claude-code:\n    limits:\n      open_files: -5\n", nil, "runtimes.claude-code.limits.open_files: must not be negative (got -5)"},
+		{"address space", "runtimes:\n  codex:\n    limits:\n      address_space: -1\n", nil, "runtimes.codex.limits.address_space: must not be negative (got -1)"},
+		{"file size", "runtimes:\n  codex:\n    limits:\n      file_size: \"-1\"\n", nil, "runtimes.codex.limits.file_size: must not be negative (got -1)"},
+		{"a fraction below zero", "runtimes:\n  codex:\n    limits:\n      cpu_seconds: -0.5\n", nil, "limits.cpu_seconds: must not be negative"},
 		// A model reaches the CLI's argv after its model flag: never an option.
 		{"project model", "projects:\n  p:\n    repo: /srv/p\n    model: --yolo\n", nil, `projects.p.model: model "--yolo" starts with '-'`},
 		{"project validator model", "projects:\n  p:\n    repo: /srv/p\n    validator_model: -x\n", nil, "projects.p.validator_model: model \"-x\" starts with '-'"},
