@@ -61,6 +61,11 @@ the flow to its end and exits 0 if it succeeded, 1 if not.`,
 			if err != nil {
 				var apiErr *controller.APIError
 				if errors.As(err, &apiErr) && apiErr.Code == controller.CodeBadRequest {
+					if len(apiErr.Problems) > 0 {
+						// Its runtimes and project, checked by the controller,
+						// placed in the file as the rest was.
+						return flow.Locate(name, data, apiErr.Problems)
+					}
 					return fmt.Errorf("%s: %w", name, err)
 				}
 				return err

@@ -342,6 +342,10 @@ func TestSubmitRejectsInvalid(t *testing.T) {
 	if !ok || apiErr.Code != CodeBadRequest || apiErr.Message != `runtime: unknown runtime "nosuch": it is not configured` {
 		t.Fatalf("err = %v, want a bad request", err)
 	}
+	// By field too, for the CLI to place in the file (flow.Locate).
+	if p := apiErr.Problems; len(p) != 1 || p[0].Field != "runtime" || p[0].Msg != `unknown runtime "nosuch": it is not configured` {
+		t.Errorf("problems %+v, want the runtime's", p)
+	}
 	st, err := cl.Status(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)

@@ -39,7 +39,21 @@ const maxReason = 1000
 
 // requestError is a request refused for its form; the API answers it with
 // CodeBadRequest.
-type requestError struct{ msg string }
+type requestError struct {
+	msg string
+	// problems are a flow's, by field, for the client to place in its
+	// file (flow.Locate); the answer carries them in ProblemsHeader.
+	problems []*flow.Error
+}
+
+// flowRefused is the refusal of a flow that does not validate.
+func flowRefused(err error) *requestError {
+	re := &requestError{msg: err.Error()}
+	if ve := (*flow.ValidationError)(nil); errors.As(err, &ve) {
+		re.problems = ve.Errors
+	}
+	return re
+}
 
 func (e *requestError) Error() string { return e.msg }
 
@@ -149,7 +163,7 @@ func decodeSubmit(body []byte, opts flow.Options) (*flow.Spec, error) {
 	}
 	spec, err := flow.DecodeJSON(raw, opts)
 	if err != nil {
-		return nil, &requestError{msg: err.Error()}
+		return nil, flowRefused(err)
 	}
 	return spec, nil
 }

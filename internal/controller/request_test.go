@@ -288,3 +288,23 @@ func FuzzAPIRequests(f *testing.F) {
 		}
 	})
 }
+
+// What a reply says of a flow's problems is outside input: anything but a
+// list of at most flow.MaxProblems of them is left out.
+func TestProblemsIn(t *testing.T) {
+	many := "[" + strings.Repeat(`{"msg":"x"},`, flow.MaxProblems) + `{"msg":"x"}]`
+	for _, tc := range []struct {
+		header string
+		want   int
+	}{
+		{`[{"field":"runtime","msg":"unknown"},null]`, 1},
+		{"", 0},
+		{"junk", 0},
+		{`{"field":"runtime"}`, 0},
+		{many, 0},
+	} {
+		if got := problemsIn(tc.header); len(got) != tc.want {
+			t.Errorf("problemsIn(%.40q) = %d problems, want %d", tc.header, len(got), tc.want)
+		}
+	}
+}
