@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -307,4 +308,17 @@ func TestProblemsIn(t *testing.T) {
 			t.Errorf("problemsIn(%.40q) = %d problems, want %d", tc.header, len(got), tc.want)
 		}
 	}
+}
+
+// FuzzProblemsIn: any header decodes to at most flow.MaxProblems problems,
+// none nil, or to none, without a panic.
+func FuzzProblemsIn(f *testing.F) {
+	f.Add(`[{"field":"runtime","msg":"unknown"},null]`)
+	f.Add(`[{"field":"]","line":-1}]`)
+	f.Fuzz(func(t *testing.T, h string) {
+		ps := problemsIn(h)
+		if len(ps) > flow.MaxProblems || slices.Contains(ps, nil) {
+			t.Fatalf("problemsIn(%q) = %v", h, ps)
+		}
+	})
 }

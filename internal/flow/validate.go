@@ -124,8 +124,8 @@ func (p *problems) where(field string) string {
 // parentField strips the last component of a field path:
 // "tasks[1].depends_on[0]" -> "tasks[1].depends_on" -> "tasks[1]" -> "tasks" -> "".
 func parentField(f string) string {
-	if strings.HasSuffix(f, "]") {
-		return f[:strings.LastIndexByte(f, '[')]
+	if i := strings.LastIndexByte(f, '['); i >= 0 && strings.HasSuffix(f, "]") {
+		return f[:i]
 	}
 	if i := strings.LastIndexByte(f, '.'); i >= 0 {
 		return f[:i]
