@@ -73,8 +73,15 @@ func newWorkers() *cobra.Command {
 	return cmd
 }
 
+// newRuntimeCmd is `controller runtime`: the fleet's runtimes, their
+// health, and how a flow's tasks resolve them.
 func newRuntimeCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "runtime", Short: "The fleet's runtimes as the workers report them, and how tasks resolve them"}
+	cmd.AddCommand(newRuntimeList(), newRuntimeHealth(), newResolve())
+	return cmd
+}
+
+func newRuntimeList() *cobra.Command {
 	var output string
 	list := &cobra.Command{
 		Use:     "list",
@@ -136,6 +143,10 @@ func newRuntimeCmd() *cobra.Command {
 		},
 	}
 	list.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	return list
+}
+
+func newRuntimeHealth() *cobra.Command {
 	var hOutput string
 	health := &cobra.Command{
 		Use:     "health",
@@ -176,8 +187,7 @@ func newRuntimeCmd() *cobra.Command {
 		},
 	}
 	health.Flags().StringVarP(&hOutput, "output", "o", "text", "output format: text or json")
-	cmd.AddCommand(list, health, newResolve())
-	return cmd
+	return health
 }
 
 func printHealth(out io.Writer, ws []*fleet.Registration) {

@@ -1,5 +1,5 @@
 // Package codecheck holds tests of rules that the module's code keeps as a
-// whole, so they stay true: no function in internal/ runs longer than
+// whole, so they stay true: no function in internal/ or cmd/ runs longer than
 // maxFuncLines, and no binary under cmd/ links package testing (test
 // support lives in packages of its own, such as adapter/adaptertest).
 //
