@@ -136,8 +136,18 @@ func TestAPIRefusesBadRequests(t *testing.T) {
 			"budget request: give --tokens, --cost-usd or both (0 removes a limit)"},
 		{"budget negative", SubjectBudget, `{"target":"` + id + `","tokens":-1}`, nil,
 			"budget request: budget.tokens: -1 is out of range: want 0 to 1000000000000000 (0 means no limit)"},
+		// In the API's own words: the JSON library's differ from one run to
+		// the next.
 		{"budget fraction of a token", SubjectBudget, `{"target":"` + id + `","tokens":1.5}`, nil,
-			"budget request: tokens: json: cannot unmarshal JSON number 1.5 into Go int64: invalid syntax"},
+			"budget request: tokens: must be a whole number within 64 bits, got 1.5"},
+		{"budget of an exponent of tokens", SubjectBudget, `{"target":"` + id + `","tokens":1e3}`, nil,
+			"budget request: tokens: must be a whole number within 64 bits, got 1e3"},
+		{"budget of too many tokens", SubjectBudget, `{"target":"` + id + `","tokens":9223372036854775808}`, nil,
+			"budget request: tokens: must be a whole number within 64 bits, got 9223372036854775808"},
+		{"budget of too many dollars", SubjectBudget, `{"target":"` + id + `","cost_usd":1e999}`, nil,
+			"budget request: cost_usd: number 1e999 is out of range"},
+		{"budget tokens as a string", SubjectBudget, `{"target":"` + id + `","tokens":"5"}`, nil,
+			"budget request: tokens: must be a number, got a string"},
 		{"budget of an attempt", SubjectBudget, `{"target":"` + drovertype.AttemptID(id, "a", 1) + `","tokens":5}`, nil,
 			"budget request: target: takes FLOW or FLOW/TASK, not an attempt"},
 
