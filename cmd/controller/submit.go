@@ -60,15 +60,10 @@ the flow to its end and exits 0 if it succeeded, 1 if not.`,
 			id, err := cl.Submit(cmd.Context(), spec)
 			if err != nil {
 				var apiErr *controller.APIError
-				if errors.As(err, &apiErr) && apiErr.Code == controller.CodeBadRequest {
-					if len(apiErr.Problems) > 0 {
-						// Its runtimes and project, checked by the controller,
-						// placed in the file as the rest was.
-						return flow.Locate(name, data, apiErr.Problems)
-					}
+				if errors.As(err, &apiErr) && apiErr.Code == controller.CodeBadRequest && len(apiErr.Problems) == 0 {
 					return fmt.Errorf("%s: %w", name, err)
 				}
-				return err
+				return located(name, data, err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "submitted flow %s (%d tasks)\n", termsafe.Line(id), len(spec.Tasks))
 			if !watch {
@@ -80,6 +75,17 @@ the flow to its end and exits 0 if it succeeded, 1 if not.`,
 	cmd.Flags().StringVar(&repo, "repo", "", "use this repo URL or path instead of the flow file's")
 	cmd.Flags().BoolVar(&watch, "watch", false, "follow the flow until it ends")
 	return cmd
+}
+
+// located places the problems the controller found in a flow file (its
+// runtimes and project, which only it knows) in the file, as the file's
+// other problems are placed; any other error is returned as it is.
+func located(name string, data []byte, err error) error {
+	var apiErr *controller.APIError
+	if errors.As(err, &apiErr) && apiErr.Code == controller.CodeBadRequest && len(apiErr.Problems) > 0 {
+		return flow.Locate(name, data, apiErr.Problems)
+	}
+	return err
 }
 
 // stdinName names standard input in a flow's error messages; a relative

@@ -10,7 +10,8 @@ import (
 
 // The problems only the controller can find in a flow file — a runtime or
 // a project it does not have — are reported at their line and column, as
-// the file's other problems are (docs/flows.md), and nothing is recorded.
+// the file's other problems are (docs/flows.md), by submit and by runtime
+// resolve, and nothing is recorded.
 func TestSubmitPlacesTheControllersProblems(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	c := startController(t)
@@ -28,5 +29,10 @@ func TestSubmitPlacesTheControllersProblems(t *testing.T) {
 	}
 	if r := cli(t, context.Background(), nil, nil, "status", "--data-dir", c.dir); r.code != 0 || strings.Contains(r.stdout, "f-") {
 		t.Errorf("a refused flow left state: exit %d\n%s", r.code, r.stdout)
+	}
+	// runtime resolve of the file says the same of its project.
+	r = cli(t, context.Background(), nil, nil, "runtime", "resolve", "--flow", file, "--data-dir", c.dir)
+	if r.code != exitcode.Usage || !strings.Contains(r.stderr, want[0]) {
+		t.Errorf("resolve: exit %d, stderr:\n%s\nwant %d and:\n%s", r.code, r.stderr, exitcode.Usage, want[0])
 	}
 }
