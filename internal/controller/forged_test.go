@@ -61,26 +61,6 @@ func (h *harness) poisoned(n int) {
 	h.waitFor("the forgery to be parked as poison", func(st *projection.State) bool { return st.PoisonCount >= n })
 }
 
-// applied waits until the fold has applied the stream's last message.
-func (h *harness) applied() {
-	h.t.Helper()
-	s, err := h.js.Stream(context.Background(), queue.EventsStream)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	info, err := s.Info(context.Background())
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for h.store.Applied() < info.State.LastSeq {
-		if time.Now().After(deadline) {
-			h.t.Fatalf("the fold did not reach #%d", info.State.LastSeq)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // countsOnce checks that the decision of type typ, stored once more under
 // another Nats-Msg-Id (as a controller that restarted before it folded its
 // republished decision would store it), counts once: the fold knows it by

@@ -191,8 +191,7 @@ func TestPublishDecisionStepsOverWhatTheFoldJudged(t *testing.T) {
 	}
 }
 
-// A batch checks its events as PublishDecision does; its jobs are left
-// alone.
+// A batch checks its events as PublishDecision does.
 func TestBatchStepsOverAForgery(t *testing.T) {
 	t.Parallel()
 	_, js := setup(t)
