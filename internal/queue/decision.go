@@ -41,10 +41,11 @@ const maxImpostors = 16
 // other writers, maxImpostors of them in a row.
 var ErrImpostors = errors.New("queue: a decision's ids are taken by other writers' messages")
 
-// ImpostorID is the Nats-Msg-Id of a decision whose id, msgID, holds
-// another writer's message, stored at seq.
-func ImpostorID(msgID string, seq uint64) string {
-	return msgID + "#" + strconv.FormatUint(seq, 10)
+// ImpostorID is the Nats-Msg-Id a decision with event id id takes when
+// the Nats-Msg-Id it tried last holds another writer's message, stored at
+// seq: id#seq.
+func ImpostorID(id string, seq uint64) string {
+	return id + "#" + strconv.FormatUint(seq, 10)
 }
 
 // PublishDecision stores ev, a decision of the controller made from the
