@@ -110,6 +110,19 @@ func (h *harness) countsOnce(flowID string, typ event.Type, want int) {
 	}
 }
 
+// succeedLast has a worker run task, the flow's last, to success and build
+// the flow's integration branch; the flow must then succeed.
+func (h *harness) succeedLast(flowID, task string) {
+	h.t.Helper()
+	att := drovertype.AttemptID(flowID, task, 1)
+	h.publish(event.AttemptClaimed, flowID, task, att, 1, event.AttemptClaimedData{Worker: "w1"})
+	h.publish(event.AttemptReported, flowID, task, att, 1, event.Report{Success: true, Branch: drovertype.AttemptBranch(flowID, task, 1), Commit: "c" + task})
+	h.waitFor("the integration", func(st *projection.State) bool { return st.Flows[flowID].Integration != nil })
+	h.publish(event.FlowIntegrated, flowID, "", drovertype.IntegrationID(flowID, 1), 1,
+		event.FlowIntegratedData{N: 1, Branch: drovertype.IntegrationBranch(flowID, 1), Commit: "i1"})
+	h.waitFor("the flow to succeed", func(st *projection.State) bool { return st.Flows[flowID].State == drovertype.FlowSucceeded })
+}
+
 // A forged flow_completed stored first under the decision's id is poison,
 // and the real one is recorded at once when the flow ends, not when the
 // server's dedup window (10 minutes) has passed.
@@ -121,18 +134,13 @@ func TestForgedFlowCompletedTakesNoDecisionsPlace(t *testing.T) {
 	newForger(h).take(event.FlowCompleted, id, id, "", "", event.FlowCompletedData{State: drovertype.FlowSucceeded})
 	h.poisoned(1)
 
-	h.publish(event.AttemptClaimed, id, "a", att, 1, event.AttemptClaimedData{Worker: "w1"})
-	h.publish(event.AttemptReported, id, "a", att, 1, event.Report{Success: true, Branch: drovertype.AttemptBranch(id, "a", 1), Commit: "abc"})
-	h.waitFor("the integration", func(st *projection.State) bool { return st.Flows[id].Integration != nil })
-	h.publish(event.FlowIntegrated, id, "", drovertype.IntegrationID(id, 1), 1,
-		event.FlowIntegratedData{N: 1, Branch: drovertype.IntegrationBranch(id, 1), Commit: "def"})
-
-	h.waitFor("the flow to succeed", func(st *projection.State) bool { return st.Flows[id].State == drovertype.FlowSucceeded })
+	h.succeedLast(id, "a")
 	h.countsOnce(id, event.FlowCompleted, 2) // the forgery and the decision
 }
 
 // A forged attempt_scheduled, under the id of the decision that schedules
-// the next task, does not keep that task from starting.
+// the next task, does not hold that task back: it starts at once, and the
+// flow finishes.
 func TestForgedAttemptScheduledTakesNoDecisionsPlace(t *testing.T) {
 	h := newHarness(t)
 	h.start(filepath.Join(t.TempDir(), "state"))
@@ -155,6 +163,7 @@ func TestForgedAttemptScheduledTakesNoDecisionsPlace(t *testing.T) {
 		a := st.Attempts[attB]
 		return a != nil && a.Branch == drovertype.AttemptBranch(id, "b", 1)
 	})
+	h.succeedLast(id, "b")
 	h.countsOnce(id, event.AttemptScheduled, 3) // a's, the forgery and b's
 }
 
