@@ -5,6 +5,7 @@ FUZZTIME  ?= 30s
 FUZZMINTIME ?= 10s
 PKGS      := ./...
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+DEADCODE    := golang.org/x/tools/cmd/deadcode@v0.52.0
 
 .DEFAULT_GOAL := help
 
@@ -36,10 +37,11 @@ e2e: chromium ## Run the end-to-end tests verbosely, with the full chaos run (DR
 	DROVER_CHAOS=full $(GO) test -count=1 -timeout 30m -v ./e2e/...
 
 .PHONY: lint
-lint: ## gofmt, go vet and staticcheck
+lint: ## gofmt, go vet, staticcheck and deadcode (no function that nothing, not even a test, reaches)
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
+	@out=$$($(GO) run $(DEADCODE) -test $(PKGS)) || exit 1; if [ -n "$$out" ]; then echo "unreachable:"; echo "$$out"; exit 1; fi
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 30s)

@@ -73,9 +73,15 @@ func newWorkers() *cobra.Command {
 	return cmd
 }
 
+// newRuntimeCmd is `controller runtime`: the fleet's runtimes, their
+// health, and how a flow's tasks resolve them.
 func newRuntimeCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "runtime", Short: "The fleet's runtimes as the workers report them, and how tasks resolve them",
-		Args: cobra.ArbitraryArgs, RunE: group}
+	cmd := &cobra.Command{Use: "runtime", Short: "The fleet's runtimes as the workers report them, and how tasks resolve them"}
+	cmd.AddCommand(newRuntimeList(), newRuntimeHealth(), newResolve())
+	return cmd
+}
+
+func newRuntimeList() *cobra.Command {
 	var output string
 	list := &cobra.Command{
 		Use:     "list",
@@ -137,6 +143,10 @@ func newRuntimeCmd() *cobra.Command {
 		},
 	}
 	list.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	return list
+}
+
+func newRuntimeHealth() *cobra.Command {
 	var hOutput string
 	health := &cobra.Command{
 		Use:     "health",
@@ -177,8 +187,7 @@ func newRuntimeCmd() *cobra.Command {
 		},
 	}
 	health.Flags().StringVarP(&hOutput, "output", "o", "text", "output format: text or json")
-	cmd.AddCommand(list, health, newResolve())
-	return cmd
+	return health
 }
 
 func printHealth(out io.Writer, ws []*fleet.Registration) {
@@ -249,14 +258,4 @@ func sandboxColumn(s string) string {
 		return s[:i] // "landlock ABI 7"
 	}
 	return s
-}
-
-// group is the RunE of a command that only groups others: alone it shows
-// its help; with an argument it is a misspelt subcommand, a usage error
-// (cobra would show the help and exit 0).
-func group(cmd *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return usageError(fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath()))
-	}
-	return cmd.Help()
 }

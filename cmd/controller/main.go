@@ -58,7 +58,7 @@ func exitCode(err error) int {
 		case controller.CodeNoWorker:
 			return exitcode.NoWorker
 		}
-	case errors.Is(err, controller.ErrNoController),
+	case errors.Is(err, controller.ErrNoController), errors.Is(err, config.ErrNoNATSURL),
 		// A NATS no controller ever set up: its streams and buckets are missing.
 		errors.Is(err, jetstream.ErrStreamNotFound), errors.Is(err, jetstream.ErrBucketNotFound):
 		return exitcode.Unreachable

@@ -186,7 +186,8 @@ shows what the flow was accepted with; for a flow file, what it would run with n
 				return err
 			}
 			req := controller.ResolveRequest{Task: task}
-			switch data, err := readlimit.File(flowArg, flow.MaxFileSize); {
+			data, err := readlimit.File(flowArg, flow.MaxFileSize)
+			switch {
 			case err == nil:
 				spec, err := flow.Parse(flowArg, data, flow.Options{RepoOverride: repo, DefaultRuntime: cfg.Defaults.Runtime})
 				if err != nil {
@@ -203,7 +204,7 @@ shows what the flow was accepted with; for a flow file, what it would run with n
 			return withClient(cmd, func(cl *controller.Client) error {
 				res, err := cl.Resolve(cmd.Context(), req)
 				if err != nil {
-					return err
+					return located(flowArg, data, err)
 				}
 				if output == "json" {
 					enc := json.NewEncoder(cmd.OutOrStdout())

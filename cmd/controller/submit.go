@@ -67,10 +67,10 @@ nothing.`,
 			resp, err := cl.SubmitFlow(cmd.Context(), controller.SubmitRequest{Spec: *spec, Strict: strict})
 			if err != nil {
 				var apiErr *controller.APIError
-				if errors.As(err, &apiErr) && (apiErr.Code == controller.CodeBadRequest || apiErr.Code == controller.CodeNoWorker) {
+				if errors.As(err, &apiErr) && (apiErr.Code == controller.CodeBadRequest && len(apiErr.Problems) == 0 || apiErr.Code == controller.CodeNoWorker) {
 					return fmt.Errorf("%s: %w", name, err)
 				}
-				return err
+				return located(name, data, err)
 			}
 			id := resp.Flow
 			for _, w := range resp.Warnings {
@@ -87,6 +87,17 @@ nothing.`,
 	cmd.Flags().BoolVar(&watch, "watch", false, "follow the flow until it ends")
 	cmd.Flags().BoolVar(&strict, "strict", false, "refuse the flow when no live worker serves a runtime it needs (exit 6)")
 	return cmd
+}
+
+// located places the problems the controller found in a flow file (its
+// runtimes and project, which only it knows) in the file, as the file's
+// other problems are placed; any other error is returned as it is.
+func located(name string, data []byte, err error) error {
+	var apiErr *controller.APIError
+	if errors.As(err, &apiErr) && apiErr.Code == controller.CodeBadRequest && len(apiErr.Problems) > 0 {
+		return flow.Locate(name, data, apiErr.Problems)
+	}
+	return err
 }
 
 // stdinName names standard input in a flow's error messages; a relative

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -84,103 +85,7 @@ once; a second signal hands them back without waiting.`,
 		Example: `  worker run --nats-url nats://controller:4222 --slots 4 --work-dir /var/lib/drover-worker
   DROVER_WORKER_POOL=gpu worker run`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
-			log := cfg.Log.Logger(os.Stderr)
-			if cfg.InsecureHTTP() {
-				log.Warn("INSECURE: http.pprof is served beyond loopback (insecure_listen): anyone who reaches it sees this process's stacks and memory",
-					"listen", cfg.HTTP.Listen)
-			}
-			srv, err := telemetry.Start(cfg.HTTP.Listen, log, telemetry.WithPprof(cfg.HTTP.Pprof))
-			if err != nil {
-				return err
-			}
-			defer func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				_ = srv.Shutdown(ctx)
-			}()
-			tp, err := tracing.Setup(cmd.Context(), cfg.Tracing, tracing.Process{Service: "drover-worker", Instance: cfg.Worker.ID}, log)
-			if err != nil {
-				return err
-			}
-			defer func() {
-				// The spans of the attempts handed back on the way out go too.
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				if err := tp.Shutdown(ctx); err != nil {
-					log.Warn("tracing", "err", err)
-				}
-			}()
-			// A connection closed for good (the server stopped accepting
-			// the credentials) stops the worker with that cause.
-			ctx, stopRun := context.WithCancelCause(cmd.Context())
-			defer stopRun(nil)
-			w, err := worker.New(cfg, log)
-			if err != nil {
-				return err
-			}
-			if err := w.CheckRuntimes(ctx); err != nil {
-				return err
-			}
-			// NATS and the controller's buckets may come later: wait for
-			// them, saying so in the log and on /readyz.
-			wait := startup.New(log, startup.Options{})
-			defer telemetry.AddCheck("worker_startup", wait.Check)()
-			nc, err := natsconn.ConnectWait(ctx, wait, func() natsconn.ClientOptions {
-				// Read again each try: a local controller writes its URL
-				// to the data dir once its server is up.
-				co := natsconn.ClientFor(cfg, "drover-worker-"+cfg.Worker.ID, natsconn.RoleWorker, cfg.Worker.ID)
-				co.Reconnect, co.Logger = true, log
-				co.Closed = func(err error) { stopRun(err) }
-				return co
-			})
-			if err != nil {
-				err = fmt.Errorf("worker: %w", err)
-			} else {
-				defer nc.Close()
-				err = w.Start(ctx, nc, wait)
-			}
-			if errors.Is(err, startup.ErrStopped) && !natsconn.IsAuthError(err) {
-				log.Info("worker stopped while starting", "reason", err)
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			wait.Done()
-			log.Info("worker running", "id", cfg.Worker.ID, "pool", cfg.Worker.Pool, "slots", cfg.Worker.Slots, "work_dir", cfg.Worker.WorkDir)
-			<-ctx.Done()
-			if cause := context.Cause(ctx); natsconn.IsAuthError(cause) {
-				// Nothing can be reported any more: hand back at once.
-				log.Error("worker stopping: NATS closed the connection", "err", cause)
-				w.HandBack()
-				w.Wait()
-				return fmt.Errorf("worker: %w", cause)
-			}
-			// A second signal cuts the drain short.
-			again := make(chan os.Signal, 1)
-			signal.Notify(again, os.Interrupt, syscall.SIGTERM)
-			defer signal.Stop(again)
-			log.Info("worker stopping: draining", "drain_timeout", cfg.Worker.DrainTimeout)
-			w.Stop()
-			done := make(chan struct{})
-			go func() {
-				w.Wait()
-				close(done)
-			}()
-			select {
-			case <-done:
-			case <-again:
-				log.Warn("second signal: handing running attempts back now")
-				w.HandBack()
-				<-done
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runWorker(cmd) },
 	}
 	f := cmd.Flags()
 	f.String("id", "", "worker id (default hostname-pid)")
@@ -192,4 +97,121 @@ once; a second signal hands them back without waiting.`,
 	f.String("http-listen", "", "host:port serving /metrics, /healthz and /readyz (default off)")
 	f.Bool("insecure-listen", false, "allow http.pprof beyond loopback (insecure_listen)")
 	return cmd
+}
+
+// runWorker is `worker run`: the worker started, serving until a signal, then
+// drained.
+func runWorker(cmd *cobra.Command) error {
+	cfg, err := loadConfig(cmd)
+	if err != nil {
+		return err
+	}
+	log := cfg.Log.Logger(os.Stderr)
+	stopTelemetry, err := observe(cmd.Context(), cfg, log)
+	if err != nil {
+		return err
+	}
+	defer stopTelemetry()
+	// A connection closed for good (the server stopped accepting
+	// the credentials) stops the worker with that cause.
+	ctx, stopRun := context.WithCancelCause(cmd.Context())
+	defer stopRun(nil)
+	w, err := worker.New(cfg, log)
+	if err != nil {
+		return err
+	}
+	if err := w.CheckRuntimes(ctx); err != nil {
+		return err
+	}
+	// NATS and the controller's buckets may come later: wait for
+	// them, saying so in the log and on /readyz.
+	wait := startup.New(log, startup.Options{})
+	defer telemetry.AddCheck("worker_startup", wait.Check)()
+	nc, err := natsconn.ConnectWait(ctx, wait, func() natsconn.ClientOptions {
+		// Read again each try: a local controller writes its URL
+		// to the data dir once its server is up.
+		co := natsconn.ClientFor(cfg, "drover-worker-"+cfg.Worker.ID, natsconn.RoleWorker, cfg.Worker.ID)
+		co.Reconnect, co.Logger = true, log
+		co.Closed = func(err error) { stopRun(err) }
+		return co
+	})
+	if err != nil {
+		err = fmt.Errorf("worker: %w", err)
+	} else {
+		defer nc.Close()
+		err = w.Start(ctx, nc, wait)
+	}
+	if errors.Is(err, startup.ErrStopped) && !natsconn.IsAuthError(err) {
+		log.Info("worker stopped while starting", "reason", err)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	wait.Done()
+	log.Info("worker running", "id", cfg.Worker.ID, "pool", cfg.Worker.Pool, "slots", cfg.Worker.Slots, "work_dir", cfg.Worker.WorkDir)
+	<-ctx.Done()
+	return stopWorker(ctx, cfg, log, w)
+}
+
+// observe serves /metrics, /healthz and /readyz on http.listen and starts
+// tracing; the returned func stops both.
+func observe(ctx context.Context, cfg *config.Config, log *slog.Logger) (func(), error) {
+	if cfg.InsecureHTTP() {
+		log.Warn("INSECURE: http.pprof is served beyond loopback (insecure_listen): anyone who reaches it sees this process's stacks and memory",
+			"listen", cfg.HTTP.Listen)
+	}
+	srv, err := telemetry.Start(cfg.HTTP.Listen, log, telemetry.WithPprof(cfg.HTTP.Pprof))
+	if err != nil {
+		return nil, err
+	}
+	shutdown := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}
+	tp, err := tracing.Setup(ctx, cfg.Tracing, tracing.Process{Service: "drover-worker", Instance: cfg.Worker.ID}, log)
+	if err != nil {
+		shutdown()
+		return nil, err
+	}
+	return func() {
+		// The spans of the attempts handed back on the way out go too.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tp.Shutdown(ctx); err != nil {
+			log.Warn("tracing", "err", err)
+		}
+		shutdown()
+	}, nil
+}
+
+// stopWorker ends a worker whose run ctx has ended: at once when NATS closed the
+// connection for good, else draining, which a second signal cuts short.
+func stopWorker(ctx context.Context, cfg *config.Config, log *slog.Logger, w *worker.Worker) error {
+	if cause := context.Cause(ctx); natsconn.IsAuthError(cause) {
+		// Nothing can be reported any more: hand back at once.
+		log.Error("worker stopping: NATS closed the connection", "err", cause)
+		w.HandBack()
+		w.Wait()
+		return fmt.Errorf("worker: %w", cause)
+	}
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	log.Info("worker stopping: draining", "drain_timeout", cfg.Worker.DrainTimeout)
+	w.Stop()
+	done := make(chan struct{})
+	go func() {
+		w.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-again:
+		log.Warn("second signal: handing running attempts back now")
+		w.HandBack()
+		<-done
+	}
+	return nil
 }

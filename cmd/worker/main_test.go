@@ -74,6 +74,8 @@ func TestExitCodes(t *testing.T) {
 		{"unknown flag", []string{"run", "--bogus"}, nil, exitcode.Usage, "unknown flag"},
 		{"unknown subcommand", []string{"runtime", "helth"}, nil, exitcode.Usage, `unknown command "helth" for "worker runtime"`},
 		{"a group alone", []string{"runtime"}, nil, exitcode.OK, ""},
+		{"an unknown shell", []string{"completion", "tcsh"}, nil, exitcode.Usage, `unknown command "tcsh" for "worker completion"`},
+		{"an unknown help topic", []string{"help", "runtime", "nosuch"}, nil, exitcode.Usage, `unknown help topic "runtime nosuch"`},
 		{"an argument", []string{"run", "x"}, nil, exitcode.Usage, "unknown command"},
 		{"--slots 2.5", []string{"run", "--slots", "2.5"}, nil, exitcode.Usage, "invalid argument"},
 		{"--drain-timeout 90", []string{"run", "--drain-timeout", "90"}, nil, exitcode.Usage, "missing unit"},

@@ -154,6 +154,11 @@ type stored struct {
 	logBytes           int64
 }
 
+// artifactName names one artifact of the job's claim: ATTEMPT/eEPOCH/FILE.
+func artifactName(job *Job, file string) string {
+	return fmt.Sprintf("%s/e%d/%s", job.Attempt, job.Epoch, file)
+}
+
 // storeArtifacts uploads the parsed output events, the full log and the
 // patch. They are best effort: the report says what was stored, and a
 // failure to store loses no state.
@@ -168,7 +173,7 @@ func (a *run) storeArtifacts(ctx context.Context) {
 		for _, e := range sum.Events {
 			_ = enc.Encode(outputEvent{Kind: string(e.Kind), Stream: streamName(e.Stream), Text: e.Text, Tool: e.Tool, Input: e.Input, IsError: e.IsError})
 		}
-		name := fmt.Sprintf("%s/e%d/events.jsonl", job.Attempt, job.Epoch)
+		name := artifactName(job, "events.jsonl")
 		if _, err := r.Artifacts.Put(ctx, name, strings.NewReader(r.Redact.String(b.String()))); err != nil {
 			r.Logger.Warn("store parsed events", "attempt", job.Attempt, "err", err)
 		} else {
@@ -176,7 +181,7 @@ func (a *run) storeArtifacts(ctx context.Context) {
 		}
 	}
 	if f, err := os.Open(a.logPath); err == nil {
-		name := fmt.Sprintf("%s/e%d/output.log", job.Attempt, job.Epoch)
+		name := artifactName(job, "output.log")
 		if n, err := r.Artifacts.Put(ctx, name, f); err != nil {
 			r.Logger.Warn("store output log", "attempt", job.Attempt, "err", err)
 		} else {
@@ -185,7 +190,7 @@ func (a *run) storeArtifacts(ctx context.Context) {
 		f.Close()
 	}
 	if diff := a.changes.Diff; diff != "" {
-		name := fmt.Sprintf("%s/e%d/diff.patch", job.Attempt, job.Epoch)
+		name := artifactName(job, "diff.patch")
 		if _, err := r.Artifacts.Put(ctx, name, strings.NewReader(r.Redact.String(diff))); err != nil {
 			r.Logger.Warn("store patch", "attempt", job.Attempt, "err", err)
 		} else {

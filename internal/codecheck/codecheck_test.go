@@ -10,15 +10,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 )
 
-// maxFuncLines is the longest a function in internal/ may be, from its
-// func keyword to its closing brace: a long procedure reads as one short
-// method per step (internal/attempt's phases).
+// maxFuncLines is the longest a function in internal/ or cmd/ may be,
+// from its func keyword to its closing brace: a long procedure reads as one
+// short method per step (internal/attempt's phases).
 const maxFuncLines = 100
 
 // moduleRoot is the directory of go.mod, above this package's.
@@ -131,17 +133,19 @@ func TestFunctionsFitOnAScreen(t *testing.T) {
 	root := moduleRoot(t)
 	fset := token.NewFileSet()
 	var long []string
-	measured := 0
-	for _, files := range packages(t, root, "internal", fset) {
-		if testSupport(files) {
-			continue
+	for _, dir := range []string{"internal", "cmd"} {
+		n := 0
+		for _, files := range packages(t, root, dir, fset) {
+			if testSupport(files) {
+				continue
+			}
+			l, m := longFuncs(fset, files, maxFuncLines)
+			long, n = append(long, l...), n+m
 		}
-		l, n := longFuncs(fset, files, maxFuncLines)
-		long, measured = append(long, l...), measured+n
-	}
-	// The walk must have found the code, or the rule holds of nothing.
-	if measured < 500 {
-		t.Fatalf("measured only %d functions under internal/", measured)
+		// The walk must have found the code, or the rule holds of nothing.
+		if min := map[string]int{"internal": 500, "cmd": 100}[dir]; n < min {
+			t.Fatalf("measured only %d functions under %s/", n, dir)
+		}
 	}
 	slices.Sort(long)
 	for _, l := range long {
@@ -212,5 +216,89 @@ func TestBinariesDoNotLinkTesting(t *testing.T) {
 	}
 	if deps["testing"] {
 		t.Errorf("a binary under cmd/ links package testing, imported by %v: move what imports it to a test support package", importers)
+	}
+}
+
+// docLinkRE finds a link from code to a section of the docs.
+var docLinkRE = regexp.MustCompile(`docs/([a-z0-9-]+\.md)#([a-z0-9-]+)`)
+
+// anchors are the sections of a Markdown file, as GitHub names them: the
+// heading in lower case, without punctuation, spaces as hyphens.
+func anchors(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for line := range strings.Lines(string(b)) {
+		title, ok := strings.CutPrefix(strings.TrimLeft(line, "#"), " ")
+		if !ok || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		a := strings.Map(func(r rune) rune {
+			switch {
+			case r == ' ':
+				return '-'
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				return unicode.ToLower(r)
+			}
+			return -1
+		}, strings.TrimSpace(title))
+		out[a] = true
+	}
+	return out
+}
+
+// Every docs/FILE.md#section a comment or message names is a section the
+// docs have: a renamed heading leaves no link to nowhere.
+func TestDocLinksResolve(t *testing.T) {
+	root := moduleRoot(t)
+	docs := map[string]map[string]bool{}
+	links := 0
+	for _, dir := range []string{"internal", "cmd", "e2e"} {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			for _, m := range docLinkRE.FindAllStringSubmatch(string(b), -1) {
+				links++
+				if docs[m[1]] == nil {
+					docs[m[1]] = anchors(t, filepath.Join(root, "docs", m[1]))
+				}
+				if !docs[m[1]][m[2]] {
+					rel, _ := filepath.Rel(root, p)
+					t.Errorf("%s: %s: docs/%s has no section %q", rel, m[0], m[1], m[2])
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if links < 20 {
+		t.Fatalf("found only %d links to the docs", links)
+	}
+}
+
+// The check itself: GitHub's anchor of a heading.
+func TestAnchors(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x.md")
+	if err := os.WriteFile(p, []byte("# Top\n## Budgets and pricing\n### What holds for all seven\nnot # a heading\n#### `worker.sandbox`: off?\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := anchors(t, p)
+	for _, want := range []string{"top", "budgets-and-pricing", "what-holds-for-all-seven", "workersandbox-off"} {
+		if !got[want] {
+			t.Errorf("no anchor %q in %v", want, got)
+		}
+	}
+	if len(got) != 4 {
+		t.Errorf("anchors %v, want 4", got)
 	}
 }

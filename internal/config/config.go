@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -642,14 +643,23 @@ func checkFiles(c *Config) []error {
 	return errs
 }
 
+// DefaultDataDir is data_dir's default: ~/.drover, made absolute.
+func DefaultDataDir() string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = "."
+	}
+	dir := filepath.Join(home, ".drover")
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return dir
+}
+
 // WithDefaults fills what is derived from other fields.
 func (c *Config) WithDefaults() {
 	if c.DataDir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			home = "."
-		}
-		c.DataDir = filepath.Join(home, ".drover")
+		c.DataDir = DefaultDataDir()
 	}
 	if abs, err := filepath.Abs(c.DataDir); err == nil {
 		c.DataDir = abs
@@ -889,6 +899,8 @@ func (c *Config) validateProjects(p *problems) {
 		for k, rt := range map[string]string{"runtime": pr.Runtime, "validator": pr.Validator} {
 			c.checkRuntime(p, key+"."+k, rt)
 		}
+		checkModel(p, key+".model", pr.Model)
+		checkModel(p, key+".validator_model", pr.ValidatorModel)
 		if pr.Timeout < 0 || pr.Timeout > MaxTimeout {
 			p.add(key+".timeout", "must be 0..%s (got %s)", MaxTimeout, pr.Timeout)
 		}
@@ -925,6 +937,10 @@ func validateRuntime(p *problems, name string, rt Runtime) {
 	key := "runtimes." + name
 	if err := drovertype.ValidID(name); err != nil {
 		p.add(key, "runtime name: %v", err)
+	}
+	checkModel(p, key+".model", rt.Model)
+	for i, m := range rt.Models {
+		checkModel(p, fmt.Sprintf("%s.models[%d]", key, i), m)
 	}
 	if rt.Adapter == "native" {
 		validateNative(key, rt, p.add)
@@ -982,6 +998,14 @@ func validateRuntime(p *problems, name string, rt Runtime) {
 	}
 	if rt.ProviderConfig != "" && rt.ProviderConfig != "none" && !slices.Contains(ProviderConfigs, rt.ProviderConfig) {
 		p.add(key+".provider_config", "must be %s or none (got %q)", strings.Join(ProviderConfigs, ", "), rt.ProviderConfig)
+	}
+}
+
+// checkModel checks a model the configuration sets as a flow's is checked
+// (flow.ModelProblem): the runtime's CLI gets it as an argument.
+func checkModel(p *problems, key, model string) {
+	if msg := flow.ModelProblem(model); msg != "" {
+		p.add(key, "%s", msg)
 	}
 }
 
@@ -1087,6 +1111,53 @@ func (c *Config) ClientURL() string {
 		}
 	}
 	return "nats://" + c.NATS.Listen
+}
+
+// ErrNoNATSURL is wrapped by the error of an operator command whose data
+// dir, given explicitly, tells no NATS URL: no controller serves it, or the
+// dir is mistyped.
+var ErrNoNATSURL = errors.New("config: no NATS URL for the data dir")
+
+// maxURLFile bounds what is read of DATA_DIR/nats.url.
+const maxURLFile = 4 << 10
+
+// OperatorURL is the NATS URL an operator command connects to: nats.url
+// when it is set; else the URL the controller serving the data dir wrote
+// to DATA_DIR/nats.url. Only the default data dir (~/.drover) falls back to
+// nats.listen's address when that file is missing: a dir given with
+// --data-dir, DROVER_DATA_DIR or data_dir is the controller the operator
+// means, and a mistyped one must not reach whichever controller listens
+// there. An error names the dir and what it lacks (ErrNoNATSURL), or the
+// file when it holds no URL (ErrInvalid).
+func (c *Config) OperatorURL() (string, error) {
+	if c.NATS.URL != "" {
+		return c.NATS.URL, nil
+	}
+	file := c.NATSURLFile()
+	b, err := readlimit.File(file, maxURLFile)
+	switch {
+	case err == nil:
+		u := strings.TrimSpace(string(b))
+		if !natsURL(u) {
+			return "", fmt.Errorf("%w: %s: holds %.40q, not a NATS URL like nats://127.0.0.1:4222 (the controller writes it when it starts: remove the file, or give --nats-url)", ErrInvalid, file, u)
+		}
+		return u, nil
+	case !errors.Is(err, os.ErrNotExist):
+		return "", fmt.Errorf("%w: %v", ErrInvalid, err)
+	case filepath.Clean(c.DataDir) == DefaultDataDir():
+		return "nats://" + c.NATS.Listen, nil
+	}
+	if _, err := os.Stat(c.DataDir); err != nil {
+		return "", fmt.Errorf("%w: data dir %s does not exist (is --data-dir or DROVER_DATA_DIR right?)", ErrNoNATSURL, c.DataDir)
+	}
+	return "", fmt.Errorf("%w: data dir %s holds no nats.url: no controller serves it (is --data-dir right? start one with `controller serve --data-dir %s`, or give --nats-url)", ErrNoNATSURL, c.DataDir, c.DataDir)
+}
+
+// natsURL reports whether u is one server's URL a client can dial.
+func natsURL(u string) bool {
+	p, err := url.Parse(u)
+	return err == nil && slices.Contains([]string{"nats", "tls", "ws", "wss"}, p.Scheme) && p.Host != "" &&
+		strings.IndexFunc(u, func(r rune) bool { return r <= ' ' || r == 0x7f }) < 0
 }
 
 func sanitizeID(s string) string {

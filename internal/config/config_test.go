@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -216,6 +217,20 @@ func TestInvalid(t *testing.T) {
 		{"passthrough add", "runtimes:\n  codex:\n    env_passthrough_add: [\"A=B\"]\n", nil, "runtimes.codex.env_passthrough_add"},
 		{"provider config", "runtimes:\n  x:\n    binary: x\n    provider_config: aider\n", nil, "runtimes.x.provider_config"},
 		{"own retry timeout", "runtimes:\n  gemini:\n    own_retry_timeout: -1s\n", nil, "runtimes.gemini"},
+		// A negative limit would wrap around to no limit at all.
+		{"cpu seconds", "runtimes:\n  claude-code:\n    limits:\n      cpu_seconds: -1\n", nil, "runtimes.claude-code.limits.cpu_seconds: must not be negative (got -1)"},
+		{"open files", "runtimes:\n  claude-code:\n    limits:\n      open_files: -5\n", nil, "runtimes.claude-code.limits.open_files: must not be negative (got -5)"},
+		{"address space", "runtimes:\n  codex:\n    limits:\n      address_space: -1\n", nil, "runtimes.codex.limits.address_space: must not be negative (got -1)"},
+		{"file size", "runtimes:\n  codex:\n    limits:\n      file_size: \"-1\"\n", nil, "runtimes.codex.limits.file_size: must not be negative (got -1)"},
+		{"a fraction below zero", "runtimes:\n  codex:\n    limits:\n      cpu_seconds: -0.5\n", nil, "limits.cpu_seconds: must not be negative"},
+		// A model reaches the CLI's argv after its model flag: never an option.
+		{"project model", "projects:\n  p:\n    repo: /srv/p\n    model: --yolo\n", nil, `projects.p.model: model "--yolo" starts with '-'`},
+		{"project validator model", "projects:\n  p:\n    repo: /srv/p\n    validator_model: -x\n", nil, "projects.p.validator_model: model \"-x\" starts with '-'"},
+		{"runtime model", "runtimes:\n  claude-code:\n    model: --dangerously-skip-permissions\n", nil, "runtimes.claude-code.model: model \"--dangerously-skip-permissions\" starts with '-'"},
+		{"runtime model env", "", map[string]string{"DROVER_RUNTIMES_CODEX_MODEL": "--yolo"}, "runtimes.codex.model"},
+		{"runtime models", "runtimes:\n  codex:\n    models: [gpt-5, -c]\n", nil, "runtimes.codex.models[1]"},
+		{"native model", "runtimes:\n  n:\n    adapter: native\n    provider: openai\n    base_url: http://localhost:8000/v1\n    model: --x\n", nil, "runtimes.n.model"},
+		{"model with a newline", "projects:\n  p:\n    repo: /srv/p\n    model: \"a\\nb\"\n", nil, "projects.p.model: model \"a\\nb\" contains control characters"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for k, v := range tc.env {
@@ -247,6 +262,53 @@ func TestClientURL(t *testing.T) {
 	c.NATS.URL = "nats://elsewhere:4222"
 	if got := c.ClientURL(); got != "nats://elsewhere:4222" {
 		t.Errorf("configured: %s", got)
+	}
+}
+
+// TestOperatorURL: an operator command dials nats.url, else the URL in the
+// data dir's nats.url; only the default data dir falls back to
+// nats.listen, and what is missing or wrong is named.
+func TestOperatorURL(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	listen := NATS{Listen: "127.0.0.1:4222"}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name    string
+		c       Config
+		file    string // nats.url's content, if any
+		want    string
+		wantErr error
+		errText string
+	}{
+		{"nats.url set", Config{DataDir: "/nonexistent", NATS: NATS{URL: "nats://elsewhere:4222"}}, "", "nats://elsewhere:4222", nil, ""},
+		{"the file", Config{DataDir: dir, NATS: listen}, "nats://127.0.0.1:5555\n", "nats://127.0.0.1:5555", nil, ""},
+		{"the default dir without the file", Config{DataDir: DefaultDataDir(), NATS: listen}, "", "nats://127.0.0.1:4222", nil, ""},
+		{"another dir without the file", Config{DataDir: dir, NATS: listen}, "", "", ErrNoNATSURL, "data dir " + dir + " holds no nats.url"},
+		{"a dir that does not exist", Config{DataDir: "/nonexistent/drover", NATS: listen}, "", "", ErrNoNATSURL, "data dir /nonexistent/drover does not exist"},
+		{"garbage in the file", Config{DataDir: dir, NATS: listen}, "\x1b[2J", "", ErrInvalid, filepath.Join(dir, "nats.url") + `: holds "\x1b[2J", not a NATS URL`},
+		{"a URL of another scheme", Config{DataDir: dir, NATS: listen}, "http://127.0.0.1:4222", "", ErrInvalid, "not a NATS URL"},
+		{"an empty file", Config{DataDir: dir, NATS: listen}, "\n", "", ErrInvalid, "not a NATS URL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.Remove(filepath.Join(dir, "nats.url"))
+			if tc.file != "" {
+				if err := os.WriteFile(filepath.Join(dir, "nats.url"), []byte(tc.file), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := tc.c.OperatorURL()
+			if got != tc.want || !errors.Is(err, tc.wantErr) || tc.wantErr != nil && !strings.Contains(fmt.Sprint(err), tc.errText) {
+				t.Errorf("OperatorURL() = %q, %v; want %q, %v (%q)", got, err, tc.want, tc.wantErr, tc.errText)
+			}
+		})
+	}
+	fifo := filepath.Join(dir, "nats.url")
+	os.Remove(fifo)
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&Config{DataDir: dir, NATS: listen}).OperatorURL(); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a FIFO at nats.url: %v, want it refused unread", err)
 	}
 }
 

@@ -79,7 +79,7 @@ func (b Budget) Spec() *flow.Budget {
 
 // Price is what a model costs, in US dollars per million tokens. The
 // controller estimates the cost of usage a CLI reported without a cost of
-// its own from these (docs/config.md#pricing).
+// its own from these (docs/config.md#budgets-and-pricing).
 type Price struct {
 	// Model is the model's name as the CLIs report it; a trailing * matches
 	// every name that begins with the rest.

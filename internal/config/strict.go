@@ -149,6 +149,11 @@ func checkValue(t reflect.Type, val any) string {
 			return fmt.Sprintf("%v is not a duration", val)
 		}
 	case isInt(t.Kind()):
+		if isUint(t.Kind()) && negative(rv) {
+			// Decoded, it would wrap around to a huge count: -1 CPU
+			// seconds would be no limit at all.
+			return fmt.Sprintf("must not be negative (got %v)", val)
+		}
 		switch rv.Kind() {
 		case reflect.Float32, reflect.Float64:
 			if f := rv.Float(); f != math.Trunc(f) || math.IsInf(f, 0) || math.IsNaN(f) {
@@ -192,6 +197,28 @@ func checkValue(t reflect.Type, val any) string {
 		}
 	}
 	return ""
+}
+
+func isUint(k reflect.Kind) bool {
+	switch k {
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
+}
+
+// negative reports whether v, a value as the file, a variable or a flag
+// gave it, is a number below zero.
+func negative(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return v.Int() < 0
+	case reflect.Float32, reflect.Float64:
+		return v.Float() < 0
+	case reflect.String:
+		return strings.HasPrefix(strings.TrimSpace(v.String()), "-")
+	}
+	return false
 }
 
 func isInt(k reflect.Kind) bool {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -409,6 +410,24 @@ func (c *Controller) Rebuild(ctx context.Context) (*RebuildResponse, error) {
 type APIError struct {
 	Code    string
 	Message string
+	// Problems are those of a flow refused for them, by field, when the
+	// request carried one: Message lists them too, but a client that has
+	// the flow's file places these in it (flow.Locate).
+	Problems []*flow.Error
+}
+
+// ProblemsHeader carries a refused flow's problems, as JSON, in the
+// answer to its request.
+const ProblemsHeader = "Drover-Problems"
+
+// problemsIn decodes ProblemsHeader's value; what does not decode, or
+// lists more problems than a flow is reported with, is left out.
+func problemsIn(h string) []*flow.Error {
+	var ps []*flow.Error
+	if h == "" || json.Unmarshal([]byte(h), &ps) != nil || len(ps) > flow.MaxProblems {
+		return nil
+	}
+	return slices.DeleteFunc(ps, func(p *flow.Error) bool { return p == nil })
 }
 
 func (e *APIError) Error() string { return e.Message }
@@ -446,10 +465,12 @@ func (cl *Client) call(ctx context.Context, subject string, req, resp any) error
 	}
 	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
 		text := msg.Header.Get(micro.ErrorHeader)
+		var problems []*flow.Error
 		if code == CodeBadRequest && len(msg.Data) > 0 && len(msg.Data) <= maxRequestSize {
 			text = string(msg.Data) // with its line breaks
+			problems = problemsIn(msg.Header.Get(ProblemsHeader))
 		}
-		return &APIError{Code: code, Message: text}
+		return &APIError{Code: code, Message: text, Problems: problems}
 	}
 	body, err := cl.replyBody(ctx, msg)
 	if err != nil {

@@ -137,6 +137,28 @@ func (h *harness) waitFor(what string, cond func(st *projection.State) bool) {
 	}
 }
 
+// applied waits until the fold has applied the events stream's last
+// message, and returns its sequence.
+func (h *harness) applied() uint64 {
+	h.t.Helper()
+	s, err := h.js.Stream(context.Background(), queue.EventsStream)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for h.store.Applied() < info.State.LastSeq {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("the fold did not reach #%d", info.State.LastSeq)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return info.State.LastSeq
+}
+
 // count returns how many messages of one event type the flow has.
 func (h *harness) count(flowID string, typ event.Type) int {
 	h.t.Helper()
@@ -341,6 +363,10 @@ func TestSubmitRejectsInvalid(t *testing.T) {
 	apiErr, ok := err.(*APIError)
 	if !ok || apiErr.Code != CodeBadRequest || apiErr.Message != `runtime: unknown runtime "nosuch": it is not configured` {
 		t.Fatalf("err = %v, want a bad request", err)
+	}
+	// By field too, for the CLI to place in the file (flow.Locate).
+	if p := apiErr.Problems; len(p) != 1 || p[0].Field != "runtime" || p[0].Msg != `unknown runtime "nosuch": it is not configured` {
+		t.Errorf("problems %+v, want the runtime's", p)
 	}
 	st, err := cl.Status(context.Background(), "")
 	if err != nil {

@@ -43,6 +43,8 @@ func (c *Controller) decide(ctx context.Context) (time.Duration, error) {
 	c.store.Read(func(st *projection.State) {
 		actions, err = c.decisions(st)
 	})
+	// At least what the decisions were made from: the fold only goes on.
+	folded := c.store.Applied()
 	walk := time.Since(began)
 	if err != nil {
 		return walk, err
@@ -53,6 +55,7 @@ func (c *Controller) decide(ctx context.Context) (time.Duration, error) {
 	var errs []error
 	var withdraws []action
 	b := queue.NewBatch(c.js)
+	b.Folded = folded
 	for _, a := range actions {
 		switch {
 		case a.event != nil:
@@ -60,7 +63,7 @@ func (c *Controller) decide(ctx context.Context) (time.Duration, error) {
 		case a.job != nil:
 			b.Job(ctx, a.job, func() { c.published.add(a.job.Attempt) })
 		case a.stop != nil:
-			if err := c.stop(ctx, a.stop, a.reason); err != nil {
+			if err := c.stop(ctx, a.stop, a.reason, folded); err != nil {
 				errs = append(errs, err)
 			}
 		case a.withdraw != nil, a.unplace != nil:
@@ -76,7 +79,8 @@ func (c *Controller) decide(ctx context.Context) (time.Duration, error) {
 // so none ever will, and recorded as abandoned; the holder of one that runs
 // is told to stop its CLI and reports CANCELLED. Both repeat every tick
 // until the attempt has ended, so a lost signal only delays the stop.
-func (c *Controller) stop(ctx context.Context, a *projection.Attempt, reason string) error {
+// folded is what the decision was made from (queue.PublishDecision).
+func (c *Controller) stop(ctx context.Context, a *projection.Attempt, reason string, folded uint64) error {
 	err := c.claims.Revoke(ctx, a.ID)
 	switch {
 	case err == nil:
@@ -84,7 +88,7 @@ func (c *Controller) stop(ctx context.Context, a *projection.Attempt, reason str
 		if err != nil {
 			return err
 		}
-		_, err = queue.PublishEvent(ctx, c.js, ev)
+		_, err = queue.PublishDecision(ctx, c.js, ev, folded)
 		return err
 	case errors.Is(err, queue.ErrHeld):
 		return queue.SignalCancel(c.js.Conn(), queue.CancelSignal{Attempt: a.ID, Reason: reason, By: queue.CancelByOperator})

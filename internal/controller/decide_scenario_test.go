@@ -359,7 +359,7 @@ func (h *decideHarness) report(t *testing.T, d *datadriven.TestData) string {
 	case d.HasArg("fail"):
 		var class, retryAfter, resetAt string
 		d.ScanArgs(t, "fail", &class)
-		info := &event.ErrorInfo{Class: drovertype.ErrorClass(class), Message: strings.ToLower(strings.ReplaceAll(class, "_", " "))}
+		info := &event.ErrorInfo{Class: h.class(t, d, class), Message: strings.ToLower(strings.ReplaceAll(class, "_", " "))}
 		d.MaybeScanArgs(t, "message", &info.Message)
 		d.MaybeScanArgs(t, "stderr", &rep.StderrTail)
 		if d.MaybeScanArgs(t, "retry_after", &retryAfter); retryAfter != "" {
@@ -416,12 +416,22 @@ func (h *decideHarness) integrated(t *testing.T, d *datadriven.TestData) string 
 		var class string
 		d.ScanArgs(t, "fail", &class)
 		res.Commit = ""
-		res.Error = &event.ErrorInfo{Class: drovertype.ErrorClass(class), Message: strings.ToLower(strings.ReplaceAll(class, "_", " "))}
+		res.Error = &event.ErrorInfo{Class: h.class(t, d, class), Message: strings.ToLower(strings.ReplaceAll(class, "_", " "))}
 		d.MaybeScanArgs(t, "message", &res.Error.Message)
 	}
 	job := drovertype.IntegrationID(f.ID, in.N)
 	return h.fold(t, h.newEvent(t, drovertype.ClaimEventID(event.FlowIntegrated, job, 1), event.FlowIntegrated,
 		f.ID, "", job, 1, res))
+}
+
+// class is the error class a directive names, which must be one of
+// drovertype's: a scenario cannot fail with a class no writer reports.
+func (h *decideHarness) class(t *testing.T, d *datadriven.TestData, s string) drovertype.ErrorClass {
+	c, err := drovertype.ParseErrorClass(s)
+	if err != nil {
+		t.Fatalf("%s: %v", d.Pos, err)
+	}
+	return c
 }
 
 func (h *decideHarness) duration(t *testing.T, d *datadriven.TestData, s string) time.Duration {

@@ -166,6 +166,7 @@ func (m *leaseMonitor) lost(ctx context.Context, a *projection.Attempt, s *seenC
 	if err != nil {
 		return err
 	}
-	_, err = queue.PublishEvent(ctx, m.c.js, ev)
+	// Made from the attempt as the projection held it, at most this far.
+	_, err = queue.PublishDecision(ctx, m.c.js, ev, m.c.store.Applied())
 	return err
 }

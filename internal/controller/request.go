@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
-	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/drover-dev/drover/internal/drovertype"
@@ -39,7 +39,21 @@ const maxReason = 1000
 
 // requestError is a request refused for its form; the API answers it with
 // CodeBadRequest.
-type requestError struct{ msg string }
+type requestError struct {
+	msg string
+	// problems are a flow's, by field, for the client to place in its
+	// file (flow.Locate); the answer carries them in ProblemsHeader.
+	problems []*flow.Error
+}
+
+// flowRefused is the refusal of a flow that does not validate.
+func flowRefused(err error) *requestError {
+	re := &requestError{msg: err.Error()}
+	if ve := (*flow.ValidationError)(nil); errors.As(err, &ve) {
+		re.problems = ve.Errors
+	}
+	return re
+}
 
 func (e *requestError) Error() string { return e.msg }
 
@@ -153,7 +167,7 @@ func decodeSubmit(body []byte, opts flow.Options) (*flow.Spec, bool, error) {
 	}
 	spec, err := flow.DecodeJSON(raw, opts)
 	if err != nil {
-		return nil, false, &requestError{msg: err.Error()}
+		return nil, false, flowRefused(err)
 	}
 	return spec, strict, nil
 }
@@ -291,27 +305,53 @@ func decodeResolve(body []byte, opts flow.Options) (ResolveRequest, error) {
 	if raw, ok := m["spec"]; ok && raw.Kind() != 'n' {
 		spec, err := flow.DecodeJSON(raw, opts)
 		if err != nil {
-			return r, &requestError{msg: err.Error()}
+			return r, flowRefused(err)
 		}
 		r.Spec = spec
 	}
 	return r, r.check()
 }
 
-// numberMember decodes member name of m, a JSON number, into v; it leaves v
-// alone when the member is absent and reports whether it was there.
-func numberMember(what string, m map[string]jsontext.Value, name string, v any) (bool, error) {
+// number returns member name of m, a JSON number, as its text; "" when
+// the member is absent.
+func number(what string, m map[string]jsontext.Value, name string) (string, error) {
 	raw, ok := m[name]
 	if !ok {
-		return false, nil
+		return "", nil
 	}
 	if raw.Kind() != '0' {
-		return false, badRequest("%s request: %s: must be a number, got %s", what, name, flow.JSONKindName(raw.Kind()))
+		return "", badRequest("%s request: %s: must be a number, got %s", what, name, flow.JSONKindName(raw.Kind()))
 	}
-	if err := jsonv2.Unmarshal(raw, v); err != nil {
-		return false, badRequest("%s request: %s: %v", what, name, err)
+	return strings.TrimSpace(string(raw)), nil
+}
+
+// wholeMember decodes member name of m, a whole number within 64 bits, in
+// the words a flow's budget is refused with (the JSON library's differ
+// from one run to the next); nil when the member is absent.
+func wholeMember(what string, m map[string]jsontext.Value, name string) (*int64, error) {
+	text, err := number(what, m, name)
+	if text == "" || err != nil {
+		return nil, err
 	}
-	return true, nil
+	v, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
+		return nil, badRequest("%s request: %s: must be a whole number within 64 bits, got %.40s", what, name, text)
+	}
+	return &v, nil
+}
+
+// floatMember decodes member name of m, a number within float64's range;
+// nil when the member is absent.
+func floatMember(what string, m map[string]jsontext.Value, name string) (*float64, error) {
+	text, err := number(what, m, name)
+	if text == "" || err != nil {
+		return nil, err
+	}
+	v, err := strconv.ParseFloat(text, 64)
+	if err != nil {
+		return nil, badRequest("%s request: %s: number %.40s is out of range", what, name, text)
+	}
+	return &v, nil
 }
 
 // decodeBudget reads a budget request: the target (FLOW or FLOW/TASK), the
@@ -329,17 +369,11 @@ func decodeBudget(body []byte) (BudgetRequest, Target, error) {
 	if r.Reason, err = stringMember(what, m, "reason"); err != nil {
 		return r, Target{}, err
 	}
-	var tokens int64
-	if ok, err := numberMember(what, m, "tokens", &tokens); err != nil {
+	if r.Tokens, err = wholeMember(what, m, "tokens"); err != nil {
 		return r, Target{}, err
-	} else if ok {
-		r.Tokens = &tokens
 	}
-	var cost float64
-	if ok, err := numberMember(what, m, "cost_usd", &cost); err != nil {
+	if r.CostUSD, err = floatMember(what, m, "cost_usd"); err != nil {
 		return r, Target{}, err
-	} else if ok {
-		r.CostUSD = &cost
 	}
 	t, err := OperatorRequest{Target: r.Target, Reason: r.Reason}.check(what)
 	if err == nil && t.Attempt != "" {

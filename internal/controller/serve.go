@@ -264,11 +264,16 @@ func writeFileAtomic(path string, data []byte) error {
 	return nil
 }
 
-// Connect dials the NATS server a CLI command should talk to, as the
-// operator role, with the configured credentials and TLS.
+// Connect dials the NATS server a CLI command should talk to
+// (config.OperatorURL), as the operator role, with the configured
+// credentials and TLS.
 func Connect(cfg *config.Config) (*nats.Conn, error) {
+	url, err := cfg.OperatorURL()
+	if err != nil {
+		return nil, fmt.Errorf("controller: %w", err)
+	}
 	co := natsconn.ClientFor(cfg, "drover-cli", natsconn.RoleOperator, "")
-	co.Timeout = 5 * time.Second
+	co.URL, co.Timeout = url, 5*time.Second
 	nc, err := natsconn.Connect(co)
 	if err != nil {
 		if ce := (*natsconn.ConnectError)(nil); errors.As(err, &ce) && ce.Hint == "" {

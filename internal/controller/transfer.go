@@ -62,7 +62,11 @@ func (c *Controller) refuse(r micro.Request, what string, err error) {
 	if errors.As(err, &re) {
 		// The body holds the whole message: a header cannot hold the
 		// line breaks between a flow's problems.
-		_ = r.Error(CodeBadRequest, re.msg, []byte(re.msg))
+		var opts []micro.RespondOpt
+		if b, err := json.Marshal(re.problems); err == nil && len(re.problems) > 0 {
+			opts = append(opts, micro.WithHeaders(micro.Headers{ProblemsHeader: {string(b)}}))
+		}
+		_ = r.Error(CodeBadRequest, re.msg, []byte(re.msg), opts...)
 		return
 	}
 	_ = r.Error(CodeInternal, what+" request: "+err.Error(), nil)
@@ -71,7 +75,7 @@ func (c *Controller) refuse(r micro.Request, what string, err error) {
 // refusedHere is a request the Client refuses before sending it, with the
 // code and words the controller would answer it with.
 func refusedHere(err error) error {
-	return &APIError{Code: CodeBadRequest, Message: err.Error()}
+	return &APIError{Code: CodeBadRequest, Message: err.Error(), Problems: flowRefused(err).problems}
 }
 
 // respondJSON answers with v, through the transfers store when it is too

@@ -89,9 +89,6 @@ func Acquire(dir, command string) (*Lock, error) {
 	return &Lock{f: f, path: path}, nil
 }
 
-// Path is the lock file's path.
-func (l *Lock) Path() string { return l.path }
-
 // Release empties the lock file and drops the lock. The file stays: removing
 // it could let two processes lock two different files of the same name. It
 // is safe to call more than once.

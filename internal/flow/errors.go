@@ -15,11 +15,11 @@ var ErrInvalid = errors.New("flow: invalid flow")
 // Error is one problem in a flow file. Line and Column are 1-based and 0 when
 // unknown (always 0 for a Spec built in code).
 type Error struct {
-	File   string
-	Line   int
-	Column int
-	Field  string // path like "tasks[1].depends_on[0]" or "name"; "" for the whole file
-	Msg    string
+	File   string `json:"file,omitempty"`
+	Line   int    `json:"line,omitempty"`
+	Column int    `json:"column,omitempty"`
+	Field  string `json:"field,omitempty"` // path like "tasks[1].depends_on[0]" or "name"; "" for the whole file
+	Msg    string `json:"msg"`
 }
 
 // Error formats the problem as "FILE:LINE:COL: FIELD: MSG", leaving out the

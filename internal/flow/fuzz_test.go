@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -80,6 +81,29 @@ func FuzzParse(f *testing.F) {
 				}
 			}
 			done[id] = true
+		}
+	})
+}
+
+// FuzzLocate checks that Locate, given any file and any problems by field
+// (a controller's answer, outside input too), never panics and returns
+// each problem once, in the file, at a position the file has.
+func FuzzLocate(f *testing.F) {
+	f.Add([]byte(policiesFlow), "tasks[1].runtime", "unknown runtime")
+	f.Add([]byte("name: f\ntasks:\n  - id: a\n"), "tasks[0].id", "x")
+	f.Add([]byte("[\n"), "", "")
+	f.Add([]byte("a: [1, {b: c}]\n"), "a[1].b", "x")
+	f.Fuzz(func(t *testing.T, data []byte, field, msg string) {
+		err := Locate("fuzz.yaml", data, []*Error{{Field: field, Msg: msg}, {Field: "name", Msg: msg}})
+		var ve *ValidationError
+		if !errors.As(err, &ve) || len(ve.Errors) != 2 || !errors.Is(err, ErrInvalid) {
+			t.Fatalf("Locate: %v", err)
+		}
+		lines := bytes.Count(data, []byte("\n")) + bytes.Count(data, []byte("\r")) + 1 // YAML breaks lines at either
+		for _, e := range ve.Errors {
+			if e.File != "fuzz.yaml" || e.Line < 0 || e.Line > lines || e.Column < 0 {
+				t.Fatalf("problem %#v outside the file of %d lines", e, lines)
+			}
 		}
 	})
 }

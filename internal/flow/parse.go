@@ -71,6 +71,27 @@ func Parse(filename string, data []byte, opts Options) (*Spec, error) {
 	return s, nil
 }
 
+// Locate places problems found in a flow file's Spec after Parse — by the
+// controller, which validates it against its own runtimes and projects —
+// in the file, as Parse places its own: each gets filename and the line
+// and column of its field, or of the closest enclosing field the file
+// has. It returns them as a *ValidationError, nil for none.
+func Locate(filename string, data []byte, errs []*Error) error {
+	p := &problems{file: filename, pos: map[string]position{}, bad: map[string]bool{}}
+	if len(data) <= MaxFileSize && checkText(filename, data) == nil {
+		if root := decodeDocument(p, data); root != nil {
+			decoder{p}.spec(root, &Spec{})
+		}
+	}
+	out := &problems{file: filename, pos: p.pos}
+	for _, e := range errs {
+		if e != nil {
+			out.add(e.Field, "%s", e.Msg)
+		}
+	}
+	return out.err()
+}
+
 // decodeDocument returns the root node of the single YAML document in data,
 // or nil after reporting why there is none.
 func decodeDocument(p *problems, data []byte) *yaml.Node {

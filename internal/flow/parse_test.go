@@ -572,3 +572,45 @@ tasks:
 		t.Errorf("CheckBudget = %v", err)
 	}
 }
+
+// TestLocate: problems the controller finds in a parsed file's spec (its
+// runtimes and project, which only it knows) are placed in the file as
+// Parse places its own, each at its field or the closest enclosing one,
+// in the order of the file; and they render as docs/flows.md shows them.
+func TestLocate(t *testing.T) {
+	const file = "name: f\nproject: api\nrepo: /srv/r.git\nruntime: demo\ntasks:\n" +
+		"  - id: a\n    prompt: p\n" +
+		"  - id: b\n    prompt: q\n    runtime: nope\n"
+	spec, err := Parse("flow.yaml", []byte(file), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = spec.Validate(Options{
+		KnownRuntime: func(n string) bool { return n == "demo" },
+		KnownProject: func(string) bool { return false },
+		Complete:     true,
+	})
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("Validate: %v", err)
+	}
+	errs := append(ve.Errors, &Error{Field: "tasks[1].scope.allow[3]", Msg: "deep"}, nil, &Error{Field: "nosuch", Msg: "elsewhere"})
+	got := Locate("flow.yaml", []byte(file), errs)
+	want := "flow.yaml:1:1: nosuch: elsewhere\n" +
+		"flow.yaml:2:10: project: unknown project \"api\": it is not configured\n" +
+		"flow.yaml:8:5: tasks[1].scope.allow[3]: deep\n" +
+		"flow.yaml:10:14: tasks[1].runtime: unknown runtime \"nope\": it is not configured"
+	if got == nil || got.Error() != want {
+		t.Errorf("Locate:\n%v\nwant:\n%s", got, want)
+	}
+	if !errors.Is(got, ErrInvalid) {
+		t.Errorf("%v is not ErrInvalid", got)
+	}
+	if err := Locate("flow.yaml", []byte(file), nil); err != nil {
+		t.Errorf("no problems located: %v", err)
+	}
+	// A file that no longer parses still gets its problems, without lines.
+	if got := Locate("flow.yaml", []byte("[\n"), ve.Errors[:1]); got == nil || !strings.HasPrefix(got.Error(), "flow.yaml: ") {
+		t.Errorf("a broken file: %v", got)
+	}
+}

@@ -125,8 +125,8 @@ func (p *problems) where(field string) string {
 // parentField strips the last component of a field path:
 // "tasks[1].depends_on[0]" -> "tasks[1].depends_on" -> "tasks[1]" -> "tasks" -> "".
 func parentField(f string) string {
-	if strings.HasSuffix(f, "]") {
-		return f[:strings.LastIndexByte(f, '[')]
+	if i := strings.LastIndexByte(f, '['); i >= 0 && strings.HasSuffix(f, "]") {
+		return f[:i]
 	}
 	if i := strings.LastIndexByte(f, '.'); i >= 0 {
 		return f[:i]
@@ -367,18 +367,29 @@ func checkValidator(p *problems, field string, v *RuntimeRef, opts Options) {
 // checkModel checks a model name, which is handed to the runtime's CLI as
 // an argument.
 func checkModel(p *problems, field, model string) {
+	if msg := ModelProblem(model); msg != "" {
+		p.add(field, "%s", msg)
+	}
+}
+
+// ModelProblem says what is wrong with a model name, "" when nothing is:
+// the one check of a model wherever one is set (a flow, the configuration,
+// a job off the wire), which the runtime's CLI gets as an argument after
+// its model flag. "" (the runtime's own model) is valid.
+func ModelProblem(model string) string {
 	switch {
 	case model == "":
-		// The runtime's configured model.
+		return "" // the runtime's configured model
 	case len(model) > MaxModelLen:
-		p.add(field, "%.20q... is %d bytes long; the limit is %d", model, len(model), MaxModelLen)
+		return fmt.Sprintf("%.20q... is %d bytes long; the limit is %d", model, len(model), MaxModelLen)
 	case !utf8.ValidString(model):
-		p.add(field, "not valid UTF-8")
+		return "not valid UTF-8"
 	case strings.IndexFunc(model, unicode.IsControl) >= 0:
-		p.add(field, "model %q contains control characters", model)
+		return fmt.Sprintf("model %q contains control characters", model)
 	case model[0] == '-':
-		p.add(field, "model %q starts with '-'; the runtime's CLI would read it as an option", model)
+		return fmt.Sprintf("model %q starts with '-'; the runtime's CLI would read it as an option", model)
 	}
+	return ""
 }
 
 // checkArgs checks extra command-line arguments of a runtime.

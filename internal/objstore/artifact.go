@@ -17,11 +17,6 @@ type Artifacts struct {
 // NewArtifacts returns the artifact store over js.
 func NewArtifacts(js jetstream.JetStream) *Artifacts { return &Artifacts{js: js} }
 
-// ArtifactName names one artifact of one claim of an attempt.
-func ArtifactName(attempt string, epoch uint64, file string) string {
-	return fmt.Sprintf("%s/e%d/%s", attempt, epoch, file)
-}
-
 // Put stores r under name and returns its size.
 func (a *Artifacts) Put(ctx context.Context, name string, r io.Reader) (int64, error) {
 	obs, err := a.js.ObjectStore(ctx, queue.ArtifactsBucket)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/eventlog/event"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -18,8 +19,13 @@ import (
 // kept the workers waiting for seconds. Messages leave in the order they
 // are added, on one connection, and are stored in that order; each keeps
 // its Nats-Msg-Id, so one that failed is deduplicated when the next round
-// publishes it again. A Batch is not safe for concurrent use.
+// publishes it again. Its events are decisions, made from the projection
+// as folded up to Folded: one the server answers "duplicate" is checked as
+// PublishDecision checks it. A Batch is not safe for concurrent use.
 type Batch struct {
+	// Folded is the last sequence of the EVENTS stream folded into the
+	// projection the batch's decisions were made from.
+	Folded  uint64
 	js      jetstream.JetStream
 	pending []pendingPublish
 	errs    []error
@@ -27,6 +33,8 @@ type Batch struct {
 
 type pendingPublish struct {
 	ack  jetstream.PubAckFuture
+	ev   *event.Event // a decision, checked when the server has its id already
+	msg  *nats.Msg
 	end  func(*jetstream.PubAck, error) // the publish span's
 	what string
 	done func() // after the acknowledgement, if set
@@ -50,7 +58,7 @@ func (b *Batch) Event(ctx context.Context, ev *event.Event) {
 	}
 	_, end := tracePublish(ctx, msg, describe)
 	ack, err := b.js.PublishMsgAsync(msg, jetstream.WithMsgID(ev.ID), jetstream.WithExpectStream(EventsStream))
-	b.add(ctx, ack, err, end, "event "+ev.ID, nil)
+	b.add(ctx, ack, err, end, pendingPublish{ev: ev, msg: msg, what: "event " + ev.ID})
 }
 
 // Job adds a job (see PublishJob); done runs once the server has stored it.
@@ -62,16 +70,18 @@ func (b *Batch) Job(ctx context.Context, j *Job, done func()) {
 	}
 	_, end := tracePublish(ctx, msg, jobSpan(j, msg))
 	ack, err := b.js.PublishMsgAsync(msg, jetstream.WithMsgID(j.Attempt), jetstream.WithExpectStream(AttemptsStream))
-	b.add(ctx, ack, err, end, "job "+j.Attempt, done)
+	b.add(ctx, ack, err, end, pendingPublish{what: "job " + j.Attempt, done: done})
 }
 
-func (b *Batch) add(ctx context.Context, ack jetstream.PubAckFuture, err error, end func(*jetstream.PubAck, error), what string, done func()) {
+// add keeps p, the publish of what, until its acknowledgement.
+func (b *Batch) add(ctx context.Context, ack jetstream.PubAckFuture, err error, end func(*jetstream.PubAck, error), p pendingPublish) {
 	if err != nil {
 		end(nil, err)
-		b.errs = append(b.errs, fmt.Errorf("queue: publish %s: %w", what, err))
+		b.errs = append(b.errs, fmt.Errorf("queue: publish %s: %w", p.what, err))
 		return
 	}
-	b.pending = append(b.pending, pendingPublish{ack: ack, end: end, what: what, done: done})
+	p.ack, p.end = ack, end
+	b.pending = append(b.pending, p)
 	if len(b.pending) >= batchWindow {
 		b.await(ctx)
 	}
@@ -93,6 +103,13 @@ func (b *Batch) await(ctx context.Context) {
 		select {
 		case ack := <-p.ack.Ok():
 			p.end(ack, nil)
+			if p.ev != nil && ack.Duplicate {
+				d := decision{js: b.js, msg: p.msg, ev: p.ev, folded: b.Folded}
+				if _, err := d.reclaim(ctx, ack); err != nil {
+					b.errs = append(b.errs, err)
+					continue
+				}
+			}
 			if p.done != nil {
 				p.done()
 			}

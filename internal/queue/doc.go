@@ -1,7 +1,8 @@
 // Package queue owns Drover's JetStream layout and the guarantees it moves
 // bytes with: the streams, buckets and subjects (Ensure, and the checks the
 // daemons wait on at start: CheckJetStream, CheckBuckets), publishing events
-// and jobs with their ids as Nats-Msg-Id so a republish counts once,
+// and jobs with their ids as Nats-Msg-Id so a republish counts once (and a
+// decision whose id another writer took first is stored under another),
 // batches of publishes acknowledged together, the attempt job and its
 // checks off the wire, the attempt consumers, the claim lease with its
 // fencing epoch, and dead letters.

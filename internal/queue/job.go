@@ -92,6 +92,13 @@ func DecodeJob(raw []byte) (*Job, error) {
 		if err := drovertype.ValidID(j.Review.Runtime); err != nil {
 			return nil, fmt.Errorf("%w: review runtime: %v", ErrBadJob, err)
 		}
+		if msg := flow.ModelProblem(j.Review.Model); msg != "" {
+			return nil, fmt.Errorf("%w: review model: %s", ErrBadJob, msg)
+		}
+	}
+	// A model reaches the CLI's argv: one starting with '-' is an option.
+	if msg := flow.ModelProblem(j.Model); msg != "" {
+		return nil, fmt.Errorf("%w: model: %s", ErrBadJob, msg)
 	}
 	if j.Kind == drovertype.JobAttempt && (j.Attempt != drovertype.AttemptID(j.Flow, j.Task, j.N) || j.N < 1) {
 		return nil, fmt.Errorf("%w: attempt id %q does not match flow %q task %q n %d", ErrBadJob, j.Attempt, j.Flow, j.Task, j.N)

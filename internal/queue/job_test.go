@@ -420,6 +420,11 @@ func TestDecodeJob(t *testing.T) {
 		{"merge n zero", set("merge", []map[string]any{{"task": "dep", "branch": "drover/flow-1/dep/01"}}), false},
 		{"scope escape", set("scope", map[string]any{"allow": []string{"../**"}}), false},
 		{"scope absolute", set("scope", map[string]any{"deny": []string{"/etc/**"}}), false},
+		// What reaches the CLI's argv after its model flag.
+		{"a model", set("model", "claude-sonnet-4-5"), true},
+		{"model option", set("model", "--yolo"), false},
+		{"review model option", set("review", map[string]any{"runtime": "demo", "model": "-x"}), false},
+		{"model with a newline", set("model", "a\nb"), false},
 		{"valid 63-byte ids", setID("flow", strings.Repeat("f", 63)), true},
 		{"bad json", []byte(`{"v":1,`), false},
 		{"not an object", []byte(`[1,2]`), false},

@@ -83,7 +83,7 @@ type Confinement struct {
 // and with symlinks resolved (a rule on a symlink would grant its target),
 // grants inside denied paths dropped unless they are the process's own,
 // granted directories holding a denied path expanded around it, and the
-// system paths every process needs (SystemPaths) added.
+// system paths every process needs (systemGrants) added.
 func (s *Sandbox) Compile(p Policy) (*Confinement, error) {
 	deny, err := resolveDeny(p.Deny)
 	if err != nil {

@@ -2,7 +2,7 @@ package sandbox
 
 import "path/filepath"
 
-// SystemPaths are what every confined process may read and execute: the
+// systemPaths are what every confined process may read and execute: the
 // system's programs and libraries, its configuration, /proc and /sys. A
 // secret in one of them (the worker's configuration under /etc) is denied
 // by sibling expansion like any other. /tmp, /var, /home, /root, /run and
@@ -26,16 +26,6 @@ var systemLinks = []string{
 var devices = []string{
 	"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
 	"/dev/tty", "/dev/ptmx", "/dev/pts",
-}
-
-// SystemPaths lists what every confined process may read besides its
-// policy, for documentation: directories, symlink targets and devices.
-func SystemPaths() []string {
-	var out []string
-	for _, g := range systemGrants() {
-		out = append(out, g.Path)
-	}
-	return out
 }
 
 func systemGrants() []Grant {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/eventlog/projection/foldtest"
 
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/eventlog/projection"
 )
@@ -91,7 +92,7 @@ func BenchmarkDecodeForFold(b *testing.B) {
 		typ  event.Type
 		data any
 	}{
-		"report": {event.AttemptReported, event.Report{Success: true, Branch: "drover/f/a/1", Commit: strings.Repeat("a", 40),
+		"report": {event.AttemptReported, event.Report{Success: true, Branch: drovertype.AttemptBranch("f", "a", 1), Commit: strings.Repeat("a", 40),
 			StdoutTail: string(transcript), FilesCreated: []string{"pkg/new.go"}}},
 		"claim": {event.AttemptClaimed, event.AttemptClaimedData{Worker: "worker-1"}},
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/eventlog/projection"
 	"github.com/drover-dev/drover/internal/eventlog/projection/foldtest"
@@ -44,21 +45,21 @@ func TestFoldOrderIndependent(t *testing.T) {
 	}
 	// Sanity: the clean stream finished every flow as intended.
 	for k, wants := range map[string][]string{
-		"f/ok":           {`"state":"succeeded"`},
-		"f/fail":         {`"state":"failed"`},
-		"f/takeover":     {`"state":"succeeded"`},
-		"t/fail/d":       {`"blocked_by":"a"`},
-		"f/fallback":     {`"state":"succeeded"`, `"integration":{"n":1,"state":"succeeded"`},
-		"t/fallback/a":   {`"state":"succeeded"`, `"attempts":2`, `"result_commit":"ca"`},
-		"a/fallback_a_2": {`"runtime":"codex"`, `"prompt":"a\n\nattempt 1 was rate limited"`, `"verification":{"passed":true`},
-		"f/cancel":       {`"state":"cancelled"`, `"cancel":{"reason":"stop"`},
-		"t/cancel/a":     {`"state":"cancelled"`},
-		"t/cancel/c":     {`"state":"blocked"`, `"blocked_by":"a"`},
-		"a/cancel_a_1":   {`"state":"failed"`, `"class":"CANCELLED","message":"cancelled"`},
-		"a/cancel_b_1":   {`"state":"failed"`, `"phase":"attempt_abandoned"`},
-		"f/reopen":       {`"state":"succeeded"`, `"round":2`, `"integration":{"n":3,"state":"succeeded"`},
-		"t/reopen/a":     {`"state":"succeeded"`, `"retry_base":1`, `"round":1`},
-		"t/reopen/w":     {`"state":"succeeded"`, `"attempts":1`},
+		"f/ok":         {`"state":"succeeded"`},
+		"f/fail":       {`"state":"failed"`},
+		"f/takeover":   {`"state":"succeeded"`},
+		"t/fail/d":     {`"blocked_by":"a"`},
+		"f/fallback":   {`"state":"succeeded"`, `"integration":{"n":1,"state":"succeeded"`},
+		"t/fallback/a": {`"state":"succeeded"`, `"attempts":2`, `"result_commit":"ca"`},
+		"a/" + drovertype.AttemptID("fallback", "a", 2): {`"runtime":"codex"`, `"prompt":"a\n\nattempt 1 was rate limited"`, `"verification":{"passed":true`},
+		"f/cancel":   {`"state":"cancelled"`, `"cancel":{"reason":"stop"`},
+		"t/cancel/a": {`"state":"cancelled"`},
+		"t/cancel/c": {`"state":"blocked"`, `"blocked_by":"a"`},
+		"a/" + drovertype.AttemptID("cancel", "a", 1): {`"state":"failed"`, `"class":"` + string(drovertype.ClassCancelled) + `","message":"cancelled"`},
+		"a/" + drovertype.AttemptID("cancel", "b", 1): {`"state":"failed"`, `"phase":"attempt_abandoned"`},
+		"f/reopen":   {`"state":"succeeded"`, `"round":2`, `"integration":{"n":3,"state":"succeeded"`},
+		"t/reopen/a": {`"state":"succeeded"`, `"retry_base":1`, `"round":1`},
+		"t/reopen/w": {`"state":"succeeded"`, `"attempts":1`},
 	} {
 		for _, want := range wants {
 			if !strings.Contains(wantRecs[k], want) {

@@ -68,20 +68,20 @@ func (sc *Scenario) AddDiamond(tb testing.TB, fid string, o DiamondOpts) {
 		{ID: "c", Prompt: "c" + pad, DependsOn: []string{"a", "b"}},
 		{ID: "d", Prompt: "d" + pad, DependsOn: []string{"c"}},
 	}}
-	submit := sc.Add(tb, nil, "flow_submitted:"+fid, event.FlowSubmitted, at(), fid, "", "", 0, event.FlowSubmittedData{Spec: spec})
+	submit := sc.Add(tb, nil, drovertype.EventID(event.FlowSubmitted, fid), event.FlowSubmitted, at(), fid, "", "", 0, event.FlowSubmittedData{Spec: spec})
 
-	attemptID := func(task string) string { return fmt.Sprintf("%s_%s_1", fid, task) }
+	attemptID := func(task string) string { return drovertype.AttemptID(fid, task, 1) }
 	schedule := func(task string, deps []int, merge []event.DepResult) int {
 		id := attemptID(task)
-		return sc.Add(tb, deps, "attempt_scheduled:"+id, event.AttemptScheduled, at(), fid, task, id, 0, event.AttemptScheduledData{
-			N: 1, Runtime: "demo", Pool: "default", Branch: "drover/" + fid + "/" + task + "/1", Merge: merge,
+		return sc.Add(tb, deps, drovertype.EventID(event.AttemptScheduled, id), event.AttemptScheduled, at(), fid, task, id, 0, event.AttemptScheduledData{
+			N: 1, Runtime: "demo", Pool: "default", Branch: drovertype.AttemptBranch(fid, task, 1), Merge: merge,
 		})
 	}
 	// worker adds the events of one claim, each after the previous one.
 	worker := func(task string, epoch uint64, prev int, success bool, commit string) int {
 		id := attemptID(task)
 		w := func(typ event.Type, data any) {
-			prev = sc.Add(tb, []int{prev}, fmt.Sprintf("%s:%s:%d", typ, id, epoch), typ, at(), fid, task, id, epoch, data)
+			prev = sc.Add(tb, []int{prev}, drovertype.ClaimEventID(typ, id, epoch), typ, at(), fid, task, id, epoch, data)
 		}
 		w(event.AttemptClaimed, event.AttemptClaimedData{Worker: fmt.Sprintf("w%d", epoch)})
 		w(event.AdapterInitialized, event.AdapterInitializedData{Adapter: "demo", Binary: "/bin/demo"})
@@ -89,16 +89,16 @@ func (sc *Scenario) AddDiamond(tb testing.TB, fid string, o DiamondOpts) {
 		if o.BadPhase && task == "a" {
 			// Poison under the id of the good one that follows: poison
 			// marks no id seen.
-			prev = sc.Add(tb, []int{prev}, fmt.Sprintf("%s:%s:%d", event.RuntimeStarted, id, epoch), event.RuntimeStarted, at(), fid, task, id, epoch, map[string]any{"pid": "nope"})
+			prev = sc.Add(tb, []int{prev}, drovertype.ClaimEventID(event.RuntimeStarted, id, epoch), event.RuntimeStarted, at(), fid, task, id, epoch, map[string]any{"pid": "nope"})
 		}
 		w(event.RuntimeStarted, event.RuntimeStartedData{Pid: 100 + int(epoch), Argv: []string{"demo"}})
 		w(event.RuntimeExited, event.RuntimeExitedData{Outcome: "exited", DurationMS: 5})
 		w(event.DiffComputed, event.DiffComputedData{Stat: "1 file changed", DiffBytes: 10})
 		w(event.RuntimeTerminated, struct{}{})
-		rep := event.Report{Success: success, Branch: "drover/" + fid + "/" + task + "/1", Commit: commit}
+		rep := event.Report{Success: success, Branch: drovertype.AttemptBranch(fid, task, 1), Commit: commit}
 		if !success {
 			rep.ExitCode = 1
-			rep.Error = &event.ErrorInfo{Class: "EXIT", Message: "exit 1"}
+			rep.Error = &event.ErrorInfo{Class: drovertype.ClassRuntimeError, Message: "exit 1"}
 		}
 		w(event.AttemptReported, rep)
 		return prev
@@ -113,24 +113,24 @@ func (sc *Scenario) AddDiamond(tb testing.TB, fid string, o DiamondOpts) {
 		// remaining events (fenced) and worker 2's are each in order, and
 		// worker 1's come after the takeover only where they depend on it.
 		id := attemptID("b")
-		claim1 := sc.Add(tb, []int{schedB}, "attempt_claimed:"+id+":1", event.AttemptClaimed, at(), fid, "b", id, 1, event.AttemptClaimedData{Worker: "old"})
-		prep1 := sc.Add(tb, []int{claim1}, "prepare_completed:"+id+":1", event.PrepareCompleted, at(), fid, "b", id, 1, event.PrepareCompletedData{Worktree: "/wt/old"})
-		claim2 := sc.Add(tb, []int{prep1}, "attempt_claimed:"+id+":2", event.AttemptClaimed, at(), fid, "b", id, 2, event.AttemptClaimedData{Worker: "new"})
-		late := sc.Add(tb, []int{claim2}, "runtime_started:"+id+":1", event.RuntimeStarted, at(), fid, "b", id, 1, event.RuntimeStartedData{Pid: 1})
-		lateRep := sc.Add(tb, []int{late}, "attempt_reported:"+id+":1", event.AttemptReported, at(), fid, "b", id, 1, event.Report{Success: true, Commit: "stale"})
-		prep2 := sc.Add(tb, []int{claim2}, "prepare_completed:"+id+":2", event.PrepareCompleted, at(), fid, "b", id, 2, event.PrepareCompletedData{Worktree: "/wt/new"})
+		claim1 := sc.Add(tb, []int{schedB}, drovertype.ClaimEventID(event.AttemptClaimed, id, 1), event.AttemptClaimed, at(), fid, "b", id, 1, event.AttemptClaimedData{Worker: "old"})
+		prep1 := sc.Add(tb, []int{claim1}, drovertype.ClaimEventID(event.PrepareCompleted, id, 1), event.PrepareCompleted, at(), fid, "b", id, 1, event.PrepareCompletedData{Worktree: "/wt/old"})
+		claim2 := sc.Add(tb, []int{prep1}, drovertype.ClaimEventID(event.AttemptClaimed, id, 2), event.AttemptClaimed, at(), fid, "b", id, 2, event.AttemptClaimedData{Worker: "new"})
+		late := sc.Add(tb, []int{claim2}, drovertype.ClaimEventID(event.RuntimeStarted, id, 1), event.RuntimeStarted, at(), fid, "b", id, 1, event.RuntimeStartedData{Pid: 1})
+		lateRep := sc.Add(tb, []int{late}, drovertype.ClaimEventID(event.AttemptReported, id, 1), event.AttemptReported, at(), fid, "b", id, 1, event.Report{Success: true, Commit: "stale"})
+		prep2 := sc.Add(tb, []int{claim2}, drovertype.ClaimEventID(event.PrepareCompleted, id, 2), event.PrepareCompleted, at(), fid, "b", id, 2, event.PrepareCompletedData{Worktree: "/wt/new"})
 		// The good report waits for the stale one so that the stale one is
 		// fenced (rather than ignored as late) in every order.
-		repB = sc.Add(tb, []int{prep2, lateRep}, "attempt_reported:"+id+":2", event.AttemptReported, at(), fid, "b", id, 2, event.Report{Success: true, Branch: "drover/" + fid + "/b/1", Commit: "cb"})
+		repB = sc.Add(tb, []int{prep2, lateRep}, drovertype.ClaimEventID(event.AttemptReported, id, 2), event.AttemptReported, at(), fid, "b", id, 2, event.Report{Success: true, Branch: drovertype.AttemptBranch(fid, "b", 1), Commit: "cb"})
 	} else {
 		repB = worker("b", 1, schedB, true, "cb")
 	}
 
 	if o.FailA {
 		id := attemptID("a")
-		cls := sc.Add(tb, []int{repA}, "runtime_error_classified:"+id, event.RuntimeErrorClassified, at(), fid, "a", id, 0, event.RuntimeErrorClassifiedData{ErrorInfo: event.ErrorInfo{Class: "EXIT", Message: "exit 1"}})
-		failed := sc.Add(tb, []int{cls}, "task_failed:"+id, event.TaskFailed, at(), fid, "a", id, 0, event.TaskFailedData{Reason: "attempt 1 failed", Class: "EXIT"})
-		sc.Add(tb, []int{failed, repB}, "flow_completed:"+fid, event.FlowCompleted, at(), fid, "", "", 0, event.FlowCompletedData{State: drovertype.FlowFailed})
+		cls := sc.Add(tb, []int{repA}, drovertype.EventID(event.RuntimeErrorClassified, id), event.RuntimeErrorClassified, at(), fid, "a", id, 0, event.RuntimeErrorClassifiedData{ErrorInfo: event.ErrorInfo{Class: drovertype.ClassRuntimeError, Message: "exit 1"}})
+		failed := sc.Add(tb, []int{cls}, drovertype.EventID(event.TaskFailed, id), event.TaskFailed, at(), fid, "a", id, 0, event.TaskFailedData{Reason: "attempt 1 failed", Class: drovertype.ClassRuntimeError})
+		sc.Add(tb, []int{failed, repB}, drovertype.EventID(event.FlowCompleted, fid), event.FlowCompleted, at(), fid, "", "", 0, event.FlowCompletedData{State: drovertype.FlowFailed})
 		return
 	}
 	schedC := schedule("c", []int{repA, repB}, []event.DepResult{{Task: "a", Commit: "ca"}, {Task: "b", Commit: "cb"}})
@@ -138,7 +138,7 @@ func (sc *Scenario) AddDiamond(tb testing.TB, fid string, o DiamondOpts) {
 	schedD := schedule("d", []int{repC}, []event.DepResult{{Task: "c", Commit: "cc"}})
 	repD := worker("d", 1, schedD, true, "cd")
 	built := integrate(tb, sc, []int{repD}, fid, 1, at, nil)
-	sc.Add(tb, []int{built}, "flow_completed:"+fid, event.FlowCompleted, at(), fid, "", "", 0, event.FlowCompletedData{State: drovertype.FlowSucceeded})
+	sc.Add(tb, []int{built}, drovertype.EventID(event.FlowCompleted, fid), event.FlowCompleted, at(), fid, "", "", 0, event.FlowCompletedData{State: drovertype.FlowSucceeded})
 }
 
 // StandardScenario is a few flows covering success, failure, takeover and
@@ -284,16 +284,16 @@ func (b *FlowBuilder) add(deps []int, id string, typ event.Type, task, attempt s
 }
 
 func (b *FlowBuilder) attemptID(task string, n int) string {
-	return fmt.Sprintf("%s_%s_%d", b.fid, task, n)
+	return drovertype.AttemptID(b.fid, task, n)
 }
 
 func (b *FlowBuilder) branch(task string, n int) string {
-	return fmt.Sprintf("drover/%s/%s/%d", b.fid, task, n)
+	return drovertype.AttemptBranch(b.fid, task, n)
 }
 
 func (b *FlowBuilder) submit(tasks ...flow.Task) int {
 	spec := flow.Spec{Name: b.fid, Repo: "/r", Base: "HEAD", Runtime: "demo", Tasks: tasks}
-	return b.add(nil, "flow_submitted:"+b.fid, event.FlowSubmitted, "", "", 0, event.FlowSubmittedData{Spec: spec, MaxParallel: 2})
+	return b.add(nil, drovertype.EventID(event.FlowSubmitted, b.fid), event.FlowSubmitted, "", "", 0, event.FlowSubmittedData{Spec: spec, MaxParallel: 2})
 }
 
 // schedule adds attempt n of task; d carries what differs from the defaults.
@@ -303,7 +303,7 @@ func (b *FlowBuilder) schedule(deps []int, task string, n int, d event.AttemptSc
 	if d.Runtime == "" {
 		d.Runtime = "demo"
 	}
-	return b.add(deps, "attempt_scheduled:"+id, event.AttemptScheduled, task, id, 0, d)
+	return b.add(deps, drovertype.EventID(event.AttemptScheduled, id), event.AttemptScheduled, task, id, 0, d)
 }
 
 // run adds one claim of attempt n of task, each event after the one before:
@@ -312,7 +312,7 @@ func (b *FlowBuilder) schedule(deps []int, task string, n int, d event.AttemptSc
 func (b *FlowBuilder) run(prev int, task string, n int, epoch uint64, ver *event.Verification, rep *event.Report) int {
 	id := b.attemptID(task, n)
 	w := func(typ event.Type, data any) {
-		prev = b.add([]int{prev}, fmt.Sprintf("%s:%s:%d", typ, id, epoch), typ, task, id, epoch, data)
+		prev = b.add([]int{prev}, drovertype.ClaimEventID(typ, id, epoch), typ, task, id, epoch, data)
 	}
 	w(event.AttemptClaimed, event.AttemptClaimedData{Worker: fmt.Sprintf("w%d", epoch)})
 	w(event.RuntimeStarted, event.RuntimeStartedData{Pid: 100 + n, Argv: []string{"demo"}})
@@ -337,9 +337,9 @@ func failure(class drovertype.ErrorClass) *event.Report {
 // decision that the task failed.
 func (b *FlowBuilder) fail(deps []int, task string, n int, class drovertype.ErrorClass) int {
 	id := b.attemptID(task, n)
-	cls := b.add(deps, "runtime_error_classified:"+id, event.RuntimeErrorClassified, task, id, 0,
+	cls := b.add(deps, drovertype.EventID(event.RuntimeErrorClassified, id), event.RuntimeErrorClassified, task, id, 0,
 		event.RuntimeErrorClassifiedData{ErrorInfo: event.ErrorInfo{Class: class, Message: "it broke"}})
-	return b.add([]int{cls}, "task_failed:"+id, event.TaskFailed, task, id, 0, event.TaskFailedData{Reason: "gave up", Class: class})
+	return b.add([]int{cls}, drovertype.EventID(event.TaskFailed, id), event.TaskFailed, task, id, 0, event.TaskFailedData{Reason: "gave up", Class: class})
 }
 
 // integrate adds integration n of the flow and its result, and the flow's
@@ -361,11 +361,11 @@ func integrate(tb testing.TB, sc *Scenario, deps []int, fid string, n int, at fu
 }
 
 func (b *FlowBuilder) complete(deps []int, round int, state drovertype.FlowState) int {
-	id := "flow_completed:" + b.fid
+	key := b.fid
 	if round > 0 {
-		id = fmt.Sprintf("%s:r%d", id, round)
+		key = fmt.Sprintf("%s:r%d", key, round) // a round's, as the controller keys it
 	}
-	return b.add(deps, id, event.FlowCompleted, "", "", 0, event.FlowCompletedData{State: state, Round: round})
+	return b.add(deps, drovertype.EventID(event.FlowCompleted, key), event.FlowCompleted, "", "", 0, event.FlowCompletedData{State: state, Round: round})
 }
 
 // AddPolicyFlows adds flows that go through the policy and operator
@@ -382,13 +382,13 @@ func (sc *Scenario) AddPolicyFlows(tb testing.TB, suffix string) {
 		b := sc.Flow(tb, "fallback"+suffix)
 		s := b.submit(flow.Task{ID: "a", Prompt: "a"}, flow.Task{ID: "b", Prompt: "b", DependsOn: []string{"a"}})
 		// The operator pauses the flow before anything starts, then resumes it.
-		pause := b.add([]int{s}, "flow_paused:"+b.fid, event.FlowPaused, "", "", 0, event.OperatorData{Reason: "wait"})
-		resume := b.add([]int{pause}, "flow_resumed:"+b.fid, event.FlowResumed, "", "", 0, event.OperatorData{})
-		rep := b.run(b.schedule([]int{resume}, "a", 1, event.AttemptScheduledData{}), "a", 1, 1, nil, failure("RATE_LIMITED"))
+		pause := b.add([]int{s}, drovertype.EventID(event.FlowPaused, b.fid), event.FlowPaused, "", "", 0, event.OperatorData{Reason: "wait"})
+		resume := b.add([]int{pause}, drovertype.EventID(event.FlowResumed, b.fid), event.FlowResumed, "", "", 0, event.OperatorData{})
+		rep := b.run(b.schedule([]int{resume}, "a", 1, event.AttemptScheduledData{}), "a", 1, 1, nil, failure(drovertype.ClassRateLimited))
 		a1 := b.attemptID("a", 1)
-		cls := b.add([]int{rep}, "runtime_error_classified:"+a1, event.RuntimeErrorClassified, "a", a1, 0,
-			event.RuntimeErrorClassifiedData{ErrorInfo: event.ErrorInfo{Class: "RATE_LIMITED", Message: "429", Recoverable: true}})
-		rec := b.add([]int{cls}, "runtime_recovery_scheduled:"+a1, event.RuntimeRecoveryScheduled, "a", a1, 0, event.RuntimeRecoveryScheduledData{
+		cls := b.add([]int{rep}, drovertype.EventID(event.RuntimeErrorClassified, a1), event.RuntimeErrorClassified, "a", a1, 0,
+			event.RuntimeErrorClassifiedData{ErrorInfo: event.ErrorInfo{Class: drovertype.ClassRateLimited, Message: "429", Recoverable: true}})
+		rec := b.add([]int{cls}, drovertype.EventID(event.RuntimeRecoveryScheduled, a1), event.RuntimeRecoveryScheduled, "a", a1, 0, event.RuntimeRecoveryScheduledData{
 			Strategy: drovertype.StrategyFallback, N: 2, Runtime: "codex", DelayMS: 1000, DueAt: BaseTime.Add(time.Hour), Reason: "rate limited",
 		})
 		sched := b.schedule([]int{rec}, "a", 2, event.AttemptScheduledData{Runtime: "codex", Prompt: "a\n\nattempt 1 was rate limited"})
@@ -411,10 +411,10 @@ func (sc *Scenario) AddPolicyFlows(tb testing.TB, suffix string) {
 		schedA := b.schedule([]int{s}, "a", 1, event.AttemptScheduledData{})
 		schedB := b.schedule([]int{s}, "b", 1, event.AttemptScheduledData{})
 		started := b.run(schedA, "a", 1, 1, nil, nil)
-		cancel := b.add([]int{schedA, schedB}, "cancel_requested:"+b.fid, event.CancelRequested, "", "", 0,
+		cancel := b.add([]int{schedA, schedB}, drovertype.EventID(event.CancelRequested, b.fid), event.CancelRequested, "", "", 0,
 			event.CancelRequestedData{Scope: event.CancelFlow, Reason: "stop"})
 		// A second request keeps the first.
-		b.add([]int{cancel}, "cancel_requested:"+b.fid+":again", event.CancelRequested, "", "", 0, event.CancelRequestedData{Scope: event.CancelFlow, Reason: "again"})
+		b.add([]int{cancel}, drovertype.EventID(event.CancelRequested, b.fid+":again"), event.CancelRequested, "", "", 0, event.CancelRequestedData{Scope: event.CancelFlow, Reason: "again"})
 		prev := cancel
 		cancelled := map[string]int{}
 		for _, task := range []string{"a", "b", "c"} {
@@ -422,16 +422,16 @@ func (sc *Scenario) AddPolicyFlows(tb testing.TB, suffix string) {
 			if task != "c" {
 				attempt = b.attemptID(task, 1)
 			}
-			prev = b.add([]int{prev}, fmt.Sprintf("task_cancelled:%s/%s:0", b.fid, task), event.TaskCancelled, task, attempt, 0,
+			prev = b.add([]int{prev}, drovertype.EventID(event.TaskCancelled, fmt.Sprintf("%s/%s:%d", b.fid, task, 0)), event.TaskCancelled, task, attempt, 0,
 				event.TaskCancelledData{Reason: "cancelled by the operator: stop"})
 			cancelled[task] = prev
 		}
 		a1, b1 := b.attemptID("a", 1), b.attemptID("b", 1)
-		abandoned := b.add([]int{cancelled["b"]}, "attempt_abandoned:"+b1, event.AttemptAbandoned, "b", b1, 0,
+		abandoned := b.add([]int{cancelled["b"]}, drovertype.EventID(event.AttemptAbandoned, b1), event.AttemptAbandoned, "b", b1, 0,
 			event.AttemptAbandonedData{Reason: "cancelled before a worker ran it"})
-		term := b.add([]int{started, cancelled["a"]}, "runtime_terminated:"+a1+":1", event.RuntimeTerminated, "a", a1, 1, struct{}{})
-		rep := b.add([]int{term}, "attempt_reported:"+a1+":1", event.AttemptReported, "a", a1, 1,
-			event.Report{ExitCode: -1, Signal: "SIGTERM", Error: &event.ErrorInfo{Class: "CANCELLED", Message: "cancelled"}})
+		term := b.add([]int{started, cancelled["a"]}, drovertype.ClaimEventID(event.RuntimeTerminated, a1, 1), event.RuntimeTerminated, "a", a1, 1, struct{}{})
+		rep := b.add([]int{term}, drovertype.ClaimEventID(event.AttemptReported, a1, 1), event.AttemptReported, "a", a1, 1,
+			event.Report{ExitCode: -1, Signal: "SIGTERM", Error: &event.ErrorInfo{Class: drovertype.ClassCancelled, Message: "cancelled"}})
 		b.complete([]int{rep, abandoned, prev}, 0, drovertype.FlowCancelled)
 	}
 
@@ -447,22 +447,22 @@ func (sc *Scenario) AddPolicyFlows(tb testing.TB, suffix string) {
 		b := sc.Flow(tb, "reopen"+suffix)
 		s := b.submit(flow.Task{ID: "a", Prompt: "a"}, flow.Task{ID: "b", Prompt: "b"}, flow.Task{ID: "f", Prompt: "f"},
 			flow.Task{ID: "m", Prompt: "m", DependsOn: []string{"b"}}, flow.Task{ID: "w", Prompt: "w", DependsOn: []string{"a", "m"}})
-		repA := b.run(b.schedule([]int{s}, "a", 1, event.AttemptScheduledData{}), "a", 1, 1, nil, failure("RUNTIME_EXIT"))
-		repB := b.run(b.schedule([]int{s}, "b", 1, event.AttemptScheduledData{}), "b", 1, 1, nil, failure("RUNTIME_EXIT"))
+		repA := b.run(b.schedule([]int{s}, "a", 1, event.AttemptScheduledData{}), "a", 1, 1, nil, failure(drovertype.ClassRuntimeError))
+		repB := b.run(b.schedule([]int{s}, "b", 1, event.AttemptScheduledData{}), "b", 1, 1, nil, failure(drovertype.ClassRuntimeError))
 		repF := b.run(b.schedule([]int{s}, "f", 1, event.AttemptScheduledData{}), "f", 1, 1, nil, b.success("f", 1, "cf"))
-		failedA := b.fail([]int{repA}, "a", 1, "RUNTIME_EXIT")
-		failedB := b.fail([]int{repB, failedA}, "b", 1, "RUNTIME_EXIT")
+		failedA := b.fail([]int{repA}, "a", 1, drovertype.ClassRuntimeError)
+		failedB := b.fail([]int{repB, failedA}, "b", 1, drovertype.ClassRuntimeError)
 		rf := event.DepResult{Task: "f", Branch: b.branch("f", 1), Commit: "cf"}
 		done := b.integrate([]int{failedB, repF}, 1, drovertype.FlowFailed, rf)
 
-		retryA := b.add([]int{done}, "task_retry_requested:"+b.fid+"/a", event.TaskRetryRequested, "a", "", 0, event.OperatorData{})
-		pause := b.add([]int{retryA}, "flow_paused:"+b.fid, event.FlowPaused, "", "", 0, event.OperatorData{})
-		resume := b.add([]int{pause}, "flow_resumed:"+b.fid, event.FlowResumed, "", "", 0, event.OperatorData{})
+		retryA := b.add([]int{done}, drovertype.EventID(event.TaskRetryRequested, b.fid+"/a"), event.TaskRetryRequested, "a", "", 0, event.OperatorData{})
+		pause := b.add([]int{retryA}, drovertype.EventID(event.FlowPaused, b.fid), event.FlowPaused, "", "", 0, event.OperatorData{})
+		resume := b.add([]int{pause}, drovertype.EventID(event.FlowResumed, b.fid), event.FlowResumed, "", "", 0, event.OperatorData{})
 		repA = b.run(b.schedule([]int{resume}, "a", 2, event.AttemptScheduledData{}), "a", 2, 1, nil, b.success("a", 2, "ca"))
 		ra := event.DepResult{Task: "a", Branch: b.branch("a", 2), Commit: "ca"}
 		done = b.integrate([]int{repA}, 2, drovertype.FlowFailed, ra, rf)
 
-		retryB := b.add([]int{done}, "task_retry_requested:"+b.fid+"/b", event.TaskRetryRequested, "b", "", 0, event.OperatorData{})
+		retryB := b.add([]int{done}, drovertype.EventID(event.TaskRetryRequested, b.fid+"/b"), event.TaskRetryRequested, "b", "", 0, event.OperatorData{})
 		repB = b.run(b.schedule([]int{retryB}, "b", 2, event.AttemptScheduledData{}), "b", 2, 1, nil, b.success("b", 2, "cb"))
 		rb := event.DepResult{Task: "b", Branch: b.branch("b", 2), Commit: "cb"}
 		repM := b.run(b.schedule([]int{repB}, "m", 1, event.AttemptScheduledData{Merge: []event.DepResult{rb}}), "m", 1, 1, pass, b.success("m", 1, "cm"))
