@@ -28,6 +28,7 @@ func TestPayloadTypes(t *testing.T) {
 		event.CancelRequested, event.TaskCancelled, event.FlowPaused, event.FlowResumed, event.TaskRetryRequested,
 		event.AttemptAbandoned, event.AttemptLost, event.IntegrationScheduled, event.FlowIntegrated,
 		event.CooldownStarted, event.CooldownReleased, event.AttemptWithdrawn, event.TaskWaiting, event.BudgetSet,
+		event.LeaderElected,
 	}
 	if got, want := slices.Sorted(slices.Values(projection.HandledTypes())), slices.Sorted(slices.Values(types)); !slices.Equal(got, want) {
 		t.Errorf("handlers table has %v\nwant %v", got, want)

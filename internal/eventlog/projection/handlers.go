@@ -26,7 +26,7 @@ var handlers = map[event.Type]handler{
 	event.CancelRequested:          on((*State).cancelRequested, aboutRequest, idRandom),
 	event.TaskCancelled:            on((*State).taskCancelled, aboutTaskMaybeAttempt, idTaskRound),
 	event.AttemptAbandoned:         on((*State).attemptAbandoned, aboutAttempt, idAttempt),
-	event.AttemptLost:              on((*State).attemptLost, aboutClaim, idClaim),
+	event.AttemptLost:              on((*State).attemptLost, aboutLostClaim, idClaim),
 	event.FlowPaused:               on((*State).flowPaused, aboutFlow, idRandom),
 	event.FlowResumed:              on((*State).flowPaused, aboutFlow, idRandom),
 	event.TaskRetryRequested:       on((*State).retryRequested, aboutTask, idRandom),
@@ -39,6 +39,9 @@ var handlers = map[event.Type]handler{
 	event.AttemptWithdrawn: on((*State).attemptWithdrawn, aboutAttempt, idAttempt),
 	event.TaskWaiting:      on((*State).taskWaiting, aboutTask, idTaskRound),
 	event.BudgetSet:        on((*State).budgetSet, aboutRequest, idRandom),
+
+	// Who leads the controllers (leadership.go).
+	event.LeaderElected: on((*State).leaderElected, aboutLeadership, idLeaderEpoch),
 
 	// An attempt's lifecycle, as its worker reports it.
 	event.AdapterInitialized: on(phase[event.AdapterInitializedData], aboutClaim, idClaim),

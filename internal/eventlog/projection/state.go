@@ -188,7 +188,12 @@ type State struct {
 	// Cooldowns are the limits the fleet has met, by event.CooldownKey;
 	// a released one stays until the next limit in its scope replaces it.
 	Cooldowns map[string]*Cooldown
-	dirty     map[string]struct{}
+	// Leadership is the latest election folded; nil before any
+	// (leadership.go).
+	Leadership *Leadership
+	dirty      map[string]struct{}
+	// seq is the stream sequence of the event being folded.
+	seq uint64
 	// poisonSeqs are the keys of Poisons in order, oldest first.
 	poisonSeqs []uint64
 	// plans are the last distinct plans tasks were given (sharedPlan).

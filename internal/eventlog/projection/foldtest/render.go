@@ -30,6 +30,9 @@ func RenderState(st *projection.State) string {
 	for _, k := range slices.Sorted(maps.Keys(st.Cooldowns)) {
 		renderCooldown(&b, st.Cooldowns[k])
 	}
+	if l := st.Leadership; l != nil {
+		fmt.Fprintf(&b, "leadership: epoch=%d controller=%s seq=%d at=%s fenced=%d\n", l.Epoch, l.Controller, l.Seq, ts(l.At), l.Fenced)
+	}
 	for _, seq := range slices.Sorted(maps.Keys(st.Poisons)) {
 		p := st.Poisons[seq]
 		fmt.Fprintf(&b, "poison %d (%d bytes): %s\n", p.Seq, p.Size, p.Reason)
