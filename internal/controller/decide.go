@@ -82,7 +82,7 @@ func (c *Controller) stop(ctx context.Context, a *projection.Attempt, reason str
 		_, err = queue.PublishEvent(ctx, c.js, ev)
 		return err
 	case errors.Is(err, queue.ErrHeld):
-		return queue.SignalCancel(c.js.Conn(), queue.CancelSignal{Attempt: a.ID, Reason: reason, By: queue.CancelByOperator})
+		return queue.SignalCancel(c.js.Conn(), queue.CancelSignal{Attempt: a.ID, Reason: reason, By: queue.CancelByOperator}, 0)
 	default:
 		return err
 	}
