@@ -98,33 +98,60 @@ const (
 	CodeBadRequest = "400"
 	CodeNotFound   = "404"
 	CodeInternal   = "500"
+	// CodeUnavailable: no controller leads now (a handover), or the one
+	// asked stopped leading before the request took effect. Nothing was
+	// recorded: the request may be sent again.
+	CodeUnavailable = "503"
 )
 
-// ServeAPI registers the operator API on nc. Stop the returned service to
-// stop.
+// apiEndpoint is one verb of the operator API.
+type apiEndpoint struct {
+	name, subject string
+	fn            func(context.Context, micro.Request)
+	// write: only the leader answers it; any other controller forwards
+	// it to the leader (writes.go).
+	write bool
+}
+
+// endpoints is the operator API's table.
+func (c *Controller) endpoints() []apiEndpoint {
+	return []apiEndpoint{
+		{"submit", SubjectSubmit, c.handleSubmit, true},
+		{"status", SubjectStatus, c.handleStatus, false},
+		{"rebuild", SubjectRebuild, c.handleRebuild, false},
+		{"cancel", SubjectCancel, c.handleCancel, true},
+		{"retry", SubjectRetry, c.handleRetry, true},
+		{"pause", SubjectPause, c.handlePause(false), true},
+		{"resume", SubjectResume, c.handlePause(true), true},
+		{"resolve", SubjectResolve, c.handleResolve, false},
+		{"report", SubjectReport, c.handleReport, false},
+		{"budget", SubjectBudget, c.handleBudget, true},
+	}
+}
+
+// ServeAPI registers the operator API on nc: every controller answers the
+// reads from its own projection, and the writes when it leads (else it
+// forwards them to the leader); the reads are also answered on this
+// controller's own subjects (ControllerSubject). Stop the returned service
+// to stop.
 func (c *Controller) ServeAPI(ctx context.Context, nc *nats.Conn, known func(string) bool) (micro.Service, error) {
+	c.known = known
 	svc, err := micro.AddService(nc, micro.Config{
 		Name: "drover-controller", Version: "0.1.0", Description: "Drover operator API",
 	})
 	if err != nil {
 		return nil, fmt.Errorf("controller: api: %w", err)
 	}
-	endpoints := []struct {
-		name, subject string
-		fn            func(context.Context, micro.Request)
-	}{
-		{"submit", SubjectSubmit, func(ctx context.Context, r micro.Request) { c.handleSubmit(ctx, r, known) }},
-		{"status", SubjectStatus, c.handleStatus},
-		{"rebuild", SubjectRebuild, c.handleRebuild},
-		{"cancel", SubjectCancel, c.handleCancel},
-		{"retry", SubjectRetry, c.handleRetry},
-		{"pause", SubjectPause, c.handlePause(false)},
-		{"resume", SubjectResume, c.handlePause(true)},
-		{"resolve", SubjectResolve, c.handleResolve},
-		{"report", SubjectReport, c.handleReport},
-		{"budget", SubjectBudget, c.handleBudget},
+	var eps []apiEndpoint
+	for _, e := range c.endpoints() {
+		if e.write {
+			e.fn = c.writeHere(e.subject, e.fn)
+		} else {
+			eps = append(eps, apiEndpoint{name: "controller-" + e.name, subject: ControllerSubject(c.id, e.subject), fn: e.fn})
+		}
+		eps = append(eps, e)
 	}
-	for _, e := range endpoints {
+	for _, e := range eps {
 		if err := svc.AddEndpoint(e.name, micro.ContextHandler(ctx, e.fn), micro.WithEndpointSubject(e.subject)); err != nil {
 			_ = svc.Stop()
 			return nil, fmt.Errorf("controller: api %s: %w", e.name, err)
@@ -133,7 +160,8 @@ func (c *Controller) ServeAPI(ctx context.Context, nc *nats.Conn, known func(str
 	return svc, nil
 }
 
-func (c *Controller) handleSubmit(ctx context.Context, r micro.Request, known func(string) bool) {
+func (c *Controller) handleSubmit(ctx context.Context, r micro.Request) {
+	known := c.known
 	body, err := c.requestBody(ctx, r, maxSpecRequestSize)
 	if err != nil {
 		c.refuse(r, "submit", err)
@@ -158,13 +186,13 @@ func (c *Controller) handleSubmit(ctx context.Context, r micro.Request, known fu
 	// The parts of a large flow first, each stored before the next; the
 	// flow_submitted that completes them last.
 	for _, ev := range evs[:len(evs)-1] {
-		if _, err := queue.PublishEvent(ctx, c.js, ev); err != nil {
-			_ = r.Error(CodeInternal, err.Error(), nil)
+		if _, err := c.publish(ctx, ev); err != nil {
+			c.writeFailed(r, err)
 			return
 		}
 	}
 	if err := c.record(ctx, evs[len(evs)-1]); err != nil {
-		_ = r.Error(CodeInternal, err.Error(), nil)
+		c.writeFailed(r, err)
 		return
 	}
 	c.log.Info("flow submitted", "flow", id, "tasks", len(spec.Tasks), "events", len(evs))
@@ -193,10 +221,11 @@ func Accept(cfg *config.Config, spec *flow.Spec) (event.FlowSubmittedData, error
 	return event.FlowSubmittedData{Spec: s, Plan: res.Tasks, MaxParallel: res.MaxParallel, Budget: res.Budget}, nil
 }
 
-// record publishes an event the API accepted and waits (up to 10s) until it
-// is folded, so that a read right after the answer sees it.
+// record publishes an event the API accepted, as the leader, and waits (up
+// to 10s) until it is folded, so that a read right after the answer sees
+// it. One folded as stale is errFenced: a newer election came first.
 func (c *Controller) record(ctx context.Context, ev *event.Event) error {
-	seq, err := queue.PublishEvent(ctx, c.js, ev)
+	seq, err := c.publish(ctx, ev)
 	if err != nil {
 		return err
 	}
@@ -204,6 +233,13 @@ func (c *Controller) record(ctx context.Context, ev *event.Event) error {
 	defer cancel()
 	if err := c.waitApplied(wctx, seq); err != nil {
 		c.log.Warn("recorded event not folded yet", "type", ev.Type, "flow", ev.Flow, "err", err)
+		c.poke()
+		return nil
+	}
+	var folded bool
+	c.store.Read(func(st *projection.State) { folded = st.Seen[ev.ID] == seq })
+	if !folded {
+		return errFenced
 	}
 	c.poke()
 	return nil
@@ -412,7 +448,7 @@ func (cl *Client) call(ctx context.Context, subject string, req, resp any) error
 	if err != nil {
 		return err
 	}
-	msg, err := cl.NC.RequestMsgWithContext(ctx, req2)
+	msg, err := cl.request(ctx, req2)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
 			return ErrNoController
@@ -431,6 +467,26 @@ func (cl *Client) call(ctx context.Context, subject string, req, resp any) error
 		return err
 	}
 	return json.Unmarshal(body, resp)
+}
+
+// request sends req and returns the reply. A write answered unavailable
+// (no controller led, or the one that answered stopped leading before the
+// write took effect; nothing was recorded) is sent again until ctx ends:
+// a handover takes a few seconds.
+func (cl *Client) request(ctx context.Context, req *nats.Msg) (*nats.Msg, error) {
+	pause := 200 * time.Millisecond
+	for {
+		msg, err := cl.NC.RequestMsgWithContext(ctx, req)
+		if err != nil || msg.Header.Get(micro.ErrorCodeHeader) != CodeUnavailable {
+			return msg, err
+		}
+		select {
+		case <-ctx.Done():
+			return msg, nil
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 2*time.Second)
+	}
 }
 
 // Submit sends a flow. The controller validates it again, against its own

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
@@ -59,6 +60,18 @@ func msgID(id string, epoch uint64) string {
 		return id
 	}
 	return id + "@" + strconv.FormatUint(epoch, 10)
+}
+
+// IDOfMsgID is the event or job id a Nats-Msg-Id names (msgID).
+func IDOfMsgID(msgID string) string {
+	i := strings.LastIndexByte(msgID, '@')
+	if i < 0 {
+		return msgID
+	}
+	if _, err := strconv.ParseUint(msgID[i+1:], 10, 64); err != nil {
+		return msgID
+	}
+	return msgID[:i]
 }
 
 // eventMsgID is ev's Nats-Msg-Id.

@@ -1,0 +1,111 @@
+package controller
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/eventlog/event"
+	"github.com/drover-dev/drover/internal/eventlog/projection"
+	"github.com/drover-dev/drover/internal/fleet"
+	"github.com/drover-dev/drover/internal/queue"
+)
+
+// peer is another controller on h's NATS, with a store and an id of its own.
+func (h *harness) peer(id string) *harness {
+	cfg := *h.cfg
+	cfg.Controller.ID = id
+	p := &harness{t: h.t, cfg: &cfg, nc: h.nc, js: h.js, leaseJS: h.leaseJS}
+	p.start(filepath.Join(h.t.TempDir(), id))
+	return p
+}
+
+// leads reports whether h's controller leads now.
+func (h *harness) leads() bool {
+	_, err := h.ctrl.leading()
+	return err == nil
+}
+
+// TestStandbyFollowsAndTakesOver: two controllers fold one log; one leads.
+// The standby answers reads from its own projection and forwards writes to
+// the leader; when the leader stops, it resigns and the standby takes over
+// at once (the lease's TTL is a minute: only the resignation explains it),
+// in a new epoch, and the flow goes on under it.
+func TestStandbyFollowsAndTakesOver(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Controller.ID = "ctl-a"
+	h.cfg.Controller.LeaseTTL = time.Minute
+	// The leader answers only its own subjects: a write reaches it through
+	// the standby, forwarded.
+	h.noAPI = true
+	h.start(filepath.Join(t.TempDir(), "a"))
+	waitCond(t, "ctl-a to lead", h.leads)
+	b := h.peer("ctl-b")
+
+	id, att := h.submitOne()
+	h.waitFor("a's attempt", func(st *projection.State) bool { return st.Attempts[att] != nil })
+	b.waitFor("the standby to fold the attempt", func(st *projection.State) bool { return st.Attempts[att] != nil })
+	if b.leads() {
+		t.Fatal("both controllers lead")
+	}
+	// Both are in the registry, by role, with the epoch and how far each
+	// has folded (renewed every registryEvery).
+	var regs []*fleet.Controller
+	waitCond(t, "the registry to show a leader and a standby in epoch 1", func() bool {
+		var err error
+		if regs, err = fleet.Controllers(context.Background(), h.js); err != nil {
+			t.Fatal(err)
+		}
+		return len(regs) == 2 && regs[0].ID == "ctl-a" && regs[0].Role == fleet.RoleLeader && regs[0].Epoch == 1 &&
+			regs[1].ID == "ctl-b" && regs[1].Role == fleet.RoleStandby && regs[1].Epoch == 1 && regs[1].Applied > 1
+	})
+
+	// The leader stops: the standby leads in epoch 2 and decides.
+	h.stop()
+	waitCond(t, "ctl-b to lead after ctl-a resigned", b.leads)
+	var l projection.Leadership
+	b.store.Read(func(st *projection.State) { l = *st.Leadership })
+	if l.Epoch != 2 || l.Controller != "ctl-b" {
+		t.Fatalf("leadership after the handover: %+v", l)
+	}
+	b.publish(event.AttemptClaimed, id, "a", att, 1, event.AttemptClaimedData{Worker: "w1"})
+	b.publish(event.AttemptReported, id, "a", att, 1, event.Report{Success: true, Branch: drovertype.AttemptBranch(id, "a", 1), Commit: "abc"})
+	b.waitFor("the new leader to schedule the integration", func(st *projection.State) bool { return st.Flows[id].Integration != nil })
+	msg, err := lastEventOf(b, id, event.IntegrationScheduled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.LeaderEpoch != 2 {
+		t.Errorf("the new leader's decision carries epoch %d, want 2", msg.LeaderEpoch)
+	}
+	res, err := b.ctrl.Rebuild(context.Background())
+	if err != nil || !res.Equal {
+		t.Fatalf("rebuild on the new leader: %v %v", err, res.Diffs)
+	}
+}
+
+// lastEventOf reads the last event of a type of a flow off the stream.
+func lastEventOf(h *harness, flowID string, typ event.Type) (*event.Event, error) {
+	s, err := h.js.Stream(context.Background(), queue.EventsStream)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.GetLastMsgForSubject(context.Background(), queue.EventSubject(flowID, string(typ)))
+	if err != nil {
+		return nil, err
+	}
+	return event.Decode(m.Data)
+}
+
+func waitCond(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
