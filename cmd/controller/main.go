@@ -103,7 +103,7 @@ Configuration comes from flags, then DROVER_* environment variables, then the
 		withCompletion(completeTasks|completeAttempts, newLogs()), withCompletion(completeTasks|completeAttempts, newDiff()),
 		withCompletion(completeTasks|completeAttempts, newReport()),
 		newCancel(), newRetry(), newBudget(), newPause(), newResume(), newDeadLetters(),
-		newWorkers(), newRuntimeCmd(), newConsoleCmd())
+		newWorkers(), newControllers(), newRuntimeCmd(), newConsoleCmd())
 	if resolve, _, err := root.Find([]string{"runtime", "resolve"}); err == nil {
 		// --flow takes a flow id or a flow file.
 		complete := completeTarget(completeFlows)

@@ -431,6 +431,19 @@ var ErrNoController = errors.New("controller: no controller is answering (is `co
 type Client struct {
 	NC      *nats.Conn
 	Timeout time.Duration
+	// Controller, when set, sends the reads (status, rebuild, resolve,
+	// report) to that controller alone, to be answered from its own
+	// projection; any controller answers them otherwise. Writes always go
+	// to the leader.
+	Controller string
+}
+
+// read is where a read verb's request goes.
+func (cl *Client) read(subject string) string {
+	if cl.Controller == "" {
+		return subject
+	}
+	return ControllerSubject(cl.Controller, subject)
 }
 
 func (cl *Client) call(ctx context.Context, subject string, req, resp any) error {
@@ -506,7 +519,7 @@ func (cl *Client) Status(ctx context.Context, flowID string) (*StatusResponse, e
 		return nil, refusedHere(err)
 	}
 	var resp StatusResponse
-	err := cl.call(ctx, SubjectStatus, StatusRequest{Flow: flowID}, &resp)
+	err := cl.call(ctx, cl.read(SubjectStatus), StatusRequest{Flow: flowID}, &resp)
 	return &resp, err
 }
 
@@ -517,6 +530,6 @@ func (cl *Client) Rebuild(ctx context.Context) (*RebuildResponse, error) {
 	if cl2.Timeout == 0 {
 		cl2.Timeout = 10 * time.Minute
 	}
-	err := cl2.call(ctx, SubjectRebuild, struct{}{}, &resp)
+	err := cl2.call(ctx, cl.read(SubjectRebuild), struct{}{}, &resp)
 	return &resp, err
 }

@@ -123,8 +123,20 @@ func (l *Lease) TTL() time.Duration { return l.ttl }
 func (l *Lease) ID() string { return l.id }
 
 // Holder reads who holds the lease now: "" when nobody does.
-func (l *Lease) Holder(ctx context.Context) (string, error) {
-	e, err := l.kv.Get(ctx, Key)
+func (l *Lease) Holder(ctx context.Context) (string, error) { return holder(ctx, l.kv) }
+
+// Holder reads who holds the lease in js's drover-leader bucket: "" when
+// nobody does, "?" when its value names nobody this build can read.
+func Holder(ctx context.Context, js jetstream.JetStream) (string, error) {
+	kv, err := js.KeyValue(ctx, queue.LeaderBucket)
+	if err != nil {
+		return "", fmt.Errorf("leadership: open %s: %w", queue.LeaderBucket, err)
+	}
+	return holder(ctx, kv)
+}
+
+func holder(ctx context.Context, kv jetstream.KeyValue) (string, error) {
+	e, err := kv.Get(ctx, Key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return "", nil
 	}
