@@ -80,6 +80,12 @@ type StatusResponse struct {
 	// Cooldowns are the limits holding back runtimes, models and
 	// credentials fleet-wide now (limitsapi.go).
 	Cooldowns []CooldownStatus `json:"cooldowns,omitempty"`
+	// Controller is the controller that answered, from its own
+	// projection; Leadership the latest election it has folded: who
+	// leads, in which epoch, and how many stale decisions the fold has
+	// ignored.
+	Controller string                 `json:"controller,omitempty"`
+	Leadership *projection.Leadership `json:"leadership,omitempty"`
 }
 
 // RebuildResponse reports whether replaying the stream gives the live state.
@@ -276,6 +282,11 @@ func (c *Controller) handleStatus(ctx context.Context, r micro.Request) {
 	c.store.Read(func(st *projection.State) {
 		resp.Poisons = st.PoisonCount
 		resp.Cooldowns = cooldowns(st, c.now())
+		resp.Controller = c.id
+		if st.Leadership != nil {
+			l := *st.Leadership
+			resp.Leadership = &l
+		}
 		if req.Flow == "" {
 			for _, f := range st.Flows {
 				s := FlowSummary{ID: f.ID, Name: f.Spec.Name, State: f.State, Tasks: map[drovertype.TaskState]int{},
