@@ -29,6 +29,11 @@ type chaosPlan struct {
 	// on the same data dir; with more, it kills the leader, a standby
 	// takes over, and the killed one comes back as a standby.
 	controllers int
+	// maxParallel bounds the flow's attempts at once (0: none): the
+	// workers' slots then always leave a task waiting, whose start the
+	// leader of the day decides as soon as an attempt ends, so that a
+	// failover's first decision comes with its election.
+	maxParallel int
 }
 
 // The full runs are `make e2e`'s (DROVER_CHAOS=full); `make test` runs the
@@ -37,8 +42,8 @@ var (
 	chaosFull  = chaosPlan{tasks: 300, workers: 3, slots: 2, workerKills: 50, controllerKills: 10, natsKills: 2, timeout: 10 * time.Minute, controllers: 1}
 	chaosShort = chaosPlan{tasks: 40, workers: 3, slots: 2, workerKills: 8, controllerKills: 2, natsKills: 1, timeout: 4 * time.Minute, controllers: 1}
 	// The leader-kill mode: three controllers, the leader killed.
-	chaosLeadersFull  = chaosPlan{tasks: 300, workers: 3, slots: 2, workerKills: 50, controllerKills: 10, natsKills: 2, timeout: 12 * time.Minute, controllers: 3}
-	chaosLeadersShort = chaosPlan{tasks: 30, workers: 2, slots: 2, workerKills: 3, controllerKills: 2, natsKills: 1, timeout: 4 * time.Minute, controllers: 3}
+	chaosLeadersFull  = chaosPlan{tasks: 300, workers: 3, slots: 2, workerKills: 50, controllerKills: 10, natsKills: 2, timeout: 12 * time.Minute, controllers: 3, maxParallel: 6}
+	chaosLeadersShort = chaosPlan{tasks: 30, workers: 2, slots: 2, workerKills: 3, controllerKills: 2, natsKills: 1, timeout: 4 * time.Minute, controllers: 3, maxParallel: 4}
 )
 
 // chaosLease is the claim lease of the chaos run: long enough that a worker
@@ -111,7 +116,7 @@ func runChaos(t *testing.T, plan chaosPlan) {
 	}
 
 	repo := newRepo(t)
-	flowYAML, want := chaosFlow(repo, plan.tasks, rng)
+	flowYAML, want := chaosFlow(repo, plan.tasks, plan.maxParallel, rng)
 	id := c.submit(flowYAML)
 
 	nc, err := nats.Connect(ns.url(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
@@ -251,9 +256,12 @@ func runChaos(t *testing.T, plan chaosPlan) {
 // tenth task fails on purpose (exit 3, not retried); every fifth depends on
 // the one before it, so a failure blocks it. Retries cover what the faults
 // cause: lost workers, and prepares that raced a killed worker's git.
-func chaosFlow(repo string, n int, rng *rand.Rand) (string, map[string]drovertype.TaskState) {
+func chaosFlow(repo string, n, maxParallel int, rng *rand.Rand) (string, map[string]drovertype.TaskState) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "name: chaos\nrepo: %s\nbase: main\nruntime: demo\n", repo)
+	if maxParallel > 0 {
+		fmt.Fprintf(&b, "max_parallel: %d\n", maxParallel)
+	}
 	b.WriteString("retry: {max_attempts: 40, initial_backoff: 100ms, max_backoff: 1s, " +
 		"retry_on: [WORKER_LOST, PREPARE_FAILED, OBSERVE_FAILED, RUNTIME_CONNECTION_FAILED, RUNTIME_CRASHED]}\ntasks:\n")
 	want := map[string]drovertype.TaskState{}
