@@ -349,6 +349,7 @@ func lateDecisions(t *testing.T, g *group, w *proc, flowID string, epoch uint64)
 		t.Errorf("the old leader's job %s was claimed", att)
 	}
 }
+
 // roleOf is a controller's role in `controller controllers -o json`.
 func roleOf(out, id string) string {
 	i := strings.Index(out, `"id":"`+id+`"`)
