@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -240,6 +241,10 @@ func (m *metrics) observeWorkers(ctx context.Context, o metric.Observer, g metri
 	}
 }
 
+// readyLag is how many events of the log a controller may have left to
+// fold and still be ready: about one fold batch, a fraction of a second.
+const readyLag = 4096
+
 // addReadyChecks registers the controller's readiness checks for /readyz
 // while Run is running; the returned func removes them.
 func (c *Controller) addReadyChecks() func() {
@@ -259,6 +264,21 @@ func (c *Controller) addReadyChecks() func() {
 			defer cancel()
 			_, err := c.js.Stream(ctx, queue.EventsStream)
 			return err
+		}),
+		// Leader or standby alike: a controller is ready once its
+		// projection has caught up with the log, so a rolling update
+		// takes the next one down only when this one could take over.
+		telemetry.AddCheck("caught_up", func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			last, err := c.streamLast(ctx)
+			if err != nil {
+				return err
+			}
+			if applied := c.store.Applied(); last > applied+readyLag {
+				return fmt.Errorf("%d events of the log not folded yet", last-applied)
+			}
+			return nil
 		}),
 	}
 	return func() {
