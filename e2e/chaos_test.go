@@ -15,6 +15,7 @@ import (
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/eventlog/projection"
+	"github.com/drover-dev/drover/internal/leadertest"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -100,7 +101,7 @@ func runChaos(t *testing.T, plan chaosPlan) {
 	ns := startNATS(t)
 	g := startGroup(t, ns.url(), plan.controllers, chaosLease)
 	c := g.members[0]
-	var handovers []handover
+	var handovers []leadertest.Handover
 	workDirs := make([]string, plan.workers)
 	workers := make([]*proc, plan.workers)
 	var allWorkers []*proc

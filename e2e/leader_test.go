@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/leadership"
+	"github.com/drover-dev/drover/internal/leadertest"
 	"github.com/drover-dev/drover/internal/queue"
 )
 
@@ -94,19 +94,11 @@ func (g *group) lastElection() (seq, epoch uint64) {
 	g.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := g.js.Stream(ctx, queue.EventsStream)
+	seq, epoch, err := leadertest.LastElection(ctx, g.js)
 	if err != nil {
 		g.t.Fatal(err)
 	}
-	m, err := s.GetLastMsgForSubject(ctx, event.Subject(event.LeadershipFlow, event.LeaderElected))
-	if err != nil {
-		return 0, 0
-	}
-	ev, err := event.Decode(m.Data)
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	return m.Sequence, ev.LeaderEpoch
+	return seq, epoch
 }
 
 // streamLast is the events stream's last sequence.
@@ -114,71 +106,30 @@ func (g *group) streamLast() uint64 {
 	g.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := g.js.Stream(ctx, queue.EventsStream)
+	last, err := leadertest.StreamLast(ctx, g.js)
 	if err != nil {
 		g.t.Fatal(err)
 	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	return info.State.LastSeq
-}
-
-// handover is what a failover took, from when the old leader stopped:
-// the new leader's election in the log, and its first decision (an event
-// it stamped with its epoch, its election aside).
-type handover struct {
-	leader           string
-	epoch            uint64
-	elected, decided time.Duration
-}
-
-func (h handover) String() string {
-	return fmt.Sprintf("%s leads epoch %d: elected after %s, first decision after %s", h.leader, h.epoch,
-		h.elected.Round(time.Millisecond), h.decided.Round(time.Millisecond))
+	return last
 }
 
 // handover reads the log after seq, from the leader of epoch before that
 // stopped at t0, to the first decision of the leader after it.
-func (g *group) handover(seq, before uint64, t0 time.Time) handover {
+func (g *group) handover(seq, before uint64, t0 time.Time) leadertest.Handover {
 	g.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cons, err := g.js.OrderedConsumer(ctx, queue.EventsStream, jetstream.OrderedConsumerConfig{
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: seq + 1,
-	})
+	h, err := leadertest.Measure(ctx, g.js, seq, before, t0, time.Minute)
 	if err != nil {
 		g.t.Fatal(err)
 	}
-	var h handover
-	for {
-		msg, err := cons.Next(jetstream.FetchMaxWait(time.Minute))
-		if err != nil {
-			g.t.Fatalf("no decision of a new leader after the leader of epoch %d stopped: %v (%v)", before, err, h)
-		}
-		md, err := msg.Metadata()
-		if err != nil {
-			g.t.Fatal(err)
-		}
-		ev, err := event.Decode(msg.Data())
-		switch {
-		case err != nil || ev.LeaderEpoch <= before:
-		case ev.Type == event.LeaderElected:
-			var d event.LeaderElectedData
-			_ = ev.Payload(&d)
-			h.leader, h.epoch, h.elected = d.Controller, ev.LeaderEpoch, md.Timestamp.Sub(t0)
-		case ev.LeaderEpoch == h.epoch:
-			h.decided = md.Timestamp.Sub(t0)
-			return h
-		}
-	}
+	return h
 }
 
 // killLeader kills the leader with SIGKILL, waits for another controller
 // to take over and decide, then starts the killed one again (a standby
 // now: started earlier, it would take its own lease back at once).
-func (g *group) killLeader() handover {
+func (g *group) killLeader() leadertest.Handover {
 	g.t.Helper()
 	i := g.leader("")
 	seq, epoch := g.lastElection()
@@ -206,16 +157,12 @@ func (g *group) rebuildEveryone() {
 }
 
 // summarize is p50 and max of what the handovers took to decide.
-func summarize(hs []handover) (p50, most time.Duration) {
+func summarize(hs []leadertest.Handover) (p50, most time.Duration) {
 	var ds []time.Duration
 	for _, h := range hs {
-		ds = append(ds, h.decided)
+		ds = append(ds, h.Decided)
 	}
-	if len(ds) == 0 {
-		return 0, 0
-	}
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	return ds[len(ds)/2], ds[len(ds)-1]
+	return leadertest.Percentiles(ds)
 }
 
 // scanLeadership reads the whole log and counts the decisions that landed
@@ -289,7 +236,7 @@ func TestSplitBrain(t *testing.T) {
 	p.waitLog(time.Minute, "term ended")
 	waitFor(t, time.Minute, oldID+" to say it stands by", func() bool {
 		out, _, code := c.cli("controllers", "-o", "json")
-		return code == 0 && roleOf(out, oldID) == "standby" && roleOf(out, h.leader) == "leader"
+		return code == 0 && roleOf(out, oldID) == "standby" && roleOf(out, h.Leader) == "leader"
 	})
 	// With at most 3 attempts at once, 4 more claimed include one the new
 	// leader scheduled: the worker has had a job of its epoch.
@@ -310,7 +257,7 @@ func TestSplitBrain(t *testing.T) {
 	if st.Leadership == nil || st.Leadership.Fenced != stale || stale == 0 || len(elections) < 2 {
 		t.Errorf("the log has %d decisions of an old leader after a newer election, the fold fenced %+v; %d elections", stale, st.Leadership, len(elections))
 	}
-	t.Logf("decisions of epoch %d after the election of epoch %d: %d, all ignored by the fold", epoch, h.epoch, stale)
+	t.Logf("decisions of epoch %d after the election of epoch %d: %d, all ignored by the fold", epoch, h.Epoch, stale)
 	g.rebuildEveryone()
 }
 
@@ -387,7 +334,7 @@ func TestRollingRestart(t *testing.T) {
 	}
 	id := c.submit(b.String())
 	waitFor(t, time.Minute, "the flow to run", func() bool { return countEvents(g.js, id, event.AttemptReported) > 3 })
-	var handovers []handover
+	var handovers []leadertest.Handover
 	for i, m := range g.members {
 		leading := g.holder() == g.ids[i]
 		seq, epoch := g.lastElection()
@@ -414,7 +361,7 @@ func TestRollingRestart(t *testing.T) {
 	gap := g.longestPause(id)
 	t.Logf("%d handovers; the longest pause between two decisions of the flow: %s", len(handovers), gap.Round(time.Millisecond))
 	for _, h := range handovers {
-		if h.elected >= ttl/2 || h.decided >= ttl/2 {
+		if h.Elected >= ttl/2 || h.Decided >= ttl/2 {
 			t.Errorf("a handover: %s: the lease lapsed rather than being handed over", h)
 		}
 	}
