@@ -55,6 +55,8 @@ func exitCode(err error) int {
 			return exitcode.Usage
 		case controller.CodeNotFound:
 			return exitcode.NotFound
+		case controller.CodeUnavailable:
+			return exitcode.Unreachable // no controller led: trying later may work
 		}
 	case errors.Is(err, controller.ErrNoController),
 		// A NATS no controller ever set up: its streams and buckets are missing.
