@@ -46,6 +46,7 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, t *Ter
 	defer stop()
 	t := time.NewTimer(0)
 	defer t.Stop()
+	failing := false // a campaign failed and was logged; until one gets an answer, say no more
 	for {
 		select {
 		case <-ctx.Done():
@@ -56,10 +57,15 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, t *Ter
 		term, err := e.lease.Campaign(ctx)
 		switch {
 		case err == nil:
+			failing = false
 			e.serve(ctx, term, lead)
 		case errors.Is(err, ErrHeld) || ctx.Err() != nil:
+			failing = false
+		case !failing:
+			failing = true
+			e.log.Warn("campaign for the leader lease failed; trying again every quarter TTL", "err", err)
 		default:
-			e.log.Warn("campaign for the leader lease", "err", err)
+			e.log.Debug("campaign for the leader lease", "err", err)
 		}
 		if !t.Stop() {
 			select {
