@@ -58,30 +58,25 @@ renews its entry every 2s).`,
 // from the lease: a leader that was paused still says it leads until it
 // renews its entry.
 func controllerList(cmd *cobra.Command) ([]*fleet.Controller, error) {
-	nc, err := connect(cmd)
-	if err != nil {
-		return nil, err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return nil, err
-	}
-	cs, err := fleet.Controllers(cmd.Context(), js)
-	if err != nil {
-		return nil, err
-	}
-	holder, err := leadership.Holder(cmd.Context(), js)
-	if err != nil {
-		return nil, err
-	}
-	for _, c := range cs {
-		c.Role = fleet.RoleStandby
-		if c.ID == holder {
-			c.Role = fleet.RoleLeader
+	var cs []*fleet.Controller
+	err := withJetStream(cmd, func(js jetstream.JetStream) error {
+		var err error
+		if cs, err = fleet.Controllers(cmd.Context(), js); err != nil {
+			return err
 		}
-	}
-	return cs, nil
+		holder, err := leadership.Holder(cmd.Context(), js)
+		if err != nil {
+			return err
+		}
+		for _, c := range cs {
+			c.Role = fleet.RoleStandby
+			if c.ID == holder {
+				c.Role = fleet.RoleLeader
+			}
+		}
+		return nil
+	})
+	return cs, err
 }
 
 // controllerFlag adds --controller, which sends a read to one controller.

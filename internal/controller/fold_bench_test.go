@@ -69,31 +69,7 @@ func BenchmarkFold(b *testing.B) {
 }
 
 func benchFold(b *testing.B, n int) {
-	// fsync does not matter to a reader; the server's default keeps the
-	// pre-fill quick.
-	ns, err := natsconn.StartEmbedded(natsconn.EmbeddedOptions{StoreDir: b.TempDir(), Port: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
-	// Room above the generator's own bound on unacknowledged publishes
-	// (4,096): the default (4,000) stalls the pre-fill on a loaded machine.
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(8192))
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := queue.Ensure(ctx, js, queue.StreamOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	cfg := &config.Config{DataDir: b.TempDir(), Defaults: config.Defaults{Pool: "default"},
-		Queue:    config.Queue{AckWait: 30 * time.Second},
-		Runtimes: map[string]config.Runtime{"claude-code": {Binary: "claude"}}}
+	js, cfg := benchNATS(b)
 	last, size := prefillEvents(b, js, cfg, n)
 
 	var fold, rawAck, rawOrdered time.Duration
@@ -146,6 +122,35 @@ func profileFold(b *testing.B) (stop func()) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// benchNATS is an embedded nats-server with Drover's layout, stopped when
+// the benchmark ends (fsync does not matter to a reader: the server's
+// default keeps a pre-fill quick), and the configuration of the fold
+// benchmark's flows.
+func benchNATS(b *testing.B) (jetstream.JetStream, *config.Config) {
+	ns, err := natsconn.StartEmbedded(natsconn.EmbeddedOptions{StoreDir: b.TempDir(), Port: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	// Room above the generator's own bound on unacknowledged publishes
+	// (4,096): the default (4,000) stalls a pre-fill on a loaded machine.
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(8192))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := queue.Ensure(context.Background(), js, queue.StreamOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	return js, &config.Config{DataDir: b.TempDir(), Defaults: config.Defaults{Pool: "default"},
+		Queue:    config.Queue{AckWait: 30 * time.Second},
+		Runtimes: map[string]config.Runtime{"claude-code": {Binary: "claude"}}}
 }
 
 // foldOnce folds the whole stream into a fresh store and returns how long
@@ -442,28 +447,7 @@ func BenchmarkStandbyLag(b *testing.B) {
 // standbyLag runs one measurement: the lag samples, the catch-up after the
 // last publish, how long publishing took and how many events it was.
 func standbyLag(b *testing.B, n int) (lags []uint64, catchup, publish time.Duration, events int) {
-	ns, err := natsconn.StartEmbedded(natsconn.EmbeddedOptions{StoreDir: b.TempDir(), Port: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
-	// Room above the generator's own bound on unacknowledged publishes
-	// (4,096), as in BenchmarkFold.
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(8192))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := queue.Ensure(context.Background(), js, queue.StreamOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	cfg := &config.Config{DataDir: b.TempDir(), Defaults: config.Defaults{Pool: "default"},
-		Queue:    config.Queue{AckWait: 30 * time.Second},
-		Runtimes: map[string]config.Runtime{"claude-code": {Binary: "claude"}}}
+	js, cfg := benchNATS(b)
 	st, err := store.Open(b.TempDir(), store.Options{})
 	if err != nil {
 		b.Fatal(err)

@@ -167,7 +167,7 @@ func (c *Controller) openTerm(ctx context.Context, term *leadership.Term) (uint6
 			return 0, term.Err()
 		}
 		seq, err := queue.PublishEvent(ctx, c.js, ev, jetstream.WithExpectLastSequencePerSubject(last))
-		if isWrongLastSequence(err) {
+		if queue.IsConditionFailed(err) {
 			continue // another election came first: fold it and see
 		}
 		if err != nil {
@@ -205,17 +205,6 @@ func (c *Controller) lastSeqOn(ctx context.Context, subject string) (uint64, err
 		return 0, fmt.Errorf("controller: last election: %w", err)
 	}
 	return m.Sequence, nil
-}
-
-func isWrongLastSequence(err error) bool {
-	var api *jetstream.APIError
-	if errors.As(err, &api) {
-		switch api.ErrorCode {
-		case jetstream.JSErrCodeStreamWrongLastSequence, jetstream.JSErrCodeStreamWrongLastSequenceConstant:
-			return true
-		}
-	}
-	return false
 }
 
 // traceElection starts the span of one of this controller's elections,

@@ -3,9 +3,6 @@ package fleet
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"sort"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -47,54 +44,22 @@ type Controller struct {
 
 // RegisterController writes (or renews) a controller's registration.
 func RegisterController(ctx context.Context, js jetstream.JetStream, c *Controller) error {
-	kv, err := js.KeyValue(ctx, queue.ControllersBucket)
-	if err != nil {
-		return fmt.Errorf("fleet: open %s: %w", queue.ControllersBucket, err)
-	}
-	data, err := json.Marshal(c)
-	if err != nil {
-		return fmt.Errorf("fleet: encode registration: %w", err)
-	}
-	if _, err := kv.Put(ctx, c.ID, data); err != nil {
-		return fmt.Errorf("fleet: register controller %s: %w", c.ID, err)
-	}
-	return nil
+	return put(ctx, js, queue.ControllersBucket, c.ID, "controller "+c.ID, c)
 }
 
 // DeregisterController removes a controller that is stopping.
 func DeregisterController(ctx context.Context, js jetstream.JetStream, id string) error {
-	kv, err := js.KeyValue(ctx, queue.ControllersBucket)
-	if err != nil {
-		return fmt.Errorf("fleet: open %s: %w", queue.ControllersBucket, err)
-	}
-	if err := kv.Delete(ctx, id); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-		return fmt.Errorf("fleet: deregister controller %s: %w", id, err)
-	}
-	return nil
+	return remove(ctx, js, queue.ControllersBucket, id, "controller "+id)
 }
 
 // Controllers lists the registered controllers, sorted by id. Entries that
-// do not decode are skipped, as Workers skips them.
+// do not decode, or under another controller's key, are skipped.
 func Controllers(ctx context.Context, js jetstream.JetStream) ([]*Controller, error) {
-	kv, err := js.KeyValue(ctx, queue.ControllersBucket)
-	if err != nil {
-		return nil, fmt.Errorf("fleet: open %s: %w", queue.ControllersBucket, err)
-	}
-	lister, err := kv.ListKeys(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("fleet: list controllers: %w", err)
-	}
-	var out []*Controller
-	for key := range lister.Keys() {
-		e, err := kv.Get(ctx, key)
-		if err != nil {
-			continue // deleted or expired since listed
-		}
+	return list(ctx, js, queue.ControllersBucket, func(key string, raw []byte) *Controller {
 		var c Controller
-		if json.Unmarshal(e.Value(), &c) == nil && c.ID == key {
-			out = append(out, &c)
+		if json.Unmarshal(raw, &c) != nil || c.ID != key {
+			return nil
 		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, nil
+		return &c
+	})
 }

@@ -183,7 +183,7 @@ func (l *Lease) Campaign(ctx context.Context) (*Term, error) {
 		rev, err = l.write(ctx, val, rev)
 	}
 	if err != nil {
-		if isConflict(err) {
+		if queue.IsConditionFailed(err) {
 			return nil, &HeldError{By: "another controller, just now"}
 		}
 		return nil, fmt.Errorf("leadership: campaign: %w", err)
@@ -206,19 +206,6 @@ func (l *Lease) write(ctx context.Context, val []byte, rev uint64) (uint64, erro
 // tenth of the TTL before the lease, which the server counts from when it
 // stored the write (no earlier than sent), can lapse.
 func (l *Lease) deadline(sent time.Time) time.Time { return sent.Add(l.ttl - l.ttl/10) }
-
-// isConflict reports whether a conditional write failed on its condition:
-// someone else wrote the key first.
-func isConflict(err error) bool {
-	var api *jetstream.APIError
-	if errors.As(err, &api) {
-		switch api.ErrorCode {
-		case jetstream.JSErrCodeStreamWrongLastSequence, jetstream.JSErrCodeStreamWrongLastSequenceConstant:
-			return true
-		}
-	}
-	return errors.Is(err, jetstream.ErrKeyExists)
-}
 
 // Term is one tenure of the lease. It is safe for concurrent use: the
 // Elector renews it while the leader's work asks whether it may act.
@@ -296,7 +283,7 @@ func (t *Term) Renew(ctx context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch {
-	case err != nil && isConflict(err):
+	case err != nil && queue.IsConditionFailed(err):
 		t.endLocked(fmt.Errorf("%w: %w", ErrLost, err))
 	case err != nil && ctx.Err() != nil && !t.l.now().Before(deadline):
 		t.endLocked(ErrDeadline)
@@ -316,7 +303,7 @@ func (t *Term) Resign(ctx context.Context) error {
 	rev := t.rev
 	t.mu.Unlock()
 	err := t.l.kv.Delete(ctx, Key, jetstream.LastRevision(rev))
-	if err != nil && !isConflict(err) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+	if err != nil && !queue.IsConditionFailed(err) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 		return fmt.Errorf("leadership: resign: %w", err)
 	}
 	return nil
