@@ -277,8 +277,41 @@ func (c *Controller) handleStatus(ctx context.Context, r micro.Request) {
 		c.refuse(r, "status", err)
 		return
 	}
-	var resp StatusResponse
-	var notFound bool
+	resp, found := c.readStatus(req)
+	if !found && c.catchUp(ctx) {
+		// A flow submitted through another controller a moment ago: this
+		// one may not have folded it yet.
+		resp, found = c.readStatus(req)
+	}
+	if !found {
+		_ = r.Error(CodeNotFound, "no flow "+req.Flow, nil)
+		return
+	}
+	c.respondJSON(ctx, r, resp)
+}
+
+// catchUpWait bounds how long a read waits for this controller's fold to
+// reach the log's end before it answers that something does not exist.
+const catchUpWait = 5 * time.Second
+
+// catchUp waits, up to catchUpWait, until the fold has applied the log as
+// far as it went when asked, and reports whether there was anything to
+// wait for: a standby answers reads from its own projection, which may be
+// a few events behind the leader that recorded a write.
+func (c *Controller) catchUp(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, catchUpWait)
+	defer cancel()
+	last, err := c.streamLast(ctx)
+	if err != nil || last <= c.store.Applied() {
+		return false
+	}
+	return c.waitApplied(ctx, last) == nil
+}
+
+// readStatus reads the status a request asks for from the projection;
+// found is false for a flow it does not hold.
+func (c *Controller) readStatus(req StatusRequest) (resp *StatusResponse, found bool) {
+	resp, found = &StatusResponse{}, true
 	c.store.Read(func(st *projection.State) {
 		resp.Poisons = st.PoisonCount
 		resp.Cooldowns = cooldowns(st, c.now())
@@ -288,50 +321,59 @@ func (c *Controller) handleStatus(ctx context.Context, r micro.Request) {
 			resp.Leadership = &l
 		}
 		if req.Flow == "" {
-			for _, f := range st.Flows {
-				s := FlowSummary{ID: f.ID, Name: f.Spec.Name, State: f.State, Tasks: map[drovertype.TaskState]int{},
-					SubmittedAt: f.SubmittedAt, CompletedAt: f.CompletedAt,
-					Spend: spendStatus(c.cfg, "the flow's", f.Budget, f.Spend)}
-				for _, t := range st.FlowTasks(f) {
-					s.Tasks[t.State]++
-				}
-				resp.Flows = append(resp.Flows, s)
-			}
-			sort.Slice(resp.Flows, func(i, j int) bool {
-				a, b := resp.Flows[i], resp.Flows[j]
-				return a.SubmittedAt.Before(b.SubmittedAt) || a.SubmittedAt.Equal(b.SubmittedAt) && a.ID < b.ID
-			})
+			resp.Flows = flowSummaries(c.cfg, st)
 			return
 		}
 		f := st.Flows[req.Flow]
 		if f == nil {
-			notFound = true
+			found = false
 			return
 		}
-		d := &FlowDetail{Flow: clone(f), Spend: spendStatus(c.cfg, "the flow's", f.Budget, f.Spend)}
-		for _, t := range st.FlowTasks(f) {
-			d.Tasks = append(d.Tasks, clone(t))
-			if s := spendStatus(c.cfg, "the task's", t.Budget, t.Spend); s != nil {
-				if d.TaskSpend == nil {
-					d.TaskSpend = map[string]*SpendStatus{}
-				}
-				d.TaskSpend[t.ID] = s
-			}
-		}
-		for _, a := range st.Attempts {
-			if a.Flow == f.ID {
-				d.Attempts = append(d.Attempts, clone(a))
-			}
-		}
-		sort.Slice(d.Attempts, func(i, j int) bool { return d.Attempts[i].ID < d.Attempts[j].ID })
-		resp.Detail = d
+		resp.Detail = flowDetail(c.cfg, st, f)
 	})
-	if notFound {
-		_ = r.Error(CodeNotFound, "no flow "+req.Flow, nil)
-		return
-	}
 	resp.Applied = c.store.Applied()
-	c.respondJSON(ctx, r, resp)
+	return resp, found
+}
+
+// flowSummaries is every flow's line of `controller status`, oldest first.
+func flowSummaries(cfg *config.Config, st *projection.State) []FlowSummary {
+	var out []FlowSummary
+	for _, f := range st.Flows {
+		s := FlowSummary{ID: f.ID, Name: f.Spec.Name, State: f.State, Tasks: map[drovertype.TaskState]int{},
+			SubmittedAt: f.SubmittedAt, CompletedAt: f.CompletedAt,
+			Spend: spendStatus(cfg, "the flow's", f.Budget, f.Spend)}
+		for _, t := range st.FlowTasks(f) {
+			s.Tasks[t.State]++
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		return a.SubmittedAt.Before(b.SubmittedAt) || a.SubmittedAt.Equal(b.SubmittedAt) && a.ID < b.ID
+	})
+	return out
+}
+
+// flowDetail is one flow with its tasks and attempts, copied out of the
+// projection.
+func flowDetail(cfg *config.Config, st *projection.State, f *projection.Flow) *FlowDetail {
+	d := &FlowDetail{Flow: clone(f), Spend: spendStatus(cfg, "the flow's", f.Budget, f.Spend)}
+	for _, t := range st.FlowTasks(f) {
+		d.Tasks = append(d.Tasks, clone(t))
+		if s := spendStatus(cfg, "the task's", t.Budget, t.Spend); s != nil {
+			if d.TaskSpend == nil {
+				d.TaskSpend = map[string]*SpendStatus{}
+			}
+			d.TaskSpend[t.ID] = s
+		}
+	}
+	for _, a := range st.Attempts {
+		if a.Flow == f.ID {
+			d.Attempts = append(d.Attempts, clone(a))
+		}
+	}
+	sort.Slice(d.Attempts, func(i, j int) bool { return d.Attempts[i].ID < d.Attempts[j].ID })
+	return d
 }
 
 // clone deep-copies a record through JSON so the response does not share

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/eventlog/projection"
@@ -107,5 +110,56 @@ func waitCond(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// gatedEvents holds the fold's every read until open is closed: a standby
+// whose fold lags the leader.
+type gatedEvents struct {
+	jetstream.MessagesContext
+	open <-chan struct{}
+}
+
+func (g *gatedEvents) Next(opts ...jetstream.NextOpt) (jetstream.Msg, error) {
+	<-g.open
+	return g.MessagesContext.Next(opts...)
+}
+
+// TestStandbyReadsTheLeadersWrites: a flow submitted through the leader is
+// found by a standby whose fold lags behind (held back here): before it
+// answers that a flow does not exist, a controller folds up to where the
+// log was when asked.
+func TestStandbyReadsTheLeadersWrites(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Controller.ID = "ctl-a"
+	h.start(filepath.Join(t.TempDir(), "a"))
+	waitCond(t, "ctl-a to lead", h.leads)
+	open := make(chan struct{})
+	b := &harness{t: t, cfg: &config.Config{}, nc: h.nc, js: h.js, leaseJS: h.leaseJS, noAPI: true}
+	*b.cfg = *h.cfg
+	b.cfg.Controller.ID = "ctl-b"
+	b.setup = func(c *Controller) {
+		c.events = func(ctx context.Context, seq uint64) (jetstream.MessagesContext, error) {
+			it, err := c.orderedEvents(ctx, seq)
+			if err != nil {
+				return nil, err
+			}
+			return &gatedEvents{MessagesContext: it, open: open}, nil
+		}
+	}
+	b.start(filepath.Join(t.TempDir(), "b"))
+	svc, err := b.ctrl.ServeAPI(context.Background(), h.nc, func(n string) bool { return n == "demo" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = svc.Stop() }()
+	id, _ := h.submitOne()
+	time.AfterFunc(200*time.Millisecond, func() { close(open) })
+	st, err := (&Client{NC: h.nc, Controller: "ctl-b"}).Status(context.Background(), id)
+	if err != nil {
+		t.Fatalf("the standby's status of a flow the leader recorded: %v", err)
+	}
+	if st.Controller != "ctl-b" || st.Detail == nil || st.Detail.Flow.ID != id {
+		t.Errorf("status answered by %q: %+v", st.Controller, st.Detail)
 	}
 }
