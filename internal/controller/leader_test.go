@@ -2,7 +2,9 @@ package controller
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,5 +163,39 @@ func TestStandbyReadsTheLeadersWrites(t *testing.T) {
 	}
 	if st.Controller != "ctl-b" || st.Detail == nil || st.Detail.Flow.ID != id {
 		t.Errorf("status answered by %q: %+v", st.Controller, st.Detail)
+	}
+}
+
+// TestEveryPublishIsTheLeaders: the controller publishes events only as the
+// leader, through publish (one event) or a leader's batch (a round), which
+// stamp the term's epoch and refuse when it does not lead; its cancel
+// signals carry the epoch too. An event published around them would carry
+// no epoch, and the fold would ignore it once an election is in the log:
+// a decision silently lost. This reads the package's source for such a
+// call, so that a new path (a merge, a new runner) cannot forget.
+func TestEveryPublishIsTheLeaders(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := map[string]bool{"leader.go": true} // publish itself, and the election
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") || allowed[f] {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(src), "\n") {
+			for _, call := range []string{"queue.PublishEvent(", "queue.NewBatch(", "queue.PublishJob(", ".Publish(", ".PublishMsg("} {
+				if strings.Contains(line, call) {
+					t.Errorf("%s:%d: %s outside the leader's publish (c.publish, queue.NewLeaderBatch): %s", f, i+1, call, strings.TrimSpace(line))
+				}
+			}
+			if strings.Contains(line, "queue.SignalCancel(") && !strings.Contains(line, "lt.epoch") {
+				t.Errorf("%s:%d: a cancel signal without the leader's epoch: %s", f, i+1, strings.TrimSpace(line))
+			}
+		}
 	}
 }
