@@ -15,6 +15,7 @@ import (
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/eventlog/projection"
+	"github.com/drover-dev/drover/internal/leadertest"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -25,13 +26,25 @@ type chaosPlan struct {
 	tasks, workers, slots                   int
 	workerKills, controllerKills, natsKills int
 	timeout                                 time.Duration
+	// controllers: with one, a controller kill is followed by its restart
+	// on the same data dir; with more, it kills the leader, a standby
+	// takes over, and the killed one comes back as a standby.
+	controllers int
+	// maxParallel bounds the flow's attempts at once (0: none): the
+	// workers' slots then always leave a task waiting, whose start the
+	// leader of the day decides as soon as an attempt ends, so that a
+	// failover's first decision comes with its election.
+	maxParallel int
 }
 
-// The full run is `make e2e`'s (DROVER_CHAOS=full); `make test` runs the
-// short one.
+// The full runs are `make e2e`'s (DROVER_CHAOS=full); `make test` runs the
+// short ones.
 var (
-	chaosFull  = chaosPlan{tasks: 300, workers: 3, slots: 2, workerKills: 50, controllerKills: 10, natsKills: 2, timeout: 10 * time.Minute}
-	chaosShort = chaosPlan{tasks: 40, workers: 3, slots: 2, workerKills: 8, controllerKills: 2, natsKills: 1, timeout: 4 * time.Minute}
+	chaosFull  = chaosPlan{tasks: 300, workers: 3, slots: 2, workerKills: 50, controllerKills: 10, natsKills: 2, timeout: 10 * time.Minute, controllers: 1}
+	chaosShort = chaosPlan{tasks: 40, workers: 3, slots: 2, workerKills: 8, controllerKills: 2, natsKills: 1, timeout: 4 * time.Minute, controllers: 1}
+	// The leader-kill mode: three controllers, the leader killed.
+	chaosLeadersFull  = chaosPlan{tasks: 300, workers: 3, slots: 2, workerKills: 50, controllerKills: 10, natsKills: 2, timeout: 12 * time.Minute, controllers: 3, maxParallel: 6}
+	chaosLeadersShort = chaosPlan{tasks: 30, workers: 2, slots: 2, workerKills: 3, controllerKills: 2, natsKills: 1, timeout: 4 * time.Minute, controllers: 3, maxParallel: 4}
 )
 
 // chaosLease is the claim lease of the chaos run: long enough that a worker
@@ -53,6 +66,27 @@ func TestChaos(t *testing.T) {
 	if os.Getenv("DROVER_CHAOS") == "full" {
 		plan = chaosFull
 	}
+	runChaos(t, plan)
+}
+
+// TestChaosLeaders is TestChaos with three controllers, each on a data dir
+// of its own, and the leader killed (SIGKILL) instead: a standby takes
+// over, the killed one comes back as a standby. Besides TestChaos's
+// checks, nothing is doubled across leaders (no attempt runs at two
+// epochs, no task is merged twice into the integration branch), every
+// survivor's projection equals a rebuild, and each failover's time is
+// reported: from the kill to the new leader's election and to its first
+// decision.
+func TestChaosLeaders(t *testing.T) {
+	t.Parallel()
+	plan := chaosLeadersShort
+	if os.Getenv("DROVER_CHAOS") == "full" {
+		plan = chaosLeadersFull
+	}
+	runChaos(t, plan)
+}
+
+func runChaos(t *testing.T, plan chaosPlan) {
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("DROVER_CHAOS_SEED"); s != "" {
 		var err error
@@ -60,12 +94,14 @@ func TestChaos(t *testing.T) {
 			t.Fatalf("DROVER_CHAOS_SEED: %v", err)
 		}
 	}
-	t.Logf("chaos seed %d (replay with DROVER_CHAOS_SEED=%d): %d tasks, %d workers × %d slots, %d worker kills, %d controller kills, %d NATS restarts",
-		seed, seed, plan.tasks, plan.workers, plan.slots, plan.workerKills, plan.controllerKills, plan.natsKills)
+	t.Logf("chaos seed %d (replay with DROVER_CHAOS_SEED=%d): %d tasks, %d workers × %d slots, %d worker kills, %d controller kills (of %d), %d NATS restarts",
+		seed, seed, plan.tasks, plan.workers, plan.slots, plan.workerKills, plan.controllerKills, plan.controllers, plan.natsKills)
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 
 	ns := startNATS(t)
-	c := startControllerOn(t, ns.url(), chaosLease)
+	g := startGroup(t, ns.url(), plan.controllers, chaosLease)
+	c := g.members[0]
+	var handovers []leadertest.Handover
 	workDirs := make([]string, plan.workers)
 	workers := make([]*proc, plan.workers)
 	var allWorkers []*proc
@@ -81,7 +117,7 @@ func TestChaos(t *testing.T) {
 	}
 
 	repo := newRepo(t)
-	flowYAML, want := chaosFlow(repo, plan.tasks, rng)
+	flowYAML, want := chaosFlow(repo, plan.tasks, plan.maxParallel, rng)
 	id := c.submit(flowYAML)
 
 	nc, err := nats.Connect(ns.url(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
@@ -127,6 +163,12 @@ func TestChaos(t *testing.T) {
 			workers[w].kill()
 			startWorker(w)
 		case "controller":
+			if plan.controllers > 1 {
+				h := g.killLeader()
+				t.Logf("leader kill %d: %s", len(handovers)+1, h)
+				handovers = append(handovers, h)
+				break
+			}
 			_ = syscall.Kill(-c.ctrl.cmd.Process.Pid, syscall.SIGKILL)
 			<-c.ctrl.done
 			c.startCtrl("")
@@ -183,11 +225,18 @@ func TestChaos(t *testing.T) {
 			t.Errorf("task %s: result branch %s not pushed", name, task.ResultBranch)
 		}
 	}
+	checkRunOnce(t, evs)
+	checkMergedOnce(t, repo, id)
 	// No CLI of the flow survives its worker.
 	if left := cliProcesses(id); len(left) > 0 {
 		t.Errorf("CLI processes of the flow still running: %v", left)
 	}
-	c.rebuildEqual()
+	g.rebuildEveryone()
+	if len(handovers) > 0 {
+		p50, most := summarize(handovers)
+		t.Logf("chaos seed %d: %d leader kills, from the kill to the new leader's first decision: p50 %s, max %s",
+			seed, len(handovers), p50.Round(time.Millisecond), most.Round(time.Millisecond))
+	}
 
 	redeliveries, rejected := 0, 0
 	for _, w := range allWorkers {
@@ -208,9 +257,12 @@ func TestChaos(t *testing.T) {
 // tenth task fails on purpose (exit 3, not retried); every fifth depends on
 // the one before it, so a failure blocks it. Retries cover what the faults
 // cause: lost workers, and prepares that raced a killed worker's git.
-func chaosFlow(repo string, n int, rng *rand.Rand) (string, map[string]drovertype.TaskState) {
+func chaosFlow(repo string, n, maxParallel int, rng *rand.Rand) (string, map[string]drovertype.TaskState) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "name: chaos\nrepo: %s\nbase: main\nruntime: demo\n", repo)
+	if maxParallel > 0 {
+		fmt.Fprintf(&b, "max_parallel: %d\n", maxParallel)
+	}
 	b.WriteString("retry: {max_attempts: 40, initial_backoff: 100ms, max_backoff: 1s, " +
 		"retry_on: [WORKER_LOST, PREPARE_FAILED, OBSERVE_FAILED, RUNTIME_CONNECTION_FAILED, RUNTIME_CRASHED]}\ntasks:\n")
 	want := map[string]drovertype.TaskState{}
@@ -256,4 +308,52 @@ func cliProcesses(flowID string) []string {
 		out = append(out, fmt.Sprintf("%d %s", pid, strings.ReplaceAll(string(cmd), "\x00", " ")))
 	}
 	return out
+}
+
+// checkRunOnce: no attempt ran at two claims' epochs. A decision queues an
+// attempt once; whatever failed over, restarted or redelivered around it,
+// at most one worker started its CLI.
+func checkRunOnce(t *testing.T, evs []*event.Event) {
+	t.Helper()
+	epochs := map[string]map[uint64]bool{}
+	for _, ev := range ofType(evs, event.RuntimeStarted, "") {
+		if epochs[ev.Attempt] == nil {
+			epochs[ev.Attempt] = map[uint64]bool{}
+		}
+		epochs[ev.Attempt][ev.Epoch] = true
+	}
+	for att, es := range epochs {
+		if len(es) > 1 {
+			t.Errorf("attempt %s ran at %d epochs: %v", att, len(es), es)
+		}
+	}
+}
+
+// checkMergedOnce: no task's result is merged twice into the flow's
+// integration branch.
+func checkMergedOnce(t *testing.T, repo, flowID string) {
+	t.Helper()
+	branch := drovertype.IntegrationBranch(flowID, 1)
+	subjects := strings.Split(git(t, repo, "log", "--merges", "--format=%s", branch), "\n")
+	merged := map[string]int{}
+	for _, s := range subjects {
+		if !strings.HasSuffix(s, " into "+branch) {
+			continue
+		}
+		from, _, _ := strings.Cut(strings.TrimPrefix(s, "Merge "), " ")
+		task, _, ok := drovertype.ParseAttemptBranch(flowID, from)
+		if !ok {
+			t.Errorf("the integration branch merges %q", s)
+			continue
+		}
+		merged[task]++
+	}
+	if len(merged) == 0 {
+		t.Errorf("the integration branch %s merges nothing", branch)
+	}
+	for task, n := range merged {
+		if n > 1 {
+			t.Errorf("task %s merged %d times into the integration branch", task, n)
+		}
+	}
 }

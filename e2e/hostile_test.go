@@ -93,6 +93,9 @@ func TestHostileMessages(t *testing.T) {
 
 	rng := rand.New(rand.NewPCG(19, 2025))
 	h := &hostile{t: t, ctx: ctx, js: js, rng: rng, flow: heldID, attempt: drovertype.AttemptID(heldID, "a", 1)}
+	if l := c.status("").Leadership; l != nil {
+		h.leader = l.Epoch
+	}
 
 	// Every subject but the events: what comes there is refused or ignored.
 	h.cancelSignals(nc, drovertype.AttemptID(slowID, "a", 1), 500)
@@ -170,6 +173,10 @@ type hostile struct {
 	attempt string // its attempt, scheduled and never claimed
 	stored  int    // junk events the EVENTS stream stored
 	n       int
+	// leader is the leader epoch of the day, which the junk decisions
+	// carry as a forger who reads the log would stamp them: judged by
+	// the fold's rules, not ignored as a stale leader's.
+	leader uint64
 }
 
 // events publishes n junk events on drover.events.*, every one of which
@@ -209,8 +216,12 @@ func (h *hostile) events(n int) {
 func (h *hostile) junkEvent() (string, []byte) {
 	i, f, a := h.n, h.flow, h.attempt
 	env := func(id, typ, flowID, task, att string, epoch uint64, data string) []byte {
-		return []byte(fmt.Sprintf(`{"v":1,"id":%q,"type":%q,"time":"2025-01-01T00:00:00Z","flow":%q,"task":%q,"attempt":%q,"epoch":%d,"data":%s}`,
-			id, typ, flowID, task, att, epoch, data))
+		var leader uint64
+		if epoch == 0 {
+			leader = h.leader // a decision: a worker's events carry a claim's epoch
+		}
+		return []byte(fmt.Sprintf(`{"v":1,"id":%q,"type":%q,"time":"2025-01-01T00:00:00Z","flow":%q,"task":%q,"attempt":%q,"epoch":%d,"leader_epoch":%d,"data":%s}`,
+			id, typ, flowID, task, att, epoch, leader, data))
 	}
 	sub := func(flowID, typ string) string { return "drover.events." + flowID + "." + typ }
 	switch i % 12 {
@@ -352,24 +363,29 @@ func (h *hostile) api(nc *nats.Conn, n int) {
 	}
 }
 
-// apiSubjects asks the controller's API service for its endpoints, as
-// anyone on NATS can ($SRV.INFO): an endpoint added later is sent junk
-// too. The ones a test of this file knows must be among them.
+// apiSubjects asks the controller's API services for their endpoints, as
+// anyone on NATS can ($SRV.INFO): every controller's, and the leader's,
+// which answers the writes the others forward to it. An endpoint added
+// later is sent junk too. The ones a test of this file knows must be
+// among them.
 func apiSubjects(t *testing.T, nc *nats.Conn) []string {
 	t.Helper()
-	reply, err := nc.Request("$SRV.INFO.drover-controller", nil, 30*time.Second)
-	if err != nil {
-		t.Fatalf("the API service's info: %v", err)
-	}
-	var info micro.Info
-	if err := json.Unmarshal(reply.Data, &info); err != nil {
-		t.Fatalf("the API service's info: %v: %s", err, reply.Data)
-	}
 	var subjects []string
-	for _, e := range info.Endpoints {
-		subjects = append(subjects, e.Subject)
+	for _, svc := range []string{"drover-controller", "drover-leader"} {
+		reply, err := nc.Request("$SRV.INFO."+svc, nil, 30*time.Second)
+		if err != nil {
+			t.Fatalf("the API service's info: %v", err)
+		}
+		var info micro.Info
+		if err := json.Unmarshal(reply.Data, &info); err != nil {
+			t.Fatalf("the API service's info: %v: %s", err, reply.Data)
+		}
+		for _, e := range info.Endpoints {
+			subjects = append(subjects, e.Subject)
+		}
 	}
-	for _, want := range []string{controller.SubjectSubmit, controller.SubjectStatus, controller.SubjectCancel, controller.SubjectBudget} {
+	for _, want := range []string{controller.SubjectSubmit, controller.SubjectStatus, controller.SubjectCancel, controller.SubjectBudget,
+		controller.LeaderSubject(controller.SubjectSubmit), controller.LeaderSubject(controller.SubjectBudget)} {
 		if !slices.Contains(subjects, want) {
 			t.Fatalf("the API service does not list %s: %v", want, subjects)
 		}

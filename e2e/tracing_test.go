@@ -14,6 +14,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/tracing"
 	"github.com/drover-dev/drover/internal/tracing/tracingtest"
@@ -70,10 +71,20 @@ tasks:
 			t.Log(tr)
 		}
 	})
+	var elections []tracingtest.Span
 	waitFor(t, 60*time.Second, "the flow's spans from every process, every parent among them", func() bool {
-		tr = newTraceTree(append(ctlRcv.Spans(), wrkRcv.Spans()...))
+		var flowSpans []tracingtest.Span
+		flowSpans, elections = splitElections(append(ctlRcv.Spans(), wrkRcv.Spans()...))
+		tr = newTraceTree(flowSpans)
 		return tr.named("flow traced") != nil && len(tr.all("report")) >= 4 && len(tr.orphans()) == 0
 	})
+	// The controller's election is a trace of its own: the span from
+	// winning the lease to folding leader_elected, parent of its publish
+	// and the fold's process span.
+	if el := newTraceTree(elections); el.named("leader election") == nil || el.named("leader election").Attrs["drover.leader.epoch"] != "1" ||
+		len(el.spans) != 3 || len(el.orphans()) != 0 {
+		t.Errorf("the election's trace: %v", el)
+	}
 	tr.checkEverySpan(t, id, map[string][]string{"drover-worker": {"worker-1", "worker-2"}})
 
 	// One trace, the flow's, derived from its id in every process.
@@ -238,7 +249,8 @@ tasks:
 		}
 	})
 	waitFor(t, 90*time.Second, "the second round's flow span, every parent sent", func() bool {
-		tr = newTraceTree(rcv.Spans())
+		flowSpans, _ := splitElections(rcv.Spans())
+		tr = newTraceTree(flowSpans)
 		return tr.named("flow again (round 1)") != nil && len(tr.all("report")) >= 4 && len(tr.orphans()) == 0
 	})
 	tr.checkEverySpan(t, id, nil)
@@ -403,4 +415,23 @@ func startDev(t *testing.T, workers int, extraEnv ...string) *cluster {
 		return false
 	})
 	return c
+}
+
+// splitElections separates the spans of the controllers' elections, each
+// a trace of its own, from the flows'.
+func splitElections(spans []tracingtest.Span) (flows, elections []tracingtest.Span) {
+	traces := map[string]bool{}
+	for _, s := range spans {
+		if s.Name == "leader election" {
+			traces[s.TraceID] = true
+		}
+	}
+	for _, s := range spans {
+		if traces[s.TraceID] || s.Attrs["drover.flow.id"] == event.LeadershipFlow {
+			elections = append(elections, s)
+		} else {
+			flows = append(flows, s)
+		}
+	}
+	return flows, elections
 }

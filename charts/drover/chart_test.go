@@ -1288,3 +1288,74 @@ func TestChartExistingAuthSecret(t *testing.T) {
 		t.Error("auth off, the worker still gets a password")
 	}
 }
+
+// TestChartControllers runs three controllers, a leader and standbys: a
+// StatefulSet of three, each pod with a volume of its own, spread over
+// nodes, a PodDisruptionBudget that lets a drain take one at a time, and
+// every controller on the NATS chart's server (or the external one), never
+// a server of its own: an embedded server per controller would be a log
+// per controller.
+func TestChartControllers(t *testing.T) {
+	for values, url := range map[string]string{
+		"controller: {replicas: 3}": "nats://" + natsFullname + ":4222",
+		"controller: {replicas: 3}\nnats: {enabled: false}\nexternalNats: {url: 'nats://nats.messaging:4222'}": "nats://nats.messaging:4222",
+	} {
+		m := render(t, values)
+		checkPods(t, m)
+		sts := get[*appsv1.StatefulSet](t, m, "StatefulSet/"+fullname+"-controller")
+		if sts.Spec.Replicas == nil || *sts.Spec.Replicas != 3 || len(sts.Spec.VolumeClaimTemplates) != 1 {
+			t.Fatalf("%s: replicas %v, volume claim templates %d", values, sts.Spec.Replicas, len(sts.Spec.VolumeClaimTemplates))
+		}
+		pod := sts.Spec.Template
+		aff := pod.Spec.Affinity
+		if aff == nil || aff.PodAntiAffinity == nil || len(aff.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 {
+			t.Fatalf("%s: affinity %+v", values, aff)
+		}
+		term := aff.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].PodAffinityTerm
+		sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
+		if err != nil || !sel.Matches(labels.Set(pod.Labels)) || term.TopologyKey != "kubernetes.io/hostname" {
+			t.Errorf("%s: anti-affinity %+v does not keep the controllers apart (%v)", values, term, err)
+		}
+		pdb := get[*policyv1.PodDisruptionBudget](t, m, "PodDisruptionBudget/"+fullname+"-controller")
+		pdbSel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil || !pdbSel.Matches(labels.Set(pod.Labels)) || pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 {
+			t.Errorf("%s: PodDisruptionBudget %+v", values, pdb.Spec)
+		}
+		cfg := configFile(t, m, pod.Spec, "controller", "controller.yaml")
+		// nats.url set: no controller embeds a server.
+		if cfg.NATS.URL != url {
+			t.Errorf("%s: the controllers connect to %q, want the shared server %s", values, cfg.NATS.URL, url)
+		}
+		if ctl := container(t, pod.Spec, "controller"); ctl.ReadinessProbe == nil || ctl.ReadinessProbe.HTTPGet == nil || ctl.ReadinessProbe.HTTPGet.Path != "/readyz" {
+			t.Errorf("%s: readiness %+v", values, ctl.ReadinessProbe)
+		}
+	}
+	// One controller: no disruption budget (it would block every drain), no
+	// anti-affinity of the chart's.
+	m := render(t, "")
+	if _, ok := m.objs["PodDisruptionBudget/"+fullname+"-controller"]; ok {
+		t.Error("a PodDisruptionBudget for one controller")
+	}
+	if aff := get[*appsv1.StatefulSet](t, m, "StatefulSet/"+fullname+"-controller").Spec.Template.Spec.Affinity; aff != nil {
+		t.Errorf("affinity for one controller: %+v", aff)
+	}
+	// Required spreading, and the user's own affinity over the chart's.
+	hard := get[*appsv1.StatefulSet](t, render(t, "controller: {replicas: 2, antiAffinity: hard}"), "StatefulSet/"+fullname+"-controller")
+	if a := hard.Spec.Template.Spec.Affinity; a == nil || len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) != 1 {
+		t.Errorf("antiAffinity hard: %+v", a)
+	}
+	own := get[*appsv1.StatefulSet](t, render(t, "controller: {replicas: 2, affinity: {nodeAffinity: {}}}"), "StatefulSet/"+fullname+"-controller")
+	if a := own.Spec.Template.Spec.Affinity; a == nil || a.PodAntiAffinity != nil || a.NodeAffinity == nil {
+		t.Errorf("the user's affinity: %+v", a)
+	}
+	for values, want := range map[string]string{
+		"controller: {replicas: 0}":                      "controller.replicas: must be 1..5",
+		"controller: {replicas: 7}":                      "controller.replicas: must be 1..5",
+		"controller: {replicas: 2, antiAffinity: maybe}": "controller.antiAffinity: must be soft, hard or none",
+		"config: {nats: {listen: '0.0.0.0:4222'}}":       "config.nats: set by the chart",
+	} {
+		if err := renderErr(t, values); !strings.Contains(err, want) {
+			t.Errorf("%s: error %q, want %q", values, err, want)
+		}
+	}
+}

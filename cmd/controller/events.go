@@ -101,18 +101,23 @@ func printEvents(ctx context.Context, js jetstream.JetStream, flowID, output str
 }
 
 func newRebuild() *cobra.Command {
-	var output string
+	var output, ctl string
 	cmd := &cobra.Command{
 		Use:   "rebuild",
 		Short: "Replay the EVENTS stream into an empty store and compare it with the live projection",
 		Long: `rebuild asks the running controller to fold the whole EVENTS stream, up to the sequence
 its live store has applied, into a fresh Pebble store, and to compare the two byte for
-byte. It exits 0 when they are equal and 1 with the differences when not.`,
+byte. It exits 0 when they are equal and 1 with the differences when not. With several
+controllers, any one answers; --controller asks that one about its own projection.`,
 		Example: `  controller rebuild
-  controller rebuild -o json | jq .equal`,
+  controller rebuild -o json | jq .equal
+  controller rebuild --controller ctl-b-x1y2z3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
+				return err
+			}
+			if err := checkControllerID(ctl); err != nil {
 				return err
 			}
 			nc, err := connect(cmd)
@@ -120,7 +125,7 @@ byte. It exits 0 when they are equal and 1 with the differences when not.`,
 				return err
 			}
 			defer nc.Close()
-			res, err := (&controller.Client{NC: nc}).Rebuild(cmd.Context())
+			res, err := (&controller.Client{NC: nc, Controller: ctl}).Rebuild(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -145,5 +150,6 @@ byte. It exits 0 when they are equal and 1 with the differences when not.`,
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	controllerFlag(cmd, &ctl)
 	return cmd
 }

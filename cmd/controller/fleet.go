@@ -21,16 +21,27 @@ import (
 
 // registrations reads the worker registrations from NATS.
 func registrations(cmd *cobra.Command) ([]*fleet.Registration, error) {
+	var ws []*fleet.Registration
+	err := withJetStream(cmd, func(js jetstream.JetStream) (err error) {
+		ws, err = fleet.Workers(cmd.Context(), js)
+		return err
+	})
+	return ws, err
+}
+
+// withJetStream connects to NATS as the command's configuration says and
+// runs fn with JetStream on that connection.
+func withJetStream(cmd *cobra.Command, fn func(jetstream.JetStream) error) error {
 	nc, err := connect(cmd)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return fleet.Workers(cmd.Context(), js)
+	return fn(js)
 }
 
 func newWorkers() *cobra.Command {

@@ -57,6 +57,8 @@ func exitCode(err error) int {
 			return exitcode.NotFound
 		case controller.CodeNoWorker:
 			return exitcode.NoWorker
+		case controller.CodeUnavailable:
+			return exitcode.Unreachable // no controller led: trying later may work
 		}
 	case errors.Is(err, controller.ErrNoController), errors.Is(err, config.ErrNoNATSURL),
 		// A NATS no controller ever set up: its streams and buckets are missing.
@@ -105,7 +107,7 @@ Configuration comes from flags, then DROVER_* environment variables, then the
 		withCompletion(completeTasks|completeAttempts, newLogs()), withCompletion(completeTasks|completeAttempts, newDiff()),
 		withCompletion(completeTasks|completeAttempts, newReport()),
 		newCancel(), newRetry(), newBudget(), newPause(), newResume(), newPublish(), newIterate(), newDeadLetters(),
-		newWorkers(), newRuntimeCmd(), newConsoleCmd())
+		newWorkers(), newControllers(), newRuntimeCmd(), newConsoleCmd())
 	if resolve, _, err := root.Find([]string{"runtime", "resolve"}); err == nil {
 		// --flow takes a flow id or a flow file.
 		complete := completeTarget(completeFlows)

@@ -123,7 +123,7 @@ func readFlow(cmd *cobra.Command, arg string) (name string, data []byte, err err
 }
 
 func newStatus() *cobra.Command {
-	var output, task string
+	var output, task, ctl string
 	cmd := &cobra.Command{
 		Use:   "status [FLOW]",
 		Short: "Show all flows, or one flow's tasks and attempts",
@@ -136,6 +136,9 @@ func newStatus() *cobra.Command {
 			if err := checkOutput(output); err != nil {
 				return err
 			}
+			if err := checkControllerID(ctl); err != nil {
+				return err
+			}
 			nc, err := connect(cmd)
 			if err != nil {
 				return err
@@ -145,7 +148,7 @@ func newStatus() *cobra.Command {
 			if len(args) == 1 {
 				id = args[0]
 			}
-			st, err := (&controller.Client{NC: nc}).Status(cmd.Context(), id)
+			st, err := (&controller.Client{NC: nc, Controller: ctl}).Status(cmd.Context(), id)
 			if err != nil {
 				return err
 			}
@@ -167,6 +170,7 @@ func newStatus() *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	cmd.Flags().StringVar(&task, "task", "", "show one task: its attempts, errors, checks and the prompt each attempt got")
+	controllerFlag(cmd, &ctl)
 	return cmd
 }
 

@@ -126,6 +126,16 @@ type Controller struct {
 	// the process, and Go's default of 100 lets the heap grow to twice it
 	// before collecting (docs/benchmarks.md, scale).
 	GCPercent int `mapstructure:"gc_percent"`
+	// ID names this controller among the controllers sharing one NATS (an
+	// id: letters, digits, '-'). Defaults to the id kept in the data dir's
+	// controller-id file, made at the first start from the host name and
+	// a random suffix.
+	ID string `mapstructure:"id"`
+	// LeaseTTL is how long the leader's lease lives unrenewed: the leader
+	// renews it every third of it, and stops acting a tenth of it before it
+	// could lapse; a standby takes over once it has lapsed (at once when
+	// the leader resigns, stopping). 1s..1m, default 3s.
+	LeaseTTL time.Duration `mapstructure:"lease_ttl"`
 }
 
 // Project is the project level of runtime resolution.
@@ -509,6 +519,8 @@ func defaults() map[string]any {
 		"defaults.placement_timeout":     time.Duration(0),
 		"controller.max_parallel":        0,
 		"controller.gc_percent":          50,
+		"controller.id":                  "",
+		"controller.lease_ttl":           3 * time.Second,
 		"http.listen":                    "",
 		"http.pprof":                     false,
 		"console.enabled":                true,
@@ -673,7 +685,7 @@ func (c *Config) WithDefaults() {
 	c.Worker.Sandbox = normaliseSandbox(c.Worker.Sandbox)
 	if c.Worker.ID == "" {
 		host, _ := os.Hostname()
-		c.Worker.ID = sanitizeID(fmt.Sprintf("%s-%d", host, os.Getpid()))
+		c.Worker.ID = SanitizeID(fmt.Sprintf("%s-%d", host, os.Getpid()))
 	}
 	if c.Queue.Heartbeat == 0 {
 		c.Queue.Heartbeat = c.Queue.AckWait / 3
@@ -887,6 +899,14 @@ func (c *Config) validateController(p *problems) {
 	}
 	if c.Controller.GCPercent < 10 || c.Controller.GCPercent > 1000 {
 		p.add("controller.gc_percent", "must be 10..1000 (got %d)", c.Controller.GCPercent)
+	}
+	if c.Controller.LeaseTTL < time.Second || c.Controller.LeaseTTL > time.Minute {
+		p.add("controller.lease_ttl", "must be 1s..1m (got %s): the NATS server counts a lease's TTL in whole seconds", c.Controller.LeaseTTL)
+	}
+	if c.Controller.ID != "" {
+		if err := drovertype.ValidID(c.Controller.ID); err != nil {
+			p.add("controller.id", "%v", err)
+		}
 	}
 }
 
@@ -1160,7 +1180,10 @@ func natsURL(u string) bool {
 		strings.IndexFunc(u, func(r rune) bool { return r <= ' ' || r == 0x7f }) < 0
 }
 
-func sanitizeID(s string) string {
+// SanitizeID makes an id of s, a host name say: every character but ASCII
+// letters, digits and '-' becomes '-', the ends are trimmed of '-', and the
+// id is cut to 63 characters ("worker" when nothing is left).
+func SanitizeID(s string) string {
 	b := []byte(s)
 	for i, ch := range b {
 		ok := ch == '-' || ch >= '0' && ch <= '9' || ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z'

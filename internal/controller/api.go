@@ -92,6 +92,12 @@ type StatusResponse struct {
 	// Unserved are the pools' runtimes no live worker serves, with why,
 	// for which an attempt was queued (placement.go).
 	Unserved []PlacementStatus `json:"unserved,omitempty"`
+	// Controller is the controller that answered, from its own
+	// projection; Leadership the latest election it has folded: who
+	// leads, in which epoch, and how many stale decisions the fold has
+	// ignored.
+	Controller string                 `json:"controller,omitempty"`
+	Leadership *projection.Leadership `json:"leadership,omitempty"`
 }
 
 // RebuildResponse reports whether replaying the stream gives the live state.
@@ -113,35 +119,62 @@ const (
 	// CodeNoWorker refuses a strict submission some runtime of which no
 	// live worker serves: the flow is valid, the fleet cannot run it now.
 	CodeNoWorker = "412"
+	// CodeUnavailable: no controller leads now (a handover), or the one
+	// asked stopped leading before the request took effect. Nothing was
+	// recorded: the request may be sent again.
+	CodeUnavailable = "503"
 )
 
-// ServeAPI registers the operator API on nc. Stop the returned service to
-// stop.
+// apiEndpoint is one verb of the operator API.
+type apiEndpoint struct {
+	name, subject string
+	fn            func(context.Context, micro.Request)
+	// write: only the leader answers it; any other controller forwards
+	// it to the leader (writes.go).
+	write bool
+}
+
+// endpoints is the operator API's table.
+func (c *Controller) endpoints() []apiEndpoint {
+	return []apiEndpoint{
+		{"submit", SubjectSubmit, c.handleSubmit, true},
+		{"status", SubjectStatus, c.handleStatus, false},
+		{"rebuild", SubjectRebuild, c.handleRebuild, false},
+		{"cancel", SubjectCancel, c.handleCancel, true},
+		{"retry", SubjectRetry, c.handleRetry, true},
+		{"pause", SubjectPause, c.handlePause(false), true},
+		{"resume", SubjectResume, c.handlePause(true), true},
+		{"resolve", SubjectResolve, c.handleResolve, false},
+		{"report", SubjectReport, c.handleReport, false},
+		{"budget", SubjectBudget, c.handleBudget, true},
+		{"publish", SubjectPublish, c.handlePublish, true},
+		{"iterate", SubjectIterate, c.handleIterate, true},
+	}
+}
+
+// ServeAPI registers the operator API on nc: every controller answers the
+// reads from its own projection, and the writes when it leads (else it
+// forwards them to the leader); the reads are also answered on this
+// controller's own subjects (ControllerSubject). Stop the returned service
+// to stop.
 func (c *Controller) ServeAPI(ctx context.Context, nc *nats.Conn, known func(string) bool) (micro.Service, error) {
+	c.known = known
 	svc, err := micro.AddService(nc, micro.Config{
 		Name: "drover-controller", Version: "0.1.0", Description: "Drover operator API",
 	})
 	if err != nil {
 		return nil, fmt.Errorf("controller: api: %w", err)
 	}
-	endpoints := []struct {
-		name, subject string
-		fn            func(context.Context, micro.Request)
-	}{
-		{"submit", SubjectSubmit, func(ctx context.Context, r micro.Request) { c.handleSubmit(ctx, r, known) }},
-		{"status", SubjectStatus, c.handleStatus},
-		{"rebuild", SubjectRebuild, c.handleRebuild},
-		{"cancel", SubjectCancel, c.handleCancel},
-		{"retry", SubjectRetry, c.handleRetry},
-		{"pause", SubjectPause, c.handlePause(false)},
-		{"resume", SubjectResume, c.handlePause(true)},
-		{"resolve", SubjectResolve, c.handleResolve},
-		{"report", SubjectReport, c.handleReport},
-		{"budget", SubjectBudget, c.handleBudget},
-		{"publish", SubjectPublish, c.handlePublish},
-		{"iterate", SubjectIterate, c.handleIterate},
+	var eps []apiEndpoint
+	for _, e := range c.endpoints() {
+		if e.write {
+			e.fn = c.writeHere(e.subject, e.fn)
+		} else {
+			eps = append(eps, apiEndpoint{name: "controller-" + e.name, subject: ControllerSubject(c.id, e.subject), fn: e.fn})
+		}
+		eps = append(eps, e)
 	}
-	for _, e := range endpoints {
+	for _, e := range eps {
 		if err := svc.AddEndpoint(e.name, micro.ContextHandler(ctx, e.fn), micro.WithEndpointSubject(e.subject)); err != nil {
 			_ = svc.Stop()
 			return nil, fmt.Errorf("controller: api %s: %w", e.name, err)
@@ -150,7 +183,8 @@ func (c *Controller) ServeAPI(ctx context.Context, nc *nats.Conn, known func(str
 	return svc, nil
 }
 
-func (c *Controller) handleSubmit(ctx context.Context, r micro.Request, known func(string) bool) {
+func (c *Controller) handleSubmit(ctx context.Context, r micro.Request) {
+	known := c.known
 	body, err := c.requestBody(ctx, r, maxSpecRequestSize)
 	if err != nil {
 		c.refuse(r, "submit", err)
@@ -180,13 +214,13 @@ func (c *Controller) handleSubmit(ctx context.Context, r micro.Request, known fu
 	// The parts of a large flow first, each stored before the next; the
 	// flow_submitted that completes them last.
 	for _, ev := range evs[:len(evs)-1] {
-		if _, err := queue.PublishEvent(ctx, c.js, ev); err != nil {
-			_ = r.Error(CodeInternal, err.Error(), nil)
+		if _, err := c.publish(ctx, ev); err != nil {
+			c.writeFailed(r, err)
 			return
 		}
 	}
 	if err := c.record(ctx, evs[len(evs)-1]); err != nil {
-		_ = r.Error(CodeInternal, err.Error(), nil)
+		c.writeFailed(r, err)
 		return
 	}
 	c.log.Info("flow submitted", "flow", id, "tasks", len(spec.Tasks), "events", len(evs), "warnings", len(warnings))
@@ -216,10 +250,11 @@ func Accept(cfg *config.Config, spec *flow.Spec) (event.FlowSubmittedData, error
 		Publish: res.Publish, RoundPlan: res.RoundPlan}, nil
 }
 
-// record publishes an event the API accepted and waits (up to 10s) until it
-// is folded, so that a read right after the answer sees it.
+// record publishes an event the API accepted, as the leader, and waits (up
+// to 10s) until it is folded, so that a read right after the answer sees
+// it. One folded as stale is errFenced: a newer election came first.
 func (c *Controller) record(ctx context.Context, ev *event.Event) error {
-	seq, err := queue.PublishEvent(ctx, c.js, ev)
+	seq, err := c.publish(ctx, ev)
 	if err != nil {
 		return err
 	}
@@ -227,6 +262,13 @@ func (c *Controller) record(ctx context.Context, ev *event.Event) error {
 	defer cancel()
 	if err := c.waitApplied(wctx, seq); err != nil {
 		c.log.Warn("recorded event not folded yet", "type", ev.Type, "flow", ev.Flow, "err", err)
+		c.poke()
+		return nil
+	}
+	var folded bool
+	c.store.Read(func(st *projection.State) { folded = st.Seen[ev.ID] == seq })
+	if !folded {
+		return errFenced
 	}
 	c.poke()
 	return nil
@@ -258,59 +300,106 @@ func (c *Controller) handleStatus(ctx context.Context, r micro.Request) {
 		c.refuse(r, "status", err)
 		return
 	}
-	var resp StatusResponse
-	var notFound bool
+	resp, found := c.readStatus(req)
+	if !found && c.catchUp(ctx) {
+		// A flow submitted through another controller a moment ago: this
+		// one may not have folded it yet.
+		resp, found = c.readStatus(req)
+	}
+	if !found {
+		_ = r.Error(CodeNotFound, "no flow "+req.Flow, nil)
+		return
+	}
+	c.respondJSON(ctx, r, resp)
+}
+
+// catchUpWait bounds how long a read waits for this controller's fold to
+// reach the log's end before it answers that something does not exist.
+const catchUpWait = 5 * time.Second
+
+// catchUp waits, up to catchUpWait, until the fold has applied the log as
+// far as it went when asked, and reports whether there was anything to
+// wait for: a standby answers reads from its own projection, which may be
+// a few events behind the leader that recorded a write.
+func (c *Controller) catchUp(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, catchUpWait)
+	defer cancel()
+	last, err := c.streamLast(ctx)
+	if err != nil || last <= c.store.Applied() {
+		return false
+	}
+	return c.waitApplied(ctx, last) == nil
+}
+
+// readStatus reads the status a request asks for from the projection;
+// found is false for a flow it does not hold.
+func (c *Controller) readStatus(req StatusRequest) (resp *StatusResponse, found bool) {
+	resp, found = &StatusResponse{}, true
 	c.store.Read(func(st *projection.State) {
 		resp.Poisons = st.PoisonCount
 		resp.Cooldowns = cooldowns(st, c.now())
 		resp.Unserved = placements(st)
+		resp.Controller = c.id
+		if st.Leadership != nil {
+			l := *st.Leadership
+			resp.Leadership = &l
+		}
 		if req.Flow == "" {
-			for _, f := range st.Flows {
-				s := FlowSummary{ID: f.ID, Name: f.Spec.Name, State: f.State, Tasks: map[drovertype.TaskState]int{},
-					SubmittedAt: f.SubmittedAt, CompletedAt: f.CompletedAt,
-					Spend: spendStatus(c.cfg, "the flow's", f.Budget, f.Spend)}
-				for _, t := range st.FlowTasks(f) {
-					s.Tasks[t.State]++
-				}
-				resp.Flows = append(resp.Flows, s)
-			}
-			sort.Slice(resp.Flows, func(i, j int) bool {
-				a, b := resp.Flows[i], resp.Flows[j]
-				return a.SubmittedAt.Before(b.SubmittedAt) || a.SubmittedAt.Equal(b.SubmittedAt) && a.ID < b.ID
-			})
+			resp.Flows = flowSummaries(c.cfg, st)
 			return
 		}
 		f := st.Flows[req.Flow]
 		if f == nil {
-			notFound = true
+			found = false
 			return
 		}
-		d := &FlowDetail{Flow: clone(f), Spend: spendStatus(c.cfg, "the flow's", f.Budget, f.Spend)}
-		tasks := st.FlowTasks(f)
-		d.Waiting = waits(st, tasks)
-		for _, t := range tasks {
-			d.Tasks = append(d.Tasks, clone(t))
-			if s := spendStatus(c.cfg, "the task's", t.Budget, t.Spend); s != nil {
-				if d.TaskSpend == nil {
-					d.TaskSpend = map[string]*SpendStatus{}
-				}
-				d.TaskSpend[t.ID] = s
-			}
-		}
-		for _, a := range st.Attempts {
-			if a.Flow == f.ID {
-				d.Attempts = append(d.Attempts, clone(a))
-			}
-		}
-		sort.Slice(d.Attempts, func(i, j int) bool { return d.Attempts[i].ID < d.Attempts[j].ID })
-		resp.Detail = d
+		resp.Detail = flowDetail(c.cfg, st, f)
 	})
-	if notFound {
-		_ = r.Error(CodeNotFound, "no flow "+req.Flow, nil)
-		return
-	}
 	resp.Applied = c.store.Applied()
-	c.respondJSON(ctx, r, resp)
+	return resp, found
+}
+
+// flowSummaries is every flow's line of `controller status`, oldest first.
+func flowSummaries(cfg *config.Config, st *projection.State) []FlowSummary {
+	var out []FlowSummary
+	for _, f := range st.Flows {
+		s := FlowSummary{ID: f.ID, Name: f.Spec.Name, State: f.State, Tasks: map[drovertype.TaskState]int{},
+			SubmittedAt: f.SubmittedAt, CompletedAt: f.CompletedAt,
+			Spend: spendStatus(cfg, "the flow's", f.Budget, f.Spend)}
+		for _, t := range st.FlowTasks(f) {
+			s.Tasks[t.State]++
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		return a.SubmittedAt.Before(b.SubmittedAt) || a.SubmittedAt.Equal(b.SubmittedAt) && a.ID < b.ID
+	})
+	return out
+}
+
+// flowDetail is one flow with its tasks and attempts, copied out of the
+// projection.
+func flowDetail(cfg *config.Config, st *projection.State, f *projection.Flow) *FlowDetail {
+	d := &FlowDetail{Flow: clone(f), Spend: spendStatus(cfg, "the flow's", f.Budget, f.Spend)}
+	tasks := st.FlowTasks(f)
+	d.Waiting = waits(st, tasks)
+	for _, t := range tasks {
+		d.Tasks = append(d.Tasks, clone(t))
+		if s := spendStatus(cfg, "the task's", t.Budget, t.Spend); s != nil {
+			if d.TaskSpend == nil {
+				d.TaskSpend = map[string]*SpendStatus{}
+			}
+			d.TaskSpend[t.ID] = s
+		}
+	}
+	for _, a := range st.Attempts {
+		if a.Flow == f.ID {
+			d.Attempts = append(d.Attempts, clone(a))
+		}
+	}
+	sort.Slice(d.Attempts, func(i, j int) bool { return d.Attempts[i].ID < d.Attempts[j].ID })
+	return d
 }
 
 // clone deep-copies a record through JSON so the response does not share
@@ -439,6 +528,19 @@ var ErrNoController = errors.New("controller: no controller is answering (is `co
 type Client struct {
 	NC      *nats.Conn
 	Timeout time.Duration
+	// Controller, when set, sends the reads (status, rebuild, resolve,
+	// report) to that controller alone, to be answered from its own
+	// projection; any controller answers them otherwise. Writes always go
+	// to the leader.
+	Controller string
+}
+
+// read is where a read verb's request goes.
+func (cl *Client) read(subject string) string {
+	if cl.Controller == "" {
+		return subject
+	}
+	return ControllerSubject(cl.Controller, subject)
 }
 
 func (cl *Client) call(ctx context.Context, subject string, req, resp any) error {
@@ -456,7 +558,7 @@ func (cl *Client) call(ctx context.Context, subject string, req, resp any) error
 	if err != nil {
 		return err
 	}
-	msg, err := cl.NC.RequestMsgWithContext(ctx, req2)
+	msg, err := cl.request(ctx, req2)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
 			return ErrNoController
@@ -477,6 +579,26 @@ func (cl *Client) call(ctx context.Context, subject string, req, resp any) error
 		return err
 	}
 	return json.Unmarshal(body, resp)
+}
+
+// request sends req and returns the reply. A write answered unavailable
+// (no controller led, or the one that answered stopped leading before the
+// write took effect; nothing was recorded) is sent again until ctx ends:
+// a handover takes a few seconds.
+func (cl *Client) request(ctx context.Context, req *nats.Msg) (*nats.Msg, error) {
+	pause := 200 * time.Millisecond
+	for {
+		msg, err := cl.NC.RequestMsgWithContext(ctx, req)
+		if err != nil || msg.Header.Get(micro.ErrorCodeHeader) != CodeUnavailable {
+			return msg, err
+		}
+		select {
+		case <-ctx.Done():
+			return msg, nil
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 2*time.Second)
+	}
 }
 
 // Submit sends a flow. The controller validates it again, against its own
@@ -503,7 +625,7 @@ func (cl *Client) Status(ctx context.Context, flowID string) (*StatusResponse, e
 		return nil, refusedHere(err)
 	}
 	var resp StatusResponse
-	err := cl.call(ctx, SubjectStatus, StatusRequest{Flow: flowID}, &resp)
+	err := cl.call(ctx, cl.read(SubjectStatus), StatusRequest{Flow: flowID}, &resp)
 	return &resp, err
 }
 
@@ -514,6 +636,6 @@ func (cl *Client) Rebuild(ctx context.Context) (*RebuildResponse, error) {
 	if cl2.Timeout == 0 {
 		cl2.Timeout = 10 * time.Minute
 	}
-	err := cl2.call(ctx, SubjectRebuild, struct{}{}, &resp)
+	err := cl2.call(ctx, cl.read(SubjectRebuild), struct{}{}, &resp)
 	return &resp, err
 }

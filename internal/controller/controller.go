@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/drover-dev/drover/internal/eventlog/projection"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/fleet"
+	"github.com/drover-dev/drover/internal/leadership"
 	"github.com/drover-dev/drover/internal/queue"
 )
 
@@ -56,6 +58,20 @@ type Controller struct {
 	// ordered consumer (orderedEvents), injected like the clock so that a
 	// consumer failing mid-stream can be reproduced.
 	events func(ctx context.Context, seq uint64) (jetstream.MessagesContext, error)
+
+	// id names this controller among those sharing the log; term is the
+	// term it leads, nil while it stands by (leader.go). leaseJS is the
+	// connection the lease is kept on: one of its own, so that a renewal
+	// never waits behind a round of ten thousand decisions (js when nil).
+	id      string
+	term    atomic.Pointer[leaderTerm]
+	leaseJS jetstream.JetStream
+	// known tells the runtimes submissions may name (ServeAPI's).
+	known func(string) bool
+	// started is when Run began, for the registry; roleChanged has the
+	// registry write at once (registry.go).
+	started     time.Time
+	roleChanged chan struct{}
 }
 
 // New returns a controller over an open store.
@@ -63,17 +79,26 @@ func New(cfg *config.Config, js jetstream.JetStream, store *store.Store, log *sl
 	c := &Controller{
 		cfg: cfg, js: js, store: store, log: log, now: time.Now,
 		kick: make(chan struct{}, 1), published: publishedJobs{jobs: map[string]uint64{}},
-		fleet: fleet.NewView(),
+		fleet:       fleet.NewView(),
+		roleChanged: make(chan struct{}, 1),
 	}
 	c.events = c.orderedEvents
+	c.id = cfg.Controller.ID
+	if c.id == "" {
+		c.id = "controller"
+	}
 	c.folded = sync.NewCond(&c.mu)
 	c.m = newMetrics(c)
 	c.forges = newForgeRunner(c)
 	return c
 }
 
-// Run folds and decides until ctx ends.
+// Run folds until ctx ends, and campaigns for the leadership: while this
+// controller leads a term, it decides too (leader.go). A controller alone
+// is the leader of a group of one. When ctx ends it resigns, so that a
+// standby takes over at once.
 func (c *Controller) Run(ctx context.Context) error {
+	c.started = time.Now()
 	claims, err := queue.NewClaims(ctx, c.js, c.cfg.Queue.AckWait, c.now)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -82,6 +107,17 @@ func (c *Controller) Run(ctx context.Context) error {
 		return err
 	}
 	c.claims = claims
+	ljs := c.leaseJS
+	if ljs == nil {
+		ljs = c.js
+	}
+	lease, err := leadership.Open(ctx, ljs, leadership.Options{ID: c.id, TTL: c.cfg.Controller.LeaseTTL})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 	defer c.addReadyChecks()()
 	if reg, err := c.m.observe(); err == nil {
 		defer func() { _ = reg.Unregister() }()
@@ -100,7 +136,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	}()
 	go func() {
 		defer wg.Done()
-		c.decideLoop(ctx)
+		el := leadership.NewElector(lease, c.log)
+		el.Observe = c.m.renewed
+		el.Run(ctx, c.lead)
 	}()
 	// What the decisions ask of the forges, and following the pull
 	// requests: side effects, like publishing jobs, of the controller
@@ -111,7 +149,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}()
 	go func() {
 		defer wg.Done()
-		newLeaseMonitor(c).run(ctx)
+		c.registryLoop(ctx, lease.TTL())
 	}()
 	go func() {
 		defer wg.Done()
@@ -353,14 +391,19 @@ const decideRest = 4
 // for a hundred tasks, about 1.5 ms for 10,000: BenchmarkDecisions). Folds that
 // arrive meanwhile are decided on together.
 func (c *Controller) decideLoop(ctx context.Context) {
+	// What an earlier term published is not this term's: every queued
+	// attempt gets its job again, under this term's epoch.
+	c.published = publishedJobs{jobs: map[string]uint64{}}
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-c.kick:
-		case <-t.C:
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return
+			case <-c.kick:
+			case <-t.C:
+			}
 		}
 		walk, err := c.decide(ctx)
 		if err != nil && ctx.Err() == nil {

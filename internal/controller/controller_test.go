@@ -34,15 +34,20 @@ func TestMain(m *testing.M) {
 // harness runs a controller in-process against an embedded nats-server, and
 // can stop and restart it on the same or a fresh store.
 type harness struct {
-	t      *testing.T
-	cfg    *config.Config
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	cancel context.CancelFunc
-	done   chan error
-	store  *store.Store
-	ctrl   *Controller
-	setup  func(*Controller) // before Run, if set
+	t   *testing.T
+	cfg *config.Config
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	// leaseJS is the lease's connection, as Serve gives the controller one.
+	leaseJS jetstream.JetStream
+	cancel  context.CancelFunc
+	done    chan error
+	store   *store.Store
+	ctrl    *Controller
+	setup   func(*Controller) // before Run, if set
+	// noAPI: the controller does not serve the operator API's shared
+	// subjects (only, when it leads, the leader's).
+	noAPI bool
 }
 
 func newHarness(t *testing.T) *harness {
@@ -64,10 +69,19 @@ func newHarness(t *testing.T) *harness {
 	if err := queue.Ensure(context.Background(), js, queue.StreamOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	lnc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(lnc.Close)
+	ljs, err := jetstream.New(lnc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := &config.Config{DataDir: t.TempDir(), Defaults: config.Defaults{Pool: "default"},
 		Queue:    config.Queue{AckWait: 30 * time.Second},
 		Runtimes: map[string]config.Runtime{"demo": {Binary: "demo-agent"}}}
-	return &harness{t: t, cfg: cfg, nc: nc, js: js}
+	return &harness{t: t, cfg: cfg, nc: nc, js: js, leaseJS: ljs}
 }
 
 func (h *harness) start(dir string) {
@@ -78,18 +92,26 @@ func (h *harness) start(dir string) {
 	}
 	h.store = store
 	h.ctrl = New(h.cfg, h.js, store, slog.New(slog.DiscardHandler))
+	h.ctrl.leaseJS = h.leaseJS
 	if h.setup != nil {
 		h.setup(h.ctrl)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := h.ctrl.ServeAPI(ctx, h.nc, func(n string) bool { return n == "demo" })
-	if err != nil {
-		h.t.Fatal(err)
+	known := func(n string) bool { return n == "demo" }
+	stopAPI := func() {}
+	if h.noAPI {
+		h.ctrl.known = known
+	} else {
+		svc, err := h.ctrl.ServeAPI(ctx, h.nc, known)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		stopAPI = func() { _ = svc.Stop() }
 	}
 	h.cancel, h.done = cancel, make(chan error, 1)
 	go func() {
 		err := h.ctrl.Run(ctx)
-		_ = svc.Stop()
+		stopAPI()
 		h.done <- err
 	}()
 	h.t.Cleanup(h.stop)
@@ -187,12 +209,16 @@ func (h *harness) jobs() uint64 {
 }
 
 // publish records a worker's event for an attempt (or integration build)
-// at epoch, under the id a worker gives it.
+// at epoch, under the id a worker gives it; at epoch 0, a decision, with
+// the leader epoch of the day as the leader stamps it.
 func (h *harness) publish(typ event.Type, flowID, task, attempt string, epoch uint64, data any) {
 	h.t.Helper()
 	ev, err := event.New(drovertype.ClaimEventID(typ, attempt, epoch), typ, time.Now(), flowID, task, attempt, epoch, data)
 	if err != nil {
 		h.t.Fatal(err)
+	}
+	if epoch == 0 {
+		h.store.Read(func(st *projection.State) { ev.LeaderEpoch = st.LeaderEpoch() })
 	}
 	if _, err := queue.PublishEvent(context.Background(), h.js, ev); err != nil {
 		h.t.Fatal(err)
@@ -222,12 +248,18 @@ func TestRestartRederivesWithoutDoubling(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 
-	// Restart on the same store: the queued job is republished, deduplicated.
+	// Restart on the same store: a new term, whose leader republishes the
+	// queued job under its epoch (workers refuse the older copy); the
+	// decision itself is not made again.
 	h.stop()
 	h.start(stateDir)
-	time.Sleep(1500 * time.Millisecond) // at least one decide tick
-	if n := h.jobs(); n != 1 {
-		t.Errorf("jobs after restart = %d, want 1", n)
+	deadline = time.Now().Add(10 * time.Second)
+	for h.jobs() != 2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(1500 * time.Millisecond) // at least one more decide tick
+	if n := h.jobs(); n != 2 {
+		t.Errorf("jobs after restart = %d, want 2: one per term", n)
 	}
 	if n := h.count(id, event.AttemptScheduled); n != 1 {
 		t.Errorf("attempt_scheduled events = %d, want 1", n)
@@ -372,8 +404,8 @@ func TestSubmitRejectsInvalid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Flows) != 0 || st.Applied != 0 {
-		t.Errorf("state changed: %+v", st)
+	if len(st.Flows) != 0 || st.Applied != 1 {
+		t.Errorf("state changed (beyond the controller's election, at 1): %+v", st)
 	}
 	if _, err := cl.Status(context.Background(), "nosuch-flow"); err == nil {
 		t.Error("status of an unknown flow: no error")

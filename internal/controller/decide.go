@@ -37,8 +37,11 @@ type action struct {
 // the first decision is folded, or after a restart) records it once. It
 // returns how long computing the actions took.
 func (c *Controller) decide(ctx context.Context) (time.Duration, error) {
+	lt, err := c.leading()
+	if err != nil {
+		return 0, nil // a standby decides nothing
+	}
 	var actions []action
-	var err error
 	began := time.Now()
 	c.store.Read(func(st *projection.State) {
 		actions, err = c.decisions(st)
@@ -54,16 +57,23 @@ func (c *Controller) decide(ctx context.Context) (time.Duration, error) {
 	// fails is decided again next round.
 	var errs []error
 	var withdraws []action
-	b := queue.NewBatch(c.js)
+	b := queue.NewLeaderBatch(c.js, lt.epoch)
 	b.Folded = folded
 	for _, a := range actions {
+		if !lt.term.Valid() {
+			// The term ended mid-round: what is left is the next
+			// leader's to decide. What was published is fenced if it
+			// lands after the next election.
+			errs = append(errs, ErrNotLeader)
+			break
+		}
 		switch {
 		case a.event != nil:
 			b.Event(ctx, a.event)
 		case a.job != nil:
 			b.Job(ctx, a.job, func() { c.published.add(a.job.Attempt) })
 		case a.stop != nil:
-			if err := c.stop(ctx, a.stop, a.reason, folded); err != nil {
+			if err := c.stop(ctx, lt, a.stop, a.reason, folded); err != nil {
 				errs = append(errs, err)
 			}
 		case a.withdraw != nil, a.unplace != nil:
@@ -80,7 +90,7 @@ func (c *Controller) decide(ctx context.Context) (time.Duration, error) {
 // is told to stop its CLI and reports CANCELLED. Both repeat every tick
 // until the attempt has ended, so a lost signal only delays the stop.
 // folded is what the decision was made from (queue.PublishDecision).
-func (c *Controller) stop(ctx context.Context, a *projection.Attempt, reason string, folded uint64) error {
+func (c *Controller) stop(ctx context.Context, lt *leaderTerm, a *projection.Attempt, reason string, folded uint64) error {
 	err := c.claims.Revoke(ctx, a.ID)
 	switch {
 	case err == nil:
@@ -88,10 +98,10 @@ func (c *Controller) stop(ctx context.Context, a *projection.Attempt, reason str
 		if err != nil {
 			return err
 		}
-		_, err = queue.PublishDecision(ctx, c.js, ev, folded)
+		_, err = c.publishDecision(ctx, ev, folded)
 		return err
 	case errors.Is(err, queue.ErrHeld):
-		return queue.SignalCancel(c.js.Conn(), queue.CancelSignal{Attempt: a.ID, Reason: reason, By: queue.CancelByOperator})
+		return queue.SignalCancel(c.js.Conn(), queue.CancelSignal{Attempt: a.ID, Reason: reason, By: queue.CancelByOperator}, lt.epoch)
 	default:
 		return err
 	}
@@ -124,6 +134,10 @@ func (c *Controller) withdraw(ctx context.Context, b *queue.Batch, acts []action
 	)
 	sem := make(chan struct{}, withdrawRevokes)
 	for _, a := range acts {
+		if _, err := c.leading(); err != nil {
+			errs = append(errs, err)
+			break
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -68,29 +69,7 @@ func BenchmarkFold(b *testing.B) {
 }
 
 func benchFold(b *testing.B, n int) {
-	// fsync does not matter to a reader; the server's default keeps the
-	// pre-fill quick.
-	ns, err := natsconn.StartEmbedded(natsconn.EmbeddedOptions{StoreDir: b.TempDir(), Port: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := queue.Ensure(ctx, js, queue.StreamOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	cfg := &config.Config{DataDir: b.TempDir(), Defaults: config.Defaults{Pool: "default"},
-		Queue:    config.Queue{AckWait: 30 * time.Second},
-		Runtimes: map[string]config.Runtime{"claude-code": {Binary: "claude"}}}
+	js, cfg := benchNATS(b)
 	last, size := prefillEvents(b, js, cfg, n)
 
 	var fold, rawAck, rawOrdered time.Duration
@@ -143,6 +122,35 @@ func profileFold(b *testing.B) (stop func()) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// benchNATS is an embedded nats-server with Drover's layout, stopped when
+// the benchmark ends (fsync does not matter to a reader: the server's
+// default keeps a pre-fill quick), and the configuration of the fold
+// benchmark's flows.
+func benchNATS(b *testing.B) (jetstream.JetStream, *config.Config) {
+	ns, err := natsconn.StartEmbedded(natsconn.EmbeddedOptions{StoreDir: b.TempDir(), Port: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	// Room above the generator's own bound on unacknowledged publishes
+	// (4,096): the default (4,000) stalls a pre-fill on a loaded machine.
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(8192))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := queue.Ensure(context.Background(), js, queue.StreamOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	return js, &config.Config{DataDir: b.TempDir(), Defaults: config.Defaults{Pool: "default"},
+		Queue:    config.Queue{AckWait: 30 * time.Second},
+		Runtimes: map[string]config.Runtime{"claude-code": {Binary: "claude"}}}
 }
 
 // foldOnce folds the whole stream into a fresh store and returns how long
@@ -398,5 +406,101 @@ func (g *eventGen) attempt(flowID, task, worker, base string) []func() {
 			EventsObject: id + "/e1/events.jsonl", LogObject: id + "/e1/output.log", LogBytes: int64(len(g.stdout)),
 			PatchObject: id + "/e1/diff.patch",
 		}),
+	}
+}
+
+// BenchmarkStandbyLag measures how far a standby's fold falls behind the
+// log under the fold benchmark's load: the same flows of 200 tasks
+// (DROVER_BENCH_FOLD_EVENTS events, 150,000 by default) published as fast
+// as JetStream takes them, while a controller's fold loop — what a
+// standby runs — folds them live into an empty store. Every 20 ms the
+// benchmark samples the lag: the stream's last sequence minus the
+// sequence the fold has applied. Reported: the publish rate the fold kept
+// up with (publish_events/s), the lag's median and maximum in events
+// (lag_p50_events, lag_max_events), and catchup_ms, from the last
+// publish's acknowledgement to the fold having applied it: how far behind
+// a standby would take over if the leader died then.
+func BenchmarkStandbyLag(b *testing.B) {
+	n := 150_000
+	if s := os.Getenv("DROVER_BENCH_FOLD_EVENTS"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil || n <= 0 {
+			b.Fatalf("DROVER_BENCH_FOLD_EVENTS=%q: want a positive integer", s)
+		}
+	}
+	b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
+		var lags []uint64
+		var catchup, publish time.Duration
+		var events int
+		for range b.N {
+			l, c, p, e := standbyLag(b, n)
+			lags, catchup, publish, events = append(lags, l...), catchup+c, publish+p, events+e
+		}
+		slices.Sort(lags)
+		b.ReportMetric(float64(events)/publish.Seconds(), "publish_events/s")
+		b.ReportMetric(float64(lags[len(lags)/2]), "lag_p50_events")
+		b.ReportMetric(float64(lags[len(lags)-1]), "lag_max_events")
+		b.ReportMetric(float64(catchup.Milliseconds())/float64(b.N), "catchup_ms")
+	})
+}
+
+// standbyLag runs one measurement: the lag samples, the catch-up after the
+// last publish, how long publishing took and how many events it was.
+func standbyLag(b *testing.B, n int) (lags []uint64, catchup, publish time.Duration, events int) {
+	js, cfg := benchNATS(b)
+	st, err := store.Open(b.TempDir(), store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	c := New(cfg, js, st, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- c.foldLoop(ctx) }()
+	sampled := make(chan []uint64)
+	stop := make(chan struct{})
+	go func() { sampled <- sampleLag(js, st, stop) }()
+	began := time.Now()
+	last, _ := prefillEvents(b, js, cfg, n)
+	published := time.Now()
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer wcancel()
+	if err := c.waitApplied(wctx, last); err != nil {
+		b.Fatalf("the standby did not catch up: %v (applied %d of %d)", err, st.Applied(), last)
+	}
+	caughtUp := time.Now()
+	close(stop)
+	lags = <-sampled
+	cancel()
+	if err := <-errc; err != nil {
+		b.Fatal(err)
+	}
+	return lags, caughtUp.Sub(published), published.Sub(began), int(last)
+}
+
+// sampleLag samples the stream's last sequence minus the store's applied
+// one every 20 ms until stop closes.
+func sampleLag(js jetstream.JetStream, st *store.Store, stop <-chan struct{}) []uint64 {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	lags := []uint64{0}
+	for {
+		select {
+		case <-stop:
+			return lags
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		s, err := js.Stream(ctx, queue.EventsStream)
+		cancel()
+		if err != nil {
+			continue
+		}
+		if last, applied := s.CachedInfo().State.LastSeq, st.Applied(); last > applied {
+			lags = append(lags, last-applied)
+		} else {
+			lags = append(lags, 0)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 // connection, raw bytes, the Nats-Msg-Id of its choice.
 type forger struct {
 	t  *testing.T
+	h  *harness
 	nc *nats.Conn
 }
 
@@ -31,22 +33,33 @@ func newForger(h *harness) *forger {
 		h.t.Fatal(err)
 	}
 	h.t.Cleanup(nc.Close)
-	return &forger{t: h.t, nc: nc}
+	return &forger{t: h.t, h: h, nc: nc}
 }
 
 // take stores, ahead of the controller, a poison event of type typ under
 // the id the controller gives its decision about key: the envelope says
-// what the decision would, its payload what the fold refuses.
+// what the decision would, its payload what the fold refuses. The forger
+// reads the log as anyone who may publish on it can: it stamps the epoch of
+// the leader of the day, whose decisions the fold takes, and takes the
+// Nats-Msg-Id that leader's decision gets (id@epoch).
 func (f *forger) take(typ event.Type, key, flowID, task, attempt string, data any) {
 	f.t.Helper()
+	var epoch uint64
+	f.h.waitFor("an election", func(st *projection.State) bool {
+		if st.Leadership != nil {
+			epoch = st.Leadership.Epoch
+		}
+		return epoch > 0
+	})
 	id := drovertype.EventID(typ, key)
 	ev, err := event.New(id, typ, time.Now(), flowID, task, attempt, 0, data)
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	ev.LeaderEpoch = epoch
 	raw, _ := ev.Encode()
 	msg := &nats.Msg{Subject: queue.EventSubject(flowID, string(typ)), Data: raw, Header: nats.Header{}}
-	msg.Header.Set(jetstream.MsgIDHeader, id)
+	msg.Header.Set(jetstream.MsgIDHeader, id+"@"+strconv.FormatUint(epoch, 10))
 	if err := f.nc.PublishMsg(msg); err != nil {
 		f.t.Fatal(err)
 	}

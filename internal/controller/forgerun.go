@@ -15,7 +15,6 @@ import (
 	"github.com/drover-dev/drover/internal/eventlog/projection"
 	"github.com/drover-dev/drover/internal/forge"
 	"github.com/drover-dev/drover/internal/forge/forges"
-	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/redact"
 )
 
@@ -41,14 +40,17 @@ import (
 // Tokens and webhook secrets are read from the controller's environment
 // once, held here, and masked in everything recorded or logged.
 type forgeRunner struct {
-	cfg   *config.Config
-	log   *slog.Logger
-	red   *redact.Redactor
-	now   func() time.Time
-	read  func(fn func(st *projection.State))
-	emit  func(ctx context.Context, ev *event.Event) error
-	open  func(cfg forge.Config) (forge.Forge, error)
-	wakeC chan struct{}
+	cfg  *config.Config
+	log  *slog.Logger
+	red  *redact.Redactor
+	now  func() time.Time
+	read func(fn func(st *projection.State))
+	emit func(ctx context.Context, ev *event.Event) error
+	// leading says whether this controller decides now: only the leader
+	// calls the forges (nil: always, a runner of its own in tests).
+	leading func() bool
+	open    func(cfg forge.Config) (forge.Forge, error)
+	wakeC   chan struct{}
 
 	mu      sync.Mutex
 	clients map[string]forge.Forge // by forge name, opened at first use
@@ -75,13 +77,15 @@ func newForgeRunner(c *Controller) *forgeRunner {
 	if c.store != nil {
 		read = c.store.Read
 	}
-	return newForges(c.cfg, c.log, func() time.Time { return c.now() }, read, func(ctx context.Context, ev *event.Event) error {
-		if _, err := queue.PublishEvent(ctx, c.js, ev); err != nil {
+	r := newForges(c.cfg, c.log, func() time.Time { return c.now() }, read, func(ctx context.Context, ev *event.Event) error {
+		if _, err := c.publish(ctx, ev); err != nil {
 			return err
 		}
 		c.poke()
 		return nil
 	})
+	r.leading = func() bool { _, err := c.leading(); return err == nil }
+	return r
 }
 
 // newForges is a forge runner reading the projection with read and
@@ -121,7 +125,9 @@ func (r *forgeRunner) run(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
-		r.step(ctx)
+		if r.leading == nil || r.leading() {
+			r.step(ctx)
+		}
 		select {
 		case <-ctx.Done():
 			return

@@ -144,6 +144,9 @@ func (m *leaseMonitor) check(ctx context.Context) {
 // claim, so recording it again (the next check, or after a restart) counts
 // once.
 func (m *leaseMonitor) lost(ctx context.Context, a *projection.Attempt, s *seenClaim) error {
+	if _, err := m.c.leading(); err != nil {
+		return err // only the leader reaps
+	}
 	info, err := m.c.claims.RevokeLapsed(ctx, a.ID, s.info.Revision)
 	if errors.Is(err, queue.ErrHeld) {
 		// Renewed, finished or taken over meanwhile: the watch brings the
@@ -167,6 +170,6 @@ func (m *leaseMonitor) lost(ctx context.Context, a *projection.Attempt, s *seenC
 		return err
 	}
 	// Made from the attempt as the projection held it, at most this far.
-	_, err = queue.PublishDecision(ctx, m.c.js, ev, m.c.store.Applied())
+	_, err = m.c.publishDecision(ctx, ev, m.c.store.Applied())
 	return err
 }

@@ -133,7 +133,7 @@ func (c *Controller) handleBudget(ctx context.Context, r micro.Request) {
 		return
 	}
 	if err := c.record(ctx, ev); err != nil {
-		_ = r.Error(CodeInternal, err.Error(), nil)
+		c.writeFailed(r, err)
 		return
 	}
 	c.log.Info("operator request", "type", ev.Type, "flow", ev.Flow, "task", ev.Task, "reason", req.Reason)

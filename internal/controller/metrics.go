@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -32,6 +33,11 @@ type metrics struct {
 	tokens   metric.Int64Counter
 	foldLag  atomic.Uint64 // the fold consumer's pending count after the last message
 	observe  func() (metric.Registration, error)
+	// Leadership: this controller's role (1 while it leads), the
+	// elections its live fold has folded, its lease renewals.
+	leader    atomic.Int64
+	elections metric.Int64Counter
+	renewals  metric.Float64Histogram
 }
 
 func newMetrics(c *Controller) *metrics {
@@ -47,6 +53,15 @@ func newMetrics(c *Controller) *metrics {
 		metric.WithDescription("Reported attempt run time, by runtime and outcome."))
 	m.tokens, _ = mt.Int64Counter("drover_tokens_total",
 		metric.WithDescription("Tokens reported by attempts, by runtime, model and direction (input|output|cache_read|cache_write)."))
+	m.elections, _ = mt.Int64Counter("drover_leader_elections_total",
+		metric.WithDescription("Leader elections (leader_elected events) folded by the live fold loop: leadership changes."))
+	m.renewals, _ = mt.Float64Histogram("drover_leader_lease_renew_seconds", metric.WithUnit("s"),
+		metric.WithDescription("Time the leader's lease renewals took, by result (ok|failed)."),
+		metric.WithExplicitBucketBoundaries(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
+	leader, _ := mt.Int64ObservableGauge("drover_controller_leader",
+		metric.WithDescription("1 while this controller leads, 0 while it stands by."))
+	epoch, _ := mt.Int64ObservableGauge("drover_leader_epoch",
+		metric.WithDescription("The latest leader epoch this controller has folded."))
 	lag, _ := mt.Int64ObservableGauge("drover_fold_lag_events",
 		metric.WithDescription("Events in the EVENTS stream not yet folded (stream last sequence minus applied)."))
 	qlag, _ := mt.Int64ObservableGauge("drover_queue_lag_jobs",
@@ -62,13 +77,17 @@ func newMetrics(c *Controller) *metrics {
 	m.observe = func() (metric.Registration, error) {
 		return mt.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
 			o.ObserveInt64(lag, int64(m.foldLag.Load()))
+			o.ObserveInt64(leader, m.leader.Load())
+			var e uint64
+			m.c.store.Read(func(st *projection.State) { e = st.LeaderEpoch() })
+			o.ObserveInt64(epoch, int64(e))
 			m.observeCooldowns(o, cool)
 			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
 			m.observeQueue(ctx, o, qlag)
 			m.observeWorkers(ctx, o, workers)
 			return nil
-		}, lag, qlag, workers, cool.remaining, cool.state)
+		}, lag, qlag, workers, cool.remaining, cool.state, leader, epoch)
 	}
 	return m
 }
@@ -78,6 +97,14 @@ func newMetrics(c *Controller) *metrics {
 // the report is read from the projection, not decoded again.
 func (m *metrics) recordFolded(ctx context.Context, seq uint64, ev *event.Event) {
 	m.folded.Add(ctx, 1)
+	if ev.Type == event.LeaderElected {
+		var folded bool
+		m.c.store.Read(func(st *projection.State) { folded = st.Seen[ev.ID] == seq })
+		if folded {
+			m.elections.Add(ctx, 1)
+		}
+		return
+	}
 	if ev.Type != event.AttemptReported && ev.Type != event.AttemptAbandoned && ev.Type != event.AttemptLost {
 		return
 	}
@@ -214,6 +241,10 @@ func (m *metrics) observeWorkers(ctx context.Context, o metric.Observer, g metri
 	}
 }
 
+// readyLag is how many events of the log a controller may have left to
+// fold and still be ready: about one fold batch, a fraction of a second.
+const readyLag = 4096
+
 // addReadyChecks registers the controller's readiness checks for /readyz
 // while Run is running; the returned func removes them.
 func (c *Controller) addReadyChecks() func() {
@@ -234,10 +265,34 @@ func (c *Controller) addReadyChecks() func() {
 			_, err := c.js.Stream(ctx, queue.EventsStream)
 			return err
 		}),
+		// Leader or standby alike: a controller is ready once its
+		// projection has caught up with the log, so a rolling update
+		// takes the next one down only when this one could take over.
+		telemetry.AddCheck("caught_up", func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			last, err := c.streamLast(ctx)
+			if err != nil {
+				return err
+			}
+			if applied := c.store.Applied(); last > applied+readyLag {
+				return fmt.Errorf("%d events of the log not folded yet", last-applied)
+			}
+			return nil
+		}),
 	}
 	return func() {
 		for _, rm := range rms {
 			rm()
 		}
 	}
+}
+
+// renewed records one of the leader's lease renewals.
+func (m *metrics) renewed(took time.Duration, err error) {
+	result := "ok"
+	if err != nil {
+		result = "failed"
+	}
+	m.renewals.Record(context.Background(), took.Seconds(), metric.WithAttributes(attribute.String("result", result)))
 }

@@ -86,7 +86,7 @@ func TestMetrics(t *testing.T) {
 	if t.Failed() {
 		t.Logf("metrics:\n%s", body)
 	}
-	if code, body := scrape("/readyz"); code != 200 || !strings.Contains(body, "ok events_stream") || !strings.Contains(body, "ok nats") || !strings.Contains(body, "ok store") {
+	if code, body := scrape("/readyz"); code != 200 || !strings.Contains(body, "ok events_stream") || !strings.Contains(body, "ok caught_up") || !strings.Contains(body, "ok nats") || !strings.Contains(body, "ok store") {
 		t.Errorf("/readyz = %d %q", code, body)
 	}
 	h.stop()

@@ -108,7 +108,7 @@ func (c *Controller) operate(ctx context.Context, r micro.Request, what string, 
 		return
 	}
 	if err := c.record(ctx, ev); err != nil {
-		_ = r.Error(CodeInternal, err.Error(), nil)
+		c.writeFailed(r, err)
 		return
 	}
 	c.log.Info("operator request", "type", ev.Type, "flow", ev.Flow, "task", ev.Task, "attempt", ev.Attempt, "reason", req.Reason)

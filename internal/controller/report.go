@@ -102,6 +102,6 @@ func (cl *Client) Report(ctx context.Context, attempt string) (*ReportResponse, 
 		return nil, refusedHere(err)
 	}
 	var resp ReportResponse
-	err := cl.call(ctx, SubjectReport, ReportRequest{Attempt: attempt}, &resp)
+	err := cl.call(ctx, cl.read(SubjectReport), ReportRequest{Attempt: attempt}, &resp)
 	return &resp, err
 }

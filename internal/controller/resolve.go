@@ -199,6 +199,6 @@ func (cl *Client) Resolve(ctx context.Context, req ResolveRequest) (*Resolution,
 		}
 	}
 	var resp Resolution
-	err := cl.call(ctx, SubjectResolve, req, &resp)
+	err := cl.call(ctx, cl.read(SubjectResolve), req, &resp)
 	return &resp, err
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/drover-dev/drover/internal/natsconn"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/dirlock"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/startup"
 	"github.com/drover-dev/drover/internal/telemetry"
@@ -76,32 +78,11 @@ func Serve(ctx context.Context, cfg *config.Config, log *slog.Logger, o ServeOpt
 	// /readyz says what the controller waits for until it serves.
 	wait := startup.New(log, startup.Options{})
 	defer telemetry.AddCheck("startup", wait.Check)()
-	url := cfg.NATS.URL
-	if url != "" && cfg.NATS.ServerConfig != "" {
-		log.Warn("nats.server_config is ignored: nats.url is set, so no server is embedded", "server_config", cfg.NATS.ServerConfig)
+	url, stopEmbedded, err := embedNATS(cfg, log)
+	if err != nil {
+		return err
 	}
-	if open, _ := openListen(cfg); open {
-		log.Warn("INSECURE: the embedded nats-server listens beyond loopback and authenticates nobody (insecure_listen): "+
-			"anyone who reaches it can submit flows, forge events and run code on the workers", "listen", cfg.NATS.Listen)
-	}
-	if url == "" {
-		// A controller killed before it could clean up left its URL: no
-		// server answers there now.
-		if err := os.Remove(cfg.NATSURLFile()); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("controller: %w", err)
-		}
-		ns, err := startEmbedded(cfg)
-		if err != nil {
-			return err
-		}
-		defer func() {
-			ns.Shutdown()
-			ns.WaitForShutdown()
-		}()
-		url = ns.ClientURL()
-		log.Info("embedded nats-server ready", "url", url, "store", filepath.Join(cfg.DataDir, "nats"),
-			"server_config", cfg.NATS.ServerConfig)
-	}
+	defer stopEmbedded()
 	co := natsconn.ClientFor(cfg, "drover-controller", natsconn.RoleController, "")
 	co.URL, co.Reconnect, co.Logger = url, true, log
 	co.Closed = func(err error) { stopServe(err) }
@@ -114,6 +95,18 @@ func Serve(ctx context.Context, cfg *config.Config, log *slog.Logger, o ServeOpt
 		return err
 	}
 	defer nc.Close()
+	// The lease on a connection of its own: a renewal must not wait behind
+	// a round of decisions on the main one.
+	co.Name = "drover-controller-lease"
+	lnc, err := natsconn.Connect(co)
+	if err != nil {
+		return fmt.Errorf("controller: lease connection: %w", err)
+	}
+	defer lnc.Close()
+	ljs, err := jetstream.New(lnc)
+	if err != nil {
+		return fmt.Errorf("controller: lease connection: %w", err)
+	}
 	// Local clients find the server only once its streams and buckets exist.
 	if cfg.NATS.URL == "" {
 		if err := writeFileAtomic(cfg.NATSURLFile(), []byte(url+"\n")); err != nil {
@@ -121,12 +114,20 @@ func Serve(ctx context.Context, cfg *config.Config, log *slog.Logger, o ServeOpt
 		}
 		defer os.Remove(cfg.NATSURLFile())
 	}
+	id, err := controllerID(cfg)
+	if err != nil {
+		return err
+	}
+	// The id is this process's for its life: set once, before anything
+	// reads the configuration concurrently.
+	cfg.Controller.ID = id
 	store, err := store.Open(filepath.Join(cfg.DataDir, "state"), store.Options{})
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, store.Close()) }()
 	ctrl := New(cfg, js, store, log)
+	ctrl.leaseJS = ljs
 	svc, err := ctrl.ServeAPI(ctx, nc, func(name string) bool { _, ok := cfg.Runtimes[name]; return ok })
 	if err != nil {
 		return err
@@ -145,7 +146,7 @@ func Serve(ctx context.Context, cfg *config.Config, log *slog.Logger, o ServeOpt
 		defer stop()
 	}
 	wait.Done()
-	log.Info("controller serving", "data_dir", cfg.DataDir, "applied_seq", store.Applied())
+	log.Info("controller serving", "controller", id, "data_dir", cfg.DataDir, "applied_seq", store.Applied())
 	err = ctrl.Run(ctx)
 	if cause := context.Cause(ctx); natsconn.IsAuthError(cause) {
 		return fmt.Errorf("controller: %w", cause)
@@ -175,6 +176,38 @@ func mountHTTP(o ServeOptions, cfg *config.Config, ctrl *Controller, nc *nats.Co
 		undo = append(undo, con.Close, o.Mount("/ui/", con))
 	}
 	return unmount, nil
+}
+
+// embedNATS starts the embedded nats-server unless nats.url is set, and
+// returns the URL to connect to and what stops the server.
+func embedNATS(cfg *config.Config, log *slog.Logger) (url string, stop func(), err error) {
+	url = cfg.NATS.URL
+	if url != "" && cfg.NATS.ServerConfig != "" {
+		log.Warn("nats.server_config is ignored: nats.url is set, so no server is embedded", "server_config", cfg.NATS.ServerConfig)
+	}
+	if open, _ := openListen(cfg); open {
+		log.Warn("INSECURE: the embedded nats-server listens beyond loopback and authenticates nobody (insecure_listen): "+
+			"anyone who reaches it can submit flows, forge events and run code on the workers", "listen", cfg.NATS.Listen)
+	}
+	if url != "" {
+		return url, func() {}, nil
+	}
+	// A controller killed before it could clean up left its URL: no
+	// server answers there now.
+	if err := os.Remove(cfg.NATSURLFile()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", nil, fmt.Errorf("controller: %w", err)
+	}
+	ns, err := startEmbedded(cfg)
+	if err != nil {
+		return "", nil, err
+	}
+	url = ns.ClientURL()
+	log.Info("embedded nats-server ready", "url", url, "store", filepath.Join(cfg.DataDir, "nats"),
+		"server_config", cfg.NATS.ServerConfig)
+	return url, func() {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+	}, nil
 }
 
 // CheckListen refuses an embedded nats-server that would take connections
@@ -282,4 +315,40 @@ func Connect(cfg *config.Config) (*nats.Conn, error) {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
 	return nc, nil
+}
+
+// controllerIDFile keeps a controller's id in its data dir, so that it is
+// the same controller after a restart.
+const controllerIDFile = "controller-id"
+
+// controllerID is the id this controller goes by: controller.id if set,
+// else the one its data dir keeps, made at the first start from the host
+// name and a random suffix (two controllers on one host, in two data dirs,
+// are two controllers).
+func controllerID(cfg *config.Config) (string, error) {
+	if cfg.Controller.ID != "" {
+		return cfg.Controller.ID, nil
+	}
+	path := filepath.Join(cfg.DataDir, controllerIDFile)
+	b, err := os.ReadFile(path)
+	if err == nil {
+		id := strings.TrimSpace(string(b))
+		if err := drovertype.ValidID(id); err != nil {
+			return "", fmt.Errorf("controller: %s: %w (remove the file to make a new id, or set controller.id)", path, err)
+		}
+		return id, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("controller: %w", err)
+	}
+	host, _ := os.Hostname()
+	id := config.SanitizeID(host)
+	if len(id) > 56 {
+		id = strings.TrimRight(id[:56], "-")
+	}
+	id += "-" + randomSuffix()[:6]
+	if err := writeFileAtomic(path, []byte(id+"\n")); err != nil {
+		return "", err
+	}
+	return id, nil
 }

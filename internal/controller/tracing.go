@@ -54,7 +54,7 @@ func (c *Controller) traceFold(ctx context.Context, msg jetstream.Msg, seq uint6
 		return func() {}
 	}
 	flowID, typ := queue.ParseEventSubject(msg.Subject())
-	id := msg.Headers().Get(jetstream.MsgIDHeader)
+	id := queue.IDOfMsgID(msg.Headers().Get(jetstream.MsgIDHeader))
 	pctx, span := tracing.StartProcess(ctx, msg.Headers(), tracing.Message{
 		Subject: msg.Subject(), Template: queue.EventsTemplate, Destination: queue.EventDestination(typ), ID: id, BodySize: len(msg.Data()),
 	}, tracing.Owner{}, tracing.KeyFlow.String(flowID), tracing.KeyEventType.String(typ), tracing.KeyEventSeq.Int64(int64(seq)))

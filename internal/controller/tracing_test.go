@@ -108,7 +108,7 @@ func TestTraceOfAFlow(t *testing.T) {
 	// it; the API's and the test's publishes have no span, so theirs are
 	// under the derived span of what the event is about.
 	var process, publish int
-	for _, s := range rec.Ended() {
+	for _, s := range flowSpans(rec) {
 		switch s.SpanKind() {
 		case trace.SpanKindConsumer:
 			process++
@@ -364,7 +364,7 @@ func TestTraceOfAFlowRetriedWhileRunning(t *testing.T) {
 func checkTrace(t *testing.T, rec *tracetest.SpanRecorder, flowID string, committed *committedAtEnd) map[trace.SpanID]sdktrace.ReadOnlySpan {
 	t.Helper()
 	byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}
-	for _, s := range rec.Ended() {
+	for _, s := range flowSpans(rec) {
 		sid := s.SpanContext().SpanID()
 		if prev := byID[sid]; prev != nil {
 			t.Errorf("span id %s sent twice: %q and %q", sid, prev.Name(), s.Name())
@@ -395,9 +395,66 @@ func checkTrace(t *testing.T, rec *tracetest.SpanRecorder, flowID string, commit
 	return byID
 }
 
+// flowSpans are the spans recorded but the controller's elections', which
+// are traces of their own (TestTraceOfAnElection).
+func flowSpans(rec *tracetest.SpanRecorder) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if s.Name() != "leader election" && spanAttr(s, "drover.flow.id") != event.LeadershipFlow {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 func spanStart(byID map[trace.SpanID]sdktrace.ReadOnlySpan, id trace.SpanID) time.Time {
 	if s := byID[id]; s != nil {
 		return s.StartTime()
 	}
 	return time.Time{}
+}
+
+// TestTraceOfAnElection: each election is a trace of its own: the span from
+// winning the lease to folding leader_elected, with the controller and the
+// epoch, parent of the election's publish, whose process span the fold
+// continues.
+func TestTraceOfAnElection(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := tracing.NewProvider(1, sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	tracingtest.Install(t, tp)
+
+	h := newHarness(t)
+	h.cfg.Controller.ID = "ctl-a"
+	h.start(filepath.Join(t.TempDir(), "state"))
+	el := waitSpans(t, rec, []string{"leader election"}, 1)["leader election"][0]
+	if spanAttr(el, "drover.controller.id") != "ctl-a" || spanAttr(el, "drover.leader.epoch") != "1" || el.Status().Code == codes.Error {
+		t.Fatalf("election span: %v %v", el.Attributes(), el.Status())
+	}
+	tid := el.SpanContext().TraceID()
+	var publish, process sdktrace.ReadOnlySpan
+	deadline := time.Now().Add(10 * time.Second)
+	for process == nil && time.Now().Before(deadline) {
+		for _, s := range rec.Ended() {
+			if s.SpanContext().TraceID() != tid {
+				continue
+			}
+			switch s.SpanKind() {
+			case trace.SpanKindProducer:
+				publish = s
+			case trace.SpanKindConsumer:
+				process = s
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if publish == nil || process == nil {
+		t.Fatalf("the election's trace has publish %v and process %v", publish, process)
+	}
+	if publish.Parent().SpanID() != el.SpanContext().SpanID() || process.Parent().SpanID() != publish.SpanContext().SpanID() {
+		t.Errorf("election %s → publish (parent %s) → process (parent %s)", el.SpanContext().SpanID(), publish.Parent().SpanID(), process.Parent().SpanID())
+	}
+	if spanAttr(process, "drover.event.duplicate") != "" {
+		t.Error("the election's fold is marked a duplicate: its Nats-Msg-Id is not read as its event id")
+	}
 }

@@ -3,9 +3,6 @@ package fleet
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"sort"
 	"time"
 
 	"github.com/drover-dev/drover/internal/queue"
@@ -62,55 +59,23 @@ type RuntimeHealth struct {
 
 // Register writes (or renews) a worker's registration.
 func Register(ctx context.Context, js jetstream.JetStream, r *Registration) error {
-	kv, err := js.KeyValue(ctx, queue.WorkersBucket)
-	if err != nil {
-		return fmt.Errorf("fleet: open %s: %w", queue.WorkersBucket, err)
-	}
-	data, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("fleet: encode registration: %w", err)
-	}
-	if _, err := kv.Put(ctx, r.ID, data); err != nil {
-		return fmt.Errorf("fleet: register worker %s: %w", r.ID, err)
-	}
-	return nil
+	return put(ctx, js, queue.WorkersBucket, r.ID, "worker "+r.ID, r)
 }
 
 // Deregister removes a worker that is leaving.
 func Deregister(ctx context.Context, js jetstream.JetStream, id string) error {
-	kv, err := js.KeyValue(ctx, queue.WorkersBucket)
-	if err != nil {
-		return fmt.Errorf("fleet: open %s: %w", queue.WorkersBucket, err)
-	}
-	if err := kv.Delete(ctx, id); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-		return fmt.Errorf("fleet: deregister worker %s: %w", id, err)
-	}
-	return nil
+	return remove(ctx, js, queue.WorkersBucket, id, "worker "+id)
 }
 
 // Workers lists the registered workers, sorted by id. Registrations that do
 // not decode are skipped: one bad writer must not hide the fleet.
 func Workers(ctx context.Context, js jetstream.JetStream) ([]*Registration, error) {
-	kv, err := js.KeyValue(ctx, queue.WorkersBucket)
-	if err != nil {
-		return nil, fmt.Errorf("fleet: open %s: %w", queue.WorkersBucket, err)
-	}
-	lister, err := kv.ListKeys(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("fleet: list workers: %w", err)
-	}
-	var out []*Registration
-	for key := range lister.Keys() {
-		e, err := kv.Get(ctx, key)
-		if err != nil {
-			continue // deleted or expired since listed
-		}
+	return list(ctx, js, queue.WorkersBucket, func(_ string, raw []byte) *Registration {
 		var r Registration
-		if json.Unmarshal(e.Value(), &r) == nil {
-			r.Raw = e.Value()
-			out = append(out, &r)
+		if json.Unmarshal(raw, &r) != nil {
+			return nil
 		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, nil
+		r.Raw = raw
+		return &r
+	})
 }

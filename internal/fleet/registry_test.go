@@ -63,3 +63,42 @@ func TestRegistry(t *testing.T) {
 		t.Errorf("registrations TTL %s, want %s", info.Config.MaxAge, RegistrationTTL)
 	}
 }
+
+// TestControllerRegistry: controllers register, renew, list by id and
+// leave; an entry under another controller's key, or junk, hides nobody.
+func TestControllerRegistry(t *testing.T) {
+	t.Parallel()
+	js := setup(t)
+	ctx := testCtx(t)
+	for _, c := range []*Controller{{ID: "ctl-b", Role: RoleStandby, Epoch: 2}, {ID: "ctl-a", Role: RoleLeader, Epoch: 2, Applied: 40}} {
+		if err := RegisterController(ctx, js, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kv, err := js.KeyValue(ctx, queue.ControllersBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "junk", []byte("{not json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "ctl-z", []byte(`{"id":"ctl-a","role":"leader"}`)); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := Controllers(ctx, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 2 || cs[0].ID != "ctl-a" || cs[0].Applied != 40 || cs[1].ID != "ctl-b" {
+		t.Fatalf("controllers: %+v", cs)
+	}
+	if err := DeregisterController(ctx, js, "ctl-a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := DeregisterController(ctx, js, "never"); err != nil {
+		t.Fatal(err)
+	}
+	if cs, err := Controllers(ctx, js); err != nil || len(cs) != 1 || cs[0].ID != "ctl-b" {
+		t.Fatalf("after ctl-a left: %+v %v", cs, err)
+	}
+}

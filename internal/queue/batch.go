@@ -27,6 +27,7 @@ type Batch struct {
 	// projection the batch's decisions were made from.
 	Folded  uint64
 	js      jetstream.JetStream
+	epoch   uint64 // the leader epoch stamped on what it publishes
 	pending []pendingPublish
 	errs    []error
 }
@@ -49,27 +50,38 @@ const batchAckWait = 10 * time.Second
 // NewBatch starts a batch on js.
 func NewBatch(js jetstream.JetStream) *Batch { return &Batch{js: js} }
 
-// Event adds an event (see PublishEvent).
+// NewLeaderBatch starts a batch of a leader's decisions: each event and job
+// it publishes carries the leader's epoch, by which the fold and the
+// workers refuse what a leader publishes after its term.
+func NewLeaderBatch(js jetstream.JetStream, epoch uint64) *Batch { return &Batch{js: js, epoch: epoch} }
+
+// Event adds an event (see PublishEvent), stamped with the batch's leader
+// epoch.
 func (b *Batch) Event(ctx context.Context, ev *event.Event) {
+	if b.epoch != 0 {
+		ev.LeaderEpoch = b.epoch
+	}
 	msg, describe, err := eventMsg(ev)
 	if err != nil {
 		b.errs = append(b.errs, err)
 		return
 	}
 	_, end := tracePublish(ctx, msg, describe)
-	ack, err := b.js.PublishMsgAsync(msg, jetstream.WithMsgID(ev.ID), jetstream.WithExpectStream(EventsStream))
+	ack, err := b.js.PublishMsgAsync(msg, jetstream.WithMsgID(eventMsgID(ev)), jetstream.WithExpectStream(EventsStream))
 	b.add(ctx, ack, err, end, pendingPublish{ev: ev, msg: msg, what: "event " + ev.ID})
 }
 
-// Job adds a job (see PublishJob); done runs once the server has stored it.
+// Job adds a job (see PublishJob), stamped with the batch's leader epoch;
+// done runs once the server has stored it.
 func (b *Batch) Job(ctx context.Context, j *Job, done func()) {
 	msg, err := jobMsg(j)
 	if err != nil {
 		b.errs = append(b.errs, err)
 		return
 	}
+	stampEpoch(msg, b.epoch)
 	_, end := tracePublish(ctx, msg, jobSpan(j, msg))
-	ack, err := b.js.PublishMsgAsync(msg, jetstream.WithMsgID(j.Attempt), jetstream.WithExpectStream(AttemptsStream))
+	ack, err := b.js.PublishMsgAsync(msg, jetstream.WithMsgID(msgID(j.Attempt, b.epoch)), jetstream.WithExpectStream(AttemptsStream))
 	b.add(ctx, ack, err, end, pendingPublish{what: "job " + j.Attempt, done: done})
 }
 

@@ -44,13 +44,16 @@ const (
 // ErrBadCancelSignal is wrapped by every refusal of a stop signal.
 var ErrBadCancelSignal = errors.New("queue: bad cancel signal")
 
-// SignalCancel tells whichever worker holds sig.Attempt to stop its CLI.
-func SignalCancel(nc *nats.Conn, sig CancelSignal) error {
+// SignalCancel tells whichever worker holds sig.Attempt to stop its CLI;
+// epoch is the leader epoch of the controller that sends it (0: none).
+func SignalCancel(nc *nats.Conn, sig CancelSignal, epoch uint64) error {
 	data, err := sig.encode()
 	if err != nil {
 		return err
 	}
-	if err := nc.Publish(CancelSubject(sig.Attempt), data); err != nil {
+	msg := &nats.Msg{Subject: CancelSubject(sig.Attempt), Data: data, Header: nats.Header{}}
+	stampEpoch(msg, epoch)
+	if err := nc.PublishMsg(msg); err != nil {
 		return fmt.Errorf("queue: signal cancel %s: %w", sig.Attempt, err)
 	}
 	return nil

@@ -127,7 +127,7 @@ func (c *Claims) acquire(ctx context.Context, attempt, worker string, takeOverSt
 	rec := claimRecord{Worker: worker, Epoch: prev.Epoch + 1, State: claimRunning}
 	rev, err := c.kv.Update(ctx, attempt, mustJSON(rec), e.Revision())
 	if err != nil {
-		if isWrongRevision(err) {
+		if IsConditionFailed(err) {
 			return nil, ErrHeld
 		}
 		return nil, fmt.Errorf("queue: take over claim %s: %w", attempt, err)
@@ -145,7 +145,7 @@ func (c *Claims) Revoke(ctx context.Context, attempt string) error {
 	e, err := c.kv.Get(ctx, attempt)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		_, err := c.kv.Create(ctx, attempt, mustJSON(rec))
-		if isWrongRevision(err) {
+		if IsConditionFailed(err) {
 			return ErrHeld // claimed just now; the caller tries again
 		}
 		if err != nil {
@@ -166,7 +166,7 @@ func (c *Claims) Revoke(ctx context.Context, attempt string) error {
 	}
 	rec.Epoch = prev.Epoch + 1
 	if _, err := c.kv.Update(ctx, attempt, mustJSON(rec), e.Revision()); err != nil {
-		if isWrongRevision(err) {
+		if IsConditionFailed(err) {
 			return ErrHeld
 		}
 		return fmt.Errorf("queue: revoke %s: %w", attempt, err)
@@ -198,7 +198,7 @@ func (l *Lease) write(ctx context.Context, state string) error {
 		rec.State = state
 	}
 	rev, err := l.c.kv.Update(ctx, l.attempt, mustJSON(rec), l.rev)
-	if err != nil && isWrongRevision(err) {
+	if err != nil && IsConditionFailed(err) {
 		// A write of ours whose reply was lost (a client timeout under load,
 		// a reconnect) may have landed all the same, moving the revision on
 		// without us. If the claim still holds what this lease wrote, it is
@@ -215,7 +215,7 @@ func (l *Lease) write(ctx context.Context, state string) error {
 		}
 	}
 	if err != nil {
-		if isWrongRevision(err) {
+		if IsConditionFailed(err) {
 			return fmt.Errorf("%w: %s at epoch %d", ErrSuperseded, l.attempt, l.epoch)
 		}
 		return fmt.Errorf("queue: write claim %s: %w", l.attempt, err)
@@ -235,7 +235,11 @@ func (l *Lease) ours(cur claimRecord) bool {
 	return false
 }
 
-func isWrongRevision(err error) bool {
+// IsConditionFailed reports whether a conditional write failed on its
+// condition: a KV create of a key that exists, an update on a revision that
+// is not the last, a publish expecting another last sequence. Someone else
+// wrote first.
+func IsConditionFailed(err error) bool {
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
 		switch apiErr.ErrorCode {

@@ -109,7 +109,7 @@ func (c *Claims) RevokeLapsed(ctx context.Context, attempt string, rev uint64) (
 	rec := claimRecord{Worker: info.Worker, Epoch: info.Epoch, State: claimLost}
 	newRev, err := c.kv.Update(ctx, attempt, mustJSON(rec), rev)
 	if err != nil {
-		if isWrongRevision(err) {
+		if IsConditionFailed(err) {
 			return nil, ErrHeld
 		}
 		return nil, fmt.Errorf("queue: revoke lapsed claim %s: %w", attempt, err)

@@ -58,7 +58,7 @@ func PublishDecision(ctx context.Context, js jetstream.JetStream, ev *event.Even
 		return 0, err
 	}
 	pctx, end := tracePublish(ctx, msg, describe)
-	ack, err := js.PublishMsg(pctx, msg, jetstream.WithMsgID(ev.ID), jetstream.WithExpectStream(EventsStream))
+	ack, err := js.PublishMsg(pctx, msg, jetstream.WithMsgID(eventMsgID(ev)), jetstream.WithExpectStream(EventsStream))
 	end(ack, err)
 	if err != nil {
 		return 0, fmt.Errorf("queue: publish event %s: %w", ev.ID, err)
@@ -92,7 +92,7 @@ func (d *decision) reclaim(ctx context.Context, ack *jetstream.PubAck) (*jetstre
 		if hops == maxImpostors {
 			return nil, fmt.Errorf("%w: %s, %d in a row", ErrImpostors, d.ev.ID, hops+1)
 		}
-		id := ImpostorID(d.ev.ID, ack.Sequence)
+		id := ImpostorID(eventMsgID(d.ev), ack.Sequence)
 		if ack, err = d.js.PublishMsg(ctx, d.msg, jetstream.WithMsgID(id), jetstream.WithExpectStream(EventsStream)); err != nil {
 			return nil, fmt.Errorf("queue: publish event %s again as %s: %w", d.ev.ID, id, err)
 		}

@@ -17,15 +17,17 @@ import (
 )
 
 // PublishEvent stores ev on the EVENTS stream and returns its sequence. The
-// event id is the Nats-Msg-Id, so a republish inside the dedup window is
-// dropped by the server; outside it, the fold's own dedup by id applies.
-func PublishEvent(ctx context.Context, js jetstream.JetStream, ev *event.Event) (uint64, error) {
+// event id is the Nats-Msg-Id (with the leader epoch of a decision, see
+// msgID), so a republish inside the dedup window is dropped by the server;
+// outside it, the fold's own dedup by id applies.
+func PublishEvent(ctx context.Context, js jetstream.JetStream, ev *event.Event, opts ...jetstream.PublishOpt) (uint64, error) {
 	msg, describe, err := eventMsg(ev)
 	if err != nil {
 		return 0, err
 	}
 	ctx, end := tracePublish(ctx, msg, describe)
-	ack, err := js.PublishMsg(ctx, msg, jetstream.WithMsgID(ev.ID), jetstream.WithExpectStream(EventsStream))
+	opts = append([]jetstream.PublishOpt{jetstream.WithMsgID(eventMsgID(ev)), jetstream.WithExpectStream(EventsStream)}, opts...)
+	ack, err := js.PublishMsg(ctx, msg, opts...)
 	end(ack, err)
 	if err != nil {
 		return 0, fmt.Errorf("queue: publish event %s: %w", ev.ID, err)

@@ -22,11 +22,22 @@ const (
 	WorkersBucket    = "drover-workers"
 	ArtifactsBucket  = "drover-artifacts"
 	TransfersBucket  = "drover-transfers"
+	// LeaderBucket holds the controllers' leadership lease (package
+	// leadership); ControllersBucket each controller's registration
+	// (package fleet).
+	LeaderBucket      = "drover-leader"
+	ControllersBucket = "drover-controllers"
 
 	// WorkersTTL is how long a worker's registration lives unrenewed.
 	WorkersTTL = 2 * time.Minute
 	// TransfersMaxAge is how long a large API body is kept.
 	TransfersMaxAge = time.Hour
+	// ControllersTTL is how long a controller's registration lives
+	// unrenewed.
+	ControllersTTL = time.Minute
+	// leaderMarkerTTL is how long the leader bucket keeps the marker a
+	// lapsed lease leaves, which shows its end to watchers.
+	leaderMarkerTTL = time.Minute
 
 	eventsPrefix     = event.SubjectPrefix
 	attemptsPrefix   = "drover.attempts."
@@ -152,6 +163,9 @@ func Ensure(ctx context.Context, js jetstream.JetStream, o StreamOptions) error 
 	if err != nil {
 		return ensureError("bucket "+WorkersBucket, err)
 	}
+	if err := ensureControllerBuckets(ctx, js, o); err != nil {
+		return err
+	}
 	_, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket: ArtifactsBucket, Description: "Drover attempt artifacts: full CLI logs and patches",
 		TTL: o.ArtifactsMaxAge, Storage: jetstream.FileStorage, Replicas: o.Replicas,
@@ -212,4 +226,30 @@ func EnsureAttemptConsumer(ctx context.Context, js jetstream.JetStream, pool, ru
 // IsNotFound reports whether err says a stream or consumer does not exist.
 func IsNotFound(err error) bool {
 	return errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrConsumerNotFound)
+}
+
+// ensureControllerBuckets creates the controllers' buckets. The lease has
+// a TTL of its own on every write (the leader's lease_ttl), so the bucket
+// has none; its markers show a lapsed lease to watchers, which servers
+// before 2.11 do not (they have no per-message TTL either: the lease needs
+// one).
+func ensureControllerBuckets(ctx context.Context, js jetstream.JetStream, o StreamOptions) error {
+	_, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: LeaderBucket, Description: "Drover's leader lease: which controller decides",
+		History: 1, LimitMarkerTTL: leaderMarkerTTL, Storage: jetstream.FileStorage, Replicas: o.Replicas,
+	})
+	if errors.Is(err, jetstream.ErrLimitMarkerTTLNotSupported) {
+		return &ConfigError{Why: "the NATS server is older than 2.11: the leader lease needs per-message TTLs", Err: err}
+	}
+	if err != nil {
+		return ensureError("bucket "+LeaderBucket, err)
+	}
+	_, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: ControllersBucket, Description: "Drover controllers: role, epoch, the sequence each has folded",
+		History: 1, TTL: ControllersTTL, Storage: jetstream.FileStorage, Replicas: o.Replicas,
+	})
+	if err != nil {
+		return ensureError("bucket "+ControllersBucket, err)
+	}
+	return nil
 }

@@ -28,6 +28,9 @@ const (
 	KeyExitCode  = attribute.Key("drover.exit_code")
 	KeyOutcome   = attribute.Key("drover.outcome")
 
+	KeyController  = attribute.Key("drover.controller.id")
+	KeyLeaderEpoch = attribute.Key("drover.leader.epoch")
+
 	KeyErrorClass    = attribute.Key("drover.error.class")
 	KeyErrorMessage  = attribute.Key("drover.error.message")
 	KeyErrorCategory = attribute.Key("drover.error.category")

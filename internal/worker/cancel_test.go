@@ -62,7 +62,7 @@ func TestCancelSignalsChecked(t *testing.T) {
 		t.Fatal("junk on the cancel subject stopped an attempt")
 	}
 
-	if err := queue.SignalCancel(nc, queue.CancelSignal{Attempt: att, Reason: "cancelled by the operator: wrong prompt", By: queue.CancelByOperator}); err != nil {
+	if err := queue.SignalCancel(nc, queue.CancelSignal{Attempt: att, Reason: "cancelled by the operator: wrong prompt", By: queue.CancelByOperator}, 0); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, func() bool { return h.reason() != "" })

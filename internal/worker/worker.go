@@ -79,6 +79,11 @@ type Worker struct {
 
 	sandbox sandboxState // how attempts are confined (sandbox.go)
 
+	// epochs is the latest leader epoch a job showed: a job or a cancel
+	// signal of an older leader is refused (a leader paused or cut off
+	// that wakes up after another took over).
+	epochs queue.EpochFence
+
 	// regMu makes each registration write the state it read: two writers
 	// (the claim loops saying why they claim nothing, the start and the
 	// health loop) would otherwise let an older snapshot land last.
@@ -541,7 +546,7 @@ func (w *Worker) claimLoop(ctx context.Context, runtime string, ad adapter.Adapt
 // handle runs one delivered job to its end, or hands it back.
 func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.Msg) {
 	job := w.decode(ctx, msg)
-	if job == nil {
+	if job == nil || !w.admit(ctx, msg, job) {
 		return
 	}
 	ctx, jt := w.traceJob(ctx, msg, job)
@@ -593,6 +598,24 @@ func (w *Worker) decode(ctx context.Context, msg jetstream.Msg) *queue.Job {
 	}
 	_ = msg.Term()
 	return nil
+}
+
+// admit reports whether a job comes from a leader no older than the latest
+// this worker has seen, and learns its epoch. A job of an older leader is
+// refused and terminated: the leader of the day queues that attempt again
+// under its own epoch if it still wants it run.
+func (w *Worker) admit(ctx context.Context, msg jetstream.Msg, job *queue.Job) bool {
+	epoch, err := queue.LeaderEpoch(msg.Headers())
+	if err == nil && w.epochs.Job(epoch) {
+		return true
+	}
+	w.m.claim(ctx, "old_epoch")
+	if err == nil {
+		err = fmt.Errorf("leader epoch %d, older than %d", epoch, w.epochs.Latest())
+	}
+	w.log.Info("job of an earlier leader refused", "attempt", job.Attempt, "err", err)
+	_ = msg.Term()
+	return false
 }
 
 // claim takes the attempt's claim for this worker, and reports whether it
@@ -787,6 +810,13 @@ func (w *Worker) hold(id string) *held {
 func (w *Worker) onCancelSignal(m *nats.Msg) {
 	sig, err := queue.DecodeCancelSignal(m.Subject, m.Data)
 	if err != nil {
+		w.ignoredSignal(m.Subject, err)
+		return
+	}
+	if epoch, err := queue.LeaderEpoch(m.Header); err != nil || !w.epochs.Cancel(epoch) {
+		if err == nil {
+			err = fmt.Errorf("leader epoch %d, older than %d", epoch, w.epochs.Latest())
+		}
 		w.ignoredSignal(m.Subject, err)
 		return
 	}

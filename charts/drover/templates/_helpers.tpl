@@ -386,6 +386,12 @@ includes it first: Helm renders the templates in no useful order and stops at th
 first error, which should be the one naming the value. */}}
 {{- define "drover.validate" -}}
 {{- $v := .Values -}}
+{{- if or (lt (int $v.controller.replicas) 1) (gt (int $v.controller.replicas) 5) }}
+{{- fail (printf "controller.replicas: must be 1..5 (got %v): 1, or 2 or 3 for a leader and standbys" $v.controller.replicas) }}
+{{- end }}
+{{- if not (has $v.controller.antiAffinity (list "soft" "hard" "none")) }}
+{{- fail (printf "controller.antiAffinity: must be soft, hard or none (got %q)" $v.controller.antiAffinity) }}
+{{- end }}
 {{- if and (not $v.nats.enabled) (not $v.externalNats.url) }}
 {{- fail "externalNats.url: set it, or nats.enabled=true for the NATS subchart" }}
 {{- end }}

@@ -91,21 +91,35 @@ const (
 	// timeout: it failed with NO_WORKER (docs/design.md#placement).
 	PlacementChanged Type = "placement_changed"
 	AttemptUnplaced  Type = "attempt_unplaced"
+	// A controller won the leadership and opens its term: from here on the
+	// log folds only decisions of its epoch (docs/design.md#leadership-and-fencing).
+	LeaderElected Type = "leader_elected"
 )
+
+// LeadershipFlow is the flow token of the leadership events: they are about
+// no flow, and a submitted flow's id always ends in "-" and a random
+// suffix, so no flow is ever named so. `controller events leadership`
+// lists the elections.
+const LeadershipFlow = "leadership"
 
 // Event is the envelope of everything on the EVENTS stream. ID is unique per
 // logical event and deterministic for decisions, so a republished event is
 // recognised and folded once.
 type Event struct {
-	V       int             `json:"v"`
-	ID      string          `json:"id"`
-	Type    Type            `json:"type"`
-	Time    time.Time       `json:"time"`
-	Flow    string          `json:"flow"`
-	Task    string          `json:"task,omitempty"`
-	Attempt string          `json:"attempt,omitempty"`
-	Epoch   uint64          `json:"epoch,omitempty"`
-	Data    json.RawMessage `json:"data,omitempty"`
+	V       int       `json:"v"`
+	ID      string    `json:"id"`
+	Type    Type      `json:"type"`
+	Time    time.Time `json:"time"`
+	Flow    string    `json:"flow"`
+	Task    string    `json:"task,omitempty"`
+	Attempt string    `json:"attempt,omitempty"`
+	Epoch   uint64    `json:"epoch,omitempty"`
+	// LeaderEpoch is the epoch of the leader that decided the event: every
+	// controller decision carries it, stamped where the leader publishes;
+	// the fold ignores a decision of an epoch older than the latest
+	// leader_elected. Events a worker writes carry none.
+	LeaderEpoch uint64          `json:"leader_epoch,omitempty"`
+	Data        json.RawMessage `json:"data,omitempty"`
 }
 
 // ErrDecode is wrapped by every decoding failure.
@@ -269,6 +283,12 @@ type AttemptLostData struct {
 	// LeaseMS is the lease that lapsed.
 	LeaseMS int64  `json:"lease_ms"`
 	Reason  string `json:"reason"`
+}
+
+// LeaderElectedData names the controller whose term begins at the event's
+// LeaderEpoch.
+type LeaderElectedData struct {
+	Controller string `json:"controller"`
 }
 
 // AttemptClaimedData says which worker holds the attempt, at Event.Epoch.

@@ -32,6 +32,7 @@ func TestPayloadTypes(t *testing.T) {
 		event.PlacementChanged, event.AttemptUnplaced,
 		event.PullRequestRequested, event.PullRequestPublished, event.PullRequestObserved, event.PullRequestFeedback,
 		event.ReviewRoundStarted,
+		event.LeaderElected,
 	}
 	if got, want := slices.Sorted(slices.Values(projection.HandledTypes())), slices.Sorted(slices.Values(types)); !slices.Equal(got, want) {
 		t.Errorf("handlers table has %v\nwant %v", got, want)

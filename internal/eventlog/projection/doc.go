@@ -14,7 +14,10 @@
 //   - Folded: it is what a writer publishes at that point.
 //   - Ignored (stale): at-least-once delivery and fencing make it normal,
 //     though it changes nothing: a duplicate id; an event of a superseded
-//     claim (an epoch below the attempt's, counted in Attempt.Fenced); an
+//     claim (an epoch below the attempt's, counted in Attempt.Fenced); a
+//     controller decision of an older leader epoch than the latest
+//     leader_elected (counted in Leadership.Fenced, and its id not seen:
+//     the leader of the day may make the same decision; leadership.go); an
 //     event about an attempt, task or flow that has ended; a decision made
 //     from an older state that has moved on since (a task cancelled,
 //     retried by an operator, already scheduled; a flow reopened into a new
@@ -27,7 +30,8 @@
 //     type and the key its writer derives, a task, attempt or epoch its type
 //     never carries (or missing), a type the fold does not know, a payload
 //     naming another attempt, branch or build, a flow_submitted whose spec
-//     does not validate as the submit API validates it. A contradiction
+//     does not validate as the submit API validates it, a worker's event
+//     with a leader epoch, an election on a flow's subject. A contradiction
 //     (ErrContradiction): well formed, but impossible after what the
 //     projection holds — about a flow, task or attempt that was never
 //     recorded (a claim of an attempt nobody scheduled), from a claim's
@@ -36,7 +40,9 @@
 //     about an attempt that has not failed, a flow completed while a task
 //     of its round is not terminal (or succeeded without its integration,
 //     cancelled without a cancel), a report of a branch not the attempt's
-//     own. And an undecodable message (event.ErrDecode).
+//     own, a decision of a leader epoch no election has opened, an
+//     election that skips an epoch. And an undecodable message
+//     (event.ErrDecode).
 //
 // The rule that separates the last two: an event is stale when some order
 // of what honest writers publish, under redelivery and fencing, puts it

@@ -45,7 +45,21 @@ const (
 	aboutBuild                         // a build of the flow's integration branch, at a claim's epoch
 	aboutClaimOrBuild                  // either of the two above (attempt_claimed)
 	aboutRequest                       // an operator's request: the flow, or a task, or an attempt of it
+	aboutLostClaim                     // a claim the controller found lapsed: aboutClaim's envelope, the controller's decision
+	aboutLeadership                    // an election: the leadership token for a flow, its own leader epoch
 )
+
+// decision reports whether events of this kind are the controller's
+// decisions, which carry the epoch of the leader that made them and are
+// fenced by it; a worker's events carry a claim's epoch instead. An
+// election is judged by its own rule (leaderElected).
+func (a about) decision() bool {
+	switch a {
+	case aboutClaim, aboutBuild, aboutClaimOrBuild, aboutLeadership:
+		return false
+	}
+	return true
+}
 
 // idRule is how an event id's key (after "TYPE:") is made from the
 // envelope: every writer derives it, so that the same event written twice
@@ -63,6 +77,7 @@ const (
 	idClaim                         // <attempt>:<epoch>, and :<extra> for several of one type in a claim
 	idTaskRound                     // <flow>/<task>:<round>
 	idRandom                        // anything: an operator's request is a distinct act each time
+	idLeaderEpoch                   // the leader epoch the election opens
 )
 
 // checkEnvelope checks an event against itself, before the projection is
@@ -78,6 +93,9 @@ func checkEnvelope(subject string, ev *event.Event, h handler, ok bool) error {
 	}
 	if want := event.Subject(ev.Flow, ev.Type); subject != want {
 		return malformed("%s of flow %s came on subject %.200q, not %s", ev.Type, ev.Flow, subject, want)
+	}
+	if (h.about == aboutLeadership) != (ev.Flow == event.LeadershipFlow) {
+		return malformed("%s of flow %s: only elections, and all of them, are of %s", ev.Type, ev.Flow, event.LeadershipFlow)
 	}
 	typ, key, err := drovertype.ParseEventID(ev.ID)
 	if err != nil {
@@ -114,16 +132,20 @@ func checkAbout(ev *event.Event, a about) error {
 		}
 		build = task == ""
 	}
-	claimed := a == aboutClaim || a == aboutBuild || a == aboutClaimOrBuild
+	claimed := a == aboutClaim || a == aboutBuild || a == aboutClaimOrBuild || a == aboutLostClaim
 	switch {
 	case claimed && ev.Epoch == 0:
 		return malformed("%s without the epoch of the claim it comes from", ev.Type)
 	case !claimed && ev.Epoch != 0:
 		return malformed("%s with epoch %d: only a claim's events have one", ev.Type, ev.Epoch)
+	case !a.decision() && a != aboutLeadership && ev.LeaderEpoch != 0:
+		return malformed("%s with leader epoch %d: only the controller's decisions have one", ev.Type, ev.LeaderEpoch)
+	case a == aboutLeadership && ev.LeaderEpoch == 0:
+		return malformed("%s without the leader epoch it opens", ev.Type)
 	}
 	var needTask, needAttempt, noAttempt, needBuild bool
 	switch a {
-	case aboutFlow:
+	case aboutFlow, aboutLeadership:
 		if ev.Task != "" || ev.Attempt != "" {
 			return malformed("%s names a task or an attempt; it is about a flow", ev.Type)
 		}
@@ -131,7 +153,7 @@ func checkAbout(ev *event.Event, a about) error {
 		needTask, noAttempt = true, true
 	case aboutTaskMaybeAttempt:
 		needTask = true
-	case aboutAttempt, aboutClaim:
+	case aboutAttempt, aboutClaim, aboutLostClaim:
 		needTask, needAttempt = true, true
 	case aboutBuild:
 		needAttempt, needBuild = true, true
@@ -186,6 +208,8 @@ func (k idRule) matches(ev *event.Event, key string) bool {
 	case idTaskRound:
 		r, ok := strings.CutPrefix(key, ev.Flow+"/"+ev.Task+":")
 		return ok && isNumber(r)
+	case idLeaderEpoch:
+		return key == strconv.FormatUint(ev.LeaderEpoch, 10)
 	}
 	return true
 }
@@ -223,6 +247,8 @@ func (k idRule) about() string {
 		return "attempt and epoch"
 	case idTaskRound:
 		return "task"
+	case idLeaderEpoch:
+		return "leader epoch"
 	}
 	return "event"
 }

@@ -90,8 +90,14 @@ func (s *State) apply(seq uint64, subject string, ev *event.Event, payload any, 
 	if payloadErr != nil {
 		return payloadErr
 	}
+	if h.about.decision() {
+		if stale, err := s.fenced(ev); stale || err != nil {
+			return err
+		}
+	}
 	// A handler checks everything before it changes anything: an error
 	// leaves the state as it was.
+	s.seq = seq
 	if err := h.fold(s, ev, payload); err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ import (
 //
 //	submit flow=ID [id=] [seq=] [time=] [nocommit]
 //	  <flow spec as YAML or JSON>
-//	event type=T flow=ID [task=] [attempt=] [epoch=] [key=] [id=] [v=] [seq=] [time=] [subject=] [nocommit]
+//	event type=T flow=ID [task=] [attempt=] [epoch=] [leader=] [key=] [id=] [v=] [seq=] [time=] [subject=] [nocommit]
 //	  <JSON payload; empty for none>
 //	raw [seq=] [quoted | size=N] [subject=] [nocommit]
 //	  <the message bytes; with quoted, a Go string literal>

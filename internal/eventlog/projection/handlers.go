@@ -26,7 +26,7 @@ var handlers = map[event.Type]handler{
 	event.CancelRequested:          on((*State).cancelRequested, aboutRequest, idRandom),
 	event.TaskCancelled:            on((*State).taskCancelled, aboutTaskMaybeAttempt, idTaskRound),
 	event.AttemptAbandoned:         on((*State).attemptAbandoned, aboutAttempt, idAttempt),
-	event.AttemptLost:              on((*State).attemptLost, aboutClaim, idClaim),
+	event.AttemptLost:              on((*State).attemptLost, aboutLostClaim, idClaim),
 	event.FlowPaused:               on((*State).flowPaused, aboutFlow, idRandom),
 	event.FlowResumed:              on((*State).flowPaused, aboutFlow, idRandom),
 	event.TaskRetryRequested:       on((*State).retryRequested, aboutTask, idRandom),
@@ -51,6 +51,9 @@ var handlers = map[event.Type]handler{
 	event.PullRequestObserved:  on((*State).pullRequestObserved, aboutFlow, idFlowN),
 	event.PullRequestFeedback:  on((*State).pullRequestFeedback, aboutFlow, idFlowAnd),
 	event.ReviewRoundStarted:   on((*State).reviewRoundStarted, aboutFlow, idFlowN),
+
+	// Who leads the controllers (leadership.go).
+	event.LeaderElected: on((*State).leaderElected, aboutLeadership, idLeaderEpoch),
 
 	// An attempt's lifecycle, as its worker reports it.
 	event.AdapterInitialized: on(phase[event.AdapterInitializedData], aboutClaim, idClaim),

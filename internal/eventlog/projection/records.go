@@ -95,6 +95,9 @@ func (st *State) Records(fn func(key string, value []byte) error) error {
 	if st.PoisonCount > 0 {
 		keys = append(keys, keyPoisonCount)
 	}
+	if st.Leadership != nil {
+		keys = append(keys, keyLeadership)
+	}
 	for _, k := range keys {
 		v, err := st.encodeRecord(k)
 		if err != nil {
@@ -144,6 +147,11 @@ func (st *State) LoadRecord(k string, v []byte) error {
 		}
 	case k == keyPoisonCount:
 		st.PoisonCount, err = strconv.Atoi(string(v))
+	case k == keyLeadership:
+		var l Leadership
+		if err = json.Unmarshal(v, &l); err == nil {
+			st.Leadership = &l
+		}
 	case strings.HasPrefix(k, keyPart):
 		var p SubmittedPart
 		if err = json.Unmarshal(v, &p); err == nil {
@@ -190,6 +198,8 @@ func (st *State) encodeRecord(k string) ([]byte, error) {
 		v = p
 	case k == keyPoisonCount:
 		return []byte(strconv.Itoa(st.PoisonCount)), nil
+	case k == keyLeadership:
+		v = st.Leadership
 	case strings.HasPrefix(k, keyPart):
 		p := st.Parts[k[len(keyPart):]]
 		if p == nil {

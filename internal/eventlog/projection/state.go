@@ -211,6 +211,11 @@ type State struct {
 	// in a pool, by event.PlacementKey: those an attempt has waited for.
 	Placements map[string]*Placement
 	dirty      map[string]struct{}
+	// Leadership is the latest election folded; nil before any
+	// (leadership.go).
+	Leadership *Leadership
+	// seq is the stream sequence of the event being folded.
+	seq uint64
 	// poisonSeqs are the keys of Poisons in order, oldest first.
 	poisonSeqs []uint64
 	// plans are the last distinct plans tasks were given (sharedPlan).

@@ -35,6 +35,9 @@ func RenderState(st *projection.State) string {
 		fmt.Fprintf(&b, "placement %s: seq=%d live=%d serving=%d since=%s ended_ms=%d changed=%s attempt=%s reason=%q\n",
 			p.Key, p.Seq, p.Live, p.Serving, ts(p.Since), p.EndedMS, ts(p.ChangedAt), p.Attempt, p.Reason)
 	}
+	if l := st.Leadership; l != nil {
+		fmt.Fprintf(&b, "leadership: epoch=%d controller=%s seq=%d at=%s fenced=%d\n", l.Epoch, l.Controller, l.Seq, ts(l.At), l.Fenced)
+	}
 	for _, seq := range slices.Sorted(maps.Keys(st.Poisons)) {
 		p := st.Poisons[seq]
 		fmt.Fprintf(&b, "poison %d (%d bytes): %s\n", p.Seq, p.Size, p.Reason)

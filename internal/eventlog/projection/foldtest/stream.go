@@ -144,14 +144,23 @@ func BuildMessage(tb testing.TB, d *datadriven.TestData, next uint64) Message {
 		if d.HasArg("epoch") {
 			d.ScanArgs(tb, "epoch", &epoch)
 		}
+		var leader uint64
+		if d.HasArg("leader") {
+			d.ScanArgs(tb, "leader", &leader)
+		}
 		id := str("id")
-		if id == "" {
+		switch {
+		case id != "":
+		case typ == event.LeaderElected:
+			id = drovertype.EventID(typ, strconv.FormatUint(leader, 10))
+		default:
 			id = DefaultID(typ, flowID, attempt, epoch, key)
 		}
 		ev, err := event.New(id, typ, at, flowID, task, attempt, epoch, nil)
 		if err != nil {
 			tb.Fatalf("%s: %v", d.Pos, err)
 		}
+		ev.LeaderEpoch = leader
 		if d.HasArg("v") {
 			d.ScanArgs(tb, "v", &ev.V)
 		}
