@@ -176,6 +176,14 @@ type ConsumerOptions struct {
 	AckWait time.Duration
 	// MaxAckPending bounds jobs held at once across a pool. Defaults to 10000.
 	MaxAckPending int
+	// MaxWaiting bounds the fetches waiting on the consumer at once: one
+	// per worker of the pool that serves the runtime and has a free slot.
+	// Beyond it JetStream drops a fetch without a word (a worker, which
+	// asks for heartbeats, hears none and fetches again 10 s later), so
+	// a pool of more workers than this leaves some idle. JetStream's own
+	// default is 512. Defaults to 10000. JetStream cannot change it on an
+	// existing consumer, which keeps its own (docs/operations.md).
+	MaxWaiting int
 }
 
 // AttemptConsumerName names the durable consumer shared by all workers of a
@@ -193,6 +201,12 @@ func EnsureAttemptConsumer(ctx context.Context, js jetstream.JetStream, pool, ru
 	if o.MaxAckPending == 0 {
 		o.MaxAckPending = 10000
 	}
+	if o.MaxWaiting == 0 {
+		o.MaxWaiting = 10000
+	}
+	if c, err := js.Consumer(ctx, AttemptsStream, AttemptConsumerName(pool, runtime)); err == nil {
+		o.MaxWaiting = c.CachedInfo().Config.MaxWaiting
+	}
 	c, err := js.CreateOrUpdateConsumer(ctx, AttemptsStream, jetstream.ConsumerConfig{
 		Durable:       AttemptConsumerName(pool, runtime),
 		FilterSubject: AttemptSubject(pool, runtime),
@@ -200,6 +214,7 @@ func EnsureAttemptConsumer(ctx context.Context, js jetstream.JetStream, pool, ru
 		AckWait:       o.AckWait,
 		MaxDeliver:    -1, // poison jobs are terminated by the worker, not by a count
 		MaxAckPending: o.MaxAckPending,
+		MaxWaiting:    o.MaxWaiting,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		Description:   "Drover workers of pool " + pool + " serving runtime " + runtime,
 	})
