@@ -31,7 +31,7 @@ func TestFleetSim(t *testing.T) {
 	c := startControllerBin(t, controllerAsShipped(t), "DROVER_NATS_SYNC_INTERVAL=default")
 	cmd := exec.Command(filepath.Join(bin, "fleetsim"), "--workers", "50", "--slots", "4", "--tasks", "2000", "--flows", "20",
 		"--nats-url", c.url, "--data-dir", t.TempDir(), "--fail", "0.05", "--fatal", "0.01", "--hang", "0.005",
-		"--duration-median", "20ms", "--duration-p99", "200ms", "--timeout", "5m", "--log-level", "warn")
+		"--duration-median", "20ms", "--duration-p99", "200ms", "--timeout", "5m", "--log-level", "warn", "--progress", "1s")
 	cmd.Env = append(cleanEnv(), "GORACE=halt_on_error=1 exitcode=66", "DROVER_QUEUE_ACK_WAIT=10s")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var out bytes.Buffer
@@ -77,7 +77,7 @@ func TestFleetSim(t *testing.T) {
 }
 
 // followProgress copies fleetsim's stderr to logs and sends the run count
-// of each progress line ("fleetsim: 5s: 693 runs, …"); it closes progress
+// of each progress line ("fleetsim: 5s: 693 runs, …", every second); it closes progress
 // at the end of the output.
 func followProgress(r interface{ Read([]byte) (int, error) }, logs *bytes.Buffer, progress chan<- int) {
 	defer close(progress)

@@ -89,6 +89,7 @@ line of figures. Exit 0 only when all of that holds.`,
 	fs.StringVar(&f.o.Plan.Runtime, "runtime", "demo", "the runtime of every task; the workers serve it (the controller must know it)")
 	fs.IntVar(&f.o.Plan.MaxAttempts, "max-attempts", 3, "the flows' retry max_attempts")
 	fs.DurationVar(&f.o.Timeout, "timeout", time.Hour, "how long to wait for the flows to complete")
+	fs.DurationVar(&f.o.ProgressEvery, "progress", 30*time.Second, "how often to say how far the flows are (stderr)")
 	mixFlags(cmd, &f.o.Mix)
 	fs.StringVar(&f.o.CPUProfile, "cpuprofile", "", "save the started controller's CPU profile to this file")
 	fs.IntVar(&f.o.ProfileSeconds, "profile-seconds", 30, "how long the CPU profile runs, from the first submission")

@@ -48,9 +48,10 @@ type Options struct {
 	CPUProfile     string
 	ProfileSeconds int
 	HeapProfile    string
-	// Progress receives a line now and then while the flows run; nil
-	// says nothing.
-	Progress io.Writer
+	// Progress receives a line every ProgressEvery (default 30s) while
+	// the flows run; nil says nothing.
+	Progress      io.Writer
+	ProgressEvery time.Duration
 }
 
 // Result is what a simulation measured and found.
@@ -114,6 +115,7 @@ type sim struct {
 	removeDir string
 	// stopCancels ends the cancels of hanging runs still trying.
 	stopCancels context.CancelFunc
+	said        time.Time // when progress last spoke
 }
 
 // Run runs a simulation: a controller (started, or at o.URL), a fleet of
@@ -331,7 +333,7 @@ func (s *sim) profile(ctx context.Context) func() error {
 func (s *sim) waitFlows(ctx context.Context, began time.Time) error {
 	deadline := time.NewTimer(s.o.Timeout)
 	defer deadline.Stop()
-	poll := time.NewTicker(5 * time.Second)
+	poll := time.NewTicker(min(5*time.Second, max(s.o.ProgressEvery, 100*time.Millisecond)))
 	defer poll.Stop()
 	for {
 		done := s.watch.done(s.flows)
@@ -382,11 +384,16 @@ func (s *sim) statusDone(ctx context.Context) bool {
 	return true
 }
 
-// progress says how far the flows are.
+// progress says how far the flows are, every ProgressEvery at most.
 func (s *sim) progress(began time.Time, done int) {
-	if s.o.Progress == nil {
+	every := s.o.ProgressEvery
+	if every == 0 {
+		every = 30 * time.Second
+	}
+	if s.o.Progress == nil || time.Since(s.said) < every {
 		return
 	}
+	s.said = time.Now()
 	fmt.Fprintf(s.o.Progress, "fleetsim: %s: %d runs, %d of %d flows completed\n",
 		time.Since(began).Round(time.Second), s.ledger.Runs(), done, len(s.flows))
 }
