@@ -2,6 +2,8 @@ package fleetsim
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 
 	"github.com/drover-dev/drover/internal/flow"
@@ -20,6 +22,9 @@ type Plan struct {
 	InitialBackoff string
 	// Repo names a repository nobody reads: no git runs.
 	Repo string
+	// Tag is in every flow's name, so that the flows of two simulations
+	// on one controller are told apart. Defaults to a random one.
+	Tag string
 }
 
 // WithDefaults fills the plan's zero values: 1 flow, runtime demo, 3
@@ -40,6 +45,9 @@ func (p Plan) WithDefaults() Plan {
 	if p.Repo == "" {
 		p.Repo = "/fleetsim/none.git"
 	}
+	if p.Tag == "" {
+		p.Tag = strconv.FormatUint(rand.Uint64()%(36*36*36*36), 36)
+	}
 	return p
 }
 
@@ -53,7 +61,7 @@ func (p Plan) TaskID(f, i int) string {
 }
 
 // FlowName names flow f.
-func (p Plan) FlowName(f int) string { return fmt.Sprintf("fleetsim-%04d", f) }
+func (p Plan) FlowName(f int) string { return fmt.Sprintf("fleetsim-%s-%04d", p.Tag, f) }
 
 // tasksOf is how many tasks flow f has.
 func (p Plan) tasksOf(f int) int {

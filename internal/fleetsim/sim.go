@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/controller"
+	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/natsconn"
 )
 
@@ -265,9 +266,9 @@ func (s *sim) measure(ctx context.Context) (*Result, error) {
 	began := time.Now()
 	profiled := s.profile(ctx)
 	for _, spec := range specs {
-		id, err := s.client.Submit(ctx, spec)
+		id, err := s.submit(ctx, spec)
 		if err != nil {
-			return nil, fmt.Errorf("fleetsim: submit %s: %w", spec.Name, err)
+			return nil, err
 		}
 		s.flows = append(s.flows, id)
 	}
@@ -305,6 +306,31 @@ func (s *sim) measure(ctx context.Context) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// submit submits a flow. A controller whose NATS the running flows keep
+// busy may answer too late: then the flow is submitted again unless it was
+// recorded (its name is the simulation's own), up to five times.
+func (s *sim) submit(ctx context.Context, spec *flow.Spec) (string, error) {
+	var err error
+	for try := range 5 {
+		var id string
+		if id, err = s.client.Submit(ctx, spec); err == nil {
+			return id, nil
+		}
+		s.o.Log.Warn("submit", "flow", spec.Name, "try", try+1, "err", err)
+		if st, serr := s.client.Status(ctx, ""); serr == nil {
+			for _, f := range st.Flows {
+				if f.Name == spec.Name {
+					return f.ID, nil
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return "", fmt.Errorf("fleetsim: submit %s: %w", spec.Name, err)
 }
 
 // cpu is the measured controller's CPU time so far, 0 without one.
