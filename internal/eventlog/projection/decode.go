@@ -93,58 +93,37 @@ func (d *foldData) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	return nil
 }
 
-// stdoutTailName is the report member the fold does not keep, as a JSON
-// string.
-const stdoutTailName = `"stdout_tail"`
-
 // decodeReportForFold decodes a report without its stdout tail, which the
-// fold drops (see Attempt.Report): the tail is only checked, not unquoted
-// and copied, which was half of what decoding a report cost. The other
-// members are decoded as one object, so a report decodes as it would
-// whole. Anything unusual about the tail (not a string, named twice) is an
-// error, and the event then goes the two-pass way, so no verdict depends
-// on this path (FuzzDecode compares the two).
+// fold drops (see Attempt.Report): the tail is only checked to be a
+// string, not unquoted and copied, which was half of what decoding a
+// report cost. The report is decoded in one go, as it would be whole:
+// reportForFold is the report with its stdout_tail member shadowed.
+// Anything unusual about the tail (not a string) is an error, and the
+// event then goes the two-pass way, so no verdict depends on this path
+// (FuzzDecode compares the two).
 func decodeReportForFold(dec *jsontext.Decoder) (*event.Report, error) {
-	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		return nil, errNotOnePass
-	}
-	rest := make([]byte, 0, 1024)
-	rest = append(rest, '{')
-	var tail bool
-	for dec.PeekKind() != '}' {
-		name, err := dec.ReadValue()
-		if err != nil {
-			return nil, err
-		}
-		if string(name) == stdoutTailName {
-			if tail || dec.PeekKind() != '"' {
-				return nil, errNotOnePass
-			}
-			tail = true
-			if err := dec.SkipValue(); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if len(rest) > 1 {
-			rest = append(rest, ',')
-		}
-		rest = append(append(rest, name...), ':')
-		v, err := dec.ReadValue()
-		if err != nil {
-			return nil, err
-		}
-		rest = append(rest, v...)
-	}
-	if _, err := dec.ReadToken(); err != nil {
+	r := &reportForFold{Report: new(event.Report)}
+	if err := jsonv2.UnmarshalDecode(dec, r); err != nil {
 		return nil, err
 	}
-	r := new(event.Report)
-	if err := jsonv2.Unmarshal(append(rest, '}'), r); err != nil {
-		return nil, err
+	return r.Report, nil
+}
+
+// reportForFold is a report whose stdout tail is skipped: its member
+// stdout_tail, shallower than the embedded report's, takes the name.
+type reportForFold struct {
+	*event.Report
+	StdoutTail skippedString `json:"stdout_tail"`
+}
+
+// skippedString is a JSON string read past, not kept.
+type skippedString struct{}
+
+func (skippedString) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	if dec.PeekKind() != '"' {
+		return errNotOnePass
 	}
-	r.StdoutTail = "" // named with escapes, it was not skipped
-	return r, nil
+	return dec.SkipValue()
 }
 
 // errNotOnePass sends an event the two-pass way.

@@ -80,7 +80,7 @@ func TestPayloadTypes(t *testing.T) {
 // and Payload, on a report carrying a real Claude Code transcript as its
 // stdout tail (most of the fold's bytes) and on a claim (most of its events).
 func BenchmarkDecodeForFold(b *testing.B) {
-	transcript, err := os.ReadFile("../../testdata/transcripts/claude/success/stdout.txt")
+	transcript, err := os.ReadFile("../../../testdata/transcripts/claude/success/stdout.txt")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func (s *State) apply(seq uint64, subject string, ev *event.Event, payload any, 
 		return err
 	}
 	s.Seen[ev.ID] = seq
-	s.mark(keySeen + ev.ID)
+	s.seenDirty = append(s.seenDirty, seenID{ev.ID, seq})
 	return nil
 }
 

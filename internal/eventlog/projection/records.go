@@ -46,14 +46,30 @@ func insertSeq(seqs []uint64, seq uint64) []uint64 {
 
 // ChangedRecords calls fn with every record the fold changed since
 // ForgetChanges, its value nil for a record it removed. It stops at fn's
-// first error.
-func (st *State) ChangedRecords(fn func(key string, value []byte) error) error {
+// first error. The key and the value are valid only during the call: the
+// buffers are reused, so that a commit allocates nothing per record.
+//
+// The ids seen since ForgetChanges come in the order they were seen, from
+// their own list: one per folded event, they are most of the records, and
+// a key in the dirty set each cost a string, a map insertion and a lookup.
+func (st *State) ChangedRecords(fn func(key, value []byte) error) error {
+	var key []byte
+	for _, e := range st.seenDirty {
+		key = append(append(key[:0], keySeen...), e.id...)
+		st.enc = strconv.AppendUint(st.enc[:0], e.seq, 10)
+		if err := fn(key, st.enc); err != nil {
+			return err
+		}
+	}
 	for k := range st.dirty {
-		v, err := st.encodeRecord(k)
+		v, err := st.appendRecord(st.enc[:0], k)
 		if err != nil {
 			return err
 		}
-		if err := fn(k, v); err != nil {
+		if v != nil {
+			st.enc = v
+		}
+		if err := fn(append(key[:0], k...), v); err != nil {
 			return err
 		}
 	}
@@ -61,7 +77,10 @@ func (st *State) ChangedRecords(fn func(key string, value []byte) error) error {
 }
 
 // ForgetChanges marks every record as persisted.
-func (st *State) ForgetChanges() { clear(st.dirty) }
+func (st *State) ForgetChanges() {
+	clear(st.dirty)
+	st.seenDirty = st.seenDirty[:0]
+}
 
 // Records calls fn with every record of the state, in no order.
 func (st *State) Records(fn func(key string, value []byte) error) error {
@@ -157,7 +176,11 @@ func (st *State) LoadRecord(k string, v []byte) error {
 }
 
 // encodeRecord encodes the record at key k, nil for a removed one.
-func (st *State) encodeRecord(k string) ([]byte, error) {
+func (st *State) encodeRecord(k string) ([]byte, error) { return st.appendRecord(nil, k) }
+
+// appendRecord appends the encoding of the record at key k to b, and
+// returns nil for a removed one.
+func (st *State) appendRecord(b []byte, k string) ([]byte, error) {
 	var v any
 	switch {
 	case strings.HasPrefix(k, keyFlow):
@@ -167,7 +190,7 @@ func (st *State) encodeRecord(k string) ([]byte, error) {
 	case strings.HasPrefix(k, keyAttempt):
 		v = st.Attempts[k[len(keyAttempt):]]
 	case strings.HasPrefix(k, keySeen):
-		return []byte(strconv.FormatUint(st.Seen[k[len(keySeen):]], 10)), nil
+		return strconv.AppendUint(b, st.Seen[k[len(keySeen):]], 10), nil
 	case strings.HasPrefix(k, keyPoison):
 		n, err := strconv.ParseUint(k[len(keyPoison):], 10, 64)
 		if err != nil {
@@ -179,7 +202,7 @@ func (st *State) encodeRecord(k string) ([]byte, error) {
 		}
 		v = p
 	case k == keyPoisonCount:
-		return []byte(strconv.Itoa(st.PoisonCount)), nil
+		return strconv.AppendInt(b, int64(st.PoisonCount), 10), nil
 	case strings.HasPrefix(k, keyPart):
 		p := st.Parts[k[len(keyPart):]]
 		if p == nil {
@@ -189,9 +212,17 @@ func (st *State) encodeRecord(k string) ([]byte, error) {
 	case strings.HasPrefix(k, keyCooldown):
 		v = st.Cooldowns[k[len(keyCooldown):]]
 	}
-	raw, err := jsonv2.Marshal(v, jsonv1.DefaultOptionsV1())
-	if err != nil {
+	w := appendWriter{b}
+	if err := jsonv2.MarshalWrite(&w, v, jsonv1.DefaultOptionsV1()); err != nil {
 		return nil, fmt.Errorf("projection: encode %s: %w", k, err)
 	}
-	return raw, nil
+	return w.b, nil
+}
+
+// appendWriter appends what is written to b.
+type appendWriter struct{ b []byte }
+
+func (w *appendWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
 }

@@ -189,10 +189,21 @@ type State struct {
 	// a released one stays until the next limit in its scope replaces it.
 	Cooldowns map[string]*Cooldown
 	dirty     map[string]struct{}
+	// seenDirty are the ids seen since ForgetChanges, in order; their
+	// records are not in dirty (ChangedRecords).
+	seenDirty []seenID
+	// enc is ChangedRecords' buffer, reused from record to record.
+	enc []byte
 	// poisonSeqs are the keys of Poisons in order, oldest first.
 	poisonSeqs []uint64
 	// plans are the last distinct plans tasks were given (sharedPlan).
 	plans []*policy.Resolved
+}
+
+// seenID is an event id seen, and the sequence it was folded at.
+type seenID struct {
+	id  string
+	seq uint64
 }
 
 // sharedPlans bounds the distinct plans sharedPlan compares a new one with.

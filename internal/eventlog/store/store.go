@@ -142,13 +142,14 @@ func (s *Store) Commit() error {
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
-	err := s.st.ChangedRecords(func(k string, v []byte) error {
+	// The batch copies each key and value: ChangedRecords reuses them.
+	err := s.st.ChangedRecords(func(k, v []byte) error {
 		if v == nil {
 			// A record the fold removed: a flow's part, once folded in;
 			// a poison record a newer one evicted.
-			return b.Delete([]byte(k), nil)
+			return b.Delete(k, nil)
 		}
-		return b.Set([]byte(k), v, nil)
+		return b.Set(k, v, nil)
 	})
 	if err != nil {
 		return fmt.Errorf("store: commit: %w", err)
