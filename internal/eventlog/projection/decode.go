@@ -75,12 +75,12 @@ type foldData struct {
 
 func (d *foldData) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	start := dec.InputOffset() // after the member's name
-	if d.env.Type == event.AttemptReported {
-		r, err := decodeReportForFold(dec)
+	if view := foldViews[d.env.Type]; view != nil {
+		p, err := view(dec)
 		if err != nil {
 			return err
 		}
-		d.payload = r
+		d.payload = p
 	} else if p := newPayload(d.env.Type); p != nil {
 		if err := jsonv2.UnmarshalDecode(dec, p); err != nil {
 			return err
@@ -91,6 +91,39 @@ func (d *foldData) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	}
 	d.data = bytes.TrimLeft(d.raw[start:dec.InputOffset()], " \t\r\n:")
 	return nil
+}
+
+// foldViews decode the payloads of the types whose large strings the fold
+// does not keep: checked to be strings, as a whole decode checks them, but
+// not unquoted nor copied. decodePayload, the two-pass way, decodes them
+// whole and then drops the same strings (trimForFold).
+var foldViews = map[event.Type]func(*jsontext.Decoder) (any, error){
+	event.AttemptReported: func(dec *jsontext.Decoder) (any, error) { return decodeReportForFold(dec) },
+	event.DiffComputed: func(dec *jsontext.Decoder) (any, error) {
+		d := &diffForFold{DiffComputedData: new(event.DiffComputedData)}
+		if err := jsonv2.UnmarshalDecode(dec, d); err != nil {
+			return nil, err
+		}
+		return d.DiffComputedData, nil
+	},
+}
+
+// diffForFold is a diff_computed payload whose diff is skipped: the fold
+// keeps the diff's stat alone, and the diff, up to 64 KiB, stays in the
+// event.
+type diffForFold struct {
+	*event.DiffComputedData
+	Diff skippedString `json:"diff"`
+}
+
+// trimForFold drops from a payload decoded whole what the fold views skip.
+func trimForFold(p any) {
+	switch p := p.(type) {
+	case *event.Report:
+		p.StdoutTail = ""
+	case *event.DiffComputedData:
+		p.Diff = ""
+	}
 }
 
 // decodeReportForFold decodes a report without its stdout tail, which the
@@ -160,9 +193,9 @@ func newPayload(t event.Type) any {
 }
 
 // decodePayload decodes ev's payload as the fold reads it: into the type
-// newPayload gives (nil for types the fold does not read), and a report
-// without its stdout tail, as decodeReportForFold leaves it (see
-// Attempt.Report).
+// newPayload gives (nil for types the fold does not read), without what
+// the fold views skip (a report's stdout tail, see Attempt.Report; a
+// diff).
 func decodePayload(ev *event.Event) (any, error) {
 	p := newPayload(ev.Type)
 	if p == nil {
@@ -171,8 +204,6 @@ func decodePayload(ev *event.Event) (any, error) {
 	if err := ev.Payload(p); err != nil {
 		return nil, err
 	}
-	if r, ok := p.(*event.Report); ok {
-		r.StdoutTail = ""
-	}
+	trimForFold(p)
 	return p, nil
 }
