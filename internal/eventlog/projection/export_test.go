@@ -7,6 +7,7 @@ import "github.com/drover-dev/drover/internal/eventlog/event"
 // Record key prefixes.
 const (
 	KeyFlow    = keyFlow
+	KeyFlowDef = keyFlowDef
 	KeyTask    = keyTask
 	KeyAttempt = keyAttempt
 	KeySeen    = keySeen

@@ -135,6 +135,7 @@ func (s *State) flowSubmitted(ev *event.Event, d *event.FlowSubmittedData) error
 		MaxParallel: d.MaxParallel}
 	s.Flows[f.ID] = f
 	s.mark(keyFlow + f.ID)
+	s.mark(keyFlowDef + f.ID)
 	f.Budget = d.Budget
 	for i := range d.Spec.Tasks {
 		t := &d.Spec.Tasks[i]

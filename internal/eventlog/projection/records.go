@@ -9,6 +9,8 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	jsonv1 "github.com/go-json-experiment/json/v1"
+
+	"github.com/drover-dev/drover/internal/flow"
 )
 
 // The projection is a set of records, each a key and a JSON value, so that
@@ -19,6 +21,7 @@ import (
 // Record key prefixes in the projection. A key names one JSON record.
 const (
 	keyFlow     = "f/"
+	keyFlowDef  = "fd/" // a flow's definition: its spec and order
 	keyTask     = "t/"
 	keyAttempt  = "a/"
 	keySeen     = "e/"
@@ -29,6 +32,15 @@ const (
 	// keyPoisonCount holds State.PoisonCount.
 	keyPoisonCount = "n/poisons"
 )
+
+// flowDefinition is the record of what a flow was submitted as: its spec
+// and the order of its tasks, which never change. The flow's record holds
+// the rest (Flow.Spec).
+type flowDefinition struct {
+	ID    string    `json:"id"`
+	Order []string  `json:"order"`
+	Spec  flow.Spec `json:"spec"`
+}
 
 // partKey names a part of a flow in State.Parts; the part number is padded
 // so the parts of a flow sort in order.
@@ -76,6 +88,9 @@ func (st *State) ChangedRecords(fn func(key, value []byte) error) error {
 	return nil
 }
 
+// Changed reports whether any record changed since ForgetChanges.
+func (st *State) Changed() bool { return len(st.dirty) > 0 || len(st.seenDirty) > 0 }
+
 // ForgetChanges marks every record as persisted.
 func (st *State) ForgetChanges() {
 	clear(st.dirty)
@@ -86,7 +101,7 @@ func (st *State) ForgetChanges() {
 func (st *State) Records(fn func(key string, value []byte) error) error {
 	var keys []string
 	for id := range st.Flows {
-		keys = append(keys, keyFlow+id)
+		keys = append(keys, keyFlow+id, keyFlowDef+id)
 	}
 	for k := range st.Tasks {
 		keys = append(keys, keyTask+k)
@@ -128,7 +143,26 @@ func (st *State) LoadRecord(k string, v []byte) error {
 	case strings.HasPrefix(k, keyFlow):
 		var f Flow
 		if err = json.Unmarshal(v, &f); err == nil {
+			switch old := st.Flows[f.ID]; {
+			case old != nil:
+				f.Order, f.Spec = old.Order, old.Spec // its definition, loaded first
+			case len(f.Order) > 0 || len(f.Spec.Tasks) > 0:
+				// Written before definitions had a record of their own:
+				// written again, split, by the store's next commit.
+				st.mark(keyFlow + f.ID)
+				st.mark(keyFlowDef + f.ID)
+			}
 			st.Flows[f.ID] = &f
+		}
+	case strings.HasPrefix(k, keyFlowDef):
+		var d flowDefinition
+		if err = json.Unmarshal(v, &d); err == nil {
+			f := st.Flows[d.ID]
+			if f == nil {
+				f = &Flow{ID: d.ID}
+				st.Flows[d.ID] = f
+			}
+			f.Order, f.Spec = d.Order, d.Spec
 		}
 	case strings.HasPrefix(k, keyTask):
 		var t Task
@@ -184,7 +218,16 @@ func (st *State) appendRecord(b []byte, k string) ([]byte, error) {
 	var v any
 	switch {
 	case strings.HasPrefix(k, keyFlow):
-		v = st.Flows[k[len(keyFlow):]]
+		if f := st.Flows[k[len(keyFlow):]]; f != nil {
+			// Without its definition: fd/.
+			g := *f
+			g.Order, g.Spec = nil, flow.Spec{}
+			v = &g
+		}
+	case strings.HasPrefix(k, keyFlowDef):
+		if f := st.Flows[k[len(keyFlowDef):]]; f != nil {
+			v = flowDefinition{ID: f.ID, Order: f.Order, Spec: f.Spec}
+		}
 	case strings.HasPrefix(k, keyTask):
 		v = st.Tasks[k[len(keyTask):]]
 	case strings.HasPrefix(k, keyAttempt):

@@ -17,8 +17,12 @@ type Flow struct {
 	State       drovertype.FlowState `json:"state"`
 	SubmittedAt time.Time            `json:"submitted_at"`
 	CompletedAt time.Time            `json:"completed_at,omitzero"`
-	Order       []string             `json:"order"` // task ids, dependencies first
-	Spec        flow.Spec            `json:"spec"`
+	// Order and Spec never change once the flow is recorded: they are a
+	// record of their own (flowDefinition), written once, so that the
+	// flow's record, which every report's spend changes, stays small
+	// however many tasks the flow has. Omitted when zero, in that record.
+	Order []string  `json:"order,omitempty"` // task ids, dependencies first
+	Spec  flow.Spec `json:"spec,omitzero"`
 	// MaxParallel bounds the flow's live attempts (resolved at submission);
 	// 0 means no limit.
 	MaxParallel int `json:"max_parallel,omitempty"`

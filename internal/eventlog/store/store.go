@@ -70,6 +70,15 @@ func Open(dir string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	// Records written in an older layout come out of the load changed:
+	// written again now, at the sequence they were at, so that the store
+	// equals its rebuild.
+	if s.st.Changed() {
+		if err := s.write(); err != nil {
+			_ = db.Close()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -140,6 +149,16 @@ func (s *Store) Commit() error {
 	if s.applied == s.durable {
 		return nil
 	}
+	if err := s.write(); err != nil {
+		return err
+	}
+	s.durable = s.applied
+	return nil
+}
+
+// write writes the records the fold changed and the applied sequence in
+// one batch, without fsync (see Store).
+func (s *Store) write() error {
 	b := s.db.NewBatch()
 	defer b.Close()
 	// The batch copies each key and value: ChangedRecords reuses them.
@@ -161,7 +180,6 @@ func (s *Store) Commit() error {
 		return fmt.Errorf("store: commit: %w", err)
 	}
 	s.st.ForgetChanges()
-	s.durable = s.applied
 	return nil
 }
 
