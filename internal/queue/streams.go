@@ -117,7 +117,7 @@ func StreamConfigs(o StreamOptions) []jetstream.StreamConfig {
 		Name: OutputStream, Subjects: []string{outputPrefix + ">"},
 		Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy,
 		Replicas: o.Replicas, MaxAge: o.OutputMaxAge, MaxBytes: o.OutputMaxBytes,
-		Discard: jetstream.DiscardOld, MaxMsgSize: 1 << 20,
+		Discard: jetstream.DiscardOld, MaxMsgSize: 1 << 20, PersistMode: outputPersistMode(o.Replicas),
 		Description: "Drover runtime output chunks, for live logs",
 	}, {
 		Name: DeadLetterStream, Subjects: []string{deadLetterPrefix + ">"},
@@ -128,11 +128,30 @@ func StreamConfigs(o StreamOptions) []jetstream.StreamConfig {
 	}}
 }
 
+// outputPersistMode is how the OUTPUT stream is written: asynchronously on
+// a single server. Its chunks are best effort (the report keeps the
+// output's head and tail, the object store the whole log) and nothing
+// waits on them, so a chunk lost with its server costs a few lines of a
+// live view; fsyncing each, as sync_interval always does, cost as much as
+// an event (docs/design.md#durability-fsync-on-every-write). JetStream
+// writes replicated streams in its default mode only.
+func outputPersistMode(replicas int) jetstream.PersistModeType {
+	if replicas > 1 {
+		return jetstream.DefaultPersistMode
+	}
+	return jetstream.AsyncPersistMode
+}
+
 // Ensure creates or updates every stream and bucket; it is idempotent. An
 // error JetStream will give again however long one waits is a *ConfigError.
+// A stream keeps the persist mode it was made with, which JetStream cannot
+// change (docs/operations.md).
 func Ensure(ctx context.Context, js jetstream.JetStream, o StreamOptions) error {
 	o = o.WithDefaults()
 	for _, cfg := range StreamConfigs(o) {
+		if s, err := js.Stream(ctx, cfg.Name); err == nil {
+			cfg.PersistMode = s.CachedInfo().Config.PersistMode
+		}
 		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
 			return ensureError("stream "+cfg.Name, err)
 		}
