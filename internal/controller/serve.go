@@ -14,8 +14,6 @@ import (
 
 	"github.com/drover-dev/drover/internal/natsconn"
 
-	"github.com/drover-dev/drover/internal/eventlog/store"
-
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
@@ -120,7 +118,7 @@ func Serve(ctx context.Context, cfg *config.Config, log *slog.Logger, o ServeOpt
 		}
 		defer os.Remove(cfg.NATSURLFile())
 	}
-	store, err := store.Open(filepath.Join(cfg.DataDir, "state"), store.Options{})
+	store, err := openProjection(ctx, filepath.Join(cfg.DataDir, "state"), js, log)
 	if err != nil {
 		return err
 	}
