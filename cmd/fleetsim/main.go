@@ -25,6 +25,7 @@ import (
 	"github.com/drover-dev/drover/internal/exitcode"
 	"github.com/drover-dev/drover/internal/fleetsim"
 	"github.com/drover-dev/drover/internal/natsconn"
+	"github.com/drover-dev/drover/internal/termsafe"
 )
 
 func main() {
@@ -184,6 +185,8 @@ func controllerBinary(flag string) (string, error) {
 // report prints the figures, the problems found, and the summary line last.
 func report(w io.Writer, r *fleetsim.Result) {
 	fmt.Fprintf(w, "fleetsim: %d flows, %d runs, %d events; tasks %v\n", r.Flows, r.Runs, r.Events, r.Verdict.States)
+	fmt.Fprintf(w, "fleetsim: lapsed leases: %d attempts declared lost, %d tasks ended otherwise than their runs dictated for it\n",
+		r.Verdict.LapsedAttempts, r.Verdict.Lapsed)
 	fmt.Fprintf(w, "fleetsim: claim wait p50 %.2f ms, p99 %.2f ms over %d claims\n",
 		ms(r.ClaimP50), ms(r.ClaimP99), r.Claims)
 	if r.Measured {
@@ -201,11 +204,11 @@ func report(w io.Writer, r *fleetsim.Result) {
 	if rb := r.Rebuild; rb != nil {
 		fmt.Fprintf(w, "fleetsim: rebuild equal=%v (%d events, %d records, %d ms)\n", rb.Equal, rb.Events, rb.Records, rb.Millis)
 		for _, d := range rb.Diffs {
-			fmt.Fprintf(w, "fleetsim: rebuild: %s\n", d)
+			fmt.Fprintf(w, "fleetsim: rebuild: %s\n", termsafe.Text(d))
 		}
 	}
 	for _, p := range r.Verdict.Problems {
-		fmt.Fprintf(w, "fleetsim: %s\n", p)
+		fmt.Fprintf(w, "fleetsim: %s\n", termsafe.Line(p))
 	}
 	fmt.Fprintln(w, r.Line())
 }

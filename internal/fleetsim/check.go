@@ -27,6 +27,13 @@ type Verdict struct {
 	// runs), tasks run more often than their runs dictated, and tasks
 	// merged twice into an integration branch or flows built twice.
 	Doubled int
+	// Lapsed counts the tasks that ended otherwise than their runs
+	// dictated because the controller declared attempts of theirs lost,
+	// their claims not renewed for a lease (WORKER_LOST): the contract's
+	// retry, which a fleet too busy to renew its claims in time meets.
+	// They are neither lost nor doubled. LapsedAttempts counts those
+	// attempts, in all.
+	Lapsed, LapsedAttempts int
 	// States counts the tasks by their end state.
 	States map[drovertype.TaskState]int
 	// Problems describes the first few of each.
@@ -75,7 +82,9 @@ func Check(st *projection.State, flows []string, mix Mix, maxAttempts int, l *Le
 			if t.State == drovertype.TaskSucceeded {
 				succeeded++
 			}
-			v.checkTask(t, mix.Expect(t.ID, maxAttempts), len(l.tasks[taskKey(id, t.ID)]), merged)
+			lapsed := lapses(st, t)
+			v.LapsedAttempts += lapsed
+			v.checkTask(t, mix.Expect(t.ID, maxAttempts), len(l.tasks[taskKey(id, t.ID)]), lapsed, merged)
 		}
 		if merged == nil && succeeded > 0 {
 			v.problem(true, "flow %s has %d succeeded tasks and no integration branch", id, succeeded)
@@ -84,8 +93,30 @@ func Check(st *projection.State, flows []string, mix Mix, maxAttempts int, l *Le
 	return v
 }
 
-// checkTask compares one task with what its runs dictated.
-func (v *Verdict) checkTask(t *projection.Task, want Expected, runs int, merged map[string]bool) {
+// lapses counts the task's attempts the controller declared lost.
+func lapses(st *projection.State, t *projection.Task) int {
+	n := 0
+	for i := 1; i <= t.Attempts; i++ {
+		if a := st.Attempts[drovertype.AttemptID(t.Flow, t.ID, i)]; a != nil && a.Error != nil && a.Error.Class == drovertype.ClassWorkerLost {
+			n++
+		}
+	}
+	return n
+}
+
+// checkTask compares one task with what its runs dictated; a task whose
+// attempts the controller declared lost is only counted, unless it did not
+// end or was merged wrongly.
+func (v *Verdict) checkTask(t *projection.Task, want Expected, runs, lapsed int, merged map[string]bool) {
+	if lapsed > 0 && t.State.Terminal() && (t.State != want.State || runs != want.Runs) &&
+		(merged == nil || merged[t.ID] == (t.State == drovertype.TaskSucceeded)) {
+		v.Lapsed++
+		if len(v.Problems) < maxProblems {
+			v.Problems = append(v.Problems, fmt.Sprintf("task %s/%s is %s after %d runs and %d lapsed leases; its runs dictated %s after %d",
+				t.Flow, t.ID, t.State, runs, lapsed, want.State, want.Runs))
+		}
+		return
+	}
 	switch {
 	case t.State != want.State:
 		v.problem(true, "task %s/%s is %s after %d runs; its runs dictated %s after %d", t.Flow, t.ID, t.State, runs, want.State, want.Runs)
@@ -117,37 +148,57 @@ func (v *Verdict) checkBuilds(flowID string, builds []Build) map[string]bool {
 	return merged
 }
 
+// Log is what FoldLog read: the fold of the whole EVENTS stream, how many
+// messages it held, and the claims' waits (ClaimWaits).
+type Log struct {
+	State  *projection.State
+	Events int
+	claims []slotEvent
+}
+
 // FoldLog reads the whole EVENTS stream and folds it, as `controller
 // rebuild` would, into a fresh projection.
-func FoldLog(ctx context.Context, js jetstream.JetStream) (*projection.State, int, error) {
+func FoldLog(ctx context.Context, js jetstream.JetStream) (*Log, error) {
+	st, n, claims, err := foldLog(ctx, js)
+	if err != nil {
+		return nil, err
+	}
+	return &Log{State: st, Events: n, claims: claims}, nil
+}
+
+func foldLog(ctx context.Context, js jetstream.JetStream) (*projection.State, int, []slotEvent, error) {
 	cons, err := js.OrderedConsumer(ctx, queue.EventsStream, jetstream.OrderedConsumerConfig{})
 	if err != nil {
-		return nil, 0, fmt.Errorf("fleetsim: read the log: %w", err)
+		return nil, 0, nil, fmt.Errorf("fleetsim: read the log: %w", err)
 	}
 	st := projection.NewState()
 	n := 0
+	var claims []slotEvent
 	for {
 		batch, err := cons.Fetch(4096, jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {
-			return nil, n, fmt.Errorf("fleetsim: read the log: %w", err)
+			return nil, n, nil, fmt.Errorf("fleetsim: read the log: %w", err)
 		}
 		var pending uint64
 		got := 0
 		for msg := range batch.Messages() {
 			md, err := msg.Metadata()
 			if err != nil {
-				return nil, n, fmt.Errorf("fleetsim: read the log: %w", err)
+				return nil, n, nil, fmt.Errorf("fleetsim: read the log: %w", err)
 			}
 			st.ApplyRaw(md.Sequence.Stream, msg.Subject(), msg.Data())
+			if e, ok := slotEventOf(msg.Subject(), msg.Data()); ok {
+				claims = append(claims, e)
+			}
 			st.ForgetChanges()
 			pending, got = md.NumPending, got+1
 		}
 		n += got
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			return nil, n, fmt.Errorf("fleetsim: read the log: %w", err)
+			return nil, n, nil, fmt.Errorf("fleetsim: read the log: %w", err)
 		}
 		if got == 0 || pending == 0 {
-			return st, n, nil
+			return st, n, claims, nil
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/eventlog/projection"
 )
 
@@ -60,12 +61,17 @@ func TestCheck(t *testing.T) {
 		{"a flow not complete", func(st *projection.State, _ *Ledger) {
 			st.Flows["f1"].State = drovertype.FlowRunning
 		}, 1, 0, "flow f1 is running"},
+		{"a task run again after a lapsed lease", func(st *projection.State, l *Ledger) {
+			st.Tasks["f1/c"].Attempts = 2
+			st.Attempts["f1_c_1"] = &projection.Attempt{ID: "f1_c_1", Error: &event.ErrorInfo{Class: drovertype.ClassWorkerLost}}
+			l.start("f1", "c", "f1_c_2", time.Time{})
+		}, 0, 0, "1 lapsed leases"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st, l := world()
 			tc.spoil(st, l)
 			v := Check(st, []string{"f1"}, Mix{}, 3, l)
-			if v.Lost != tc.lost || v.Doubled != tc.doubled {
+			if v.Lost != tc.lost || v.Doubled != tc.doubled || (v.Lapsed > 0) != strings.Contains(tc.name, "lapsed") {
 				t.Errorf("lost %d doubled %d, want %d and %d: %v", v.Lost, v.Doubled, tc.lost, tc.doubled, v.Problems)
 			}
 			if tc.says != "" && !strings.Contains(strings.Join(v.Problems, "\n"), tc.says) {

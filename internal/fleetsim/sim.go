@@ -64,8 +64,8 @@ type Result struct {
 	// says whether there was a controller process to measure.
 	ControllerCPU time.Duration
 	Measured      bool
-	// ClaimP50 and ClaimP99 are the claims' waits (see watch); Claims
-	// counts them.
+	// ClaimP50 and ClaimP99 are the claims' waits (Log.ClaimWaits);
+	// Claims counts them.
 	ClaimP50, ClaimP99 time.Duration
 	Claims             int
 	// RSS is the controller's resident set once the flows completed,
@@ -114,6 +114,8 @@ type sim struct {
 	flows  []string       // the submitted flows' ids
 	// removeDir is the temporary data dir the simulation made.
 	removeDir string
+	// up is when the fleet was claiming, every slot free.
+	up time.Time
 	// stopCancels ends the cancels of hanging runs still trying.
 	stopCancels context.CancelFunc
 	said        time.Time // when progress last spoke
@@ -179,7 +181,7 @@ func (s *sim) connect(ctx context.Context) error {
 // startFleet starts the workers, the watch of the events and the
 // canceller of hanging runs.
 func (s *sim) startFleet(ctx context.Context) error {
-	w, err := newWatch(s.nc, s.o.Workers*s.o.Slots)
+	w, err := newWatch(s.nc)
 	if err != nil {
 		return err
 	}
@@ -191,7 +193,7 @@ func (s *sim) startFleet(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.fleet = f
+	s.fleet, s.up = f, time.Now()
 	cctx, stop := context.WithCancel(ctx)
 	s.stopCancels = stop
 	s.wg.Go(func() { s.cancelHung(cctx) })
@@ -294,8 +296,6 @@ func (s *sim) measure(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 	}
-	res.ClaimP50, _ = s.watch.claimWait(50)
-	res.ClaimP99, res.Claims = s.watch.claimWait(99)
 	res.Runs = s.ledger.Runs()
 	if err := profiled(); err != nil {
 		s.o.Log.Warn("CPU profile", "err", err)
@@ -427,12 +427,14 @@ func (s *sim) progress(began time.Time, done int) {
 // check folds the log and compares it and the ledger with what the
 // runtimes dictated, and asks the controller to rebuild its projection.
 func (s *sim) check(ctx context.Context, res *Result) error {
-	st, n, err := FoldLog(ctx, s.js)
+	l, err := FoldLog(ctx, s.js)
 	if err != nil {
 		return err
 	}
-	res.Events = n
-	res.Verdict = Check(st, s.flows, s.o.Mix, s.o.Plan.MaxAttempts, s.ledger)
+	res.Events = l.Events
+	waits := l.ClaimWaits(s.o.Workers*s.o.Slots, s.up)
+	res.ClaimP50, res.ClaimP99, res.Claims = percentile(waits, 50), percentile(waits, 99), len(waits)
+	res.Verdict = Check(l.State, s.flows, s.o.Mix, s.o.Plan.MaxAttempts, s.ledger)
 	rb, err := s.client.Rebuild(ctx)
 	if err != nil {
 		return fmt.Errorf("fleetsim: rebuild: %w", err)
