@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -201,14 +200,4 @@ func foldLog(ctx context.Context, js jetstream.JetStream) (*projection.State, in
 			return st, n, claims, nil
 		}
 	}
-}
-
-// sortedIDs returns the map's keys in order.
-func sortedIDs[V any](m map[string]V) []string {
-	ids := make([]string, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
 }
