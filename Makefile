@@ -14,8 +14,8 @@ help: ## Show the targets and what they do
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build controller, worker and demo-agent into bin/
-	$(GO) build -o $(BIN)/ ./cmd/controller ./cmd/worker ./cmd/demo-agent
+build: ## Build controller, worker, demo-agent and fleetsim into bin/
+	$(GO) build -o $(BIN)/ ./cmd/controller ./cmd/worker ./cmd/demo-agent ./cmd/fleetsim
 
 .PHONY: chromium
 chromium: ## Install Debian's chromium for the console's browser tests, if missing
@@ -54,6 +54,10 @@ bench: chromium ## Run every benchmark scenario several times and print median/m
 .PHONY: bench-scale
 bench-scale: ## The scale scenario as specified: a 10,000-task flow against a 1,000-task one, one run (~10 min)
 	GO=$(GO) BENCH_ONLY=scale BENCH_SCALE_TASKS=10000 BENCH_COUNT_SCALE=1 BENCH_OUT=bin/bench-scale.txt ./scripts/bench.sh
+
+.PHONY: bench-fleet
+bench-fleet: build ## The fleet simulator at the issue's sizes: 1,000 workers × 4 slots, 1,000 to 100,000 tasks (docs/benchmarks.md; about 1.5 h here)
+	BIN=$(BIN) ./scripts/bench-fleet.sh
 
 .PHONY: screenshots
 screenshots: chromium ## Take the console's screenshots for docs/console.md (a live flow in headless Chromium)

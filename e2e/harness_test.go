@@ -45,6 +45,15 @@ func TestMain(m *testing.M) {
 		fmt.Println("e2e: build binaries:", err)
 		os.Exit(1)
 	}
+	// The fleet simulator drives the controller under test; it is built
+	// without the race detector, which would multiply the CPU its 50
+	// workers take on a shared machine (their code has its own tests).
+	cmd = exec.Command("go", "build", "-o", dir+"/", "../cmd/fleetsim")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Println("e2e: build fleetsim:", err)
+		os.Exit(1)
+	}
 	// The real nats-server, from the module Drover embeds, for the tests
 	// that run NATS as its own process (restarts, a cluster).
 	cmd = exec.Command("go", "build", "-o", filepath.Join(dir, "nats-server"), "github.com/nats-io/nats-server/v2")

@@ -15,8 +15,6 @@ import (
 
 	"github.com/drover-dev/drover/internal/natsconn"
 
-	"github.com/drover-dev/drover/internal/eventlog/store"
-
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -24,6 +22,7 @@ import (
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/dirlock"
 	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/eventlog/store"
 	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/startup"
 	"github.com/drover-dev/drover/internal/telemetry"
@@ -121,7 +120,7 @@ func Serve(ctx context.Context, cfg *config.Config, log *slog.Logger, o ServeOpt
 	// The id is this process's for its life: set once, before anything
 	// reads the configuration concurrently.
 	cfg.Controller.ID = id
-	store, err := store.Open(filepath.Join(cfg.DataDir, "state"), store.Options{})
+	store, err := openProjection(ctx, filepath.Join(cfg.DataDir, "state"), js, log)
 	if err != nil {
 		return err
 	}

@@ -551,3 +551,75 @@ func FuzzDecodeJob(f *testing.F) {
 		}
 	})
 }
+
+// TestAttemptConsumerHoldsAFleetOfFetches: a pool of more workers than
+// JetStream's default of 512 waiting fetches has every one of them wait
+// for a job; beyond the limit JetStream drops a fetch without a word.
+func TestAttemptConsumerHoldsAFleetOfFetches(t *testing.T) {
+	t.Parallel()
+	ns, js := setup(t)
+	c := attemptConsumer(t, js, "default", "claude", 0)
+	const fleet = 600
+	nc, _ := connect(t, ns)
+	cons, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := cons.Consumer(testCtx(t), AttemptsStream, AttemptConsumerName("default", "claude"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []jetstream.MessageBatch
+	for range fleet {
+		b, err := pc.Fetch(1, jetstream.FetchMaxWait(15*time.Second), jetstream.FetchHeartbeat(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		results = append(results, b)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := c.Info(testCtx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.NumWaiting >= fleet {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d fetches waiting, want %d (max_waiting %d)", info.NumWaiting, fleet, info.Config.MaxWaiting)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	nc.Close() // the fetches end with their connection
+	for _, b := range results {
+		for range b.Messages() {
+		}
+	}
+}
+
+// TestAttemptConsumerKeepsItsMaxWaiting: JetStream cannot change a
+// consumer's max_waiting, so one made before the limit was raised keeps
+// its own, and workers still start.
+func TestAttemptConsumerKeepsItsMaxWaiting(t *testing.T) {
+	t.Parallel()
+	_, js := setup(t)
+	ctx := testCtx(t)
+	name := AttemptConsumerName("default", "claude")
+	if _, err := js.CreateConsumer(ctx, AttemptsStream, jetstream.ConsumerConfig{
+		Durable: name, FilterSubject: AttemptSubject("default", "claude"), AckPolicy: jetstream.AckExplicitPolicy,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := EnsureAttemptConsumer(ctx, js, "default", "claude", ConsumerOptions{})
+	if err != nil {
+		t.Fatalf("ensure over an older consumer: %v", err)
+	}
+	if info, err := c.Info(ctx); err != nil || info.Config.MaxWaiting != 512 || info.Config.MaxAckPending != 10000 {
+		t.Errorf("kept max_waiting 512 and updated the rest? %+v, %v", info.Config, err)
+	}
+	fresh := attemptConsumer(t, js, "default", "codex", 0)
+	if info, err := fresh.Info(ctx); err != nil || info.Config.MaxWaiting != 10000 {
+		t.Errorf("a new consumer: max_waiting %d, %v; want 10000", info.Config.MaxWaiting, err)
+	}
+}

@@ -128,7 +128,7 @@ func StreamConfigs(o StreamOptions) []jetstream.StreamConfig {
 		Name: OutputStream, Subjects: []string{outputPrefix + ">"},
 		Storage: jetstream.FileStorage, Retention: jetstream.LimitsPolicy,
 		Replicas: o.Replicas, MaxAge: o.OutputMaxAge, MaxBytes: o.OutputMaxBytes,
-		Discard: jetstream.DiscardOld, MaxMsgSize: 1 << 20,
+		Discard: jetstream.DiscardOld, MaxMsgSize: 1 << 20, PersistMode: outputPersistMode(o.Replicas),
 		Description: "Drover runtime output chunks, for live logs",
 	}, {
 		Name: DeadLetterStream, Subjects: []string{deadLetterPrefix + ">"},
@@ -139,11 +139,30 @@ func StreamConfigs(o StreamOptions) []jetstream.StreamConfig {
 	}}
 }
 
+// outputPersistMode is how the OUTPUT stream is written: asynchronously on
+// a single server. Its chunks are best effort (the report keeps the
+// output's head and tail, the object store the whole log) and nothing
+// waits on them, so a chunk lost with its server costs a few lines of a
+// live view; fsyncing each, as sync_interval always does, cost as much as
+// an event (docs/design.md#durability-fsync-on-every-write). JetStream
+// writes replicated streams in its default mode only.
+func outputPersistMode(replicas int) jetstream.PersistModeType {
+	if replicas > 1 {
+		return jetstream.DefaultPersistMode
+	}
+	return jetstream.AsyncPersistMode
+}
+
 // Ensure creates or updates every stream and bucket; it is idempotent. An
 // error JetStream will give again however long one waits is a *ConfigError.
+// A stream keeps the persist mode it was made with, which JetStream cannot
+// change (docs/operations.md).
 func Ensure(ctx context.Context, js jetstream.JetStream, o StreamOptions) error {
 	o = o.WithDefaults()
 	for _, cfg := range StreamConfigs(o) {
+		if s, err := js.Stream(ctx, cfg.Name); err == nil {
+			cfg.PersistMode = s.CachedInfo().Config.PersistMode
+		}
 		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
 			return ensureError("stream "+cfg.Name, err)
 		}
@@ -190,6 +209,14 @@ type ConsumerOptions struct {
 	AckWait time.Duration
 	// MaxAckPending bounds jobs held at once across a pool. Defaults to 10000.
 	MaxAckPending int
+	// MaxWaiting bounds the fetches waiting on the consumer at once: one
+	// per worker of the pool that serves the runtime and has a free slot.
+	// Beyond it JetStream drops a fetch without a word (a worker, which
+	// asks for heartbeats, hears none and fetches again 10 s later), so
+	// a pool of more workers than this leaves some idle. JetStream's own
+	// default is 512. Defaults to 10000. JetStream cannot change it on an
+	// existing consumer, which keeps its own (docs/operations.md).
+	MaxWaiting int
 }
 
 // AttemptConsumerName names the durable consumer shared by all workers of a
@@ -207,6 +234,12 @@ func EnsureAttemptConsumer(ctx context.Context, js jetstream.JetStream, pool, ru
 	if o.MaxAckPending == 0 {
 		o.MaxAckPending = 10000
 	}
+	if o.MaxWaiting == 0 {
+		o.MaxWaiting = 10000
+	}
+	if c, err := js.Consumer(ctx, AttemptsStream, AttemptConsumerName(pool, runtime)); err == nil {
+		o.MaxWaiting = c.CachedInfo().Config.MaxWaiting
+	}
 	c, err := js.CreateOrUpdateConsumer(ctx, AttemptsStream, jetstream.ConsumerConfig{
 		Durable:       AttemptConsumerName(pool, runtime),
 		FilterSubject: AttemptSubject(pool, runtime),
@@ -214,6 +247,7 @@ func EnsureAttemptConsumer(ctx context.Context, js jetstream.JetStream, pool, ru
 		AckWait:       o.AckWait,
 		MaxDeliver:    -1, // poison jobs are terminated by the worker, not by a count
 		MaxAckPending: o.MaxAckPending,
+		MaxWaiting:    o.MaxWaiting,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		Description:   "Drover workers of pool " + pool + " serving runtime " + runtime,
 	})

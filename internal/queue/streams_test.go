@@ -38,6 +38,14 @@ func checkStreams(t *testing.T, js jetstream.JetStream, o StreamOptions) {
 		out.MaxAge != o.OutputMaxAge || out.MaxBytes != o.OutputMaxBytes || out.Discard != jetstream.DiscardOld {
 		t.Errorf("OUTPUT: must be bounded by %s and %d bytes, discarding old, got %+v", o.OutputMaxAge, o.OutputMaxBytes, out)
 	}
+	if want := map[bool]jetstream.PersistModeType{true: jetstream.AsyncPersistMode, false: jetstream.DefaultPersistMode}[o.Replicas == 1]; out.PersistMode != want {
+		t.Errorf("OUTPUT: persist mode %v with %d replicas, want %v", out.PersistMode, o.Replicas, want)
+	}
+	for _, name := range []string{EventsStream, AttemptsStream, DeadLetterStream} {
+		if pm := streamInfo(t, js, name).Config.PersistMode; pm != jetstream.DefaultPersistMode {
+			t.Errorf("%s: persist mode %v: every acknowledged write must be on disk first", name, pm)
+		}
+	}
 
 	dl := streamInfo(t, js, DeadLetterStream).Config
 	if !slices.Equal(dl.Subjects, []string{"drover.deadletter.>"}) ||
@@ -139,5 +147,32 @@ func TestEnsureRepairsDrift(t *testing.T) {
 	checkStreams(t, js, StreamOptions{})
 	if d := streamInfo(t, js, EventsStream).Config.Description; d == "edited" {
 		t.Errorf("description not restored")
+	}
+}
+
+// TestEnsureKeepsAnOlderOutputStream: an OUTPUT stream made before it was
+// written asynchronously keeps its persist mode, which JetStream cannot
+// change, and Ensure still brings the rest of its configuration in line.
+func TestEnsureKeepsAnOlderOutputStream(t *testing.T) {
+	t.Parallel()
+	ns := startServer(t)
+	_, js := connect(t, ns)
+	ctx := testCtx(t)
+	var older jetstream.StreamConfig
+	for _, c := range StreamConfigs(StreamOptions{}) {
+		if c.Name == OutputStream {
+			older = c
+		}
+	}
+	older.PersistMode, older.MaxAge = jetstream.DefaultPersistMode, 0
+	if _, err := js.CreateStream(ctx, older); err != nil {
+		t.Fatal(err)
+	}
+	if err := Ensure(ctx, js, StreamOptions{}); err != nil {
+		t.Fatalf("Ensure over an older OUTPUT stream: %v", err)
+	}
+	out := streamInfo(t, js, OutputStream).Config
+	if out.PersistMode != jetstream.DefaultPersistMode || out.MaxAge != 7*24*time.Hour {
+		t.Errorf("OUTPUT: persist mode %v (want kept), max age %s (want repaired)", out.PersistMode, out.MaxAge)
 	}
 }

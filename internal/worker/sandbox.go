@@ -15,8 +15,9 @@ import (
 type Option func(*options)
 
 type options struct {
-	probe sandbox.Prober
-	dev   bool
+	probe  sandbox.Prober
+	dev    bool
+	runner Runner
 }
 
 // WithSandboxProbe replaces the Landlock probe (tests simulate a kernel
@@ -80,6 +81,8 @@ func (w *Worker) logSandbox() {
 	switch s := w.sandbox; {
 	case s.unavailable != nil:
 		w.log.Error("sandbox unavailable: claiming nothing", "err", sandbox.Reason(s.unavailable))
+	case s.sb == nil && w.own == nil:
+		w.log.Info("attempts are run by the runner the worker was given (WithRunner): it starts no process")
 	case s.sb == nil:
 		w.log.Error("SANDBOX OFF: CLIs will run with this worker's own access", "why", s.off)
 	default:

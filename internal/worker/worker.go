@@ -43,7 +43,8 @@ type Worker struct {
 	js       jetstream.JetStream
 	log      *slog.Logger
 	claims   *queue.Claims
-	runner   *attempt.Runner
+	runner   Runner
+	own      *attempt.Runner // runner, unless WithRunner gave another
 	adapters map[string]adapter.Adapter
 	slots    chan struct{}
 	now      func() time.Time
@@ -100,20 +101,10 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Worker, error) 
 	}
 	red := secrets(cfg)
 	log = slog.New(redact.Handler(log.Handler(), red))
-	idle := 0
-	if cfg.Worker.ReuseWorktrees && !cfg.Worker.KeepWorktrees {
-		idle = cfg.Worker.Slots
-	}
 	sbs := resolveSandbox(cfg, o.probe, o.dev)
-	checkouts, err := newCheckouts(cfg, log, sbs, idle)
-	if err != nil {
-		return nil, err
-	}
 	w := &Worker{
 		cfg: cfg, log: log.With("worker", cfg.Worker.ID), red: red,
-		runner: &attempt.Runner{Checkouts: checkouts, WorkDir: cfg.Worker.WorkDir, KeepWorktrees: cfg.Worker.KeepWorktrees,
-			KeepFailed: cfg.Worker.KeepFailedWorktrees, Redact: red, Logger: log,
-			Sandbox: sbs.sb, SandboxOff: sbs.off, SandboxDeny: cfg.SandboxDeny()},
+		runner:   o.runner,
 		sandbox:  sbs,
 		adapters: map[string]adapter.Adapter{},
 		slots:    make(chan struct{}, cfg.Worker.Slots),
@@ -121,6 +112,13 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Worker, error) 
 		running:  map[string]*held{},
 		health:   map[string]*fleet.RuntimeHealth{},
 		m:        newWorkerMetrics(),
+	}
+	if w.runner == nil {
+		own, err := newAttemptRunner(cfg, log, red, sbs)
+		if err != nil {
+			return nil, err
+		}
+		w.runner, w.own = own, own
 	}
 	w.disk = &diskGate{dir: cfg.Worker.WorkDir, min: cfg.Worker.MinFreeDisk, free: freeBytes, sweep: w.runner.Sweep, now: w.now}
 	for _, name := range cfg.Worker.Runtimes {
@@ -131,6 +129,22 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Worker, error) 
 		w.adapters[name] = ad
 	}
 	return w, nil
+}
+
+// newAttemptRunner builds the worker's own runner: its repo cache in the
+// work dir, its git confined as the attempts are.
+func newAttemptRunner(cfg *config.Config, log *slog.Logger, red *redact.Redactor, sbs sandboxState) (*attempt.Runner, error) {
+	idle := 0
+	if cfg.Worker.ReuseWorktrees && !cfg.Worker.KeepWorktrees {
+		idle = cfg.Worker.Slots
+	}
+	checkouts, err := newCheckouts(cfg, log, sbs, idle)
+	if err != nil {
+		return nil, err
+	}
+	return &attempt.Runner{Checkouts: checkouts, WorkDir: cfg.Worker.WorkDir, KeepWorktrees: cfg.Worker.KeepWorktrees,
+		KeepFailed: cfg.Worker.KeepFailedWorktrees, Redact: red, Logger: log,
+		Sandbox: sbs.sb, SandboxOff: sbs.off, SandboxDeny: cfg.SandboxDeny()}, nil
 }
 
 // CheckRuntimes fingerprints the runtimes and fails when none is usable on
@@ -161,7 +175,10 @@ func (w *Worker) Start(ctx context.Context, nc *nats.Conn, wait *startup.Waiter)
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
-	w.js, w.runner.Artifacts = js, objstore.NewArtifacts(js)
+	w.js = js
+	if w.own != nil {
+		w.own.Artifacts = objstore.NewArtifacts(js)
+	}
 	w.logSandbox()
 	if wait == nil {
 		wait = startup.New(w.log, startup.Options{})
@@ -552,7 +569,7 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 	ctx, jt := w.traceJob(ctx, msg, job)
 	defer jt.end()
 	d := &delivery{msg: msg, job: job, trace: jt, log: w.log.With("attempt", job.Attempt)}
-	if w.sandbox.sb == nil {
+	if w.sandbox.sb == nil && w.own != nil {
 		d.log.Warn("this attempt runs without the sandbox", "why", w.sandbox.off)
 	}
 	if md, err := msg.Metadata(); err == nil && md.NumDelivered > 1 {

@@ -75,12 +75,12 @@ type foldData struct {
 
 func (d *foldData) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	start := dec.InputOffset() // after the member's name
-	if d.env.Type == event.AttemptReported {
-		r, err := decodeReportForFold(dec)
+	if view := foldViews[d.env.Type]; view != nil {
+		p, err := view(dec)
 		if err != nil {
 			return err
 		}
-		d.payload = r
+		d.payload = p
 	} else if p := newPayload(d.env.Type); p != nil {
 		if err := jsonv2.UnmarshalDecode(dec, p); err != nil {
 			return err
@@ -93,58 +93,70 @@ func (d *foldData) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	return nil
 }
 
-// stdoutTailName is the report member the fold does not keep, as a JSON
-// string.
-const stdoutTailName = `"stdout_tail"`
+// foldViews decode the payloads of the types whose large strings the fold
+// does not keep: checked to be strings, as a whole decode checks them, but
+// not unquoted nor copied. decodePayload, the two-pass way, decodes them
+// whole and then drops the same strings (trimForFold).
+var foldViews = map[event.Type]func(*jsontext.Decoder) (any, error){
+	event.AttemptReported: func(dec *jsontext.Decoder) (any, error) { return decodeReportForFold(dec) },
+	event.DiffComputed: func(dec *jsontext.Decoder) (any, error) {
+		d := &diffForFold{DiffComputedData: new(event.DiffComputedData)}
+		if err := jsonv2.UnmarshalDecode(dec, d); err != nil {
+			return nil, err
+		}
+		return d.DiffComputedData, nil
+	},
+}
+
+// diffForFold is a diff_computed payload whose diff is skipped: the fold
+// keeps the diff's stat alone, and the diff, up to 64 KiB, stays in the
+// event.
+type diffForFold struct {
+	*event.DiffComputedData
+	Diff skippedString `json:"diff"`
+}
+
+// trimForFold drops from a payload decoded whole what the fold views skip.
+func trimForFold(p any) {
+	switch p := p.(type) {
+	case *event.Report:
+		p.StdoutTail = ""
+	case *event.DiffComputedData:
+		p.Diff = ""
+	}
+}
 
 // decodeReportForFold decodes a report without its stdout tail, which the
-// fold drops (see Attempt.Report): the tail is only checked, not unquoted
-// and copied, which was half of what decoding a report cost. The other
-// members are decoded as one object, so a report decodes as it would
-// whole. Anything unusual about the tail (not a string, named twice) is an
-// error, and the event then goes the two-pass way, so no verdict depends
-// on this path (FuzzDecode compares the two).
+// fold drops (see Attempt.Report): the tail is only checked to be a
+// string, not unquoted and copied, which was half of what decoding a
+// report cost. The report is decoded in one go, as it would be whole:
+// reportForFold is the report with its stdout_tail member shadowed.
+// Anything unusual about the tail (not a string) is an error, and the
+// event then goes the two-pass way, so no verdict depends on this path
+// (FuzzDecode compares the two).
 func decodeReportForFold(dec *jsontext.Decoder) (*event.Report, error) {
-	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		return nil, errNotOnePass
-	}
-	rest := make([]byte, 0, 1024)
-	rest = append(rest, '{')
-	var tail bool
-	for dec.PeekKind() != '}' {
-		name, err := dec.ReadValue()
-		if err != nil {
-			return nil, err
-		}
-		if string(name) == stdoutTailName {
-			if tail || dec.PeekKind() != '"' {
-				return nil, errNotOnePass
-			}
-			tail = true
-			if err := dec.SkipValue(); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if len(rest) > 1 {
-			rest = append(rest, ',')
-		}
-		rest = append(append(rest, name...), ':')
-		v, err := dec.ReadValue()
-		if err != nil {
-			return nil, err
-		}
-		rest = append(rest, v...)
-	}
-	if _, err := dec.ReadToken(); err != nil {
+	r := &reportForFold{Report: new(event.Report)}
+	if err := jsonv2.UnmarshalDecode(dec, r); err != nil {
 		return nil, err
 	}
-	r := new(event.Report)
-	if err := jsonv2.Unmarshal(append(rest, '}'), r); err != nil {
-		return nil, err
+	return r.Report, nil
+}
+
+// reportForFold is a report whose stdout tail is skipped: its member
+// stdout_tail, shallower than the embedded report's, takes the name.
+type reportForFold struct {
+	*event.Report
+	StdoutTail skippedString `json:"stdout_tail"`
+}
+
+// skippedString is a JSON string read past, not kept.
+type skippedString struct{}
+
+func (skippedString) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	if dec.PeekKind() != '"' {
+		return errNotOnePass
 	}
-	r.StdoutTail = "" // named with escapes, it was not skipped
-	return r, nil
+	return dec.SkipValue()
 }
 
 // errNotOnePass sends an event the two-pass way.
@@ -181,9 +193,9 @@ func newPayload(t event.Type) any {
 }
 
 // decodePayload decodes ev's payload as the fold reads it: into the type
-// newPayload gives (nil for types the fold does not read), and a report
-// without its stdout tail, as decodeReportForFold leaves it (see
-// Attempt.Report).
+// newPayload gives (nil for types the fold does not read), without what
+// the fold views skip (a report's stdout tail, see Attempt.Report; a
+// diff).
 func decodePayload(ev *event.Event) (any, error) {
 	p := newPayload(ev.Type)
 	if p == nil {
@@ -192,8 +204,6 @@ func decodePayload(ev *event.Event) (any, error) {
 	if err := ev.Payload(p); err != nil {
 		return nil, err
 	}
-	if r, ok := p.(*event.Report); ok {
-		r.StdoutTail = ""
-	}
+	trimForFold(p)
 	return p, nil
 }

@@ -85,7 +85,7 @@ func TestPayloadTypes(t *testing.T) {
 // and Payload, on a report carrying a real Claude Code transcript as its
 // stdout tail (most of the fold's bytes) and on a claim (most of its events).
 func BenchmarkDecodeForFold(b *testing.B) {
-	transcript, err := os.ReadFile("../../testdata/transcripts/claude/success/stdout.txt")
+	transcript, err := os.ReadFile("../../../testdata/transcripts/claude/success/stdout.txt")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -169,6 +169,49 @@ func TestReportDecodedWithoutStdoutTail(t *testing.T) {
 			whole.StdoutTail = ""
 			if !reflect.DeepEqual(*r, whole) {
 				t.Errorf("decoded %+v, want the whole report without its stdout tail: %+v", *r, whole)
+			}
+		})
+	}
+}
+
+// TestDiffDecodedWithoutDiff: the fold keeps a diff_computed's stat and
+// skips its diff, which is checked to be a string as a whole decode checks
+// it; anything else goes the two-pass way, with the same verdict.
+func TestDiffDecodedWithoutDiff(t *testing.T) {
+	const head = `{"v":1,"id":"diff_computed:f_a_1:1","type":"diff_computed","time":"2026-01-01T00:00:00Z","flow":"f","task":"a","attempt":"f_a_1","epoch":1,"data":`
+	cases := []struct {
+		name, data      string
+		onePass, poison bool
+	}{
+		{"diff", `{"modified":["a.go"],"stat":" a.go | 1 +","diff":"--- a/a.go\n+++ b/a.go\n\u00e9","diff_bytes":30}`, true, false},
+		{"no diff", `{"stat":"s","diff_bytes":0}`, true, false},
+		{"null diff", `{"stat":"s","diff":null}`, false, false},
+		{"number diff", `{"stat":"s","diff":7}`, false, true},
+		{"diff twice", `{"diff":"x","diff":"y"}`, false, true},
+		{"bad stat", `{"diff":"x","stat":1}`, false, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			raw := []byte(head + c.data + "}")
+			checkDecodeForFold(t, raw)
+			if ok := projection.DecodeOnePass(raw); ok != c.onePass {
+				t.Errorf("decoded in one pass: %v, want %v", ok, c.onePass)
+			}
+			ev, payload, payloadErr, err := projection.DecodeForFold(foldtest.Subject(raw), raw).Parts()
+			if poison := err != nil || payloadErr != nil; poison != c.poison {
+				t.Fatalf("poison: %v (%v, %v), want %v", poison, err, payloadErr, c.poison)
+			}
+			if c.poison {
+				return
+			}
+			d := payload.(*event.DiffComputedData)
+			var whole event.DiffComputedData
+			if err := ev.Payload(&whole); err != nil {
+				t.Fatal(err)
+			}
+			whole.Diff = ""
+			if !reflect.DeepEqual(*d, whole) {
+				t.Errorf("decoded %+v, want the whole payload without its diff: %+v", *d, whole)
 			}
 		})
 	}

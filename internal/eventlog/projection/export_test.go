@@ -7,6 +7,7 @@ import "github.com/drover-dev/drover/internal/eventlog/event"
 // Record key prefixes.
 const (
 	KeyFlow    = keyFlow
+	KeyFlowDef = keyFlowDef
 	KeyTask    = keyTask
 	KeyAttempt = keyAttempt
 	KeySeen    = keySeen
@@ -34,7 +35,16 @@ func (d Decoded) Parts() (ev *event.Event, payload any, payloadErr, err error) {
 }
 
 // Dirty returns the keys of the records changed since ForgetChanges.
-func (st *State) Dirty() map[string]struct{} { return st.dirty }
+func (st *State) Dirty() map[string]struct{} {
+	out := map[string]struct{}{}
+	for _, e := range st.seenDirty {
+		out[keySeen+e.id] = struct{}{}
+	}
+	for k := range st.dirty {
+		out[k] = struct{}{}
+	}
+	return out
+}
 
 // EncodeRecord encodes the record at key k.
 func (st *State) EncodeRecord(k string) ([]byte, error) { return st.encodeRecord(k) }

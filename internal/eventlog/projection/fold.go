@@ -102,7 +102,7 @@ func (s *State) apply(seq uint64, subject string, ev *event.Event, payload any, 
 		return err
 	}
 	s.Seen[ev.ID] = seq
-	s.mark(keySeen + ev.ID)
+	s.seenDirty = append(s.seenDirty, seenID{ev.ID, seq})
 	return nil
 }
 
@@ -141,6 +141,7 @@ func (s *State) flowSubmitted(ev *event.Event, d *event.FlowSubmittedData) error
 		MaxParallel: d.MaxParallel, Publish: d.Publish, RoundPlan: d.RoundPlan}
 	s.Flows[f.ID] = f
 	s.mark(keyFlow + f.ID)
+	s.mark(keyFlowDef + f.ID)
 	f.Budget = d.Budget
 	for i := range d.Spec.Tasks {
 		t := &d.Spec.Tasks[i]

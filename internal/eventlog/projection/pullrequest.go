@@ -351,6 +351,7 @@ func (s *State) reviewRoundStarted(ev *event.Event, d *event.ReviewRoundStartedD
 	}
 	pr.Rounds = append(pr.Rounds, r)
 	s.mark(keyFlow + f.ID)
+	s.mark(keyFlowDef + f.ID) // its order grew
 	return nil
 }
 

@@ -9,6 +9,8 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	jsonv1 "github.com/go-json-experiment/json/v1"
+
+	"github.com/drover-dev/drover/internal/flow"
 )
 
 // The projection is a set of records, each a key and a JSON value, so that
@@ -19,6 +21,7 @@ import (
 // Record key prefixes in the projection. A key names one JSON record.
 const (
 	keyFlow     = "f/"
+	keyFlowDef  = "fd/" // a flow's definition: its spec and order
 	keyTask     = "t/"
 	keyAttempt  = "a/"
 	keySeen     = "e/"
@@ -31,6 +34,15 @@ const (
 	// keyPoisonCount holds State.PoisonCount.
 	keyPoisonCount = "n/poisons"
 )
+
+// flowDefinition is the record of what a flow was submitted as: its spec
+// and the order of its tasks, which never change. The flow's record holds
+// the rest (Flow.Spec).
+type flowDefinition struct {
+	ID    string    `json:"id"`
+	Order []string  `json:"order"`
+	Spec  flow.Spec `json:"spec"`
+}
 
 // partKey names a part of a flow in State.Parts; the part number is padded
 // so the parts of a flow sort in order.
@@ -48,28 +60,50 @@ func insertSeq(seqs []uint64, seq uint64) []uint64 {
 
 // ChangedRecords calls fn with every record the fold changed since
 // ForgetChanges, its value nil for a record it removed. It stops at fn's
-// first error.
-func (st *State) ChangedRecords(fn func(key string, value []byte) error) error {
+// first error. The key and the value are valid only during the call: the
+// buffers are reused, so that a commit allocates nothing per record.
+//
+// The ids seen since ForgetChanges come in the order they were seen, from
+// their own list: one per folded event, they are most of the records, and
+// a key in the dirty set each cost a string, a map insertion and a lookup.
+func (st *State) ChangedRecords(fn func(key, value []byte) error) error {
+	var key []byte
+	for _, e := range st.seenDirty {
+		key = append(append(key[:0], keySeen...), e.id...)
+		st.enc = strconv.AppendUint(st.enc[:0], e.seq, 10)
+		if err := fn(key, st.enc); err != nil {
+			return err
+		}
+	}
 	for k := range st.dirty {
-		v, err := st.encodeRecord(k)
+		v, err := st.appendRecord(st.enc[:0], k)
 		if err != nil {
 			return err
 		}
-		if err := fn(k, v); err != nil {
+		if v != nil {
+			st.enc = v
+		}
+		if err := fn(append(key[:0], k...), v); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// Changed reports whether any record changed since ForgetChanges.
+func (st *State) Changed() bool { return len(st.dirty) > 0 || len(st.seenDirty) > 0 }
+
 // ForgetChanges marks every record as persisted.
-func (st *State) ForgetChanges() { clear(st.dirty) }
+func (st *State) ForgetChanges() {
+	clear(st.dirty)
+	st.seenDirty = st.seenDirty[:0]
+}
 
 // Records calls fn with every record of the state, in no order.
 func (st *State) Records(fn func(key string, value []byte) error) error {
 	var keys []string
 	for id := range st.Flows {
-		keys = append(keys, keyFlow+id)
+		keys = append(keys, keyFlow+id, keyFlowDef+id)
 	}
 	for k := range st.Tasks {
 		keys = append(keys, keyTask+k)
@@ -117,7 +151,26 @@ func (st *State) LoadRecord(k string, v []byte) error {
 	case strings.HasPrefix(k, keyFlow):
 		var f Flow
 		if err = json.Unmarshal(v, &f); err == nil {
+			switch old := st.Flows[f.ID]; {
+			case old != nil:
+				f.Order, f.Spec = old.Order, old.Spec // its definition, loaded first
+			case len(f.Order) > 0 || len(f.Spec.Tasks) > 0:
+				// Written before definitions had a record of their own:
+				// written again, split, by the store's next commit.
+				st.mark(keyFlow + f.ID)
+				st.mark(keyFlowDef + f.ID)
+			}
 			st.Flows[f.ID] = &f
+		}
+	case strings.HasPrefix(k, keyFlowDef):
+		var d flowDefinition
+		if err = json.Unmarshal(v, &d); err == nil {
+			f := st.Flows[d.ID]
+			if f == nil {
+				f = &Flow{ID: d.ID}
+				st.Flows[d.ID] = f
+			}
+			f.Order, f.Spec = d.Order, d.Spec
 		}
 	case strings.HasPrefix(k, keyTask):
 		var t Task
@@ -175,17 +228,30 @@ func (st *State) LoadRecord(k string, v []byte) error {
 }
 
 // encodeRecord encodes the record at key k, nil for a removed one.
-func (st *State) encodeRecord(k string) ([]byte, error) {
+func (st *State) encodeRecord(k string) ([]byte, error) { return st.appendRecord(nil, k) }
+
+// appendRecord appends the encoding of the record at key k to b, and
+// returns nil for a removed one.
+func (st *State) appendRecord(b []byte, k string) ([]byte, error) {
 	var v any
 	switch {
 	case strings.HasPrefix(k, keyFlow):
-		v = st.Flows[k[len(keyFlow):]]
+		if f := st.Flows[k[len(keyFlow):]]; f != nil {
+			// Without its definition: fd/.
+			g := *f
+			g.Order, g.Spec = nil, flow.Spec{}
+			v = &g
+		}
+	case strings.HasPrefix(k, keyFlowDef):
+		if f := st.Flows[k[len(keyFlowDef):]]; f != nil {
+			v = flowDefinition{ID: f.ID, Order: f.Order, Spec: f.Spec}
+		}
 	case strings.HasPrefix(k, keyTask):
 		v = st.Tasks[k[len(keyTask):]]
 	case strings.HasPrefix(k, keyAttempt):
 		v = st.Attempts[k[len(keyAttempt):]]
 	case strings.HasPrefix(k, keySeen):
-		return []byte(strconv.FormatUint(st.Seen[k[len(keySeen):]], 10)), nil
+		return strconv.AppendUint(b, st.Seen[k[len(keySeen):]], 10), nil
 	case strings.HasPrefix(k, keyPoison):
 		n, err := strconv.ParseUint(k[len(keyPoison):], 10, 64)
 		if err != nil {
@@ -197,7 +263,7 @@ func (st *State) encodeRecord(k string) ([]byte, error) {
 		}
 		v = p
 	case k == keyPoisonCount:
-		return []byte(strconv.Itoa(st.PoisonCount)), nil
+		return strconv.AppendInt(b, int64(st.PoisonCount), 10), nil
 	case k == keyLeadership:
 		v = st.Leadership
 	case strings.HasPrefix(k, keyPart):
@@ -211,9 +277,17 @@ func (st *State) encodeRecord(k string) ([]byte, error) {
 	case strings.HasPrefix(k, keyPlacement):
 		v = st.Placements[k[len(keyPlacement):]]
 	}
-	raw, err := jsonv2.Marshal(v, jsonv1.DefaultOptionsV1())
-	if err != nil {
+	w := appendWriter{b}
+	if err := jsonv2.MarshalWrite(&w, v, jsonv1.DefaultOptionsV1()); err != nil {
 		return nil, fmt.Errorf("projection: encode %s: %w", k, err)
 	}
-	return raw, nil
+	return w.b, nil
+}
+
+// appendWriter appends what is written to b.
+type appendWriter struct{ b []byte }
+
+func (w *appendWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
 }

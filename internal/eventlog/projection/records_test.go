@@ -11,6 +11,7 @@ import (
 	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/eventlog/projection"
 	"github.com/drover-dev/drover/internal/eventlog/projection/foldtest"
+	"github.com/drover-dev/drover/internal/flow"
 )
 
 // TestRecordEncodingIsEncodingJSONs: records are encoded with the JSON v2
@@ -29,7 +30,7 @@ func TestRecordEncodingIsEncodingJSONs(t *testing.T) {
 	st.Attempts["x_y_1"] = &projection.Attempt{ID: "x_y_1", Prompt: "<script>&amp; \u2028 \u2029 \ufffd é", Args: []string{}, Report: &event.Report{StdoutTail: "\x00\x1f\"\\"}}
 	var keys []string
 	for id := range st.Flows {
-		keys = append(keys, projection.KeyFlow+id)
+		keys = append(keys, projection.KeyFlow+id, projection.KeyFlowDef+id)
 	}
 	for id := range st.Tasks {
 		keys = append(keys, projection.KeyTask+id)
@@ -46,7 +47,17 @@ func TestRecordEncodingIsEncodingJSONs(t *testing.T) {
 		var v any
 		switch {
 		case strings.HasPrefix(k, projection.KeyFlow):
-			v = st.Flows[k[len(projection.KeyFlow):]]
+			// The flow without its definition, which is a record of its own.
+			f := *st.Flows[k[len(projection.KeyFlow):]]
+			f.Order, f.Spec = nil, flow.Spec{}
+			v = f
+		case strings.HasPrefix(k, projection.KeyFlowDef):
+			f := st.Flows[k[len(projection.KeyFlowDef):]]
+			v = struct {
+				ID    string    `json:"id"`
+				Order []string  `json:"order"`
+				Spec  flow.Spec `json:"spec"`
+			}{f.ID, f.Order, f.Spec}
 		case strings.HasPrefix(k, projection.KeyTask):
 			v = st.Tasks[k[len(projection.KeyTask):]]
 		case strings.HasPrefix(k, projection.KeyAttempt):

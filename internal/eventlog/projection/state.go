@@ -17,8 +17,12 @@ type Flow struct {
 	State       drovertype.FlowState `json:"state"`
 	SubmittedAt time.Time            `json:"submitted_at"`
 	CompletedAt time.Time            `json:"completed_at,omitzero"`
-	Order       []string             `json:"order"` // task ids, dependencies first
-	Spec        flow.Spec            `json:"spec"`
+	// Order and Spec never change once the flow is recorded: they are a
+	// record of their own (flowDefinition), written once, so that the
+	// flow's record, which every report's spend changes, stays small
+	// however many tasks the flow has. Omitted when zero, in that record.
+	Order []string  `json:"order,omitempty"` // task ids, dependencies first
+	Spec  flow.Spec `json:"spec,omitzero"`
 	// MaxParallel bounds the flow's live attempts (resolved at submission);
 	// 0 means no limit.
 	MaxParallel int `json:"max_parallel,omitempty"`
@@ -210,16 +214,27 @@ type State struct {
 	// Placements are what the log says of the workers serving a runtime
 	// in a pool, by event.PlacementKey: those an attempt has waited for.
 	Placements map[string]*Placement
-	dirty      map[string]struct{}
 	// Leadership is the latest election folded; nil before any
 	// (leadership.go).
 	Leadership *Leadership
 	// seq is the stream sequence of the event being folded.
-	seq uint64
+	seq   uint64
+	dirty map[string]struct{}
+	// seenDirty are the ids seen since ForgetChanges, in order; their
+	// records are not in dirty (ChangedRecords).
+	seenDirty []seenID
+	// enc is ChangedRecords' buffer, reused from record to record.
+	enc []byte
 	// poisonSeqs are the keys of Poisons in order, oldest first.
 	poisonSeqs []uint64
 	// plans are the last distinct plans tasks were given (sharedPlan).
 	plans []*policy.Resolved
+}
+
+// seenID is an event id seen, and the sequence it was folded at.
+type seenID struct {
+	id  string
+	seq uint64
 }
 
 // sharedPlans bounds the distinct plans sharedPlan compares a new one with.

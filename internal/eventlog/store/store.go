@@ -70,6 +70,15 @@ func Open(dir string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	// Records written in an older layout come out of the load changed:
+	// written again now, at the sequence they were at, so that the store
+	// equals its rebuild.
+	if s.st.Changed() {
+		if err := s.write(); err != nil {
+			_ = db.Close()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -140,15 +149,26 @@ func (s *Store) Commit() error {
 	if s.applied == s.durable {
 		return nil
 	}
+	if err := s.write(); err != nil {
+		return err
+	}
+	s.durable = s.applied
+	return nil
+}
+
+// write writes the records the fold changed and the applied sequence in
+// one batch, without fsync (see Store).
+func (s *Store) write() error {
 	b := s.db.NewBatch()
 	defer b.Close()
-	err := s.st.ChangedRecords(func(k string, v []byte) error {
+	// The batch copies each key and value: ChangedRecords reuses them.
+	err := s.st.ChangedRecords(func(k, v []byte) error {
 		if v == nil {
 			// A record the fold removed: a flow's part, once folded in;
 			// a poison record a newer one evicted.
-			return b.Delete([]byte(k), nil)
+			return b.Delete(k, nil)
 		}
-		return b.Set([]byte(k), v, nil)
+		return b.Set(k, v, nil)
 	})
 	if err != nil {
 		return fmt.Errorf("store: commit: %w", err)
@@ -160,7 +180,6 @@ func (s *Store) Commit() error {
 		return fmt.Errorf("store: commit: %w", err)
 	}
 	s.st.ForgetChanges()
-	s.durable = s.applied
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -566,4 +567,67 @@ func TestPoisonBounded(t *testing.T) {
 	if _, ok := foldtest.StoreRecords(t, s)[fmt.Sprintf("p/%020d", oldest)]; ok {
 		t.Errorf("poison %d was not deleted from the store when evicted", oldest)
 	}
+}
+
+// TestOlderFlowRecordsAreSplit: a store written before a flow's definition
+// had a record of its own (f/ holding the spec and the order) is written
+// again when opened, split into f/ and fd/, so that it equals a rebuild of
+// its stream.
+func TestOlderFlowRecordsAreSplit(t *testing.T) {
+	sc := foldtest.StandardScenario(t, false)
+	stream := sc.CleanStream()
+	fs := vfs.NewMem()
+	s := foldtest.OpenMemStore(t, fs)
+	n := uint64(len(stream))
+	for seq := uint64(1); seq <= n; seq++ {
+		s.Stage(seq, foldtest.Subject(stream[seq]), stream[seq])
+	}
+	if err := s.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	var old map[string][]byte // each flow's record as an older build wrote it
+	s.Read(func(st *projection.State) {
+		old = map[string][]byte{}
+		for id, f := range st.Flows {
+			b, err := json.Marshal(f) // Order and Spec included
+			if err != nil {
+				t.Fatal(err)
+			}
+			old[id] = b
+		}
+	})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := pebble.Open("db", &pebble.Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, b := range old {
+		if err := db.Set([]byte("f/"+id), b, pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Delete([]byte("fd/"+id), pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = foldtest.OpenMemStore(t, fs)
+	defer s.Close()
+	rebuilt := foldtest.FoldStream(t, stream, n)
+	defer rebuilt.Close()
+	snap, _ := rebuilt.Snapshot()
+	defer snap.Close()
+	diffs, err := compareWith(t, snap, s)
+	if err != nil || len(diffs) > 0 {
+		t.Fatalf("the reopened store differs from its rebuild (%v):\n%s", err, strings.Join(diffs, "\n"))
+	}
+	s.Read(func(st *projection.State) {
+		if f := st.Flows["ok"]; f == nil || len(f.Order) != 4 || len(f.Spec.Tasks) != 4 {
+			t.Errorf("flow ok after the reopen: %+v", f)
+		}
+	})
 }

@@ -1,0 +1,457 @@
+package fleetsim
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/controller"
+	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/natsconn"
+)
+
+// Options says what to simulate.
+type Options struct {
+	// URL is the NATS of a running controller; "" starts one
+	// (ControllerBinary, in DataDir) as a process of its own.
+	URL              string
+	ControllerBinary string
+	// DataDir holds the started controller's data dir and the workers'
+	// (empty) work dirs. "" makes a temporary one, removed at the end.
+	DataDir string
+	// ControllerPid, with URL, is the controller whose CPU and memory
+	// are measured; 0 measures none.
+	ControllerPid int
+	// ControllerEnv is added to a started controller's environment.
+	ControllerEnv []string
+	Workers       int
+	Slots         int
+	Plan          Plan
+	Mix           Mix
+	// Config is the workers' base configuration and the client's NATS
+	// credentials (config.Load).
+	Config *config.Config
+	Log    *slog.Logger
+	// Timeout bounds the wait for the flows to complete.
+	Timeout time.Duration
+	// CPUProfile, if set, is where the started controller's CPU profile
+	// goes, taken over ProfileSeconds from the first submission;
+	// HeapProfile its heap once the flows completed.
+	CPUProfile     string
+	ProfileSeconds int
+	HeapProfile    string
+	// Progress receives a line every ProgressEvery (default 30s) while
+	// the flows run; nil says nothing.
+	Progress      io.Writer
+	ProgressEvery time.Duration
+}
+
+// Result is what a simulation measured and found.
+type Result struct {
+	Workers, Slots, Flows, Tasks int
+	// Wall is from the first submission to the last flow's completion.
+	Wall time.Duration
+	// ControllerCPU is the controller's CPU time over Wall; measured
+	// says whether there was a controller process to measure.
+	ControllerCPU time.Duration
+	Measured      bool
+	// ClaimP50 and ClaimP99 are the claims' waits (Log.ClaimWaits);
+	// Claims counts them.
+	ClaimP50, ClaimP99 time.Duration
+	Claims             int
+	// RSS is the controller's resident set once the flows completed,
+	// holding them; PeakRSS its highest.
+	RSS, PeakRSS int64
+	Runs         int // simulated runs in all
+	Events       int // events in the log
+	// Writes counts the messages each stream stored over Wall (its last
+	// sequence's growth): every one of them an fsync with the embedded
+	// server's sync_interval always.
+	Writes  map[string]uint64
+	Verdict Verdict
+	Rebuild *controller.RebuildResponse
+}
+
+// Line is the simulator's one-line summary.
+func (r *Result) Line() string {
+	cpu, rss := "n/a", "n/a"
+	if r.Measured {
+		cpu = fmt.Sprintf("%.3f", float64(r.ControllerCPU)/float64(time.Millisecond)/float64(r.Tasks))
+		rss = fmt.Sprintf("%.1f", float64(r.RSS)/(1<<20))
+	}
+	return fmt.Sprintf("fleet: workers=%d tasks=%d wall_s=%.2f controller_cpu_ms_per_task=%s claim_p99_ms=%.2f controller_rss_mb=%s lost=%d doubled=%d",
+		r.Workers, r.Tasks, r.Wall.Seconds(), cpu, float64(r.ClaimP99)/float64(time.Millisecond), rss, r.Verdict.Lost, r.Verdict.Doubled)
+}
+
+// OK reports whether nothing was lost or doubled and the controller's
+// projection is the fold of its log.
+func (r *Result) OK() bool {
+	return r.Verdict.Lost == 0 && r.Verdict.Doubled == 0 && r.Rebuild != nil && r.Rebuild.Equal
+}
+
+// sim is one simulation on its way.
+type sim struct {
+	o      Options
+	ctrl   *Process // nil with an external controller
+	pid    int
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	client *controller.Client
+	ledger *Ledger
+	watch  *watch
+	fleet  *Fleet
+	hung   chan Hung
+	wg     sync.WaitGroup // the canceller of hung runs
+	flows  []string       // the submitted flows' ids
+	// removeDir is the temporary data dir the simulation made.
+	removeDir string
+	// up is when the fleet was claiming, every slot free.
+	up time.Time
+	// stopCancels ends the cancels of hanging runs still trying.
+	stopCancels context.CancelFunc
+	said        time.Time // when progress last spoke
+}
+
+// Run runs a simulation: a controller (started, or at o.URL), a fleet of
+// simulated workers, o.Plan's flows submitted at once and followed to
+// their end, then the check of what they came to.
+func Run(ctx context.Context, o Options) (res *Result, err error) {
+	if err := o.Mix.Validate(); err != nil {
+		return nil, err
+	}
+	s := &sim{o: o, ledger: NewLedger(), hung: make(chan Hung, 1024)}
+	defer s.close()
+	if err := s.connect(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.startFleet(ctx); err != nil {
+		return nil, err
+	}
+	res, err = s.measure(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return res, s.check(ctx, res)
+}
+
+// connect starts the controller (or finds it) and connects the simulator's
+// own client.
+func (s *sim) connect(ctx context.Context) error {
+	o := &s.o
+	if o.DataDir == "" {
+		dir, err := os.MkdirTemp("", "fleetsim-")
+		if err != nil {
+			return fmt.Errorf("fleetsim: %w", err)
+		}
+		o.DataDir, s.removeDir = dir, dir
+	}
+	url, pid := o.URL, o.ControllerPid
+	if url == "" {
+		p, err := StartController(ctx, ProcessOptions{Binary: o.ControllerBinary, DataDir: filepath.Join(o.DataDir, "controller"),
+			Pprof: o.CPUProfile != "" || o.HeapProfile != "", Env: o.ControllerEnv})
+		if err != nil {
+			return err
+		}
+		s.ctrl, url, pid = p, p.URL, p.Pid()
+	}
+	s.o.URL, s.pid = url, pid
+	co := natsconn.ClientFor(o.Config, "drover-fleetsim", natsconn.RoleOperator, "")
+	co.URL, co.Reconnect, co.Logger = url, true, o.Log
+	nc, err := natsconn.Connect(co)
+	if err != nil {
+		return fmt.Errorf("fleetsim: %w", err)
+	}
+	s.nc = nc
+	if s.js, err = jetstream.New(nc); err != nil {
+		return fmt.Errorf("fleetsim: %w", err)
+	}
+	s.client = &controller.Client{NC: nc, Timeout: 2 * time.Minute}
+	return nil
+}
+
+// startFleet starts the workers, the watch of the events and the
+// canceller of hanging runs.
+func (s *sim) startFleet(ctx context.Context) error {
+	w, err := newWatch(s.nc)
+	if err != nil {
+		return err
+	}
+	s.watch = w
+	s.o.Plan = s.o.Plan.WithDefaults()
+	runner := &Runner{Mix: s.o.Mix, Ledger: s.ledger, Hung: s.hung}
+	f, err := StartFleet(ctx, FleetOptions{URL: s.o.URL, Workers: s.o.Workers, Slots: s.o.Slots, Runtime: s.o.Plan.Runtime,
+		Config: s.o.Config, WorkDir: filepath.Join(s.o.DataDir, "workers"), Runner: runner, Log: s.o.Log})
+	if err != nil {
+		return err
+	}
+	s.fleet, s.up = f, time.Now()
+	cctx, stop := context.WithCancel(ctx)
+	s.stopCancels = stop
+	s.wg.Go(func() { s.cancelHung(cctx) })
+	return nil
+}
+
+// cancelHung cancels the task of every hanging run, as an operator would,
+// trying again until the controller answers (it may be restarting).
+func (s *sim) cancelHung(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for h := range s.hung {
+		wg.Go(func() {
+			wait := 100 * time.Millisecond
+			for {
+				_, err := s.client.Cancel(ctx, h.Flow+"/"+h.Task, "fleetsim: its runtime hangs")
+				if err == nil || ctx.Err() != nil {
+					return
+				}
+				s.o.Log.Warn("cancel a hanging run", "attempt", h.Attempt, "err", err)
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(wait):
+				}
+				wait = min(2*wait, 5*time.Second)
+			}
+		})
+	}
+}
+
+// close stops what the simulation started, in reverse.
+func (s *sim) close() {
+	if s.fleet != nil {
+		s.fleet.Stop()
+	}
+	if s.stopCancels != nil {
+		s.stopCancels()
+	}
+	close(s.hung)
+	s.wg.Wait()
+	if s.watch != nil {
+		s.watch.stop()
+	}
+	if s.nc != nil {
+		s.nc.Close()
+	}
+	if s.ctrl != nil {
+		s.ctrl.Stop()
+	}
+	if s.removeDir != "" {
+		_ = os.RemoveAll(s.removeDir)
+	}
+}
+
+// measure submits the flows, waits for them to complete and measures the
+// controller over that time.
+func (s *sim) measure(ctx context.Context) (*Result, error) {
+	specs, err := s.o.Plan.Specs()
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Workers: s.o.Workers, Slots: s.o.Slots, Flows: len(specs), Tasks: s.o.Plan.Tasks, Measured: s.pid != 0}
+	cpu0, err := s.cpu()
+	if err != nil {
+		return nil, err
+	}
+	seq0, err := s.lastSeqs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	profiled := s.profile(ctx)
+	for _, spec := range specs {
+		id, err := s.submit(ctx, spec)
+		if err != nil {
+			return nil, err
+		}
+		s.flows = append(s.flows, id)
+	}
+	if err := s.waitFlows(ctx, began); err != nil {
+		return nil, err
+	}
+	res.Wall = time.Since(began)
+	cpu1, err := s.cpu()
+	if err != nil {
+		return nil, err
+	}
+	res.ControllerCPU = cpu1 - cpu0
+	seq1, err := s.lastSeqs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res.Writes = map[string]uint64{}
+	for name, n := range seq1 {
+		res.Writes[name] = n - seq0[name]
+	}
+	if s.pid != 0 {
+		if res.RSS, res.PeakRSS, err = Memory(s.pid); err != nil {
+			return nil, err
+		}
+	}
+	res.Runs = s.ledger.Runs()
+	if err := profiled(); err != nil {
+		s.o.Log.Warn("CPU profile", "err", err)
+	}
+	if s.o.HeapProfile != "" && s.ctrl != nil {
+		if err := s.ctrl.Profile(ctx, "heap", s.o.HeapProfile); err != nil {
+			s.o.Log.Warn("heap profile", "err", err)
+		}
+	}
+	return res, nil
+}
+
+// submit submits a flow. A controller whose NATS the running flows keep
+// busy may answer too late: then the flow is submitted again unless it was
+// recorded (its name is the simulation's own), up to five times.
+func (s *sim) submit(ctx context.Context, spec *flow.Spec) (string, error) {
+	var err error
+	for try := range 5 {
+		var id string
+		if id, err = s.client.Submit(ctx, spec); err == nil {
+			return id, nil
+		}
+		s.o.Log.Warn("submit", "flow", spec.Name, "try", try+1, "err", err)
+		if st, serr := s.client.Status(ctx, ""); serr == nil {
+			for _, f := range st.Flows {
+				if f.Name == spec.Name {
+					return f.ID, nil
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return "", fmt.Errorf("fleetsim: submit %s: %w", spec.Name, err)
+}
+
+// cpu is the measured controller's CPU time so far, 0 without one.
+func (s *sim) cpu() (time.Duration, error) {
+	if s.pid == 0 {
+		return 0, nil
+	}
+	return CPU(s.pid)
+}
+
+// profile takes the started controller's CPU profile in the background,
+// when asked; the returned func waits for it.
+func (s *sim) profile(ctx context.Context) func() error {
+	if s.o.CPUProfile == "" || s.ctrl == nil {
+		return func() error { return nil }
+	}
+	secs := max(s.o.ProfileSeconds, 1)
+	errc := make(chan error, 1)
+	go func() { errc <- s.ctrl.Profile(ctx, fmt.Sprintf("profile?seconds=%d", secs), s.o.CPUProfile) }()
+	return func() error { return <-errc }
+}
+
+// waitFlows waits until every submitted flow has completed: told by its
+// flow_completed event, or, should one be missed, by the controller's
+// status, asked every 5 s.
+func (s *sim) waitFlows(ctx context.Context, began time.Time) error {
+	deadline := time.NewTimer(s.o.Timeout)
+	defer deadline.Stop()
+	poll := time.NewTicker(min(5*time.Second, max(s.o.ProgressEvery, 100*time.Millisecond)))
+	defer poll.Stop()
+	for {
+		done := s.watch.done(s.flows)
+		if len(done) == len(s.flows) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-deadline.C:
+			return fmt.Errorf("fleetsim: %d of %d flows completed within %s", len(done), len(s.flows), s.o.Timeout)
+		case <-s.watch.kick:
+		case <-poll.C:
+			if err := s.alive(); err != nil {
+				return err
+			}
+			s.progress(began, len(done))
+			if s.statusDone(ctx) {
+				return nil
+			}
+		}
+	}
+}
+
+// alive fails once a started controller has exited.
+func (s *sim) alive() error {
+	if s.ctrl == nil {
+		return nil
+	}
+	return s.ctrl.Alive()
+}
+
+// statusDone asks the controller whether every submitted flow has ended.
+func (s *sim) statusDone(ctx context.Context) bool {
+	st, err := s.client.Status(ctx, "")
+	if err != nil {
+		return false
+	}
+	ended := map[string]bool{}
+	for _, f := range st.Flows {
+		ended[f.ID] = f.State.Terminal()
+	}
+	for _, id := range s.flows {
+		if !ended[id] {
+			return false
+		}
+	}
+	return true
+}
+
+// progress says how far the flows are, every ProgressEvery at most.
+func (s *sim) progress(began time.Time, done int) {
+	every := s.o.ProgressEvery
+	if every == 0 {
+		every = 30 * time.Second
+	}
+	if s.o.Progress == nil || time.Since(s.said) < every {
+		return
+	}
+	s.said = time.Now()
+	fmt.Fprintf(s.o.Progress, "fleetsim: %s: %d runs, %d of %d flows completed\n",
+		time.Since(began).Round(time.Second), s.ledger.Runs(), done, len(s.flows))
+}
+
+// check folds the log and compares it and the ledger with what the
+// runtimes dictated, and asks the controller to rebuild its projection.
+func (s *sim) check(ctx context.Context, res *Result) error {
+	l, err := FoldLog(ctx, s.js)
+	if err != nil {
+		return err
+	}
+	res.Events = l.Events
+	waits := l.ClaimWaits(s.o.Workers*s.o.Slots, s.up)
+	res.ClaimP50, res.ClaimP99, res.Claims = percentile(waits, 50), percentile(waits, 99), len(waits)
+	res.Verdict = Check(l.State, s.flows, s.o.Mix, s.o.Plan.MaxAttempts, s.ledger)
+	rb, err := s.client.Rebuild(ctx)
+	if err != nil {
+		return fmt.Errorf("fleetsim: rebuild: %w", err)
+	}
+	res.Rebuild = rb
+	return nil
+}
+
+// lastSeqs returns each stream's last sequence.
+func (s *sim) lastSeqs(ctx context.Context) (map[string]uint64, error) {
+	out := map[string]uint64{}
+	l := s.js.ListStreams(ctx)
+	for info := range l.Info() {
+		out[info.Config.Name] = info.State.LastSeq
+	}
+	if err := l.Err(); err != nil {
+		return nil, fmt.Errorf("fleetsim: list streams: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,41 @@
+package fleetsim
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover/internal/eventlog/event"
+)
+
+func TestClaimWaits(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	l := &Log{claims: []slotEvent{
+		// Out of order, as a log holds them: sorted by their time.
+		{typ: event.AttemptClaimed, at: at(10), attempt: "c"},
+		{typ: event.AttemptScheduled, at: at(1), attempt: "a"},
+		{typ: event.AttemptScheduled, at: at(1), attempt: "b"},
+		{typ: event.AttemptScheduled, at: at(1), attempt: "c"},
+		{typ: event.AttemptClaimed, at: at(2), attempt: "a"},               // a free slot since 0: waited 1
+		{typ: event.AttemptClaimed, at: at(3), attempt: "b"},               // the other: waited 2
+		{typ: event.AttemptReported, at: at(8), attempt: "a"},              // frees a slot at 8
+		{typ: event.FlowIntegrated, at: at(12), attempt: "f__integrate_1"}, // frees one at 12
+		{typ: event.AttemptClaimed, at: at(11), attempt: "f__integrate_1", build: true},
+		{typ: event.AttemptReported, at: at(9), attempt: "b"}, // frees one at 9
+		{typ: event.AttemptScheduled, at: at(11), attempt: "d"},
+		{typ: event.AttemptClaimed, at: at(15), attempt: "d"}, // the slot freed at 12: waited 3
+	}}
+	// c: the slot freed at 8, claimed at 10: waited 2. The build takes the
+	// slot freed at 9 and is not counted.
+	got := l.ClaimWaits(2, t0)
+	if fmt.Sprint(got) != "[1s 2s 2s 3s]" {
+		t.Errorf("waits %v, want [1s 2s 2s 3s]", got)
+	}
+	if p := percentile(got, 99); p != 3*time.Second {
+		t.Errorf("p99 %s", p)
+	}
+	if p := percentile(nil, 50); p != 0 {
+		t.Errorf("p50 of nothing %s", p)
+	}
+}
