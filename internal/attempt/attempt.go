@@ -160,6 +160,7 @@ type run struct {
 	// runs, how it ended, what its output said, and the runtime's own
 	// failure by its end and output.
 	box       *confined // nil when the sandbox is off
+	asked     bool      // the runtime asked confineTask, as it must
 	startErr  error     // the attempt's failure in confineTask
 	logPath   string
 	logFile   *os.File
@@ -298,6 +299,10 @@ func (a *run) execute(ctx context.Context) error {
 		return a.startErr
 	case err != nil:
 		return runtimeFailure(err)
+	case !a.asked:
+		h.Stop(errUnconfined)
+		h.Wait()
+		return &adapter.Error{Class: drovertype.ClassPrepareFailed, Category: drovertype.CategoryRuntime, Message: errUnconfined.Error()}
 	}
 	a.status = h.Inspect()
 	if err := a.emit.Emit(ctx, event.RuntimeStarted, "", event.RuntimeStartedData{
@@ -354,6 +359,7 @@ func (a *run) task(ctx context.Context, reader *outputReader, logW io.Writer) *a
 // sandbox cannot be built.
 func (a *run) confineTask(ctx context.Context, reader *outputReader) func(adapter.Needs) (adapter.Confiner, error) {
 	return func(n adapter.Needs) (adapter.Confiner, error) {
+		a.asked = true
 		for _, note := range n.Sandbox.Notes {
 			a.log.Warn("the CLI's provider configuration", "note", note)
 		}
@@ -371,6 +377,11 @@ func (a *run) confineTask(ctx context.Context, reader *outputReader) func(adapte
 		return box.confiner(), nil
 	}
 }
+
+// errUnconfined stops a task whose runtime started it without asking for
+// its sandbox (adapter.Adapter's Start must): it may be running with the
+// worker's own access.
+var errUnconfined = errors.New("attempt: the runtime started its task without asking for its sandbox")
 
 // droverEnv are Drover's own variables for what the runtime runs.
 func (a *run) droverEnv() []string {

@@ -169,6 +169,7 @@ func (r *Runner) review(ctx context.Context, job *Job, wt *checkout.Checkout, tm
 	if task == "" {
 		task = job.Prompt
 	}
+	asked := false
 	t := &adapter.Task{
 		Input: adapter.Input{
 			Prompt: ReviewPrompt(task, diff, checks), Worktree: wt.Path, TempDir: tmp,
@@ -183,6 +184,7 @@ func (r *Runner) review(ctx context.Context, job *Job, wt *checkout.Checkout, tm
 		// rest of the checks', and the guard asked again.
 		Scope: &flow.Scope{Deny: []string{"**"}},
 		Confine: func(n adapter.Needs) (adapter.Confiner, error) {
+			asked = true
 			box, err := r.confine(n, wt, tmp)
 			if err != nil {
 				return nil, err
@@ -193,6 +195,11 @@ func (r *Runner) review(ctx context.Context, job *Job, wt *checkout.Checkout, tm
 	reader := newOutputReader(validator)
 	t.Output = reader.tee(nil)
 	h, err := validator.Start(ctx, t)
+	if err == nil && !asked {
+		h.Stop(errUnconfined)
+		h.Wait()
+		err = errUnconfined
+	}
 	if err != nil {
 		res.Error = "the validator cannot run: " + err.Error()
 		return res
