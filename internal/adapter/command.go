@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,6 +47,25 @@ var (
 	_ OutputReader  = (*CommandAdapter)(nil)
 	_ Evaluator     = (*CommandAdapter)(nil)
 )
+
+// Command is a CLI's process ready to start under supervision: what
+// CommandAdapter.Command builds for one task, and Start starts.
+type Command struct {
+	Path            string
+	Args            []string
+	Env             []string
+	Stdin           io.Reader
+	Timeout         time.Duration
+	NoOutputTimeout time.Duration
+	Grace           time.Duration
+	MaxOutput       int64
+	Limits          supervise.Limits
+	// OwnRetryTimeout bounds the CLI's own retries of a rate limit, read
+	// from its output while it runs (see StopOn); 0 means the default.
+	OwnRetryTimeout time.Duration
+	// Sandbox is what the process may reach when the worker confines it.
+	Sandbox Sandbox
+}
 
 // NewCommand returns the generic adapter for a runtime.
 func NewCommand(name string, rt config.Runtime) *CommandAdapter {
@@ -196,7 +216,9 @@ func checkExecutable(p string) error {
 	return nil
 }
 
-// Command implements Adapter.
+// Command builds the CLI's process for one task: its command line, its
+// environment from the allowlist, its input, its limits and what its
+// sandbox must let it reach. Start starts it.
 func (a *CommandAdapter) Command(in *Input) (*Command, error) {
 	info, err := a.Initialize(context.Background())
 	if err != nil {
@@ -366,10 +388,13 @@ func (a *CommandAdapter) NewParser() transcript.Parser {
 	return transcript.NewParser(a.rt.Output) // config validated it; an unknown one reads as text
 }
 
-// Classify implements Adapter: how the process ended, corrected by what its
-// output says.
-func (a *CommandAdapter) Classify(res *supervise.Result, sum *transcript.Summary) *Error {
-	return Classify(res, sum)
+// OwnRetryTimeout implements OutputReader: the runtime's own_retry_timeout.
+func (a *CommandAdapter) OwnRetryTimeout() time.Duration { return a.rt.OwnRetryTimeout }
+
+// Classify implements Adapter: how the process ended (Exit.Err, from
+// ClassifyExit), corrected by what its output says.
+func (a *CommandAdapter) Classify(exit *Exit, sum *transcript.Summary) *Error {
+	return classify(exit.StopCause, exit.Err, sum)
 }
 
 // Classify combines the exit classification with the output's. A rate limit
@@ -377,13 +402,18 @@ func (a *CommandAdapter) Classify(res *supervise.Result, sum *transcript.Summary
 // ended by a timeout (the CLI was busy retrying) or exited 0; any other
 // failure in the output turns an exit 0 into a failure.
 func Classify(res *supervise.Result, sum *transcript.Summary) *Error {
+	return classify(stopCause(res), ClassifyExit(res), sum)
+}
+
+// classify is Classify of a process that was stopped with cause (nil when
+// it was not stopped) and whose exit says exitErr; exitErr is not changed.
+func classify(cause error, exitErr *Error, sum *transcript.Summary) *Error {
 	var byOutput *StoppedByOutput
-	if res.Outcome == supervise.Stopped && errors.As(res.StopCause, &byOutput) {
+	if errors.As(cause, &byOutput) {
 		return stoppedError(byOutput)
 	}
-	exit := ClassifyExit(res)
 	if sum == nil || sum.Failure == nil {
-		return exit
+		return exitErr
 	}
 	f := sum.Failure
 	out := &Error{
@@ -396,14 +426,15 @@ func Classify(res *supervise.Result, sum *transcript.Summary) *Error {
 			out.Recoverable = true
 		}
 		return out
-	case exit == nil:
+	case exitErr == nil:
 		return out
 	}
+	exit := *exitErr
 	if f.Message != "" && !strings.Contains(exit.Message, f.Message) {
 		exit.Message += "; output: " + f.Message
 	}
 	exit.Status = f.Status
-	return exit
+	return &exit
 }
 
 // ClassifyExit is the classification every adapter starts from.

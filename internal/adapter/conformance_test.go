@@ -89,7 +89,7 @@ func builtinRuntimes(t *testing.T) map[string]config.Runtime {
 // fake CLI for its binary.
 func builtinCase(t *testing.T, name string, rt config.Runtime) (adaptertest.Case, bool) {
 	bin := filepath.Base(rt.Binary)
-	c := adaptertest.Case{Name: name}
+	c := adaptertest.Case{Name: name, Agent: adaptertest.AgentPrompts{Hang: "@hang"}}
 	switch {
 	case bin == "demo-agent":
 		rt.Binary = demoAgent
@@ -187,6 +187,7 @@ func TestConformanceInputMethods(t *testing.T) {
 			Prompt:          "create hello.txt containing hi\n@write hello.txt hi",
 			FailPrompt:      "@stderr boom\n@exit 3",
 			WantClassOnFail: drovertype.ClassRuntimeError,
+			Agent:           adaptertest.AgentPrompts{Hang: "@hang"},
 		})
 	}
 }

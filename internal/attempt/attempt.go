@@ -36,8 +36,8 @@ type Job struct {
 	// Validator runs the review the job asks for (Job.Review). Nil with a
 	// Review, the review fails: there is no validator runtime.
 	Validator adapter.Adapter
-	// Cancel, when closed, stops the run: the CLI's process group is
-	// terminated and the attempt reports class CANCELLED.
+	// Cancel, when closed, stops the run: the task is stopped (a CLI's
+	// process group terminated) and the attempt reports class CANCELLED.
 	Cancel <-chan struct{}
 	// CancelReason, if set, says why Cancel closed (who asked, and why),
 	// for the report.
@@ -50,7 +50,8 @@ type Emitter interface {
 	Emit(ctx context.Context, typ event.Type, key string, data any) error
 }
 
-// OutputSink receives the CLI's output as it is produced. It must not block.
+// OutputSink receives the task's output as it is produced (a CLI's
+// streams, a native runtime's events as stdout). It must not block.
 type OutputSink func(s supervise.Stream, p []byte)
 
 // Runner runs attempts. It is safe for concurrent use.
@@ -152,19 +153,22 @@ type run struct {
 	wt          *checkout.Checkout
 	guard       *scope.Guard
 
-	// Execute: the command, its full log, how it ended, what its output
-	// said, and the runtime's own failure by its exit and output.
-	cmd       *adapter.Command
-	box       *confined // how the CLI and its checks are confined
+	// Initialize: what the runtime is.
+	info *adapter.Info
+
+	// Execute: how the task's processes are confined, its full log, what
+	// runs, how it ended, what its output said, and the runtime's own
+	// failure by its end and output.
+	box       *confined // nil when the sandbox is off
+	asked     bool      // the runtime asked confineTask, as it must
+	startErr  error     // the attempt's failure in confineTask
 	logPath   string
 	logFile   *os.File
-	res       *supervise.Result
+	status    adapter.Status
+	exit      *adapter.Exit
 	sum       *transcript.Summary
 	runErr    *adapter.Error
-	cancelled bool // the operator's cancel stopped the CLI
-	// An in-process runtime's run, instead of cmd, res and sum.
-	ipRes *adapter.RunResult
-	ipOut *inProcessOutput
+	cancelled bool // the operator's cancel stopped the task
 
 	// Observe and the checks after it.
 	changes       *checkout.Changes
@@ -210,6 +214,7 @@ func (a *run) initialize(ctx context.Context) error {
 	if err != nil {
 		return ended(ctx, runtimeFailure(err))
 	}
+	a.info = info
 	return a.emit.Emit(ctx, event.AdapterInitialized, "", event.AdapterInitializedData{
 		Adapter: info.Adapter, Binary: info.Binary, Version: info.Version,
 	})
@@ -274,84 +279,117 @@ func mergeRefs(deps []event.DepResult) []repocache.Ref {
 	return refs
 }
 
-// execute runs the CLI, unless the operator cancelled the attempt already,
-// until it exits, times out, hangs or is cancelled, and reads how it ended;
-// a runtime that runs in the worker instead runs there (inprocess.go).
+// execute starts the runtime's task, unless the operator cancelled the
+// attempt already, waits until it ends — it exits, times out, hangs or is
+// stopped — and judges how it ended.
 func (a *run) execute(ctx context.Context) error {
 	if closed(a.job.Cancel) {
 		return cancelledError(a.job)
 	}
-	if ip, ok := a.ad.(adapter.InProcess); ok {
-		return a.executeInProcess(ctx, ip)
-	}
-	if err := a.command(); err != nil {
-		return err
-	}
-	for _, n := range a.cmd.Sandbox.Notes {
-		a.log.Warn("the CLI's provider configuration", "note", n)
-	}
-	if err := a.evaluate(ctx); err != nil {
-		return err
-	}
-	box, err := a.r.confine(a.cmd, a.wt, a.tmp)
-	if err != nil {
-		return infraFailure(ctx, drovertype.ClassPrepareFailed, err)
-	}
-	a.box = box
-	reader := newOutputReader(a.ad, a.cmd.OwnRetryTimeout)
-	tapped := reader.watchDenials(box, a.cmd.OwnRetryTimeout, a.wt.Path)
 	// The full log goes to disk (bounded by the disk, not by memory),
 	// masked, and from there to the object store.
 	logW, err := a.openLog()
 	if err != nil {
 		return err
 	}
-	spec := a.spec(reader.tee(a.out), logW)
-	if !tapped {
-		spec.OnOutput = a.box.tee(spec.OnOutput)
-	}
-	proc, err := supervise.Start(ctx, spec)
-	if err != nil {
+	reader := newOutputReader(a.ad)
+	h, err := a.ad.Start(ctx, a.task(ctx, reader, logW))
+	switch {
+	case a.startErr != nil:
+		return a.startErr
+	case err != nil:
 		return runtimeFailure(err)
+	case !a.asked:
+		h.Stop(errUnconfined)
+		h.Wait()
+		return &adapter.Error{Class: drovertype.ClassPrepareFailed, Category: drovertype.CategoryRuntime, Message: errUnconfined.Error()}
 	}
+	a.status = h.Inspect()
 	if err := a.emit.Emit(ctx, event.RuntimeStarted, "", event.RuntimeStartedData{
-		Pid: proc.Pid(), Argv: append([]string{a.cmd.Path}, a.cmd.Args...), Sandbox: a.r.sandboxState(),
+		Pid: a.status.Pid, Argv: a.status.Argv, Sandbox: a.r.sandboxState(),
 	}); err != nil {
-		proc.Stop(err)
-		proc.Wait()
+		h.Stop(err)
+		h.Wait()
 		return err
 	}
-	a.res, a.cancelled = a.wait(proc, reader.watch.stops(), reader.denied.stops())
-	if a.res.LimitErr != nil {
-		a.log.Warn("resource limits not applied", "err", a.res.LimitErr)
-	}
-	a.sum = reader.summary(a.res.ExitCode)
+	a.exit, a.cancelled = a.wait(h, reader.watch.stops(), reader.denied.stops())
+	a.sum = reader.summary(a.exit.ExitCode)
 	_ = logW.Close()
+	if a.exit.LimitErr != nil {
+		a.log.Warn("resource limits not applied", "err", a.exit.LimitErr)
+	}
+	if a.exit.LogErr != nil {
+		a.log.Warn("the runtime's output not fully written to its log", "err", a.exit.LogErr)
+	}
 	if ctx.Err() != nil {
 		// The claim was lost or the worker is leaving: this run's outcome
 		// is not the attempt's, so report nothing.
 		return context.Cause(ctx)
 	}
-	a.runErr = a.denied(a.ad.Classify(a.res, a.sum))
+	a.runErr = a.denied(a.ad.Classify(a.exit, a.sum))
 	return a.emit.Emit(ctx, event.RuntimeExited, "", event.RuntimeExitedData{
-		Outcome: string(a.res.Outcome), ExitCode: a.res.ExitCode, Signal: a.res.Signal, DurationMS: a.res.Duration().Milliseconds(),
+		Outcome: a.exit.Outcome, ExitCode: a.exit.ExitCode, Signal: a.exit.Signal, DurationMS: a.exit.Duration().Milliseconds(),
 		Denied: a.box.denied(),
 	})
 }
 
-// command asks the adapter for the CLI's command line, environment and
-// input.
-func (a *run) command() error {
-	job, wt := a.job, a.wt
-	cmd, err := a.ad.Command(&adapter.Input{
-		Prompt: job.Prompt, Worktree: wt.Path, TempDir: a.tmp, Timeout: time.Duration(job.Timeout),
-		Model: job.Model, Args: job.Args, Env: a.droverEnv(),
-	})
-	if err != nil {
-		return runtimeFailure(err)
+// task is what the runtime is asked to run: the job's input in the
+// worktree, its scope, the sandbox of its processes (confineTask), its
+// output to the sink, the parser and the log.
+func (a *run) task(ctx context.Context, reader *outputReader, logW io.Writer) *adapter.Task {
+	job := a.job
+	return &adapter.Task{
+		Input: adapter.Input{
+			Prompt: job.Prompt, Worktree: a.wt.Path, TempDir: a.tmp, Timeout: time.Duration(job.Timeout),
+			Model: job.Model, Args: job.Args, Env: a.droverEnv(),
+		},
+		Scope:   job.Scope,
+		Confine: a.confineTask(ctx, reader),
+		Output:  reader.tee(a.out),
+		Log:     logW,
 	}
-	a.cmd = cmd
-	return nil
+}
+
+// confineTask is asked by the runtime once it has built the task (a CLI's
+// command line, environment and input), just before it starts it: the
+// attempt records what the runtime can do for it (evaluate), then builds
+// the sandbox of its processes from what they need (sandbox.go) and has
+// the output read for what it refuses. Its failure, in startErr, is the
+// attempt's: the context's or the emitter's, or PREPARE_FAILED when the
+// sandbox cannot be built.
+func (a *run) confineTask(ctx context.Context, reader *outputReader) func(adapter.Needs) (adapter.Confiner, error) {
+	return func(n adapter.Needs) (adapter.Confiner, error) {
+		a.asked = true
+		for _, note := range n.Sandbox.Notes {
+			a.log.Warn("the CLI's provider configuration", "note", note)
+		}
+		if err := a.evaluate(ctx); err != nil {
+			a.startErr = err
+			return nil, err
+		}
+		box, err := a.r.confine(n, a.wt, a.tmp)
+		if err != nil {
+			a.startErr = infraFailure(ctx, drovertype.ClassPrepareFailed, err)
+			return nil, err
+		}
+		a.box = box
+		reader.watchDenials(box, a.wt.Path)
+		return box.confiner(), nil
+	}
+}
+
+// errUnconfined stops a task whose runtime started it without asking for
+// its sandbox (adapter.Adapter's Start must): it may be running with the
+// worker's own access.
+var errUnconfined = errors.New("attempt: the runtime started its task without asking for its sandbox")
+
+// droverEnv are Drover's own variables for what the runtime runs.
+func (a *run) droverEnv() []string {
+	job := a.job
+	return []string{
+		"DROVER_FLOW_ID=" + job.Flow, "DROVER_TASK_ID=" + job.Task,
+		"DROVER_ATTEMPT_ID=" + job.Attempt, "DROVER_WORKTREE=" + a.wt.Path,
+	}
 }
 
 // openLog creates the run's full output log; the writer masks secrets.
@@ -365,42 +403,30 @@ func (a *run) openLog() (io.WriteCloser, error) {
 	return redact.Writer(f, a.r.Redact), nil
 }
 
-// spec is how the CLI runs: in its own process group in the worktree,
-// within the command's limits, its output to onOutput and the log.
-func (a *run) spec(onOutput func(supervise.Stream, []byte), logW io.Writer) supervise.Spec {
-	cmd := a.cmd
-	return supervise.Spec{
-		Path: cmd.Path, Args: cmd.Args, Dir: a.wt.Path, Env: cmd.Env, Stdin: cmd.Stdin,
-		Timeout: cmd.Timeout, NoOutputTimeout: cmd.NoOutputTimeout, Grace: cmd.Grace,
-		MaxCapture: cmd.MaxOutput, OnOutput: onOutput, LogFile: logW, Limits: cmd.Limits,
-		Launch: a.box.launch(),
-	}
-}
-
-// wait waits for the CLI to end. The operator's cancel, a failure its
+// wait waits for the task to end. The operator's cancel, a failure its
 // output shows that it will not get past (stops, see stopWatch), or a
 // refusal of the sandbox it is stuck on (denials, see denialWatch) stops
-// its whole group meanwhile: SIGTERM, grace, SIGKILL.
-func (a *run) wait(proc *supervise.Process, stops, denials <-chan error) (res *supervise.Result, cancelled bool) {
+// it meanwhile: a CLI's whole group gets SIGTERM, grace, SIGKILL.
+func (a *run) wait(h adapter.Handle, stops, denials <-chan error) (exit *adapter.Exit, cancelled bool) {
 	watchDone, watchQuit := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(watchDone)
 		select {
 		case <-a.job.Cancel: // a nil channel never fires
-			proc.Stop(errCancelled)
+			h.Stop(errCancelled)
 		case cause := <-stops:
 			a.log.Info("stopping the CLI by its output", "cause", cause)
-			proc.Stop(cause)
+			h.Stop(cause)
 		case cause := <-denials:
 			a.log.Warn("stopping the CLI stuck on a sandbox denial", "cause", cause)
-			proc.Stop(cause)
+			h.Stop(cause)
 		case <-watchQuit:
 		}
 	}()
-	res = proc.Wait()
+	exit = h.Wait()
 	close(watchQuit)
 	<-watchDone
-	return res, (res.Outcome == supervise.Stopped && errors.Is(res.StopCause, errCancelled)) || closed(a.job.Cancel)
+	return exit, errors.Is(exit.StopCause, errCancelled) || closed(a.job.Cancel)
 }
 
 // observe asks git, never the CLI, what changed against the baseline.
@@ -454,7 +480,7 @@ func (a *run) verify(ctx context.Context) error {
 		return nil
 	}
 	cctx, stop := cancelOn(ctx, a.job.Cancel)
-	ver, verr := a.r.runChecks(cctx, a.job, a.wt, reviewTempDir(a.tmp), a.checkEnv(), a.changes.Diff, a.box)
+	ver, verr := a.r.runChecks(cctx, a.job, a.wt, reviewTempDir(a.tmp), a.status.Env, a.changes.Diff, a.box)
 	stop()
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
@@ -524,8 +550,8 @@ func (a *run) worthKeeping() bool {
 	return false
 }
 
-// terminate says the CLI's process group is gone: it is once Wait
-// returned.
+// terminate says the task is gone, a CLI's process group with it: it is
+// once Wait returned.
 func (a *run) terminate(ctx context.Context) error {
 	return a.emit.Emit(ctx, event.RuntimeTerminated, "", struct{}{})
 }

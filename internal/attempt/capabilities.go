@@ -8,17 +8,13 @@ import (
 )
 
 // evaluate records, before the runtime starts, what it can do for this
-// attempt and how it is bounded: runtime_capabilities_evaluated. A CLI's
-// scope is detected after the run; an in-process runtime's is prevented
-// by its tools.
+// attempt and how it is bounded: runtime_capabilities_evaluated, naming
+// the kind of runtime as Initialize did. A CLI's scope is detected after
+// the run; a native runtime's is prevented by its tools.
 func (a *run) evaluate(ctx context.Context) error {
 	ev := adapter.Evaluate(a.ad, a.job.Model)
-	adapterName := "command"
-	if _, ok := a.ad.(adapter.InProcess); ok {
-		adapterName = "native"
-	}
 	d := event.RuntimeCapabilitiesEvaluatedData{
-		Runtime: a.ad.Name(), Adapter: adapterName,
+		Runtime: a.ad.Name(), Adapter: a.info.Adapter,
 		SupportsModel: ev.SupportsModel, SupportsNonInteractive: ev.SupportsNonInteractive,
 		SupportsPromptFileInclusion: ev.SupportsPromptFileInclusion, AvailableModels: ev.AvailableModels,
 		Provider: ev.Provider, Model: ev.Model, BaseURL: ev.BaseURL, Tools: ev.Tools,

@@ -15,7 +15,6 @@ import (
 	"github.com/drover-dev/drover/internal/checkout"
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/flow"
-	"github.com/drover-dev/drover/internal/supervise"
 	"github.com/drover-dev/drover/internal/verify"
 )
 
@@ -146,7 +145,7 @@ func (r *Runner) runChecks(ctx context.Context, job *Job, wt *checkout.Checkout,
 }
 
 // review runs the validator runtime on the attempt's result, in the same
-// worktree, and reads its verdict.
+// worktree, confined as the attempt's runtime is, and reads its verdict.
 func (r *Runner) review(ctx context.Context, job *Job, wt *checkout.Checkout, tmp, diff string, checks []event.CommandResult, timeout time.Duration) *event.ReviewResult {
 	rv, validator := job.Review, job.Validator
 	res := &event.ReviewResult{Runtime: rv.Runtime}
@@ -170,49 +169,51 @@ func (r *Runner) review(ctx context.Context, job *Job, wt *checkout.Checkout, tm
 	if task == "" {
 		task = job.Prompt
 	}
-	vin := &adapter.Input{
-		Prompt: ReviewPrompt(task, diff, checks), Worktree: wt.Path, TempDir: tmp,
-		Model: rv.Model, Args: rv.Args, Timeout: timeout,
-		Env: []string{
-			"DROVER_FLOW_ID=" + job.Flow, "DROVER_TASK_ID=" + job.Task,
-			"DROVER_ATTEMPT_ID=" + job.Attempt, "DROVER_WORKTREE=" + wt.Path, "DROVER_ROLE=validator",
+	asked := false
+	t := &adapter.Task{
+		Input: adapter.Input{
+			Prompt: ReviewPrompt(task, diff, checks), Worktree: wt.Path, TempDir: tmp,
+			Model: rv.Model, Args: rv.Args, Timeout: timeout,
+			Env: []string{
+				"DROVER_FLOW_ID=" + job.Flow, "DROVER_TASK_ID=" + job.Task,
+				"DROVER_ATTEMPT_ID=" + job.Attempt, "DROVER_WORKTREE=" + wt.Path, "DROVER_ROLE=validator",
+			},
+		},
+		// A review changes nothing: a runtime whose tools check the scope
+		// refuses every change; what any other writes is undone with the
+		// rest of the checks', and the guard asked again.
+		Scope: &flow.Scope{Deny: []string{"**"}},
+		Confine: func(n adapter.Needs) (adapter.Confiner, error) {
+			asked = true
+			box, err := r.confine(n, wt, tmp)
+			if err != nil {
+				return nil, err
+			}
+			return box.confiner(), nil
 		},
 	}
-	if ip, ok := validator.(adapter.InProcess); ok {
-		r.reviewInProcess(ctx, ip, vin, res)
-		return res
+	reader := newOutputReader(validator)
+	t.Output = reader.tee(nil)
+	h, err := validator.Start(ctx, t)
+	if err == nil && !asked {
+		h.Stop(errUnconfined)
+		h.Wait()
+		err = errUnconfined
 	}
-	cmd, err := validator.Command(vin)
 	if err != nil {
 		res.Error = "the validator cannot run: " + err.Error()
 		return res
 	}
-	reader := newOutputReader(validator, cmd.OwnRetryTimeout)
-	box, err := r.confine(cmd, wt, tmp)
-	if err != nil {
-		res.Error = "the validator cannot run: " + err.Error()
-		return res
-	}
-	proc, err := supervise.Start(ctx, supervise.Spec{
-		Path: cmd.Path, Args: cmd.Args, Dir: wt.Path, Env: cmd.Env, Stdin: cmd.Stdin,
-		Timeout: cmd.Timeout, NoOutputTimeout: cmd.NoOutputTimeout, Grace: cmd.Grace,
-		MaxCapture: cmd.MaxOutput, OnOutput: reader.tee(nil), Limits: cmd.Limits,
-		Launch: box.launch(),
-	})
-	if err != nil {
-		res.Error = "the validator cannot run: " + err.Error()
-		return res
-	}
-	pr := reader.waitStopping(proc)
-	sum := reader.summary(pr.ExitCode)
-	text := ""
+	exit := reader.waitStopping(h)
+	sum := reader.summary(exit.ExitCode)
+	text := exit.FinalText
 	if sum != nil {
 		text = sum.FinalText
 	}
 	if strings.TrimSpace(text) == "" {
-		text = pr.Stdout.String()
+		text = exit.Stdout
 	}
-	if e := validator.Classify(pr, sum); e != nil {
+	if e := validator.Classify(exit, sum); e != nil {
 		res.Error = "the validator failed: " + e.Error()
 		return res
 	}
@@ -231,21 +232,6 @@ func (r *Runner) verdict(text string, res *event.ReviewResult) {
 		reasons[i] = r.Redact.String(reasons[i])
 	}
 	res.Passed, res.Reasons = passed, reasons
-}
-
-// reviewInProcess runs an in-process validator (the native runtime): its
-// file tools may change nothing, so a review cannot touch the result it
-// judges; what its commands write is undone with the rest of the checks'.
-func (r *Runner) reviewInProcess(ctx context.Context, ip adapter.InProcess, in *adapter.Input, res *event.ReviewResult) {
-	run, err := ip.Run(ctx, &adapter.RunInput{Input: *in, Scope: &flow.Scope{Deny: []string{"**"}}}, nil)
-	switch {
-	case err != nil:
-		res.Error = "the validator cannot run: " + err.Error()
-	case run.Err != nil:
-		res.Error = "the validator failed: " + run.Err.Error()
-	default:
-		r.verdict(run.FinalText, res)
-	}
 }
 
 // reviewTempDir is the validator's private temp dir beside the attempt's.

@@ -287,7 +287,7 @@ func (a *run) denied(failure *adapter.Error) *adapter.Error {
 		return failure
 	}
 	var stop *deniedStop
-	if errors.As(a.res.StopCause, &stop) {
+	if errors.As(a.exit.StopCause, &stop) {
 		return deniedFailure(a.ad.Name(), a.box.c, stop.Stuck, stop.For, "")
 	}
 	s, stuck := a.box.den.Stuck()

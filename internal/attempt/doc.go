@@ -1,18 +1,18 @@
 // Package attempt drives one attempt through its lifecycle:
 // Initialize → Prepare → Execute → Observe → Terminate → Report
-// (docs/design.md#one-attempt). It joins an adapter (what to run), a
-// checkout of the repo cache (where), and supervision (how), and tells
-// what happened through an Emitter, as package event's payloads. A
-// runtime that runs in the worker instead of as a CLI (adapter.InProcess,
-// the native runtime) is
-// run by the execute phase in place of a supervised process
-// (inprocess.go); the phases around it are the same. Runner.Run calls one
-// method per phase in order (attempt.go); each returns its error, and the
-// report is assembled from what they found (report.go). It also builds a
-// flow's integration branch (Integrate) and sweeps the worker's work dir
-// (Sweep).
+// (docs/design.md#one-attempt). It joins a runtime (what to run, package
+// adapter's contract), a checkout of the repo cache (where) and the
+// sandbox (within what), and tells what happened through an Emitter, as
+// package event's payloads. Every runtime, a CLI or the native runtime
+// alike, is run the same way: execute starts its task, stops it through
+// its handle and judges its Exit; nothing here asks what kind it is.
+// Runner.Run calls one method per phase in order (attempt.go); each
+// returns its error, and the report is assembled from what they found
+// (report.go). It also builds a flow's integration branch (Integrate) and
+// sweeps the worker's work dir (Sweep).
 //
-// Execute reads the CLI's output while it runs (output.go): the parser's
+// Execute reads the task's output while it runs (output.go), through the
+// runtime's parser when it has one (adapter.OutputReader): the parser's
 // verdict, judged by adapter.StopOn, stops the process group at refused
 // credentials or a rate limit the CLI gave up on, and after the runtime's
 // own_retry_timeout of the CLI's own retries of either, so that the task's
@@ -41,10 +41,11 @@
 // verification_completed is emitted when checks ran (the task has Verify,
 // Review or Scope and the CLI succeeded) or violations were found.
 //
-// Every process it starts — the CLI, the verification commands, the
-// validator — runs confined when the Runner has a sandbox (sandbox.go builds
-// each one's policy); the report says how it ran and what the sandbox
-// denied, as the CLI's output told.
+// Every process it starts — the CLI or the native runtime's commands, the
+// verification commands, the validator's — runs confined when the Runner
+// has a sandbox (sandbox.go builds each task's policy from what the
+// runtime says its processes need, adapter.Needs); the report says how
+// they ran and what the sandbox denied, as their output told.
 //
 // It must not know about NATS or claims: the worker gives it the job as
 // queued (queue.Job, read as data) with its claim's epoch, an emitter and an

@@ -11,23 +11,26 @@ import (
 	"github.com/drover-dev/drover/internal/transcript"
 )
 
-// outputReader feeds the CLI's output, line by line, to the adapter's parser
-// while it also goes to the output sink. Both streams arrive on their own
-// goroutines; transcript parsers are safe for that.
+// outputReader feeds the task's output, line by line, to the runtime's
+// parser (adapter.OutputReader) while it also goes to the output sink. Both
+// streams arrive on their own goroutines; transcript parsers are safe for
+// that. A runtime that reads no CLI output (the native runtime) has no
+// parser: its output only goes to the sink.
 type outputReader struct {
 	parser  transcript.Parser
+	limit   time.Duration // the runtime's own_retry_timeout
 	streams map[supervise.Stream]io.WriteCloser
 	watch   *stopWatch   // nil without a parser
 	denied  *denialWatch // nil unless watchDenials
 }
 
-func newOutputReader(ad adapter.Adapter, ownRetryTimeout time.Duration) *outputReader {
+func newOutputReader(ad adapter.Adapter) *outputReader {
 	or, ok := ad.(adapter.OutputReader)
 	if !ok {
 		return &outputReader{}
 	}
-	r := &outputReader{parser: or.NewParser()}
-	r.watch = newStopWatch(r.parser, ownRetryTimeout)
+	r := &outputReader{parser: or.NewParser(), limit: or.OwnRetryTimeout()}
+	r.watch = newStopWatch(r.parser, r.limit)
 	r.streams = map[supervise.Stream]io.WriteCloser{
 		supervise.Stdout: transcript.NewLineWriter(r.parser, transcript.Stdout),
 		supervise.Stderr: transcript.NewLineWriter(r.parser, transcript.Stderr),
@@ -37,12 +40,13 @@ func newOutputReader(ad adapter.Adapter, ownRetryTimeout time.Duration) *outputR
 
 // watchDenials has each line go to the sandbox's denial reader too,
 // after the parser (tap), and a denialWatch stop the CLI stuck on a
-// refusal: after limit, unless a file in dir changed. It reports whether
-// it does: not without a parser or a sandbox, whose output the caller
-// then reads for denials itself (confined.tee).
-func (r *outputReader) watchDenials(x *confined, limit time.Duration, dir string) bool {
+// refusal: after its own_retry_timeout, unless a file in dir changed.
+// Without a parser or a sandbox it does nothing: a runtime that reads no
+// CLI output has the output of the processes it starts read through
+// adapter.Confiner's Wrap (confined.Wrap).
+func (r *outputReader) watchDenials(x *confined, dir string) {
 	if r.parser == nil || x == nil {
-		return false
+		return
 	}
 	t := &tap{Parser: r.parser, den: x.den}
 	t.counter, _ = r.parser.(transcript.ProgressCounter)
@@ -50,8 +54,7 @@ func (r *outputReader) watchDenials(x *confined, limit time.Duration, dir string
 		supervise.Stdout: transcript.NewLineWriter(t, transcript.Stdout),
 		supervise.Stderr: transcript.NewLineWriter(t, transcript.Stderr),
 	}
-	r.denied = newDenialWatch(x.den, limit, changedSince(dir), time.Now)
-	return true
+	r.denied = newDenialWatch(x.den, r.limit, changedSince(dir), time.Now)
 }
 
 // tee returns the OnOutput callback: the sink first, then the parser.
@@ -82,18 +85,18 @@ func (r *outputReader) summary(exitCode int) *transcript.Summary {
 	return r.parser.Summary(exitCode)
 }
 
-// waitStopping waits for proc, stopping it when the watch says so.
-func (r *outputReader) waitStopping(proc *supervise.Process) *supervise.Result {
+// waitStopping waits for the task, stopping it when the watch says so.
+func (r *outputReader) waitStopping(h adapter.Handle) *adapter.Exit {
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		select {
 		case cause := <-r.watch.stops():
-			proc.Stop(cause)
+			h.Stop(cause)
 		case <-quit:
 		}
 	}()
-	res := proc.Wait()
+	res := h.Wait()
 	close(quit)
 	<-done
 	return res

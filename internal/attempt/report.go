@@ -11,7 +11,6 @@ import (
 
 	"github.com/drover-dev/drover/internal/adapter"
 	"github.com/drover-dev/drover/internal/checkout"
-	"github.com/drover-dev/drover/internal/redact"
 	"github.com/drover-dev/drover/internal/transcript"
 )
 
@@ -35,13 +34,11 @@ func (a *run) report(failure *adapter.Error) *event.Report {
 	if a.wt != nil {
 		rep.Worktree = a.wt.Path
 	}
-	if res := a.res; res != nil {
-		rep.ExitCode, rep.Signal, rep.DurationMS = res.ExitCode, res.Signal, res.Duration().Milliseconds()
-		rep.StdoutTail = headTail(res.Stdout.String(), maxTailInReport)
-		rep.StderrTail = headTail(res.Stderr.String(), maxTailInReport)
-	}
-	if a.ipRes != nil {
-		a.reportInProcess(rep)
+	if e := a.exit; e != nil {
+		rep.ExitCode, rep.Signal, rep.DurationMS = e.ExitCode, e.Signal, e.Duration().Milliseconds()
+		rep.StdoutTail, rep.StderrTail = e.Stdout, e.Stderr
+		rep.Usage, rep.Turns, rep.ToolCalls = usage(e.Usage), e.Turns, capTools(e.ToolCalls)
+		rep.FinalText, rep.Refusals = tailString(e.FinalText, maxTailInReport), capStrings(e.Refusals, maxViolations)
 	}
 	if a.sum != nil {
 		rep.Usage, rep.ToolCalls = usage(a.sum.Usage), toolCalls(a.sum.Events)
@@ -57,28 +54,8 @@ func (a *run) report(failure *adapter.Error) *event.Report {
 	rep.Verification, rep.ScopeViolations = a.verification, a.violations
 	rep.Branch, rep.Commit, rep.CommitsCreated = a.branch, a.commit, a.commits
 	rep.EventsObject, rep.LogObject, rep.LogBytes, rep.PatchObject = a.stored.events, a.stored.log, a.stored.logBytes, a.stored.patch
-	if a.cmd != nil {
-		rep.Credential = CredentialFingerprint(a.cmd.Env)
-	}
+	rep.Credential = a.status.Credential
 	return rep
-}
-
-// CredentialFingerprint names the credentials in a CLI's environment
-// without revealing them: the first 12 hex digits of a SHA-256 over the
-// NAME=value entries whose names say they hold a secret
-// (redact.IsSecretName), sorted. Attempts given the same keys share it, so
-// the controller can cool down every runtime that uses a rate-limited key;
-// 48 bits of a hash of a key cannot be turned back into the key. "" when
-// there are none (a CLI whose login lives in its HOME).
-func CredentialFingerprint(env []string) string {
-	var secret []string
-	for _, kv := range env {
-		name, v, ok := strings.Cut(kv, "=")
-		if ok && v != "" && redact.IsSecretName(name) {
-			secret = append(secret, kv)
-		}
-	}
-	return redact.Fingerprint(secret)
 }
 
 // usage is what the CLI said it used, or nil when it said nothing; a
@@ -89,6 +66,23 @@ func usage(u transcript.Usage) *event.Usage {
 	}
 	return &event.Usage{Model: u.Model, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 		CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD}
+}
+
+// capTools keeps the counts of the first maxToolsCounted tools of a
+// runtime's own count: a model may call tools that do not exist, under any
+// name. Nil when there were none.
+func capTools(counts map[string]int) map[string]int {
+	var calls map[string]int
+	for tool, n := range counts {
+		if len(calls) == maxToolsCounted {
+			break
+		}
+		if calls == nil {
+			calls = map[string]int{}
+		}
+		calls[tool] = n
+	}
+	return calls
 }
 
 // toolCalls counts the tool calls by tool, for the first maxToolsCounted
@@ -214,13 +208,4 @@ func streamName(s transcript.Stream) string {
 		return "stderr"
 	}
 	return "stdout"
-}
-
-// headTail keeps the first and the last n/2 bytes of s: how a CLI started
-// and how it ended are both worth reading in a report.
-func headTail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return fmt.Sprintf("%s\n…[%d bytes omitted; the full log is in the object store]…\n%s", s[:n/2], len(s)-n, s[len(s)-n/2:])
 }

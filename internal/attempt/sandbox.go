@@ -19,14 +19,15 @@ type confined struct {
 	den *sandbox.Denials
 }
 
-// confine builds the sandbox policy of a process the attempt starts — the
-// CLI (its verification commands run under the same), or the validator —
-// from what its command needs (adapter.Command.Sandbox), the attempt's
-// worktree and its repository's objects, and the worker's secrets. tmp is
-// the attempt's scratch dir: what the command needs inside it (its TMPDIR,
-// its own HOME, the prompt file) is the attempt's own and granted even
-// though the work dir it lives in is denied. Nil when the sandbox is off.
-func (r *Runner) confine(cmd *adapter.Command, wt *checkout.Checkout, tmp string) (*confined, error) {
+// confine builds the sandbox policy of a task the attempt starts — the
+// runtime's (its verification commands run under the same), or the
+// validator's — from what its processes need (adapter.Needs), the
+// attempt's worktree and its repository's objects, and the worker's
+// secrets. tmp is the attempt's scratch dir: what the task needs inside it
+// (its TMPDIR, its own HOME, the prompt file) is the attempt's own and
+// granted even though the work dir it lives in is denied. Nil when the
+// sandbox is off.
+func (r *Runner) confine(n adapter.Needs, wt *checkout.Checkout, tmp string) (*confined, error) {
 	if r.Sandbox == nil {
 		return nil, nil
 	}
@@ -35,17 +36,17 @@ func (r *Runner) confine(cmd *adapter.Command, wt *checkout.Checkout, tmp string
 			{Path: wt.Path, Write: true},
 			{Path: filepath.Join(wt.CommonDir(), "objects")},
 		},
-		Exec:    cmd.Path,
-		Deny:    append(append([]string(nil), r.SandboxDeny...), cmd.Sandbox.Deny...),
-		Connect: cmd.Sandbox.Connect,
-		Bind:    cmd.Sandbox.Bind,
+		Exec:    n.Exec,
+		Deny:    append(append([]string(nil), r.SandboxDeny...), n.Sandbox.Deny...),
+		Connect: n.Sandbox.Connect,
+		Bind:    n.Sandbox.Bind,
 	}
-	for _, kv := range cmd.Env {
+	for _, kv := range n.Env {
 		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
 			p.PATH = filepath.SplitList(v)
 		}
 	}
-	for _, g := range append(grants(cmd.Sandbox.Read, false), grants(cmd.Sandbox.Write, true)...) {
+	for _, g := range append(grants(n.Sandbox.Read, false), grants(n.Sandbox.Write, true)...) {
 		if rel, err := filepath.Rel(tmp, g.Path); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
 			p.Own = append(p.Own, g)
 		} else {
@@ -57,7 +58,7 @@ func (r *Runner) confine(cmd *adapter.Command, wt *checkout.Checkout, tmp string
 		return nil, fmt.Errorf("attempt: sandbox policy: %w", err)
 	}
 	den := c.Denials(wt.Path)
-	den.SetEndpoints(sandboxEndpoints(cmd.Sandbox.Endpoints))
+	den.SetEndpoints(sandboxEndpoints(n.Sandbox.Endpoints))
 	return &confined{c: c, den: den}, nil
 }
 
@@ -69,18 +70,23 @@ func grants(paths []string, write bool) []sandbox.Grant {
 	return out
 }
 
-// launch is the supervise.Spec Launch that confines the process.
+// launch is the supervise.Spec Launch that confines the process; nil for
+// a nil *confined.
 func (x *confined) launch() func(supervise.Exec) (supervise.Exec, error) {
 	if x == nil {
 		return nil
 	}
-	return func(e supervise.Exec) (supervise.Exec, error) {
-		path, argv, ruleset, err := x.c.Wrap(e.Path, e.Argv)
-		if err != nil {
-			return supervise.Exec{}, err
-		}
-		return supervise.Exec{Path: path, Argv: argv, Files: append(e.Files, ruleset)}, nil
+	return x.Launch
+}
+
+// Launch implements adapter.Confiner: the program starts through the
+// re-exec step under the attempt's policy.
+func (x *confined) Launch(e supervise.Exec) (supervise.Exec, error) {
+	path, argv, ruleset, err := x.c.Wrap(e.Path, e.Argv)
+	if err != nil {
+		return supervise.Exec{}, err
 	}
+	return supervise.Exec{Path: path, Argv: argv, Files: append(e.Files, ruleset)}, nil
 }
 
 // tee reads the output for denials on its way to next.
@@ -115,10 +121,11 @@ func (r *Runner) sandboxState() string {
 	return r.Sandbox.Support().String()
 }
 
-// Wrap confines a process an in-process runtime starts (the native
-// runtime's shell commands, tools.Sandbox): it starts through the re-exec
-// step under the attempt's policy, and its output is read for denials as
-// the CLI's is. A nil *confined leaves spec as it is.
+// Wrap implements adapter.Confiner for a process whose output only the
+// runtime reads (the native runtime's shell commands, tools.Sandbox): it
+// starts through the re-exec step under the attempt's policy, and its
+// output is read for denials as the CLI's is. A nil *confined leaves spec
+// as it is.
 func (x *confined) Wrap(spec *supervise.Spec) error {
 	if x == nil {
 		return nil
@@ -127,8 +134,8 @@ func (x *confined) Wrap(spec *supervise.Spec) error {
 	return nil
 }
 
-// confiner is x as an in-process runtime's confiner; nil (no sandbox) as a
-// nil interface, so that the runtime runs its commands as they are.
+// confiner is x as a task's Confiner; nil (no sandbox) as a nil
+// interface, so that the runtime runs its processes as they are.
 func (x *confined) confiner() adapter.Confiner {
 	if x == nil {
 		return nil

@@ -1,6 +1,7 @@
 package attempt
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"os"
@@ -14,6 +15,9 @@ import (
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/eventlog/event"
+	"github.com/drover-dev/drover/internal/native"
+	"github.com/drover-dev/drover/internal/native/nativetest"
+	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/sandbox"
 	"github.com/drover-dev/drover/internal/supervise"
 )
@@ -266,4 +270,73 @@ func TestRunDeniedAndMovesOn(t *testing.T) {
 	wantClass(t, rep, drovertype.ClassRuntimeError)
 	rep, _ = h.run(h.job(probe+"\necho recovered\nexit 1"), nil)
 	wantClass(t, rep, drovertype.ClassRuntimeError)
+}
+
+// TestRunNativeValidatorSandboxed: a native validator's commands run
+// confined, as a CLI validator is: the one that writes beyond the worktree
+// is refused, and the review still reads the verdict.
+func TestRunNativeValidatorSandboxed(t *testing.T) {
+	h := sandboxed(t)
+	outside := filepath.Join(t.TempDir(), "outside.txt")
+	job := h.job("echo hi > hello.txt")
+	vmock := nativetest.NewMock(
+		nativetest.Calls(u, nativetest.Call("b", "bash", map[string]any{"command": "echo x > " + outside})),
+		nativetest.Text("It is right.\nVERDICT: PASS\n- hello.txt holds hi", u),
+	)
+	job.Review = &queue.Review{Runtime: "native-validator"}
+	job.Validator = native.AdapterOf(native.NewRuntime("native-validator", native.Config{Provider: "mock", Model: "m"}, vmock))
+	rep, rec := h.run(job, nil)
+	if !rep.Success {
+		t.Fatalf("report %+v", rep.Error)
+	}
+	if v := verification(t, rec); v.Review == nil || !v.Review.Passed {
+		t.Errorf("review %+v", v.Review)
+	}
+	if _, err := os.Stat(outside); !os.IsNotExist(err) {
+		t.Errorf("the validator's command wrote %s: %v", outside, err)
+	}
+	reqs := vmock.Requests()
+	if res := reqs[len(reqs)-1].Messages[len(reqs[len(reqs)-1].Messages)-1].ToolResults; len(res) != 1 || !res[0].IsError {
+		t.Errorf("the validator's command result %+v, want its failure", res)
+	}
+}
+
+// unconfinedAgent is a runtime that starts its task without asking for its
+// sandbox, as Start must.
+type unconfinedAgent struct{ *adapter.CommandAdapter }
+
+func (u unconfinedAgent) Start(ctx context.Context, t *adapter.Task) (adapter.Handle, error) {
+	t2 := *t
+	t2.Confine = nil
+	return u.CommandAdapter.Start(ctx, &t2)
+}
+
+// TestRunUnconfinedRuntimeStopped: a runtime that starts its task without
+// asking for its sandbox may be running with the worker's access: the task
+// is stopped at once and the attempt fails, as does a review by such a
+// validator.
+func TestRunUnconfinedRuntimeStopped(t *testing.T) {
+	h := sandboxed(t)
+	cmd := h.agent.(*adapter.CommandAdapter)
+	h.agent = unconfinedAgent{cmd}
+	job := h.job("sleep 30; echo hi > hello.txt")
+	start := time.Now()
+	rep, rec := h.run(job, nil)
+	wantClass(t, rep, drovertype.ClassPrepareFailed)
+	if !strings.Contains(rep.Error.Message, "without asking for its sandbox") || time.Since(start) > 20*time.Second {
+		t.Errorf("error %+v after %s", rep.Error, time.Since(start))
+	}
+	if len(rec.find(event.RuntimeStarted)) != 0 {
+		t.Error("runtime_started for a task that was stopped")
+	}
+
+	h.agent = cmd
+	job = h.job("echo hi > hello.txt")
+	job.Review = &queue.Review{Runtime: "sh-validator"}
+	job.Validator = unconfinedAgent{validator(t, filepath.Join(t.TempDir(), "prompt.txt"), `echo "VERDICT: PASS"`).(*adapter.CommandAdapter)}
+	rep, rec = h.run(job, nil)
+	wantClass(t, rep, drovertype.ClassVerificationFailed)
+	if v := verification(t, rec); v.Review == nil || !strings.Contains(v.Review.Error, "without asking for its sandbox") {
+		t.Errorf("review %+v", v.Review)
+	}
 }

@@ -19,7 +19,7 @@ func TestConformance(t *testing.T) {
 		Prompt:          "create hello.txt containing hi\n@write hello.txt hi",
 		FailPrompt:      "create hello.txt containing hi\n@fail 429 7",
 		WantClassOnFail: drovertype.ClassRateLimited, WantStatusOnFail: 429,
-		InProcess: adaptertest.InProcessPrompts{
+		Agent: adaptertest.AgentPrompts{
 			Hang:  "@hang",
 			Env:   "@bash env > env.txt",
 			Scope: "@write inside/ok.txt ok\n@write outside.txt no\n@write ../escaped.txt no",

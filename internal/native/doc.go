@@ -15,9 +15,12 @@
 // (native/nativetest).
 //
 // It owns the native runtime's configuration, its health check and its
-// capabilities, and the seam the attempt lifecycle calls: Runtime.Run with
-// an Input (worktree, scope, prompt, environment) and an output writer,
-// returning a Result from which the attempt's report is built. It must not
-// know about NATS, git, the event log or the worker: package attempt drives
-// the lifecycle around it.
+// capabilities, and Runtime.Run: one attempt with an Input (worktree,
+// scope, prompt, environment) and an output writer, returning a Result.
+// Adapter puts it behind the runtime contract every runtime implements
+// (package adapter): Start runs Run on a goroutine its handle owns, Stop
+// cancels it with its cause, and the Result becomes the task's Exit, its
+// own verdict included (adapter.Defaults). It must not know about NATS,
+// git, the event log or the worker: package attempt drives the lifecycle
+// around it, as it does a CLI's.
 package native

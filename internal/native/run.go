@@ -92,12 +92,24 @@ var ErrInput = errors.New("native: bad input")
 // Every other ending is a Result too; Run returns an error only for an
 // unusable Input.
 func (r *Runtime) Run(ctx context.Context, in *Input, out io.Writer) (*Result, error) {
-	if in == nil || in.Worktree == "" {
-		return nil, fmt.Errorf("%w: no worktree", ErrInput)
+	if in == nil {
+		return nil, fmt.Errorf("%w: no input", ErrInput)
 	}
-	if st, err := os.Stat(in.Worktree); err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("%w: worktree %s: not a directory (%v)", ErrInput, in.Worktree, err)
+	if err := in.check(); err != nil {
+		return nil, err
 	}
 	l := newLoop(r, in, out)
 	return l.run(ctx), nil
+}
+
+// check refuses an input no run can use: no worktree, or one that is not
+// a directory.
+func (in *Input) check() error {
+	if in.Worktree == "" {
+		return fmt.Errorf("%w: no worktree", ErrInput)
+	}
+	if st, err := os.Stat(in.Worktree); err != nil || !st.IsDir() {
+		return fmt.Errorf("%w: worktree %s: not a directory (%v)", ErrInput, in.Worktree, err)
+	}
+	return nil
 }

@@ -2,15 +2,11 @@ package adaptertest
 
 import (
 	"cmp"
-	"context"
 	"errors"
-	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,26 +14,25 @@ import (
 
 	"github.com/drover-dev/drover/internal/adapter"
 	"github.com/drover-dev/drover/internal/drovertype"
-	"github.com/drover-dev/drover/internal/supervise"
-	"github.com/drover-dev/drover/internal/transcript"
 )
 
-// Case tells RunConformance how to make the adapter under test
-// and what its fake CLI does.
+// Case tells RunConformance how to make the runtime under test and what
+// its agent (a fake CLI, a scripted model) does.
 type Case struct {
 	// Name names the case's subtest; empty runs the checks directly under t.
 	Name string
-	// New returns the adapter configured to run a fake CLI for the runtime.
+	// New returns the runtime, configured to run a fake agent.
 	New func(t *testing.T) adapter.Adapter
-	// NewMissing returns the same adapter with its binary replaced by one
-	// that does not exist. Optional: for a *adapter.CommandAdapter the suite derives
-	// it; otherwise, when nil, that check is skipped.
+	// NewMissing returns the same runtime without what the host must
+	// provide (a binary that does not exist, an API key not set).
+	// Optional: for a *adapter.CommandAdapter the suite derives it;
+	// otherwise, when nil, that check is skipped.
 	NewMissing func(t *testing.T) adapter.Adapter
-	// Prompt makes the CLI succeed and write hello.txt in its working
+	// Prompt makes the agent succeed and write hello.txt in its working
 	// directory. For the demo-agent personas:
 	// "create hello.txt containing hi\n@case success".
 	Prompt string
-	// FailPrompt makes the CLI fail, e.g. with a rate limit (429):
+	// FailPrompt makes the agent fail, e.g. with a rate limit (429):
 	// "create hello.txt containing hi\n@case fail-429". Empty skips the check.
 	FailPrompt string
 	// WantClassOnFail is the class Classify must give the FailPrompt run,
@@ -46,113 +41,105 @@ type Case struct {
 	// WantStatusOnFail is the HTTP status the failure must report (429 for
 	// a rate limit); 0 does not check it.
 	WantStatusOnFail int
-	// Env is extra environment the fake CLI needs to run (where its
-	// recordings are, IS_SANDBOX=1…), added to the command's environment
-	// when the suite starts it. It replaces a variable of the same name.
+	// Env is extra environment the fake agent needs to run (where its
+	// recordings are, IS_SANDBOX=1…), passed with Drover's own variables
+	// (Input.Env) to every task the suite starts.
 	Env []string
-	// RunTimeout bounds each real run of the CLI; 0 means 60s.
+	// RunTimeout bounds each task the suite starts; 0 means 60s.
 	RunTimeout time.Duration
-	// InProcess are the prompts of the checks only an in-process runtime
-	// (adapter.InProcess) has; required for one (inprocess.go).
-	InProcess InProcessPrompts
+	// Agent are the prompts of the checks that need the agent to do more
+	// (lifecycle.go).
+	Agent AgentPrompts
+}
+
+// AgentPrompts make the agent behave as a check needs, beside
+// Case.Prompt (write hello.txt) and Case.FailPrompt. For the demo agent
+// and its personas these are its directives (docs/demo-agent.md); for the
+// native runtime's scripted model, directives too
+// (internal/native/nativetest, Directed).
+type AgentPrompts struct {
+	// Hang: the agent never ends by itself, until it is stopped. Required.
+	Hang string
+	// Env: the agent runs a command that writes its environment to env.txt.
+	// Empty skips the check of what the task's processes see (Inspect's
+	// Env is checked still).
+	Env string
+	// Scope: the agent writes inside/ok.txt, then outside.txt, then
+	// ../escaped.txt (beside the worktree), each a call of its own.
+	// Required for a runtime that prevents changes outside the scope
+	// (adapter.ScopePrevented).
+	Scope string
 }
 
 // conformanceDroverEnv is what the suite passes as Drover's own variables.
 var conformanceDroverEnv = []string{"DROVER_TASK_ID=conformance-task", "DROVER_ATTEMPT_ID=conformance-attempt-1"}
 
-// Canaries set in the test process's environment: neither may reach a CLI.
+// Canaries set in the test process's environment: neither may reach a task.
 const (
 	canaryName       = "DROVER_CONFORMANCE_CANARY_SECRET"
 	canaryValue      = "canary-9f3c2b7e-must-not-leak"
 	droverCanaryName = "DROVER_WORKER_CANARY" // a DROVER_* of the worker, not of the attempt
 )
 
-// RunConformance checks, each in a subtest, what the adapter.Adapter contract
-// promises (for an adapter.InProcess, see runInProcess): a name; Initialize (an absolute executable, idempotent, agreeing
-// with a HealthChecker's Check, ErrBinaryNotFound for a missing binary);
-// capabilities; the command (absolute path, Drover's variables, a private
-// TMPDIR, nothing else of the worker's environment); a real run of the CLI
-// that succeeds, writes hello.txt and is classified a success; a failing
-// run classified as the case says; a timed-out run classified
-// RUNTIME_TIMEOUT; and safety for concurrent use.
+// RunConformance checks, each in a subtest, what the runtime contract
+// (adapter.Adapter and its Handle) promises, the same for a CLI and for a
+// runtime in the worker: a name; Initialize (idempotent, agreeing with a
+// HealthChecker's Check, failing without what the host must provide, not
+// cached as a success); capabilities and the evaluation of an attempt;
+// tasks started that succeed and change the worktree, that fail with the
+// case's class, that time out as RUNTIME_TIMEOUT, and that stop at once
+// on Stop's cause and on ctx's; what Inspect says (what runs, the
+// environment of its processes: Drover's variables, a private TMPDIR,
+// nothing else of the worker's) and what the task asks of its sandbox; a
+// change outside the scope refused, never made, by a runtime that says it
+// prevents them; a bad input refused; safety for concurrent use.
+// What only some runtimes do is checked where the runtime says it does it
+// (an OutputReader, a *CommandAdapter's binary).
 //
 // It calls t.Setenv, so neither t nor its parents may be parallel tests.
 func RunConformance(t *testing.T, c Case) {
 	t.Helper()
-	if c.New == nil || c.Prompt == "" {
+	switch {
+	case c.New == nil || c.Prompt == "":
 		t.Fatalf("conformance case %q: New and Prompt are required", c.Name)
-	}
-	if c.FailPrompt != "" && c.WantClassOnFail == "" {
+	case c.FailPrompt != "" && c.WantClassOnFail == "":
 		t.Fatalf("conformance case %q: FailPrompt needs WantClassOnFail", c.Name)
-	}
-	run := runConformance
-	if _, ok := c.New(t).(adapter.InProcess); ok {
-		run = runInProcess
+	case c.Agent.Hang == "":
+		t.Fatalf("conformance case %q: Agent.Hang is required (the timeout and stop checks)", c.Name)
 	}
 	if c.Name == "" {
-		run(t, c)
+		runConformance(t, c)
 		return
 	}
-	t.Run(c.Name, func(t *testing.T) { run(t, c) })
+	t.Run(c.Name, func(t *testing.T) { runConformance(t, c) })
 }
 
 func runConformance(t *testing.T, c Case) {
 	t.Run("Name", func(t *testing.T) {
-		a := c.New(t)
-		if a.Name() == "" {
+		if c.New(t).Name() == "" {
 			t.Error("Name() is empty")
 		}
 	})
 	t.Run("Initialize", func(t *testing.T) { conformInitialize(t, c) })
-	t.Run("MissingBinary", func(t *testing.T) { conformMissing(t, c) })
+	t.Run("Missing", func(t *testing.T) { conformMissing(t, c) })
 	t.Run("HealthCheckNoticesRemoval", func(t *testing.T) { conformRemoval(t, c) })
-	t.Run("Capabilities", func(t *testing.T) {
-		caps := c.New(t).Capabilities()
-		if !caps.SupportsNonInteractive {
-			t.Error("SupportsNonInteractive is false: Drover runs every CLI headless")
-		}
-		if len(caps.AvailableModels) > 0 && !caps.SupportsModel {
-			t.Errorf("AvailableModels %v but SupportsModel is false", caps.AvailableModels)
-		}
-	})
+	t.Run("Capabilities", func(t *testing.T) { conformCapabilities(t, c) })
 	t.Run("Command", func(t *testing.T) { conformCommand(t, c) })
+	t.Run("RunSucceeds", func(t *testing.T) { conformSucceeds(t, c) })
+	t.Run("RunFails", func(t *testing.T) { conformFails(t, c) })
+	t.Run("ClassifyTimeout", func(t *testing.T) { conformClassifyTimeout(t, c) })
+	t.Run("Timeout", func(t *testing.T) { conformTimeout(t, c) })
+	t.Run("Stop", func(t *testing.T) { conformStop(t, c) })
+	t.Run("Environment", func(t *testing.T) { conformEnv(t, c) })
+	t.Run("Scope", func(t *testing.T) { conformScope(t, c) })
+	t.Run("BadInput", func(t *testing.T) {
+		a := c.New(t)
+		in := adapter.Input{Prompt: c.Prompt, Worktree: filepath.Join(t.TempDir(), "missing"), TempDir: t.TempDir(), Env: conformanceDroverEnv}
+		if h, err := a.Start(t.Context(), &adapter.Task{Input: in}); err == nil {
+			t.Errorf("Start in a worktree that does not exist succeeded: %+v, %+v", h.Inspect(), h.Wait())
+		}
+	})
 	t.Run("Concurrent", func(t *testing.T) { conformConcurrent(t, c) })
-	t.Run("RunSucceeds", func(t *testing.T) {
-		a := c.New(t)
-		r := conformRun(t, c, a, c.Prompt)
-		if r.res.Outcome != supervise.Exited || r.res.ExitCode != 0 {
-			t.Errorf("the CLI ended %s with exit code %d, want exit 0%s", r.res.Outcome, r.res.ExitCode, r.dump())
-		}
-		if b, err := os.ReadFile(filepath.Join(r.dir, "hello.txt")); err != nil || len(b) == 0 {
-			t.Errorf("hello.txt not written (%v): the prompt did not reach the CLI, or it did not act%s", err, r.dump())
-		}
-		if e := a.Classify(r.res, r.sum); e != nil {
-			t.Errorf("Classify of a successful run = %v, want nil%s", e, r.dump())
-		}
-	})
-	t.Run("RunFails", func(t *testing.T) {
-		if c.FailPrompt == "" {
-			t.Skip("the case has no FailPrompt")
-		}
-		a := c.New(t)
-		r := conformRun(t, c, a, c.FailPrompt)
-		e := a.Classify(r.res, r.sum)
-		switch {
-		case e == nil:
-			t.Fatalf("Classify of a failed run = nil, want %s%s", c.WantClassOnFail, r.dump())
-		case e.Class != c.WantClassOnFail:
-			t.Errorf("Classify = %v, want class %s%s", e, c.WantClassOnFail, r.dump())
-		case c.WantStatusOnFail != 0 && e.Status != c.WantStatusOnFail:
-			t.Errorf("Classify = %v with Status %d, want %d%s", e, e.Status, c.WantStatusOnFail, r.dump())
-		}
-		if e.Category == "" || e.Message == "" {
-			t.Errorf("Classify = %+v: Category and Message must be set", e)
-		}
-		if e.Class == drovertype.ClassRateLimited && !e.Recoverable {
-			t.Errorf("a rate limit must be Recoverable: %+v", e)
-		}
-	})
-	t.Run("ClassifyTimeout", func(t *testing.T) { conformTimeout(t, c) })
 }
 
 func conformInitialize(t *testing.T, c Case) {
@@ -162,76 +149,71 @@ func conformInitialize(t *testing.T, c Case) {
 	if err != nil {
 		t.Fatalf("Initialize: %v", err)
 	}
-	if info == nil {
-		t.Fatal("Initialize returned nil Info and nil error")
+	if info == nil || info.Adapter == "" || info.Binary == "" {
+		t.Fatalf("Initialize = %+v: Adapter and Binary (the CLI, or what it talks to) must be set", info)
 	}
-	if info.Adapter == "" {
-		t.Errorf("Info.Adapter is empty: %+v", info)
-	}
-	if !filepath.IsAbs(info.Binary) {
-		t.Errorf("Info.Binary %q is not absolute", info.Binary)
-	}
-	if st, err := os.Stat(info.Binary); err != nil {
-		t.Errorf("Info.Binary: %v", err)
-	} else if !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
-		t.Errorf("Info.Binary %s is not an executable file (%s)", info.Binary, st.Mode())
-	}
-	again, err := a.Initialize(ctx)
-	if err != nil {
-		t.Fatalf("second Initialize: %v", err)
-	}
-	if *again != *info {
-		t.Errorf("Initialize is not idempotent: %+v, then %+v", info, again)
+	if again, err := a.Initialize(ctx); err != nil || *again != *info {
+		t.Errorf("Initialize is not idempotent: %+v, then %+v, %v", info, again, err)
 	}
 	if hc, ok := a.(adapter.HealthChecker); ok {
 		checked, err := hc.Check(ctx)
 		if err != nil {
 			t.Fatalf("Initialize succeeded but Check fails: %v", err)
 		}
-		if *checked != *info {
-			t.Errorf("Check disagrees with Initialize: %+v, Initialize %+v", checked, info)
+		if checked.Adapter != info.Adapter || checked.Binary != info.Binary {
+			t.Errorf("Check says %+v, Initialize %+v", checked, info)
 		}
-		if after, err := a.Initialize(ctx); err != nil || *after != *info {
-			t.Errorf("Initialize after Check: %+v, %v; want %+v", after, err, info)
+		// What the check learned is what Initialize vouches for from then on.
+		if after, err := a.Initialize(ctx); err != nil || *after != *checked {
+			t.Errorf("Initialize after Check: %+v, %v; want %+v", after, err, checked)
 		}
 	}
-	t.Logf("%s: %s, version %q", a.Name(), info.Binary, info.Version)
+	t.Logf("%s: %s %s, version %q", a.Name(), info.Adapter, info.Binary, info.Version)
 }
 
-// missingAdapter is the case's adapter with its binary replaced by one that
-// does not exist, or nil with the reason why the case cannot express it.
-func missingAdapter(t *testing.T, c Case) (adapter.Adapter, string) {
+// missingAdapter is the case's runtime without what the host must
+// provide, whether the suite derived it (a *CommandAdapter's binary
+// replaced by one that does not exist), or nil with the reason why the
+// case cannot express it.
+func missingAdapter(t *testing.T, c Case) (a adapter.Adapter, derived bool, why string) {
 	if c.NewMissing != nil {
-		return c.NewMissing(t), ""
+		return c.NewMissing(t), false, ""
 	}
 	if ca, ok := c.New(t).(*adapter.CommandAdapter); ok {
 		rt := ca.Runtime()
 		rt.Binary = "/nonexistent/" + filepath.Base(cmp.Or(rt.Binary, "agent"))
-		return adapter.NewCommand(ca.Name(), rt), ""
+		return adapter.NewCommand(ca.Name(), rt), true, ""
 	}
-	return nil, "the case has no NewMissing and its adapter is not a *CommandAdapter"
+	return nil, false, "the case has no NewMissing and its adapter is not a *CommandAdapter"
 }
 
 func conformMissing(t *testing.T, c Case) {
-	a, why := missingAdapter(t, c)
+	a, binary, why := missingAdapter(t, c)
 	if a == nil {
 		t.Skip(why)
 	}
 	ctx := t.Context()
-	if info, err := a.Initialize(ctx); !errors.Is(err, adapter.ErrBinaryNotFound) {
-		t.Errorf("Initialize with a missing binary = %+v, %v; want ErrBinaryNotFound", info, err)
-	}
-	if _, err := a.Initialize(ctx); !errors.Is(err, adapter.ErrBinaryNotFound) {
-		t.Errorf("second Initialize with a missing binary: %v; want ErrBinaryNotFound (failures are not cached as success)", err)
-	}
-	if hc, ok := a.(adapter.HealthChecker); ok {
-		if _, err := hc.Check(ctx); !errors.Is(err, adapter.ErrBinaryNotFound) {
-			t.Errorf("Check with a missing binary: %v; want ErrBinaryNotFound", err)
+	// A missing binary is ErrBinaryNotFound; anything else missing, an error.
+	wrong := func(err error) bool { return err == nil || binary && !errors.Is(err, adapter.ErrBinaryNotFound) }
+	for i := range 2 {
+		if info, err := a.Initialize(ctx); wrong(err) {
+			t.Errorf("Initialize %d without what the host must provide = %+v, %v; want an error (ErrBinaryNotFound for a binary), and no cached success", i+1, info, err)
 		}
 	}
-	cmd, err := a.Command(&adapter.Input{Prompt: "p", Worktree: t.TempDir(), TempDir: t.TempDir()})
-	if err == nil {
-		t.Errorf("Command with a missing binary = %+v, want an error", cmd)
+	if hc, ok := a.(adapter.HealthChecker); ok {
+		if info, err := hc.Check(ctx); wrong(err) {
+			t.Errorf("Check without what the host must provide = %+v, %v; want an error", info, err)
+		}
+	}
+	if !binary {
+		return
+	}
+	if h, err := a.Start(ctx, &adapter.Task{Input: adapter.Input{Prompt: "p", Worktree: t.TempDir(), TempDir: t.TempDir()}}); !errors.Is(err, adapter.ErrBinaryNotFound) {
+		if h != nil {
+			h.Stop(nil)
+			h.Wait()
+		}
+		t.Errorf("Start with a missing binary: %v, want ErrBinaryNotFound", err)
 	}
 }
 
@@ -270,93 +252,59 @@ func conformRemoval(t *testing.T, c Case) {
 	}
 }
 
-func conformCommand(t *testing.T, c Case) {
-	// The worker's environment: a secret, a DROVER_* variable of its own and
-	// a TMPDIR of its own. None of them may reach the CLI.
-	t.Setenv(canaryName, canaryValue)
-	t.Setenv(droverCanaryName, canaryValue)
-	t.Setenv("TMPDIR", t.TempDir())
-
+func conformCapabilities(t *testing.T, c Case) {
 	a := c.New(t)
-	wt, tmp := t.TempDir(), t.TempDir()
-	in := &adapter.Input{Prompt: c.Prompt, Worktree: wt, TempDir: tmp, Env: conformanceDroverEnv}
-	cmd, err := a.Command(in)
+	caps := a.Capabilities()
+	if !caps.SupportsNonInteractive {
+		t.Error("SupportsNonInteractive is false: Drover runs every runtime headless")
+	}
+	if len(caps.AvailableModels) > 0 && !caps.SupportsModel {
+		t.Errorf("AvailableModels %v but SupportsModel is false", caps.AvailableModels)
+	}
+	ev := adapter.Evaluate(a, "conformance-model")
+	if ev.Model != "conformance-model" || ev.ScopeEnforcement == "" {
+		t.Errorf("Evaluate = %+v: the model asked for, and how the scope holds", ev)
+	}
+}
+
+// conformCommand checks what a *CommandAdapter builds before it starts
+// anything: limits that are not negative, and the task's Timeout in place
+// of the runtime's.
+func conformCommand(t *testing.T, c Case) {
+	ca, ok := c.New(t).(*adapter.CommandAdapter)
+	if !ok {
+		t.Skip("only a *CommandAdapter builds a command")
+	}
+	in := &adapter.Input{Prompt: c.Prompt, Worktree: t.TempDir(), TempDir: t.TempDir(), Env: conformanceDroverEnv}
+	cmd, err := ca.Command(in)
 	if err != nil {
 		t.Fatalf("Command: %v", err)
-	}
-	if !filepath.IsAbs(cmd.Path) {
-		t.Errorf("Command.Path %q is not absolute", cmd.Path)
-	}
-	if info, err := a.Initialize(t.Context()); err == nil && cmd.Path != info.Binary {
-		t.Errorf("Command.Path %s is not the binary Initialize resolved (%s)", cmd.Path, info.Binary)
-	}
-	env := envMap(t, cmd.Env)
-	for _, kv := range conformanceDroverEnv {
-		name, v, _ := strings.Cut(kv, "=")
-		if got, ok := env[name]; !ok || got != v {
-			t.Errorf("Command.Env: %s=%q, want %q (passed in Input.Env)", name, got, v)
-		}
-	}
-	// TMPDIR is the attempt's: a directory in Input.TempDir, which a
-	// confined CLI may write; so is a HOME made there.
-	if got := env["TMPDIR"]; got != tmp && !strings.HasPrefix(got, tmp+string(filepath.Separator)) {
-		t.Errorf("Command.Env: TMPDIR=%q, want Input.TempDir %q or a directory in it", got, tmp)
-	} else if info, err := os.Stat(got); err != nil || !info.IsDir() {
-		t.Errorf("Command.Env: TMPDIR=%q is not a directory: %v", got, err)
-	}
-	for _, name := range []string{"TMPDIR", "HOME"} {
-		if v := env[name]; strings.HasPrefix(v, tmp+string(filepath.Separator)) && !slices.Contains(cmd.Sandbox.Write, v) {
-			t.Errorf("Command.Sandbox.Write %q lacks %s=%s: a confined CLI could not write it", cmd.Sandbox.Write, name, v)
-		}
-	}
-	for _, name := range []string{canaryName, droverCanaryName} {
-		if _, ok := env[name]; ok {
-			t.Errorf("Command.Env has %s, a variable of the worker outside the allowlist", name)
-		}
-	}
-	if s := strings.Join(cmd.Env, "\n") + strings.Join(cmd.Args, "\n"); strings.Contains(s, canaryValue) {
-		t.Errorf("the worker's secret reached the command:\nenv %q\nargs %q", cmd.Env, cmd.Args)
-	}
-	if ca, ok := a.(*adapter.CommandAdapter); ok {
-		allowed := map[string]bool{"TMPDIR": true}
-		for _, list := range [][]string{adapter.PassedEnv(ca.Runtime()), envNames(ca.Runtime().Env), envNames(in.Env)} {
-			for _, n := range list {
-				allowed[n] = true
-			}
-		}
-		for name := range env {
-			if !allowed[name] {
-				t.Errorf("Command.Env has %s, which neither the allowlist, the runtime's env nor Input.Env names", name)
-			}
-		}
 	}
 	if cmd.Timeout < 0 || cmd.NoOutputTimeout < 0 || cmd.Grace < 0 || cmd.MaxOutput < 0 {
 		t.Errorf("negative limits: %+v", cmd)
 	}
-	// Input.Timeout overrides the runtime's when non-zero.
-	in2 := *in
-	in2.TempDir, in2.Timeout = t.TempDir(), 7*time.Second
-	if cmd2, err := a.Command(&in2); err != nil {
+	in.TempDir, in.Timeout = t.TempDir(), 7*time.Second
+	if cmd, err := ca.Command(in); err != nil {
 		t.Errorf("Command with a Timeout: %v", err)
-	} else if cmd2.Timeout != in2.Timeout {
-		t.Errorf("Command.Timeout = %s, want Input.Timeout %s", cmd2.Timeout, in2.Timeout)
+	} else if cmd.Timeout != in.Timeout {
+		t.Errorf("Command.Timeout = %s, want Input.Timeout %s", cmd.Timeout, in.Timeout)
 	}
 }
 
 // envMap reads NAME=value entries, failing on a malformed or repeated name:
 // a CLI would read a repeated one as either value (Go's getenv takes the
 // first, sh the last).
-func envMap(t *testing.T, env []string) map[string]string {
+func envMap(t *testing.T, what string, env []string) map[string]string {
 	t.Helper()
 	m := make(map[string]string, len(env))
 	for _, kv := range env {
 		name, v, ok := strings.Cut(kv, "=")
 		if !ok || name == "" {
-			t.Errorf("Command.Env entry %q is not NAME=value", kv)
+			t.Errorf("%s: entry %q is not NAME=value", what, kv)
 			continue
 		}
 		if old, dup := m[name]; dup {
-			t.Errorf("Command.Env sets %s twice (%q, then %q): CLIs disagree on which one counts", name, old, v)
+			t.Errorf("%s sets %s twice (%q, then %q): CLIs disagree on which one counts", what, name, old, v)
 			continue
 		}
 		m[name] = v
@@ -373,125 +321,9 @@ func envNames(env []string) []string {
 	return names
 }
 
-// conformConcurrent: a worker runs several attempts of one runtime at once;
-// under -race this finds unsynchronised state.
-func conformConcurrent(t *testing.T, c Case) {
-	a := c.New(t)
-	hc, _ := a.(adapter.HealthChecker)
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for i := range 8 {
-		tmp := t.TempDir()
-		wg.Go(func() {
-			if i%2 == 0 && hc != nil {
-				if _, err := hc.Check(t.Context()); err != nil {
-					errs <- fmt.Errorf("calling Check: %w", err)
-				}
-			}
-			if _, err := a.Initialize(t.Context()); err != nil {
-				errs <- fmt.Errorf("calling Initialize: %w", err)
-				return
-			}
-			if _, err := a.Command(&adapter.Input{Prompt: c.Prompt, TempDir: tmp, Env: conformanceDroverEnv}); err != nil {
-				errs <- fmt.Errorf("calling Command: %w", err)
-			}
-			_ = a.Capabilities()
-			_ = a.Classify(&supervise.Result{Outcome: supervise.Exited, ExitCode: 1}, nil)
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-}
-
-func conformTimeout(t *testing.T, c Case) {
-	a := c.New(t)
-	or, _ := a.(adapter.OutputReader)
-	for _, res := range []supervise.Result{
-		{Outcome: supervise.TimedOut, ExitCode: -1, Signal: "terminated", StopCause: supervise.ErrTimeout},
-		{Outcome: supervise.TimedOut, ExitCode: -1, Signal: "killed", Killed: true, StopCause: supervise.ErrTimeout},
-		{Outcome: supervise.Hung, ExitCode: -1, Signal: "terminated", StopCause: supervise.ErrNoOutput},
-	} {
-		sums := map[string]*transcript.Summary{"no summary": nil}
-		if or != nil {
-			// What the parser makes of a run killed before it printed anything.
-			sums["empty output"] = or.NewParser().Summary(res.ExitCode)
-		}
-		for what, sum := range sums {
-			if e := a.Classify(&res, sum); e == nil || e.Class != drovertype.ClassTimeout {
-				t.Errorf("Classify(%s, %s) = %v, want %s", res.Outcome, what, e, drovertype.ClassTimeout)
-			}
-		}
-	}
-}
-
-// conformResult is one real run of the CLI.
-type conformResult struct {
-	dir string // the worktree it ran in
-	cmd *adapter.Command
-	res *supervise.Result
-	sum *transcript.Summary // nil when the adapter reads no output
-}
-
-func (r *conformResult) dump() string {
-	return fmt.Sprintf("\nargv: %s %q\nstdout:\n%s\nstderr:\n%s", r.cmd.Path, r.cmd.Args, r.res.Stdout.String(), r.res.Stderr.String())
-}
-
-// conformRun runs the adapter's command for prompt under supervision in a
-// fresh worktree, feeding its output to the adapter's parser.
-func conformRun(t *testing.T, c Case, a adapter.Adapter, prompt string) *conformResult {
-	t.Helper()
-	r := &conformResult{dir: t.TempDir()}
-	cmd, err := a.Command(&adapter.Input{Prompt: prompt, Worktree: r.dir, TempDir: t.TempDir(), Env: conformanceDroverEnv})
-	if err != nil {
-		t.Fatalf("Command: %v", err)
-	}
-	r.cmd = cmd
-	limit := cmp.Or(c.RunTimeout, 60*time.Second)
-	timeout := cmd.Timeout
-	if timeout <= 0 || timeout > limit {
-		timeout = limit
-	}
-	spec := supervise.Spec{
-		Path: cmd.Path, Args: cmd.Args, Dir: r.dir, Env: mergeConformEnv(cmd.Env, c.Env), Stdin: cmd.Stdin,
-		Timeout: timeout, NoOutputTimeout: cmd.NoOutputTimeout, Grace: cmd.Grace, MaxCapture: cmd.MaxOutput,
-	}
-	var parser transcript.Parser
-	var outW, errW io.WriteCloser
-	if or, ok := a.(adapter.OutputReader); ok {
-		parser = or.NewParser()
-		outW, errW = transcript.NewLineWriter(parser, transcript.Stdout), transcript.NewLineWriter(parser, transcript.Stderr)
-		spec.OnOutput = func(s supervise.Stream, p []byte) {
-			if s == supervise.Stderr {
-				_, _ = errW.Write(p)
-			} else {
-				_, _ = outW.Write(p)
-			}
-		}
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), timeout+2*cmp.Or(cmd.Grace, supervise.DefaultGrace))
-	defer cancel()
-	p, err := supervise.Start(ctx, spec)
-	if err != nil {
-		t.Fatalf("supervise.Start %s %q: %v", cmd.Path, cmd.Args, err)
-	}
-	r.res = p.Wait()
-	if r.res.Err != nil {
-		t.Fatalf("supervise: %v", r.res.Err)
-	}
-	if parser != nil {
-		_ = outW.Close()
-		_ = errW.Close()
-		r.sum = parser.Summary(r.res.ExitCode)
-	}
-	return r
-}
-
-// mergeConformEnv returns env with extra's NAME=value entries replacing or
+// mergeEnv returns env with extra's NAME=value entries replacing or
 // adding to it.
-func mergeConformEnv(env, extra []string) []string {
+func mergeEnv(env, extra []string) []string {
 	out := slices.Clone(env)
 	for _, kv := range extra {
 		name, _, _ := strings.Cut(kv, "=")

@@ -143,14 +143,20 @@ func New(cfg Config) (*Set, error) {
 		s.now = time.Now
 	}
 	if s.shell == "" {
-		s.shell = "/bin/sh"
-		if p, err := exec.LookPath("bash"); err == nil {
-			if abs, err := filepath.Abs(p); err == nil {
-				s.shell = abs
-			}
-		}
+		s.shell = Shell()
 	}
 	return s, nil
+}
+
+// Shell is the shell the bash tool runs commands with when Config names
+// none: bash if there is one, else /bin/sh.
+func Shell() string {
+	if p, err := exec.LookPath("bash"); err == nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			return abs
+		}
+	}
+	return "/bin/sh"
 }
 
 // Close releases the worktree handle.
