@@ -149,6 +149,7 @@ func (c *Controller) endpoints() []apiEndpoint {
 		{"budget", SubjectBudget, c.handleBudget, true},
 		{"publish", SubjectPublish, c.handlePublish, true},
 		{"iterate", SubjectIterate, c.handleIterate, true},
+		{"forge-wake", SubjectForgeWake, c.handleForgeWake, true},
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -79,6 +80,15 @@ func (r *forgeRunner) hook(req *http.Request) (int, string) {
 	case len(flows) == 0:
 		return http.StatusAccepted, "no followed pull request is concerned"
 	}
+	if r.leading != nil && !r.leading() && r.relay != nil {
+		// A standby follows nothing: the leader reads the pull request.
+		if err := r.relay(req.Context(), flows); err != nil {
+			r.replays.forget(name + "/" + d.ID) // so that a redelivery is taken
+			r.log.Warn("webhook delivery not relayed to the leader", "err", err)
+			return http.StatusServiceUnavailable, "no controller leads now: deliver it again"
+		}
+		return http.StatusAccepted, "the leader reads the pull request"
+	}
 	for _, id := range flows {
 		r.wakeFlow(id)
 	}
@@ -124,6 +134,14 @@ type replays struct {
 
 func newReplays(window time.Duration, max int) *replays {
 	return &replays{window: window, max: max, seen: map[string]time.Time{}}
+}
+
+// forget drops id, a delivery that could not be acted on.
+func (p *replays) forget(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.seen, id)
+	p.order = slices.DeleteFunc(p.order, func(o string) bool { return o == id })
 }
 
 // first records id and reports whether it was not seen within the window.

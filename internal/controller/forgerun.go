@@ -2,7 +2,9 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"github.com/nats-io/nats.go/micro"
 	"log/slog"
 	"net/http"
 	"os"
@@ -15,6 +17,7 @@ import (
 	"github.com/drover-dev/drover/internal/eventlog/projection"
 	"github.com/drover-dev/drover/internal/forge"
 	"github.com/drover-dev/drover/internal/forge/forges"
+	"github.com/drover-dev/drover/internal/queue"
 	"github.com/drover-dev/drover/internal/redact"
 )
 
@@ -49,8 +52,11 @@ type forgeRunner struct {
 	// leading says whether this controller decides now: only the leader
 	// calls the forges (nil: always, a runner of its own in tests).
 	leading func() bool
-	open    func(cfg forge.Config) (forge.Forge, error)
-	wakeC   chan struct{}
+	// relay hands the flows a verified webhook concerns to the leader,
+	// when this controller stands by (ForgeWakeRequest).
+	relay func(ctx context.Context, flows []string) error
+	open  func(cfg forge.Config) (forge.Forge, error)
+	wakeC chan struct{}
 
 	mu      sync.Mutex
 	clients map[string]forge.Forge // by forge name, opened at first use
@@ -85,7 +91,55 @@ func newForgeRunner(c *Controller) *forgeRunner {
 		return nil
 	})
 	r.leading = func() bool { _, err := c.leading(); return err == nil }
+	r.relay = c.relayForgeWake
 	return r
+}
+
+// SubjectForgeWake is where the leader takes, from a standby, the flows a
+// verified webhook delivery concerns: its forge runner reads their pull
+// requests at once, as it would for a delivery of its own.
+const SubjectForgeWake = queue.APIPrefix + ".forge-wake"
+
+// ForgeWakeRequest names the flows whose pull requests to read now.
+type ForgeWakeRequest struct {
+	Flows []string `json:"flows"`
+}
+
+// maxForgeWake bounds the flows of one wake request.
+const maxForgeWake = 1000
+
+// relayForgeWake asks the leader to read the flows' pull requests now.
+func (c *Controller) relayForgeWake(ctx context.Context, flows []string) error {
+	if len(flows) > maxForgeWake {
+		flows = flows[:maxForgeWake]
+	}
+	b, err := json.Marshal(ForgeWakeRequest{Flows: flows})
+	if err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	reply, err := c.js.Conn().RequestWithContext(rctx, LeaderSubject(SubjectForgeWake), b)
+	if err != nil {
+		return fmt.Errorf("controller: relay a webhook to the leader: %w", err)
+	}
+	if code := reply.Header.Get(micro.ErrorCodeHeader); code != "" {
+		return fmt.Errorf("controller: relay a webhook to the leader: %s %s", code, reply.Header.Get(micro.ErrorHeader))
+	}
+	return nil
+}
+
+// handleForgeWake wakes the forge runner for the flows a standby relayed.
+func (c *Controller) handleForgeWake(ctx context.Context, r micro.Request) {
+	var req ForgeWakeRequest
+	if err := json.Unmarshal(r.Data(), &req); err != nil || len(req.Flows) > maxForgeWake {
+		_ = r.Error(CodeBadRequest, "a forge wake names at most 1000 flows, as JSON {\"flows\": [...]}", nil)
+		return
+	}
+	for _, id := range req.Flows {
+		c.forges.wakeFlow(id)
+	}
+	_ = r.Respond([]byte("{}"))
 }
 
 // newForges is a forge runner reading the projection with read and

@@ -2,10 +2,12 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -365,5 +367,68 @@ func TestReplays(t *testing.T) {
 	}
 	if len(p.seen) > 3 {
 		t.Fatalf("%d remembered, bound 3", len(p.seen))
+	}
+}
+
+// TestForgeWebhookOnAStandby: a standby follows no pull request, so a
+// verified delivery it receives is relayed to the leader, whose runner reads
+// now; when no leader takes it, the forge is told to deliver it again (503),
+// and the delivery again is taken, not refused as a replay.
+func TestForgeWebhookOnAStandby(t *testing.T) {
+	repo := "acme/app"
+	w := newForgeWorld(t, forge.GitHub, repo)
+	w.fake.SetHead(testHead, "c0ffee0002")
+	w.ended(repo, &flow.IterateSpec{On: []string{flow.IterateChangesRequested}, MaxRounds: 1, PollInterval: flow.Duration(time.Hour)})
+	ctx := context.Background()
+	w.r.step(ctx)
+	w.r.step(ctx)
+	var relayed [][]string
+	var down bool
+	w.r.leading = func() bool { return false }
+	w.r.relay = func(_ context.Context, flows []string) error {
+		if down {
+			return errors.New("no responders")
+		}
+		relayed = append(relayed, flows)
+		return nil
+	}
+	srv := httptest.NewServer(w.r)
+	t.Cleanup(srv.Close)
+	path := HookPrefix + "gh/webhook"
+	down = true
+	if c := post(t, srv, path, w.fake.GitHubWebhook("pull_request_review", "d-1", 1, testSecret)); c != http.StatusServiceUnavailable {
+		t.Fatalf("no leader: %d, want 503", c)
+	}
+	down = false
+	if c := post(t, srv, path, w.fake.GitHubWebhook("pull_request_review", "d-1", 1, testSecret)); c != http.StatusAccepted {
+		t.Fatalf("delivered again with a leader: %d, want 202", c)
+	}
+	if len(relayed) != 1 || len(relayed[0]) != 1 || relayed[0][0] != "f-1" {
+		t.Fatalf("relayed %v, want [[f-1]]", relayed)
+	}
+	w.r.mu.Lock()
+	next := w.r.follows["f-1"].next
+	w.r.mu.Unlock()
+	if next.IsZero() {
+		t.Error("the standby's own runner was woken: it must not read the forge")
+	}
+	if c := post(t, srv, path, w.fake.GitHubWebhook("pull_request_review", "d-1", 1, testSecret)); c != http.StatusConflict {
+		t.Errorf("a replay of a relayed delivery: %d, want 409", c)
+	}
+}
+
+// TestForgeWakeReachesTheLeader: a standby's relay is answered by the
+// leader alone, on its own subject.
+func TestForgeWakeReachesTheLeader(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Controller.ID = "ctl-a"
+	h.start(filepath.Join(t.TempDir(), "a"))
+	waitCond(t, "ctl-a to lead", h.leads)
+	b := h.peer("ctl-b")
+	if b.leads() {
+		t.Fatal("both lead")
+	}
+	if err := b.ctrl.relayForgeWake(context.Background(), []string{"f-1"}); err != nil {
+		t.Fatalf("relay to the leader: %v", err)
 	}
 }
