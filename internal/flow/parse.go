@@ -121,7 +121,6 @@ func decodeDocument(p *problems, data []byte) *yaml.Node {
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		root = root.Content[0]
 	}
-	p.pos[""] = position{root.Line, root.Column}
 	switch {
 	case root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null":
 		p.record(&Error{File: p.file, Line: root.Line, Column: root.Column, Msg: "file is empty: it holds no fields"})
@@ -131,6 +130,9 @@ func decodeDocument(p *problems, data []byte) *yaml.Node {
 			Msg: fmt.Sprintf("a flow must be a mapping of fields (name, repo, tasks, ...), got %s", describe(root))})
 		return nil
 	}
+	// Only a mapping's position: an empty document's null is placed past
+	// its end ("---" puts it on line 2 of 1).
+	p.pos[""] = position{root.Line, root.Column}
 	return root
 }
 
