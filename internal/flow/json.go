@@ -66,10 +66,7 @@ func DecodeJSON(data []byte, opts Options) (*Spec, error) {
 		p.record(&Error{Msg: fmt.Sprintf("a flow must be a mapping of fields (name, repo, tasks, ...), got %s", JSONKindName(k))})
 		return nil, p.err()
 	}
-	root, err := r.value()
-	if err == nil {
-		err = r.end("more after the flow's mapping")
-	}
+	root, err := r.whole("more after the flow's mapping")
 	if err != nil {
 		p.record(jsonError(err))
 		return nil, p.err()
@@ -163,16 +160,20 @@ func (r *jsonReader) value() (*yaml.Node, error) {
 	}
 }
 
-// end checks that nothing but white space follows the value read; more
-// is refused with what.
-func (r *jsonReader) end(what string) error {
+// whole reads the next value, which must be the last: more than white
+// space after it is refused with more.
+func (r *jsonReader) whole(more string) (*yaml.Node, error) {
+	n, err := r.value()
+	if err != nil {
+		return nil, err
+	}
 	switch _, err := r.dec.ReadToken(); {
 	case err == nil:
-		return errors.New(what)
+		return nil, errors.New(more)
 	case !errors.Is(err, io.EOF):
-		return err
+		return nil, err
 	}
-	return nil
+	return n, nil
 }
 
 // jsonError turns what the reader refused into a problem.

@@ -184,11 +184,7 @@ func (d decoder) iterate(n *yaml.Node, field string, it *IterateSpec) {
 // a flow's, each problem named from field.
 func DecodePublishJSON(data []byte, field string) (*Publish, error) {
 	p := &problems{bad: map[string]bool{}}
-	r := newJSONReader(data)
-	n, err := r.value()
-	if err == nil {
-		err = r.end("more after the publish section")
-	}
+	n, err := newJSONReader(data).whole("more after the publish section")
 	if err != nil {
 		p.record(jsonError(err))
 		return nil, p.err()
