@@ -28,7 +28,7 @@ type Controller struct {
 	log   *slog.Logger
 	now   func() time.Time
 	// claims revokes attempts of cancelled tasks (set by Run).
-	claims *queue.Claims
+	claims queue.ClaimRevoker
 	// fleet is the worker registry as fleetLoop follows it: the live
 	// workers, for the placement decisions and submit's warnings.
 	fleet *fleet.View

@@ -22,7 +22,7 @@ import (
 // an attempt to stop, or a queued attempt to take back before it runs.
 type action struct {
 	event    *event.Event
-	job      *queue.Job
+	job      *jobSpec
 	stop     *projection.Attempt
 	withdraw *projection.Attempt
 	// unplace is a queued attempt no worker took for its placement
@@ -71,7 +71,7 @@ func (c *Controller) decide(ctx context.Context) (time.Duration, error) {
 		case a.event != nil:
 			b.Event(ctx, a.event)
 		case a.job != nil:
-			b.Job(ctx, a.job, func() { c.published.add(a.job.Attempt) })
+			b.Job(ctx, a.job.queueJob(), func() { c.published.add(a.job.Attempt) })
 		case a.stop != nil:
 			if err := c.stop(ctx, lt, a.stop, a.reason, folded); err != nil {
 				errs = append(errs, err)
@@ -559,7 +559,7 @@ func (dc *decider) finish(f *projection.Flow, tasks []*projection.Task) error {
 	case in.State == drovertype.IntegrationScheduled:
 		jobID := drovertype.IntegrationID(f.ID, in.N)
 		if !dc.published(jobID) {
-			dc.out = append(dc.out, action{job: &queue.Job{
+			dc.out = append(dc.out, action{job: &jobSpec{
 				Kind: drovertype.JobIntegrate, Attempt: jobID, Flow: f.ID, N: in.N, Pool: in.Pool, Runtime: in.Runtime,
 				Repo: f.Spec.Repo, Base: cmp.Or(in.Base, f.Spec.Base), Branch: in.Branch, Merge: in.Merge,
 			}})
@@ -611,9 +611,9 @@ func (dc *decider) schedule(f *projection.Flow, t *projection.Task, merge []even
 	})
 }
 
-func (c *Controller) job(f *projection.Flow, t *projection.Task, a *projection.Attempt) *queue.Job {
+func (c *Controller) job(f *projection.Flow, t *projection.Task, a *projection.Attempt) *jobSpec {
 	spec, _ := f.Spec.Task(t.ID)
-	j := &queue.Job{
+	j := &jobSpec{
 		Attempt: a.ID, Flow: f.ID, Task: t.ID, N: a.N, Pool: a.Pool, Runtime: a.Runtime, Model: a.Model, Args: a.Args,
 		Repo: f.Spec.Repo, Base: cmp.Or(t.Base, f.Spec.Base), Branch: a.Branch, Prompt: cmp.Or(a.Prompt, t.Prompt),
 		Timeout: a.Timeout, Merge: a.Merge,
@@ -628,7 +628,7 @@ func (c *Controller) job(f *projection.Flow, t *projection.Task, a *projection.A
 	if plan := t.Plan; plan != nil {
 		j.Scope = plan.Scope
 		if plan.Review && plan.Validator != nil {
-			j.Review = &queue.Review{Runtime: plan.Validator.Name, Model: plan.Validator.Model, Args: plan.Validator.Args}
+			j.Review = &reviewSpec{Runtime: plan.Validator.Name, Model: plan.Validator.Model, Args: plan.Validator.Args}
 			if spec != nil {
 				j.Review.Task = spec.Prompt
 			}

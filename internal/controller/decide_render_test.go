@@ -13,7 +13,6 @@ import (
 	"github.com/drover-dev/drover/internal/eventlog/projection"
 	"github.com/drover-dev/drover/internal/eventlog/projection/foldtest"
 	"github.com/drover-dev/drover/internal/flow"
-	"github.com/drover-dev/drover/internal/queue"
 )
 
 // How the decision scenarios (decide_scenario_test.go) print decisions and
@@ -244,7 +243,7 @@ func renderAction(st *projection.State, a action) string {
 // renderJob prints what a job carries. Its prompt should be the attempt's
 // composed one (prompt=composed), or the task's as written on a first
 // attempt (not printed); any other is printed whole.
-func renderJob(st *projection.State, j *queue.Job) string {
+func renderJob(st *projection.State, j *jobSpec) string {
 	var f fields
 	if j.Kind != drovertype.JobAttempt {
 		f.add("kind", j.Kind)

@@ -16,7 +16,10 @@
 // The same Spec travels from `controller submit` to the controller's API as
 // JSON: DecodeJSON reads that wire form as strictly as Parse reads a file
 // (the same fields, types, limits and validation, the same words), since
-// any client of the API may send it.
+// any client of the API may send it. Both go through one decoder, which
+// walks a node tree: the YAML parser's for a file, one built from the JSON
+// tokens for the wire form (json.go). Its field lists are written once;
+// what the two forms do differently is in the decoder's wire mode.
 //
 // Every problem it reports wraps ErrInvalid; Parse reports as many problems
 // as it can find at once, each with the file position of the offending node

@@ -221,3 +221,41 @@ func FuzzDecodeJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeJSONReadsJSON: the wire form is read as JSON, not as YAML,
+// though both go through one node tree: what JSON allows and YAML's parser
+// refuses is taken, what YAML allows and JSON does not is refused, and a
+// request too large to become a tree is refused before it is one.
+func TestDecodeJSONReadsJSON(t *testing.T) {
+	ok := `"name":"f","repo":"/srv/r.git","base":"main","runtime":"demo"`
+	opts := Options{KnownRuntime: func(n string) bool { return n == "demo" }}
+	spec, err := DecodeJSON([]byte(`{`+ok+`,"tasks":[{"id":"a","prompt":"\ud83d\ude00 \u0085"}]}`), opts)
+	if err != nil {
+		t.Fatalf("an escaped surrogate pair is refused: %v", err)
+	}
+	if got := spec.Tasks[0].Prompt; got != "😀 \u0085" {
+		t.Errorf("prompt %q", got)
+	}
+	cases := []struct{ name, in, want string }{
+		{"yaml flow style", `{name: f}`, `invalid JSON: invalid character 'a' in literal null (expecting 'u') after offset 2`},
+		{"single quotes", `{'name': 'f'}`, `invalid JSON: invalid character '\'' at start of value after offset 1`},
+		{"a comment", "{\"name\":\"f\" # x\n}", `invalid JSON: invalid character '#' after object value (expecting ',' or '}') after offset 12`},
+		{"null task", `{` + ok + `,"tasks":[null]}`, "tasks[0]: must be a mapping with id and prompt, got nothing (null)"},
+		{"boolean count", `{` + ok + `,"max_parallel":true,"tasks":[{"id":"a","prompt":"p"}]}`, "max_parallel: must be a whole number, got a boolean"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := DecodeJSON([]byte(tc.in), opts)
+			if err == nil || err.Error() != tc.want || !errors.Is(err, ErrInvalid) {
+				t.Errorf("got %v\nwant %s", err, tc.want)
+			}
+		})
+	}
+
+	r := newJSONReader([]byte(`{"args":[0,0]}`))
+	r.limit = 3
+	_, err = r.value()
+	if want := fmt.Sprintf("more than %d values; a flow file of %d bytes holds fewer", maxJSONValues, MaxFileSize); err == nil || jsonError(err).Msg != want {
+		t.Errorf("4 values with a limit of 3: %v", err)
+	}
+}

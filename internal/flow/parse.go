@@ -40,7 +40,7 @@ func Parse(filename string, data []byte, opts Options) (*Spec, error) {
 	}
 
 	s := &Spec{}
-	d := decoder{p}
+	d := decoder{p: p}
 	d.spec(root, s)
 	repoDir := filepath.Dir(filename)
 	if opts.RepoOverride != "" {
@@ -80,7 +80,7 @@ func Locate(filename string, data []byte, errs []*Error) error {
 	p := &problems{file: filename, pos: map[string]position{}, bad: map[string]bool{}}
 	if len(data) <= MaxFileSize && checkText(filename, data) == nil {
 		if root := decodeDocument(p, data); root != nil {
-			decoder{p}.spec(root, &Spec{})
+			decoder{p: p}.spec(root, &Spec{})
 		}
 	}
 	out := &problems{file: filename, pos: p.pos}
@@ -121,7 +121,6 @@ func decodeDocument(p *problems, data []byte) *yaml.Node {
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		root = root.Content[0]
 	}
-	p.pos[""] = position{root.Line, root.Column}
 	switch {
 	case root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null":
 		p.record(&Error{File: p.file, Line: root.Line, Column: root.Column, Msg: "file is empty: it holds no fields"})
@@ -131,6 +130,9 @@ func decodeDocument(p *problems, data []byte) *yaml.Node {
 			Msg: fmt.Sprintf("a flow must be a mapping of fields (name, repo, tasks, ...), got %s", describe(root))})
 		return nil
 	}
+	// Only a mapping's position: an empty document's null is placed past
+	// its end ("---" puts it on line 2 of 1).
+	p.pos[""] = position{root.Line, root.Column}
 	return root
 }
 
@@ -213,7 +215,17 @@ func syntaxError(file string, err error) *Error {
 
 // decoder fills a Spec from the node tree, reporting type problems with the
 // position of the node at fault and recording where each field was written.
-type decoder struct{ p *problems }
+// It reads both forms of a flow: a file's YAML, and the wire form's JSON
+// read into the same kind of tree (json.go).
+type decoder struct {
+	p *problems
+	// wire is set for the wire form, the Spec's JSON. It differs from a
+	// file in four ways: a string is wanted where a string is written (`id:
+	// 1` is refused, not read as "1"), a runtime is a name with its model
+	// and args as fields of their own and a validator always a mapping,
+	// verify always a list, and its nodes have no lines.
+	wire bool
+}
 
 var (
 	specFields = []string{"name", "repo", "base", "project", "runtime", "validator", "review", "retry",
@@ -225,7 +237,25 @@ var (
 	retryFields   = []string{"max_attempts", "initial_backoff", "coefficient", "max_backoff", "jitter",
 		"retry_on", "fallback", "rate_limit_wait"}
 	scopeFields = []string{"allow", "deny"}
+
+	specWireFields = wireFields(specFields)
+	taskWireFields = wireFields(taskFields)
 )
+
+// wireFields lists the fields of a spec or a task in the wire form, where
+// a runtime's model and args sit beside it, as they do in a Spec.
+func wireFields(fields []string) []string {
+	i := slices.Index(fields, "runtime") + 1
+	return slices.Concat(fields[:i], []string{"model", "args"}, fields[i:])
+}
+
+// known returns the fields of a spec or a task in the form d reads.
+func (d decoder) known(file, wire []string) []string {
+	if d.wire {
+		return wire
+	}
+	return file
+}
 
 // fieldHints complete the message about an unknown field that is known
 // elsewhere.
@@ -235,7 +265,7 @@ var fieldHints = map[string]string{
 }
 
 func (d decoder) spec(n *yaml.Node, s *Spec) {
-	d.fields(n, "", specFields, func(key, field string, v *yaml.Node) {
+	d.fields(n, "", d.known(specFields, specWireFields), func(key, field string, v *yaml.Node) {
 		switch key {
 		case "name":
 			s.Name, _ = d.str(v, field)
@@ -246,8 +276,11 @@ func (d decoder) spec(n *yaml.Node, s *Spec) {
 		case "project":
 			s.Project, _ = d.str(v, field)
 		case "runtime":
-			ref := d.runtimeRef(v, field)
-			s.Runtime, s.Model, s.Args = ref.Name, ref.Model, ref.Args
+			d.runtime(v, field, &s.Runtime, &s.Model, &s.Args)
+		case "model": // the wire form's
+			s.Model, _ = d.str(v, field)
+		case "args": // the wire form's
+			s.Args = d.strs(v, field, "a list of arguments", MaxArgs)
 		case "validator":
 			s.Validator = d.validator(v, field)
 		case "review":
@@ -280,15 +313,23 @@ func (d decoder) tasks(n *yaml.Node, field string) []Task {
 		return nil
 	}
 	if len(items) > MaxTasks {
-		d.fail(n, field, "%d tasks; the limit is %d", len(items), MaxTasks)
+		unit := "tasks"
+		if d.wire {
+			unit = "entries" // as every list of the wire form says it
+		}
+		d.fail(n, field, "%d %s; the limit is %d", len(items), unit, MaxTasks)
 		return nil
 	}
 	tasks := make([]Task, len(items))
 	for i, item := range items {
 		f := fmt.Sprintf("%s[%d]", field, i)
-		d.p.pos[f] = position{item.Line, item.Column}
+		d.mark(f, item)
 		if item.Kind != yaml.MappingNode {
-			d.fail(item, f, "a task must be a mapping with id and prompt, got %s", describe(item))
+			what := "a task must be"
+			if d.wire {
+				what = "must be"
+			}
+			d.fail(item, f, "%s a mapping with id and prompt, got %s", what, describe(item))
 			continue
 		}
 		d.task(item, f, &tasks[i])
@@ -297,17 +338,20 @@ func (d decoder) tasks(n *yaml.Node, field string) []Task {
 }
 
 func (d decoder) task(n *yaml.Node, path string, t *Task) {
-	d.fields(n, path, taskFields, func(key, field string, v *yaml.Node) {
+	d.fields(n, path, d.known(taskFields, taskWireFields), func(key, field string, v *yaml.Node) {
 		switch key {
 		case "id":
 			t.ID, _ = d.str(v, field)
 		case "prompt":
 			t.Prompt, _ = d.str(v, field)
 		case "depends_on":
-			t.DependsOn = d.ids(v, field)
+			t.DependsOn = d.strs(v, field, "a list of task ids, like [a, b]", MaxTasks)
 		case "runtime":
-			ref := d.runtimeRef(v, field)
-			t.Runtime, t.Model, t.Args = ref.Name, ref.Model, ref.Args
+			d.runtime(v, field, &t.Runtime, &t.Model, &t.Args)
+		case "model": // the wire form's
+			t.Model, _ = d.str(v, field)
+		case "args": // the wire form's
+			t.Args = d.strs(v, field, "a list of arguments", MaxArgs)
 		case "validator":
 			t.Validator = d.validator(v, field)
 		case "review":
@@ -330,6 +374,18 @@ func (d decoder) task(n *yaml.Node, path string, t *Task) {
 	})
 }
 
+// runtime decodes the runtime of a spec or a task into its name, model and
+// args: in a file, a runtimeRef; on the wire, a name (model and args are
+// fields of their own).
+func (d decoder) runtime(n *yaml.Node, field string, name, model *string, args *[]string) {
+	if d.wire {
+		*name, _ = d.str(n, field)
+		return
+	}
+	ref := d.runtimeRef(n, field)
+	*name, *model, *args = ref.Name, ref.Model, ref.Args
+}
+
 // runtimeRef decodes a runtime written as a name or as a mapping with name,
 // model and args; null reads as no runtime. For the mapping form it moves
 // field's position to the name, which the checks of the name point at.
@@ -344,8 +400,25 @@ func (d decoder) runtimeRef(n *yaml.Node, field string) RuntimeRef {
 		d.fail(n, field, "must be a runtime name or a mapping with name, model and args, got %s", describe(n))
 		return ref
 	}
-	var name *yaml.Node
-	nameOK := false
+	ref, name, nameOK := d.runtimeMapping(n, field)
+	switch {
+	case name == nil:
+		d.fail(n, field, "a runtime mapping needs a name (the runtime to run; model and args are optional)")
+	case !nameOK:
+		d.p.bad[field] = true // the name's problem is reported; a missing runtime would only repeat it
+	case ref.Name == "":
+		d.fail(name, field+".name", "required: the runtime to run")
+		d.p.bad[field] = true
+	default:
+		d.mark(field, name)
+	}
+	return ref
+}
+
+// runtimeMapping decodes the fields of a runtime written as a mapping,
+// returning with it the node of its name (nil without one) and whether
+// that was a string.
+func (d decoder) runtimeMapping(n *yaml.Node, field string) (ref RuntimeRef, name *yaml.Node, nameOK bool) {
 	d.fields(n, field, runtimeFields, func(key, f string, v *yaml.Node) {
 		switch key {
 		case "name":
@@ -357,23 +430,19 @@ func (d decoder) runtimeRef(n *yaml.Node, field string) RuntimeRef {
 			ref.Args = d.strs(v, f, "a list of arguments", MaxArgs)
 		}
 	})
-	switch {
-	case name == nil:
-		d.fail(n, field, "a runtime mapping needs a name (the runtime to run; model and args are optional)")
-	case !nameOK:
-		d.p.bad[field] = true // the name's problem is reported; a missing runtime would only repeat it
-	case ref.Name == "":
-		d.fail(name, field+".name", "required: the runtime to run")
-		d.p.bad[field] = true
-	default:
-		d.p.pos[field] = position{name.Line, name.Column}
-	}
-	return ref
+	return ref, name, nameOK
 }
 
 // validator decodes a validator runtime; null or an empty name reads as
-// unset.
+// unset. On the wire it is a mapping, null reading as unset.
 func (d decoder) validator(n *yaml.Node, field string) *RuntimeRef {
+	if d.wire {
+		if !d.mapping(n, field, "a mapping with name, model and args") {
+			return nil
+		}
+		ref, _, _ := d.runtimeMapping(n, field)
+		return &ref
+	}
 	ref := d.runtimeRef(n, field)
 	if d.p.bad[field] || ref.Name == "" && ref.Model == "" && ref.Args == nil {
 		return nil
@@ -474,13 +543,16 @@ func (d decoder) count(n *yaml.Node, field string) *int64 {
 			return nil
 		}
 	}
-	d.fail(n, field, "must be a whole number, got %s", describeValue(n))
+	d.fail(n, field, "must be a whole number, got %s", d.describeValue(n))
 	return nil
 }
 
 // verify decodes verification commands: a list of strings, or one string
 // for a single command. Null and [] read as nil.
 func (d decoder) verify(n *yaml.Node, field string) []string {
+	if d.wire {
+		return d.strs(n, field, "a list of shell commands", MaxVerify)
+	}
 	if n.Kind == yaml.ScalarNode && n.ShortTag() != "!!null" {
 		s, ok := d.str(n, field)
 		if !ok {
@@ -518,7 +590,7 @@ func (d decoder) strs(n *yaml.Node, field, want string, max int) []string {
 	out := make([]string, len(items))
 	for i, item := range items {
 		f := fmt.Sprintf("%s[%d]", field, i)
-		d.p.pos[f] = position{item.Line, item.Column}
+		d.mark(f, item)
 		out[i], _ = d.str(item, f)
 	}
 	return out
@@ -539,7 +611,7 @@ func (d decoder) boolean(n *yaml.Node, field string) *bool {
 			}
 		}
 	}
-	d.fail(n, field, "must be true or false, got %s", describeValue(n))
+	d.fail(n, field, "must be true or false, got %s", d.describeValue(n))
 	return nil
 }
 
@@ -560,7 +632,7 @@ func (d decoder) integer(n *yaml.Node, field string) *int {
 			return nil
 		}
 	}
-	d.fail(n, field, "must be a whole number, got %s", describeValue(n))
+	d.fail(n, field, "must be a whole number, got %s", d.describeValue(n))
 	return nil
 }
 
@@ -572,16 +644,27 @@ func (d decoder) float(n *yaml.Node, field string) *float64 {
 		case "!!null":
 			return nil
 		case "!!int", "!!float":
-			var v float64
-			if err := n.Decode(&v); err == nil {
+			if v, err := d.number(n); err == nil {
 				return &v
 			}
 			d.fail(n, field, "number %.40s is out of range", n.Value)
 			return nil
 		}
 	}
-	d.fail(n, field, "must be a number, got %s", describeValue(n))
+	d.fail(n, field, "must be a number, got %s", d.describeValue(n))
 	return nil
+}
+
+// number reads a number node as its form does: YAML's way in a file,
+// JSON's on the wire (where 99999999999999999999 is a number, not
+// beyond int64).
+func (d decoder) number(n *yaml.Node) (float64, error) {
+	if d.wire {
+		return strconv.ParseFloat(n.Value, 64)
+	}
+	var v float64
+	err := n.Decode(&v)
+	return v, err
 }
 
 // durationPtr decodes a duration; null and "" read as unset.
@@ -598,22 +681,6 @@ func (d decoder) durationPtr(n *yaml.Node, field string) *Duration {
 	return &v
 }
 
-// ids decodes a list of task ids. It returns nil rather than an empty
-// slice so a Spec equals itself after a JSON round trip.
-func (d decoder) ids(n *yaml.Node, field string) []string {
-	items, ok := d.list(n, field, "a list of task ids, like [a, b]")
-	if !ok || len(items) == 0 {
-		return nil
-	}
-	ids := make([]string, len(items))
-	for i, item := range items {
-		f := fmt.Sprintf("%s[%d]", field, i)
-		d.p.pos[f] = position{item.Line, item.Column}
-		ids[i], _ = d.str(item, f)
-	}
-	return ids
-}
-
 // fields walks the key/value pairs of mapping n at path, calling set for
 // each known key and reporting unknown, repeated and non-string keys.
 func (d decoder) fields(n *yaml.Node, path string, known []string, set func(key, field string, v *yaml.Node)) {
@@ -626,15 +693,23 @@ func (d decoder) fields(n *yaml.Node, path string, known []string, set func(key,
 		}
 		field := joinField(path, k.Value)
 		if !slices.Contains(known, k.Value) {
-			d.fail(k, field, "unknown field (known fields: %s)%s", strings.Join(known, ", "), fieldHints[k.Value])
+			hint := fieldHints[k.Value]
+			if d.wire {
+				hint = "" // the hints show a file's form
+			}
+			d.fail(k, field, "unknown field (known fields: %s)%s", strings.Join(known, ", "), hint)
 			continue
 		}
 		if line, dup := seen[k.Value]; dup {
-			d.fail(k, field, "field is set twice (first at line %d)", line)
+			where := ""
+			if line > 0 {
+				where = fmt.Sprintf(" (first at line %d)", line)
+			}
+			d.fail(k, field, "field is set twice%s", where)
 			continue
 		}
 		seen[k.Value] = k.Line
-		d.p.pos[field] = position{v.Line, v.Column}
+		d.mark(field, v)
 		set(k.Value, field, v)
 	}
 }
@@ -642,7 +717,7 @@ func (d decoder) fields(n *yaml.Node, path string, known []string, set func(key,
 // str decodes a scalar as a string; null reads as "". Numbers and booleans
 // are taken as written, so `id: 1` is the id "1".
 func (d decoder) str(n *yaml.Node, field string) (string, bool) {
-	if n.Kind != yaml.ScalarNode {
+	if n.Kind != yaml.ScalarNode || d.wire && n.Tag != "!!str" && n.Tag != "!!null" {
 		d.fail(n, field, "must be a string, got %s", describe(n))
 		return "", false
 	}
@@ -683,6 +758,13 @@ func (d decoder) list(n *yaml.Node, field, want string) ([]*yaml.Node, bool) {
 	}
 }
 
+// mark records where field was written, for problems found later.
+func (d decoder) mark(field string, n *yaml.Node) {
+	if d.p.pos != nil {
+		d.p.pos[field] = position{n.Line, n.Column}
+	}
+}
+
 // fail reports a problem at node n and marks field as bad, so validation
 // does not report its consequences again.
 func (d decoder) fail(n *yaml.Node, field, format string, args ...any) {
@@ -695,10 +777,11 @@ func (d decoder) fail(n *yaml.Node, field, format string, args ...any) {
 }
 
 // describeValue is describe, followed by a number's or string's value, for
-// fields that want a particular scalar: "got a string ("yes")".
-func describeValue(n *yaml.Node) string {
+// fields that want a particular scalar: "got a string ("yes")". (A file's
+// boolean too: YAML writes one in more ways than JSON.)
+func (d decoder) describeValue(n *yaml.Node) string {
 	desc := describe(n)
-	if n.Kind == yaml.ScalarNode && n.ShortTag() != "!!null" {
+	if n.Kind == yaml.ScalarNode && n.ShortTag() != "!!null" && !(d.wire && n.Tag == "!!bool") {
 		desc += fmt.Sprintf(" (%.40q)", n.Value)
 	}
 	return desc

@@ -1,7 +1,6 @@
 package flow
 
 import (
-	"bytes"
 	"fmt"
 	"regexp"
 	"slices"
@@ -10,7 +9,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/go-json-experiment/json/jsontext"
 	yaml "go.yaml.in/yaml/v3"
 )
 
@@ -181,84 +179,18 @@ func (d decoder) iterate(n *yaml.Node, field string, it *IterateSpec) {
 	})
 }
 
-// publish decodes a publish section off the wire; null reads as unset.
-func (d *jsonDecoder) publish(field string) *Publish {
-	pub := &Publish{}
-	if !d.object(field, "a mapping like {pull_request: {forge: NAME}, iterate: {max_rounds: 2}}", publishFields, true, func(key, f string) {
-		switch key {
-		case "pull_request":
-			pr := &PullRequestSpec{}
-			if d.pullRequest(f, pr) {
-				pub.PullRequest = pr
-			}
-		case "iterate":
-			it := &IterateSpec{}
-			if d.iterate(f, it) {
-				pub.Iterate = it
-			}
-		}
-	}) {
-		return nil
-	}
-	return pub
-}
-
-func (d *jsonDecoder) pullRequest(field string, pr *PullRequestSpec) bool {
-	return d.object(field, "a mapping like {forge: NAME, repo: OWNER/NAME}", pullRequestFields, true, func(key, f string) {
-		switch key {
-		case "forge":
-			pr.Forge = d.str(f)
-		case "repo":
-			pr.Repo = d.str(f)
-		case "base":
-			pr.Base = d.str(f)
-		case "title":
-			pr.Title = d.str(f)
-		case "draft":
-			pr.Draft = d.boolean(f)
-		case "on":
-			pr.On = d.str(f)
-		case "labels":
-			pr.Labels = d.strs(f, "a list of labels", maxNames)
-		case "reviewers":
-			pr.Reviewers = d.strs(f, "a list of user names", maxNames)
-		case "assignees":
-			pr.Assignees = d.strs(f, "a list of user names", maxNames)
-		}
-	})
-}
-
-func (d *jsonDecoder) iterate(field string, it *IterateSpec) bool {
-	return d.object(field, "a mapping like {on: [changes_requested, checks_failed], max_rounds: 2}", iterateFields, true, func(key, f string) {
-		switch key {
-		case "on":
-			it.On = d.strs(f, "a list like [changes_requested, checks_failed]", 2)
-		case "max_rounds":
-			if m := d.integer(f); m != nil {
-				it.MaxRounds = *m
-			}
-		case "poll_interval":
-			it.PollInterval = d.durationValue(f)
-		case "split":
-			it.Split = d.str(f)
-		case "checks":
-			it.Checks = d.strs(f, "a list of check names", maxChecks)
-		case "prompt":
-			it.Prompt = d.str(f)
-		}
-	})
-}
-
 // DecodePublishJSON decodes and checks a publish section on its own, as a
 // project's configuration holds it: the same fields, limits and words as
 // a flow's, each problem named from field.
 func DecodePublishJSON(data []byte, field string) (*Publish, error) {
 	p := &problems{bad: map[string]bool{}}
-	d := &jsonDecoder{p: p, dec: jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowDuplicateNames(true))}
-	pub := d.publish(field)
-	if d.broken == nil {
-		checkPublish(p, field, pub)
+	n, err := newJSONReader(data).whole("more after the publish section")
+	if err != nil {
+		p.record(jsonError(err))
+		return nil, p.err()
 	}
+	pub := decoder{p: p, wire: true}.publish(n, field)
+	checkPublish(p, field, pub)
 	if err := p.err(); err != nil {
 		return nil, err
 	}

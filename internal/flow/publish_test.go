@@ -93,3 +93,12 @@ func TestValidForgeRepo(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodePublishJSONWhole: a publish section is one JSON value; what
+// follows it is refused, not ignored.
+func TestDecodePublishJSONWhole(t *testing.T) {
+	_, err := DecodePublishJSON([]byte(`{"pull_request":{"forge":"corp"}} {"iterate":{}}`), "projects.app.publish")
+	if err == nil || err.Error() != "invalid JSON: more after the publish section" {
+		t.Errorf("trailing data: %v", err)
+	}
+}

@@ -96,7 +96,7 @@ func Decide(r Retry, primary string, primaryModel string, f Failure, now time.Ti
 	if neverRetried(f.Class) {
 		return Decision{Reason: where + " is never retried"}
 	}
-	if why := r.waitedOut(f, now); why != "" {
+	if why := waitedOut(r, f, now); why != "" {
 		return Decision{Reason: where + ": " + why}
 	}
 	if f.Attempts >= r.MaxAttempts {
@@ -128,7 +128,7 @@ func Decide(r Retry, primary string, primaryModel string, f Failure, now time.Ti
 		d.Runtime, d.Model = primary, primaryModel
 	}
 	var why string
-	d.Delay, why = r.delay(f, now, seed)
+	d.Delay, why = delay(r, f, now, seed)
 	if !Counts(f.Class) {
 		d.Reason = fmt.Sprintf("%s: retry after %s%s; it used no attempt (%d of %d used)", where, d.Delay, why, f.Attempts, r.MaxAttempts)
 		if f.Class == drovertype.ClassRateLimited {
@@ -161,7 +161,7 @@ func Counts(class drovertype.ErrorClass) bool {
 // waitedOut says why a rate-limited task has waited long enough, "" when
 // it may wait on: it has met limits for RateLimitWait, or its quota resets
 // later than that.
-func (r Retry) waitedOut(f Failure, now time.Time) string {
+func waitedOut(r Retry, f Failure, now time.Time) string {
 	if f.Class != drovertype.ClassRateLimited {
 		return ""
 	}
@@ -196,7 +196,7 @@ func runtimeChain(primary string, fallback []string) []string {
 
 // delay is the wait before a same-runtime retry, and a note on where it came
 // from for the reason.
-func (r Retry) delay(f Failure, now time.Time, seed string) (time.Duration, string) {
+func delay(r Retry, f Failure, now time.Time, seed string) (time.Duration, string) {
 	maxB := max(time.Duration(r.MaxBackoff), 0)
 	var d time.Duration
 	var why string
@@ -208,7 +208,7 @@ func (r Retry) delay(f Failure, now time.Time, seed string) (time.Duration, stri
 		d = ceilMS(f.RetryAfter)
 		why = fmt.Sprintf(" (the CLI asked to wait %s)", f.RetryAfter)
 	default:
-		return r.backoff(f.Attempts, seed), ""
+		return backoff(r, f.Attempts, seed), ""
 	}
 	if d > maxB {
 		d = maxB
@@ -220,7 +220,7 @@ func (r Retry) delay(f Failure, now time.Time, seed string) (time.Duration, stri
 // backoff is InitialBackoff·Coefficient^(k-1) for the k-th failure, capped
 // by MaxBackoff, times the jitter factor, clamped to [0, MaxBackoff] and
 // rounded to whole milliseconds.
-func (r Retry) backoff(k int, seed string) time.Duration {
+func backoff(r Retry, k int, seed string) time.Duration {
 	maxB := float64(max(time.Duration(r.MaxBackoff), 0))
 	k = max(k, 1)
 	b := float64(r.InitialBackoff) * math.Pow(r.Coefficient, float64(k-1))

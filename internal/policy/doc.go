@@ -47,5 +47,9 @@
 //
 // Package policy/feedback composes the prompt of a retry from the failed
 // attempt's report. It is a separate package because it reads reports
-// (package event), whose schema carries policy.Resolved.
+// (package event), which policy itself does not need to know.
+//
+// Resolved, Choice, Retry and Level are package plan's: their JSON form is
+// what flow_submitted events carry, and the event schema must not depend
+// on the package that decides. Policy names them as its own.
 package policy

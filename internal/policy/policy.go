@@ -6,6 +6,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/plan"
 )
 
 // neverRetried are the classes Decide never retries, even when a policy
@@ -17,45 +18,11 @@ func neverRetried(class drovertype.ErrorClass) bool {
 		class == drovertype.ClassBudgetExceeded
 }
 
-// Retry is a retry policy. Its JSON form is used inside events, so it is a
-// wire format.
-type Retry struct {
-	// MaxAttempts is the total number of attempts of a task, across
-	// runtimes: 3 means the first attempt and at most two more.
-	MaxAttempts int `json:"max_attempts"`
-	// InitialBackoff is the delay before the second attempt of a same-runtime
-	// retry; each further failure multiplies it by Coefficient, up to
-	// MaxBackoff.
-	InitialBackoff flow.Duration `json:"initial_backoff"`
-	Coefficient    float64       `json:"coefficient"`
-	// MaxBackoff caps every delay, including one the CLI asked for.
-	MaxBackoff flow.Duration `json:"max_backoff"`
-	// Jitter spreads a computed backoff by ± this fraction of it; it is
-	// clamped to [0, 1].
-	Jitter float64 `json:"jitter"`
-	// RetryOn lists the classes retried on the same runtime.
-	RetryOn []drovertype.ErrorClass `json:"retry_on"`
-	// Fallback lists runtimes tried, in order, after the task's own runtime
-	// is rate limited, refuses its credentials or finds no worker.
-	Fallback []string `json:"fallback,omitempty"`
-	// RateLimitWait bounds how long a task may go on meeting rate limits
-	// (its attempts limited or withdrawn by a cooldown one after the
-	// other, or waiting for one) before it fails RATE_LIMITED: attempts
-	// that meet a limit do not count against MaxAttempts. Zero means the
-	// default, 2h (plans recorded before it existed have none).
-	RateLimitWait flow.Duration `json:"rate_limit_wait,omitempty"`
-}
+// Retry is a retry policy (package plan's, which holds its wire form).
+type Retry = plan.Retry
 
 // DefaultRateLimitWait is RateLimitWait's default.
-const DefaultRateLimitWait = 2 * time.Hour
-
-// LimitWait is how long a task may wait out rate limits under r.
-func (r Retry) LimitWait() time.Duration {
-	if r.RateLimitWait <= 0 {
-		return DefaultRateLimitWait
-	}
-	return time.Duration(r.RateLimitWait)
-}
+const DefaultRateLimitWait = plan.DefaultRateLimitWait
 
 // DefaultRetry returns the built-in policy: three attempts, backoff from 10s
 // doubling up to 5m with ±20% jitter, retrying the transient classes, no
@@ -97,10 +64,10 @@ var retryFields = []string{
 	fieldJitter, fieldRetryOn, fieldFallback, fieldRateLimitWait,
 }
 
-// Overlay returns r with the fields s sets applied, and the JSON names of
+// overlay returns r with the fields s sets applied, and the JSON names of
 // those fields in declaration order. A nil pointer or an empty list is
 // unset; a nil s sets nothing. The result shares no slice with r or s.
-func (r Retry) Overlay(s *flow.RetrySpec) (Retry, []string) {
+func overlay(r Retry, s *flow.RetrySpec) (Retry, []string) {
 	out := r
 	out.RetryOn = slices.Clone(r.RetryOn)
 	out.Fallback = slices.Clone(r.Fallback)
@@ -144,13 +111,13 @@ func (r Retry) Overlay(s *flow.RetrySpec) (Retry, []string) {
 }
 
 // Level names a level of resolution.
-type Level string
+type Level = plan.Level
 
 // Levels of resolution, highest priority first.
 const (
-	LevelTask    Level = "task"
-	LevelFlow    Level = "flow"
-	LevelProject Level = "project"
-	LevelGlobal  Level = "global"
-	LevelBuiltin Level = "builtin"
+	LevelTask    = plan.LevelTask
+	LevelFlow    = plan.LevelFlow
+	LevelProject = plan.LevelProject
+	LevelGlobal  = plan.LevelGlobal
+	LevelBuiltin = plan.LevelBuiltin
 )

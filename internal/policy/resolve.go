@@ -2,9 +2,9 @@ package policy
 
 import (
 	"slices"
-	"time"
 
 	"github.com/drover-dev/drover/internal/flow"
+	"github.com/drover-dev/drover/internal/plan"
 )
 
 // Layer is what one level of resolution sets; zero values are unset.
@@ -26,50 +26,16 @@ type Layer struct {
 	PlacementTimeout flow.Duration
 }
 
-// Choice is a resolved runtime of one role.
-type Choice struct {
-	Name  string   `json:"name"`
-	Model string   `json:"model,omitempty"`
-	Args  []string `json:"args,omitempty"`
-	// From is the level that named the runtime; builtin when none did.
-	From Level `json:"from"`
-}
-
-// Resolved is the effective configuration of one task, with the level each
-// part came from. It travels inside events.
-type Resolved struct {
-	Worker Choice `json:"worker"`
-	// Validator is nil when no level names a validator runtime.
-	Validator *Choice `json:"validator,omitempty"`
-	Review    bool    `json:"review,omitempty"`
-	// Timeout is 0 and TimeoutFrom "" when no level sets a timeout.
-	Timeout     flow.Duration `json:"timeout,omitempty"`
-	TimeoutFrom Level         `json:"timeout_from,omitempty"`
-	Retry       Retry         `json:"retry"`
-	// RetryFrom maps every Retry JSON field name to the level that set it;
-	// unset fields map to builtin.
-	RetryFrom map[string]Level `json:"retry_from"`
-	// Scope is nil and ScopeFrom "" when no level sets a scope.
-	Scope     *flow.Scope `json:"scope,omitempty"`
-	ScopeFrom Level       `json:"scope_from,omitempty"`
-	// PlacementTimeout is how long an attempt may wait while no live
-	// worker serves its runtime in its pool before it ends NO_WORKER
-	// (Placement reads it: plans recorded before it existed have none).
-	PlacementTimeout     flow.Duration `json:"placement_timeout,omitempty"`
-	PlacementTimeoutFrom Level         `json:"placement_timeout_from,omitempty"`
-}
+// Choice is a resolved runtime of one role; Resolved is the effective
+// configuration of one task. Their wire form is package plan's: events
+// carry them, and the event schema must not import the package deciding.
+type (
+	Choice   = plan.Choice
+	Resolved = plan.Resolved
+)
 
 // DefaultPlacementTimeout is the built-in placement timeout.
-const DefaultPlacementTimeout = 10 * time.Minute
-
-// Placement is the plan's placement timeout, the built-in one when it has
-// none.
-func (r *Resolved) Placement() time.Duration {
-	if r == nil || r.PlacementTimeout <= 0 {
-		return DefaultPlacementTimeout
-	}
-	return time.Duration(r.PlacementTimeout)
-}
+const DefaultPlacementTimeout = plan.DefaultPlacementTimeout
 
 // Resolve applies layers given highest priority first (task, flow, project,
 // global), over the built-in defaults. Priority follows the argument order;
@@ -133,7 +99,7 @@ func Resolve(layers ...Layer) Resolved {
 	}
 	for i := len(layers) - 1; i >= 0; i-- {
 		var set []string
-		out.Retry, set = out.Retry.Overlay(layers[i].Retry)
+		out.Retry, set = overlay(out.Retry, layers[i].Retry)
 		for _, f := range set {
 			out.RetryFrom[f] = layers[i].Level
 		}

@@ -265,10 +265,10 @@ func TestResolvedJSON(t *testing.T) {
 
 func TestOverlay(t *testing.T) {
 	base := DefaultRetry()
-	if got, set := base.Overlay(nil); !reflect.DeepEqual(got, base) || set != nil {
+	if got, set := overlay(base, nil); !reflect.DeepEqual(got, base) || set != nil {
 		t.Errorf("Overlay(nil) = %+v, %v", got, set)
 	}
-	if got, set := base.Overlay(&flow.RetrySpec{RetryOn: []drovertype.ErrorClass{}, Fallback: []string{}}); !reflect.DeepEqual(got, base) || set != nil {
+	if got, set := overlay(base, &flow.RetrySpec{RetryOn: []drovertype.ErrorClass{}, Fallback: []string{}}); !reflect.DeepEqual(got, base) || set != nil {
 		t.Errorf("Overlay(empty lists) = %+v, %v", got, set)
 	}
 
@@ -282,7 +282,7 @@ func TestOverlay(t *testing.T) {
 		Fallback:       []string{"codex"},
 		RateLimitWait:  ptr(flow.Duration(time.Minute)),
 	}
-	got, set := base.Overlay(full)
+	got, set := overlay(base, full)
 	want := Retry{Coefficient: 1.5, MaxBackoff: flow.Duration(time.Minute), RetryOn: []drovertype.ErrorClass{drovertype.ClassCrashed}, Fallback: []string{"codex"},
 		RateLimitWait: flow.Duration(time.Minute)}
 	if !reflect.DeepEqual(got, want) {
@@ -292,7 +292,7 @@ func TestOverlay(t *testing.T) {
 		t.Errorf("set = %v, want %v", set, retryFields)
 	}
 
-	got, set = base.Overlay(&flow.RetrySpec{Jitter: ptr(0.5), Fallback: []string{"gemini"}})
+	got, set = overlay(base, &flow.RetrySpec{Jitter: ptr(0.5), Fallback: []string{"gemini"}})
 	if got.Jitter != 0.5 || !slices.Equal(got.Fallback, []string{"gemini"}) || got.MaxAttempts != 3 || !slices.Equal(got.RetryOn, base.RetryOn) {
 		t.Errorf("partial overlay = %+v", got)
 	}
@@ -301,12 +301,12 @@ func TestOverlay(t *testing.T) {
 	}
 	// No aliasing of either side.
 	full.RetryOn[0] = "X"
-	got, _ = base.Overlay(full)
+	got, _ = overlay(base, full)
 	got.RetryOn[0] = "Y"
 	if full.RetryOn[0] != "X" {
 		t.Error("Overlay's result aliases the spec")
 	}
-	got, _ = base.Overlay(nil)
+	got, _ = overlay(base, nil)
 	got.RetryOn[0] = "Y"
 	if base.RetryOn[0] == "Y" {
 		t.Error("Overlay's result aliases the receiver")

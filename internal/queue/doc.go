@@ -7,6 +7,11 @@
 // checks off the wire, the attempt consumers, the claim lease with its
 // fencing epoch, and dead letters.
 //
+// The worker and the controller hold it through small role interfaces
+// (roles.go), as jetstream's users hold jetstream's: a Claimer claims
+// attempts, a ClaimRevoker takes them back and follows the claims, a
+// CancelWatcher hands a worker the stop signals.
+//
 // It carries events as package event's envelopes without knowing what they
 // mean (that is package projection), and jobs without knowing how attempts
 // run (that is package worker). Connecting to NATS is package natsconn;

@@ -42,7 +42,8 @@ type Worker struct {
 	cfg      *config.Config
 	js       jetstream.JetStream
 	log      *slog.Logger
-	claims   *queue.Claims
+	claims   queue.Claimer
+	cancels  queue.CancelWatcher // the controller's stop signals
 	runner   Runner
 	own      *attempt.Runner // runner, unless WithRunner gave another
 	adapters map[string]adapter.Adapter
@@ -176,6 +177,7 @@ func (w *Worker) Start(ctx context.Context, nc *nats.Conn, wait *startup.Waiter)
 		return fmt.Errorf("worker: %w", err)
 	}
 	w.js = js
+	w.cancels = queue.NewCancels(nc)
 	if w.own != nil {
 		w.own.Artifacts = objstore.NewArtifacts(js)
 	}
@@ -236,17 +238,17 @@ func (w *Worker) startLoops(ctx context.Context, consumers map[string]jetstream.
 	// hears all of them and acts on those it holds. Anyone who may publish
 	// there can send anything: a signal that does not decode, or names
 	// another attempt than its subject's, is ignored and counted.
-	sub, err := w.js.Conn().Subscribe(queue.CancelSubjects, w.onCancelSignal)
+	unsubscribe, err := w.cancels.WatchCancels(w.onCancelSignal)
 	if err != nil {
 		stopClaiming(err)
 		endRuns(err)
-		return fmt.Errorf("worker: subscribe to cancel signals: %w", err)
+		return fmt.Errorf("worker: %w", err)
 	}
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
 		<-runCtx.Done()
-		_ = sub.Unsubscribe()
+		_ = unsubscribe()
 	}()
 	for name, ad := range w.adapters {
 		w.wg.Add(1)

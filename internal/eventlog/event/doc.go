@@ -4,8 +4,9 @@
 // wire and encodes one for it.
 //
 // Payloads carry a flow's Spec (package flow) and its resolved plans
-// (policy.Resolved), so their JSON forms are part of the wire format too.
+// (package plan), so their JSON forms are part of the wire format too.
 //
 // It must not know what events do to the state (package projection) nor
-// how they travel (package queue).
+// how they travel (package queue), nor depend on a package that decides
+// (policy, controller: internal/codecheck fails if it does).
 package event

@@ -11,7 +11,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/flow"
-	"github.com/drover-dev/drover/internal/policy"
+	"github.com/drover-dev/drover/internal/plan"
 )
 
 // Version is the envelope version this build writes and folds.
@@ -207,7 +207,7 @@ type FlowSubmittedData struct {
 	Spec flow.Spec `json:"spec"`
 	// Plan is each task's resolved runtimes and policy, by task id, so the
 	// flow keeps what it was accepted with whatever the config says later.
-	Plan map[string]policy.Resolved `json:"plan,omitempty"`
+	Plan map[string]plan.Resolved `json:"plan,omitempty"`
 	// MaxParallel is the flow's resolved concurrency limit (0: none).
 	MaxParallel int `json:"max_parallel,omitempty"`
 	// Parts, when above 0, says the flow's tasks and their plans are not
@@ -220,16 +220,16 @@ type FlowSubmittedData struct {
 	// Publish is how the flow is published when it ends, resolved (its
 	// own over its project's, the forge and repository inferred, defaults
 	// filled in); RoundPlan how a review round's tasks run. nil: neither.
-	Publish   *flow.Publish    `json:"publish,omitempty"`
-	RoundPlan *policy.Resolved `json:"round_plan,omitempty"`
+	Publish   *flow.Publish  `json:"publish,omitempty"`
+	RoundPlan *plan.Resolved `json:"round_plan,omitempty"`
 }
 
 // FlowTasksSubmittedData is one part of a large flow's tasks, in the order
 // of the flow file, with their plans.
 type FlowTasksSubmittedData struct {
-	Part  int                        `json:"part"`
-	Tasks []flow.Task                `json:"tasks"`
-	Plan  map[string]policy.Resolved `json:"plan,omitempty"`
+	Part  int                      `json:"part"`
+	Tasks []flow.Task              `json:"tasks"`
+	Plan  map[string]plan.Resolved `json:"plan,omitempty"`
 }
 
 // FlowCompletedData is the controller's decision that every task is terminal.

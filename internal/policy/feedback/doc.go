@@ -6,7 +6,7 @@
 // file and line comments, the checks that failed with their logs.
 //
 // It is a sub-package of policy because it reads reports (package event),
-// whose schema carries policy's resolved plans. Like policy it is pure and
+// which policy itself does not need to know. Like policy it is pure and
 // must not know the projection, NATS or how the prompt reaches the CLI.
 //
 // Everything the failed attempt produced is untrusted text. ComposePrompt
