@@ -223,6 +223,21 @@ func TestForgeFollow(t *testing.T) {
 			if n := len(w.recorded()); n != before {
 				t.Fatalf("reading again recorded %d more events", n-before)
 			}
+			// Merged on the forge: recorded once, then no longer followed.
+			w.fake.SetState(1, forge.Merged)
+			w.advance(time.Hour)
+			w.r.step(ctx)
+			if pr := w.pr(); pr.State != string(forge.Merged) {
+				t.Fatalf("after the merge the pull request is %q", pr.State)
+			}
+			before = len(w.recorded())
+			for range 3 {
+				w.advance(time.Hour)
+				w.r.step(ctx)
+			}
+			if n := len(w.recorded()); n != before {
+				t.Fatalf("a merged pull request is still followed: %d more events", n-before)
+			}
 		})
 	}
 }
