@@ -215,7 +215,8 @@ type ConsumerOptions struct {
 	// asks for heartbeats, hears none and fetches again 10 s later), so
 	// a pool of more workers than this leaves some idle. JetStream's own
 	// default is 512. Defaults to 10000. JetStream cannot change it on an
-	// existing consumer, which keeps its own (docs/operations.md).
+	// existing consumer: one made with JetStream's default keeps it
+	// (docs/operations.md).
 	MaxWaiting int
 }
 
@@ -237,10 +238,7 @@ func EnsureAttemptConsumer(ctx context.Context, js jetstream.JetStream, pool, ru
 	if o.MaxWaiting == 0 {
 		o.MaxWaiting = 10000
 	}
-	if c, err := js.Consumer(ctx, AttemptsStream, AttemptConsumerName(pool, runtime)); err == nil {
-		o.MaxWaiting = c.CachedInfo().Config.MaxWaiting
-	}
-	c, err := js.CreateOrUpdateConsumer(ctx, AttemptsStream, jetstream.ConsumerConfig{
+	cfg := jetstream.ConsumerConfig{
 		Durable:       AttemptConsumerName(pool, runtime),
 		FilterSubject: AttemptSubject(pool, runtime),
 		AckPolicy:     jetstream.AckExplicitPolicy,
@@ -250,7 +248,19 @@ func EnsureAttemptConsumer(ctx context.Context, js jetstream.JetStream, pool, ru
 		MaxWaiting:    o.MaxWaiting,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		Description:   "Drover workers of pool " + pool + " serving runtime " + runtime,
-	})
+	}
+	c, err := js.CreateOrUpdateConsumer(ctx, AttemptsStream, cfg)
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		// JetStream cannot change an existing consumer's max_waiting: one
+		// made before Drover set it has JetStream's default, which 0
+		// asks for. Not read first with the consumer's info, which the
+		// worker's NATS permissions need not grant (docs/security.md).
+		cfg.MaxWaiting = 0
+		if c2, err2 := js.CreateOrUpdateConsumer(ctx, AttemptsStream, cfg); err2 == nil {
+			c, err = c2, nil
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("queue: ensure consumer %s: %w", AttemptConsumerName(pool, runtime), err)
 	}
