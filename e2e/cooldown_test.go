@@ -214,7 +214,7 @@ func TestCooldownControllerRestart(t *testing.T) {
 	c := startController(t, env...)
 	c.startFleet(2, []string{"worker-1"}, env...)
 	repo := newRepo(t)
-	id := c.submit(limitedFlow("restart", repo, "opencode", 6, 12*time.Second, ""))
+	id := c.submit(limitedFlow("restart", repo, "opencode", 6, 20*time.Second, ""))
 	// The cooldown, once every attempt that was running when it began
 	// has met the limit too and pushed its end.
 	var before controller.CooldownStatus
@@ -235,21 +235,37 @@ func TestCooldownControllerRestart(t *testing.T) {
 	c.restartController(true)
 	c.ctrl.waitLog(time.Minute, "controller serving")
 	// Once the restarted controller has refolded what the killed one had
-	// not committed, it shows the same cooldown: it lives in the log.
+	// not committed, it shows the same cooldown: it lives in the log. On a
+	// machine so loaded that the restart outlasts the cooldown there is
+	// nothing left to show; what follows still checks that nothing ran on
+	// the runtime before its end.
 	var after controller.CooldownStatus
-	waitFor(t, 30*time.Second, "the restarted controller to show the cooldown", func() bool {
+	shown := false
+	deadline := time.Now().Add(30 * time.Second)
+	for !shown && time.Now().Before(before.Until) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after 30s waiting for the restarted controller to show the cooldown (%+v)", before)
+		}
 		for _, cd := range c.status(id).Cooldowns {
 			if cd.Key == before.Key {
 				after = cd
 			}
 		}
-		return after.Until.Equal(before.Until) && after.Limited == before.Limited
-	})
-	if after.Cause != before.Cause || !after.StartedAt.Equal(before.StartedAt) || after.State != controller.CooldownCooling {
-		t.Errorf("after the restart: %+v, before: %+v", after, before)
+		shown = after.Until.Equal(before.Until) && after.Limited == before.Limited
+		if !shown {
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
-	if text, _, _ := c.cli("status", id); !strings.Contains(text, "runtime:opencode") || !strings.Contains(text, "waits: ") {
-		t.Errorf("status does not show the cooldown and the waiting tasks:\n%s", text)
+	if shown {
+		if after.Cause != before.Cause || !after.StartedAt.Equal(before.StartedAt) || after.State != controller.CooldownCooling {
+			t.Errorf("after the restart: %+v, before: %+v", after, before)
+		}
+		if text, _, _ := c.cli("status", id); time.Now().Before(before.Until) &&
+			(!strings.Contains(text, "runtime:opencode") || !strings.Contains(text, "waits: ")) {
+			t.Errorf("status does not show the cooldown and the waiting tasks:\n%s", text)
+		}
+	} else {
+		t.Logf("the restart outlasted the cooldown (it ended %s): its status after the restart is not checked", before.Until)
 	}
 	st := c.waitFlow(id, 3*time.Minute, drovertype.FlowSucceeded)
 	// Nothing started on opencode while it cooled down, whichever
