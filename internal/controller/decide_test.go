@@ -132,6 +132,49 @@ func BenchmarkDecisions(b *testing.B) {
 	}
 }
 
+// BenchmarkDecisionsFinishing is BenchmarkDecisions late in the flow's
+// life: 9,990 of its 10,000 tasks have succeeded, 10 are queued. A round
+// costs what is open in the flow, not all it has run: the settled tasks
+// are not walked (projection.State.OpenTasks).
+func BenchmarkDecisionsFinishing(b *testing.B) {
+	w := newDecisionWorld(b)
+	w.submit("f", independent(10_000))
+	w.decide(true)
+	for i := range 10_000 {
+		id := drovertype.AttemptID("f", fmt.Sprintf("t%d", i), 1)
+		w.c.published.add(id)
+		if i >= 10 {
+			w.report(id, event.Report{Success: true, Branch: "b", Commit: strings.Repeat("c", 40)})
+		}
+	}
+	for b.Loop() {
+		if _, err := w.c.decisions(w.st); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecisionsSchedule is the round that schedules a new flow's
+// 10,000 tasks and the one after, that queues their jobs, without the
+// folds between: what the decisions cost per task a flow starts (a
+// task's spec was found by walking the flow's, the square of its size).
+func BenchmarkDecisionsSchedule(b *testing.B) {
+	spec := independent(10_000)
+	for b.Loop() {
+		b.StopTimer()
+		w := newDecisionWorld(b)
+		w.submit("f", spec)
+		b.StartTimer()
+		acts := w.decide(false)
+		b.StopTimer()
+		for _, a := range acts {
+			w.apply(a.event, nil)
+		}
+		b.StartTimer()
+		w.decide(false)
+	}
+}
+
 // BenchmarkDecisionsPlacement is BenchmarkDecisions with the registry
 // read: every queued attempt asks whether a live worker serves its
 // runtime, served by one (the common case) or by none, whose wait is

@@ -170,6 +170,11 @@ func (s *State) OpenTasks(f *Flow) (open []*Task, all int) {
 	if fi == nil {
 		return nil, 0
 	}
+	n := 0
+	for _, word := range fi.open {
+		n += bits.OnesCount64(word)
+	}
+	open = make([]*Task, 0, n)
 	for w, word := range fi.open {
 		for word != 0 {
 			b := bits.TrailingZeros64(word)
