@@ -115,13 +115,20 @@ func independent(n int) *flow.Spec {
 // reported. What it costs bounds how often the controller decides (see
 // decideLoop).
 func BenchmarkDecisions(b *testing.B) {
+	benchmarkRunningFlow(b, func(i int) bool { return i%10 == 0 })
+}
+
+// benchmarkRunningFlow times a round over a flow of 10,000 tasks whose
+// attempts are all queued and published, task i's reported a success
+// when done says so.
+func benchmarkRunningFlow(b *testing.B, done func(i int) bool) {
 	w := newDecisionWorld(b)
 	w.submit("f", independent(10_000))
 	w.decide(true)
 	for i := range 10_000 {
 		id := drovertype.AttemptID("f", fmt.Sprintf("t%d", i), 1)
 		w.c.published.add(id)
-		if i%10 == 0 {
+		if done(i) {
 			w.report(id, event.Report{Success: true, Branch: "b", Commit: strings.Repeat("c", 40)})
 		}
 	}
@@ -137,21 +144,7 @@ func BenchmarkDecisions(b *testing.B) {
 // costs what is open in the flow, not all it has run: the settled tasks
 // are not walked (projection.State.OpenTasks).
 func BenchmarkDecisionsFinishing(b *testing.B) {
-	w := newDecisionWorld(b)
-	w.submit("f", independent(10_000))
-	w.decide(true)
-	for i := range 10_000 {
-		id := drovertype.AttemptID("f", fmt.Sprintf("t%d", i), 1)
-		w.c.published.add(id)
-		if i >= 10 {
-			w.report(id, event.Report{Success: true, Branch: "b", Commit: strings.Repeat("c", 40)})
-		}
-	}
-	for b.Loop() {
-		if _, err := w.c.decisions(w.st); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchmarkRunningFlow(b, func(i int) bool { return i >= 10 })
 }
 
 // BenchmarkDecisionsSchedule is the round that schedules a new flow's
