@@ -166,10 +166,7 @@ func (s *State) OpenTasks(f *Flow) (open []*Task, all int) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	s.update()
-	fi := x.flows[f.ID]
-	if fi == nil {
-		return nil, 0
-	}
+	fi := s.indexed(f)
 	n := 0
 	for _, word := range fi.open {
 		n += bits.OnesCount64(word)
@@ -192,10 +189,20 @@ func (s *State) OrderedTasks(f *Flow) []*Task {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	s.update()
-	if fi := x.flows[f.ID]; fi != nil {
-		return fi.tasks
+	return s.indexed(f).tasks
+}
+
+// indexed is f's index, made now if the fold has not made it (a flow
+// the caller holds that the projection does not). Call with x.mu held.
+func (s *State) indexed(f *Flow) *flowIndex {
+	fi := s.index.flows[f.ID]
+	if fi == nil {
+		fi = s.indexFlow(f)
+		if s.Flows[f.ID] == f {
+			s.index.flows[f.ID] = fi
+		}
 	}
-	return nil
+	return fi
 }
 
 // TaskSpec is f.Spec.Task(id) from the index, without walking the spec.
