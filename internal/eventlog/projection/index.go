@@ -35,8 +35,9 @@ type taskIndex struct {
 	defs, tasks, attempts []string
 }
 
-// maxUnread bounds what the index keeps of the changes no one has read.
-const maxUnread = 1 << 16
+// maxUnread bounds what the index keeps of the changes no one has read
+// (a variable for the tests).
+var maxUnread = 1 << 16
 
 // flowIndex is the index of one flow's tasks.
 type flowIndex struct {
