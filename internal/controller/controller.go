@@ -382,7 +382,8 @@ const decideRest = 4
 // decideLoop derives decisions after every fold and on a timer, which also
 // re-derives everything after a restart.
 //
-// A decision walks every task of every running flow. With thousands of
+// A decision walks every open task of every running flow (an ended task
+// whose attempt has ended too is not walked). With thousands of open
 // tasks and events arriving without pause, walks would run back to back
 // and take a core, and the controller's work would grow with the square of
 // a flow's size. So after each walk the loop rests decideRest times as long

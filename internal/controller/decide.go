@@ -13,6 +13,7 @@ import (
 	"github.com/drover-dev/drover/internal/eventlog/projection"
 
 	"github.com/drover-dev/drover/internal/drovertype"
+	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/policy"
 	"github.com/drover-dev/drover/internal/policy/feedback"
 	"github.com/drover-dev/drover/internal/queue"
@@ -214,7 +215,8 @@ func (c *Controller) decisions(st *projection.State) ([]action, error) {
 	var flows []runningFlow
 	for _, f := range st.Flows {
 		if !f.State.Terminal() {
-			r := runningFlow{f: f, tasks: st.FlowTasks(f)}
+			r := runningFlow{f: f}
+			r.tasks, r.all = st.OpenTasks(f)
 			r.live = dc.liveAttempts(r.tasks)
 			dc.live += r.live
 			flows = append(flows, r)
@@ -289,11 +291,16 @@ func (j *publishedJobs) forgetUnseen() {
 	}
 }
 
-// runningFlow is a flow that has not ended, with its tasks in order and
-// how many of their attempts are live, read once per round.
+// runningFlow is a flow that has not ended, with its open tasks in order
+// and how many of their attempts are live, read once per round. A round
+// walks only the open tasks (projection.State.OpenTasks): a settled one
+// (ended, and its attempt too) calls for nothing, and a large flow's
+// tasks are mostly settled or open, not changing, so a round costs what
+// is open rather than all the flow has run.
 type runningFlow struct {
 	f     *projection.Flow
 	tasks []*projection.Task
+	all   int // the flow's tasks, open or settled
 	live  int
 }
 
@@ -350,7 +357,7 @@ func (dc *decider) flow(r runningFlow) error {
 			return err
 		}
 	}
-	return dc.finish(r.f, r.tasks)
+	return dc.finish(r)
 }
 
 func (dc *decider) task(f *projection.Flow, t *projection.Task, flowLive *int) error {
@@ -404,7 +411,7 @@ func (dc *decider) task(f *projection.Flow, t *projection.Task, flowLive *int) e
 				return err
 			}
 			if !dc.published(at.ID) {
-				dc.out = append(dc.out, action{job: dc.c.job(f, t, at)})
+				dc.out = append(dc.out, action{job: dc.c.job(f, t, at, dc.st.TaskSpec(f, t.ID))})
 			}
 		case at.State == drovertype.AttemptFailed && at.Error == nil:
 			info := event.ErrorInfo{Class: drovertype.ClassUnknown, Message: "attempt failed without an error"}
@@ -487,7 +494,7 @@ func (dc *decider) begin(f *projection.Flow, t *projection.Task, merge []event.D
 // next gets its prompt: there is nothing to tell the agent.
 func (dc *decider) retryPrompt(f *projection.Flow, t *projection.Task) string {
 	prompt := t.Prompt // a review round's task is not in the flow file
-	if spec, _ := f.Spec.Task(t.ID); spec != nil {
+	if spec := dc.st.TaskSpec(f, t.ID); spec != nil {
 		prompt = spec.Prompt
 	}
 	if prompt == "" {
@@ -510,11 +517,16 @@ func (dc *decider) retryPrompt(f *projection.Flow, t *projection.Task) string {
 // finish completes a flow whose tasks have all ended and whose attempts have
 // all stopped, after building its integration branch from the tasks that
 // succeeded.
-func (dc *decider) finish(f *projection.Flow, tasks []*projection.Task) error {
-	for _, t := range tasks {
+func (dc *decider) finish(r runningFlow) error {
+	f := r.f
+	for _, t := range r.tasks {
 		if !t.State.Terminal() || dc.liveAttempt(t) != nil {
 			return nil
 		}
+	}
+	tasks := r.tasks
+	if len(tasks) < r.all {
+		tasks = dc.st.OrderedTasks(f) // the settled ones too
 	}
 	allOK := true
 	var merge []event.DepResult
@@ -599,7 +611,7 @@ func (dc *decider) schedule(f *projection.Flow, t *projection.Task, merge []even
 		}
 	}
 	timeout := f.Spec.Timeout
-	if spec, _ := f.Spec.Task(t.ID); spec != nil && spec.Timeout > 0 {
+	if spec := dc.st.TaskSpec(f, t.ID); spec != nil && spec.Timeout > 0 {
 		timeout = spec.Timeout
 	}
 	if t.Plan != nil && t.Plan.Timeout > 0 {
@@ -611,8 +623,9 @@ func (dc *decider) schedule(f *projection.Flow, t *projection.Task, merge []even
 	})
 }
 
-func (c *Controller) job(f *projection.Flow, t *projection.Task, a *projection.Attempt) *jobSpec {
-	spec, _ := f.Spec.Task(t.ID)
+// job is the queued job of a task's attempt; spec is the task's in the
+// flow file, nil for a review round's.
+func (c *Controller) job(f *projection.Flow, t *projection.Task, a *projection.Attempt, spec *flow.Task) *jobSpec {
 	j := &jobSpec{
 		Attempt: a.ID, Flow: f.ID, Task: t.ID, N: a.N, Pool: a.Pool, Runtime: a.Runtime, Model: a.Model, Args: a.Args,
 		Repo: f.Spec.Repo, Base: cmp.Or(t.Base, f.Spec.Base), Branch: a.Branch, Prompt: cmp.Or(a.Prompt, t.Prompt),

@@ -115,13 +115,20 @@ func independent(n int) *flow.Spec {
 // reported. What it costs bounds how often the controller decides (see
 // decideLoop).
 func BenchmarkDecisions(b *testing.B) {
+	benchmarkRunningFlow(b, func(i int) bool { return i%10 == 0 })
+}
+
+// benchmarkRunningFlow times a round over a flow of 10,000 tasks whose
+// attempts are all queued and published, task i's reported a success
+// when done says so.
+func benchmarkRunningFlow(b *testing.B, done func(i int) bool) {
 	w := newDecisionWorld(b)
 	w.submit("f", independent(10_000))
 	w.decide(true)
 	for i := range 10_000 {
 		id := drovertype.AttemptID("f", fmt.Sprintf("t%d", i), 1)
 		w.c.published.add(id)
-		if i%10 == 0 {
+		if done(i) {
 			w.report(id, event.Report{Success: true, Branch: "b", Commit: strings.Repeat("c", 40)})
 		}
 	}
@@ -129,6 +136,35 @@ func BenchmarkDecisions(b *testing.B) {
 		if _, err := w.c.decisions(w.st); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkDecisionsFinishing is BenchmarkDecisions late in the flow's
+// life: 9,990 of its 10,000 tasks have succeeded, 10 are queued. A round
+// costs what is open in the flow, not all it has run: the settled tasks
+// are not walked (projection.State.OpenTasks).
+func BenchmarkDecisionsFinishing(b *testing.B) {
+	benchmarkRunningFlow(b, func(i int) bool { return i >= 10 })
+}
+
+// BenchmarkDecisionsSchedule is the round that schedules a new flow's
+// 10,000 tasks and the one after, that queues their jobs, without the
+// folds between: what the decisions cost per task a flow starts (a
+// task's spec was found by walking the flow's, the square of its size).
+func BenchmarkDecisionsSchedule(b *testing.B) {
+	spec := independent(10_000)
+	for b.Loop() {
+		b.StopTimer()
+		w := newDecisionWorld(b)
+		w.submit("f", spec)
+		b.StartTimer()
+		acts := w.decide(false)
+		b.StopTimer()
+		for _, a := range acts {
+			w.apply(a.event, nil)
+		}
+		b.StartTimer()
+		w.decide(false)
 	}
 }
 

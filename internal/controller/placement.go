@@ -33,10 +33,16 @@ import (
 // placing is one round's view of the pools' runtimes its queued attempts
 // need: what the registry says of each, found once per round (a round
 // asks for every queued attempt, and a large flow queues thousands: the
-// pair is a struct key, so asking allocates nothing).
+// pair is a struct key, so asking allocates nothing). The live workers
+// are read when the round first asks (live): a round with nothing queued
+// and no runtime waiting for a worker reads none, and a fleet of 1,000
+// workers, whose renewals each wake a round, had every round list and
+// sort them all (nine tenths of what deciding cost a finished flow's
+// controller).
 type placing struct {
-	ok    bool                  // the registry has been read: without it nothing is decided
-	regs  []*fleet.Registration // the live workers
+	read  func() ([]*fleet.Registration, bool) // nil once read
+	ok    bool                                 // the registry has been read: without it nothing is decided
+	regs  []*fleet.Registration                // the live workers
 	pairs map[pair]*paired
 }
 
@@ -51,11 +57,22 @@ type paired struct {
 }
 
 func newPlacing(c *Controller, now time.Time) *placing {
-	p := &placing{pairs: map[pair]*paired{}}
-	if c.fleet != nil && c.connected() {
-		p.regs, p.ok = c.fleet.Live(now)
+	return &placing{pairs: map[pair]*paired{}, read: func() ([]*fleet.Registration, bool) {
+		if c.fleet != nil && c.connected() {
+			return c.fleet.Live(now)
+		}
+		return nil, false
+	}}
+}
+
+// live reads the live workers, the first time a round asks, and reports
+// whether the registry has been read.
+func (p *placing) live() bool {
+	if p.read != nil {
+		p.regs, p.ok = p.read()
+		p.read = nil
 	}
-	return p
+	return p.ok
 }
 
 // connected reports whether the controller hears NATS now: a registry it
@@ -76,6 +93,7 @@ func (dc *decider) serving(a *projection.Attempt) (*paired, error) {
 	if p := dc.place.pairs[k]; p != nil {
 		return p, nil
 	}
+	dc.place.live()
 	p := &paired{now: fleet.Place(dc.place.regs, a.Pool, a.Runtime), rec: dc.st.Placements[event.PlacementKey(a.Pool, a.Runtime)]}
 	dc.place.pairs[k] = p
 	return p, dc.placementChanged(p.rec, p.now, a)
@@ -106,7 +124,7 @@ func (dc *decider) placementChanged(rec *projection.Placement, s fleet.Serving, 
 // starts with the fold of the finding: an attempt never fails for what
 // was not recorded.
 func (dc *decider) unplaced(t *projection.Task, a *projection.Attempt) (bool, error) {
-	if !dc.place.ok {
+	if !dc.place.live() {
 		return false, nil
 	}
 	p, err := dc.serving(a)
@@ -134,9 +152,6 @@ func (dc *decider) unplaced(t *projection.Task, a *projection.Attempt) (bool, er
 // the log says none does and no queued attempt asked this round: the
 // stretch without a worker has ended, whoever waits next.
 func (dc *decider) servedAgain() error {
-	if !dc.place.ok {
-		return nil
-	}
 	for _, key := range slices.Sorted(maps.Keys(dc.st.Placements)) {
 		rec := dc.st.Placements[key]
 		if _, asked := dc.place.pairs[pair{rec.Pool, rec.Runtime}]; asked || !rec.Unserved() {
@@ -145,6 +160,9 @@ func (dc *decider) servedAgain() error {
 		a := dc.st.Attempts[rec.Attempt]
 		if a == nil {
 			continue
+		}
+		if !dc.place.live() {
+			return nil
 		}
 		if s := fleet.Place(dc.place.regs, rec.Pool, rec.Runtime); s.Serving > 0 {
 			if err := dc.placementChanged(rec, s, a); err != nil {

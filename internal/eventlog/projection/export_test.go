@@ -1,6 +1,10 @@
 package projection
 
-import "github.com/drover-dev/drover/internal/eventlog/event"
+import (
+	"testing"
+
+	"github.com/drover-dev/drover/internal/eventlog/event"
+)
 
 // What the tests of package projection_test see of the fold's insides.
 
@@ -56,4 +60,12 @@ func HandledTypes() []event.Type {
 		out = append(out, t)
 	}
 	return out
+}
+
+// SetMaxUnread sets how many unread changes the task index keeps, until
+// the test ends.
+func SetMaxUnread(tb testing.TB, n int) {
+	old := maxUnread
+	maxUnread = n
+	tb.Cleanup(func() { maxUnread = old })
 }

@@ -48,7 +48,10 @@ type flowDefinition struct {
 // so the parts of a flow sort in order.
 func partKey(flowID string, part int) string { return fmt.Sprintf("%s/%06d", flowID, part) }
 
-func (s *State) mark(key string) { s.dirty[key] = struct{}{} }
+func (s *State) mark(key string) {
+	s.dirty[key] = struct{}{}
+	s.index.note(key)
+}
 
 func poisonKey(seq uint64) string { return fmt.Sprintf("%s%020d", keyPoison, seq) }
 
@@ -146,6 +149,7 @@ func (st *State) Records(fn func(key string, value []byte) error) error {
 
 // LoadRecord puts back a record that ChangedRecords or Records gave out.
 func (st *State) LoadRecord(k string, v []byte) error {
+	st.index.invalidate()
 	var err error
 	switch {
 	case strings.HasPrefix(k, keyFlow):

@@ -229,6 +229,8 @@ type State struct {
 	poisonSeqs []uint64
 	// plans are the last distinct plans tasks were given (sharedPlan).
 	plans []*policy.Resolved
+	// index is what the decisions read of each flow (index.go).
+	index *taskIndex
 }
 
 // seenID is an event id seen, and the sequence it was folded at.
@@ -272,6 +274,7 @@ func NewState() *State {
 		Cooldowns: map[string]*Cooldown{},
 
 		Placements: map[string]*Placement{},
+		index:      newTaskIndex(),
 	}
 }
 

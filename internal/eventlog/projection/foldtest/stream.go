@@ -256,8 +256,9 @@ func DiffRecords(before, after map[string]string) []string {
 }
 
 // CheckPersisted fails unless the store's records are exactly what its
-// in-memory state encodes to, with the applied sequence beside them. It only
-// holds when nothing is staged but uncommitted.
+// in-memory state encodes to, with the applied sequence beside them, and
+// the state's index agrees with it (CheckIndex). It only holds when
+// nothing is staged but uncommitted.
 func CheckPersisted(tb testing.TB, s *store.Store) {
 	tb.Helper()
 	snap, durable := s.Snapshot()
@@ -274,7 +275,10 @@ func CheckPersisted(tb testing.TB, s *store.Store) {
 		tb.Fatalf("%s is %q, want %d", store.AppliedKey, applied, durable)
 	}
 	var mem map[string]string
-	s.Read(func(st *projection.State) { mem = MemRecords(tb, st) })
+	s.Read(func(st *projection.State) {
+		mem = MemRecords(tb, st)
+		CheckIndex(tb, st)
+	})
 	if d := DiffRecords(disk, mem); len(d) > 0 {
 		var b strings.Builder
 		for _, line := range d {
