@@ -215,7 +215,7 @@ func (c *Controller) handleSubmit(ctx context.Context, r micro.Request) {
 	// The parts of a large flow first, each stored before the next; the
 	// flow_submitted that completes them last.
 	for _, ev := range evs[:len(evs)-1] {
-		if _, err := c.publish(ctx, ev); err != nil {
+		if _, err := c.publishPatiently(ctx, ev); err != nil {
 			c.writeFailed(r, err)
 			return
 		}
@@ -251,11 +251,37 @@ func Accept(cfg *config.Config, spec *flow.Spec) (event.FlowSubmittedData, error
 		Publish: res.Publish, RoundPlan: res.RoundPlan}, nil
 }
 
+// An operator's write waits longer for JetStream's acknowledgement than
+// a publish's default 5 s, and asks again when none came: a busy server
+// (a fleet's writes, each with an fsync) can take longer to store a large
+// flow's part, and the submission failed although the part may well have
+// been stored. Asking again is safe: the event's Nats-Msg-Id makes a
+// stored one answer as a duplicate, with its sequence.
+const (
+	writeAckWait  = 30 * time.Second
+	writeAttempts = 3
+)
+
+// publishPatiently publishes ev as publish does, each try waiting up to
+// writeAckWait for the acknowledgement, up to writeAttempts tries.
+func (c *Controller) publishPatiently(ctx context.Context, ev *event.Event) (uint64, error) {
+	for try := 1; ; try++ {
+		pctx, cancel := context.WithTimeout(ctx, writeAckWait)
+		seq, err := c.publish(pctx, ev)
+		cancel()
+		lost := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
+		if err == nil || !lost || try == writeAttempts || ctx.Err() != nil {
+			return seq, err
+		}
+		c.log.Warn("no acknowledgement of a write; asking again", "event", ev.ID, "try", try, "err", err)
+	}
+}
+
 // record publishes an event the API accepted, as the leader, and waits (up
 // to 10s) until it is folded, so that a read right after the answer sees
 // it. One folded as stale is errFenced: a newer election came first.
 func (c *Controller) record(ctx context.Context, ev *event.Event) error {
-	seq, err := c.publish(ctx, ev)
+	seq, err := c.publishPatiently(ctx, ev)
 	if err != nil {
 		return err
 	}
