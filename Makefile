@@ -23,7 +23,7 @@ chromium: ## Install Debian's chromium for the console's browser tests, if missi
 
 .PHONY: test
 test: chromium ## Run every test, unit and e2e, with the race detector (what CI runs)
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 .PHONY: test-race
 test-race: test ## Same as test: the race detector is always on
