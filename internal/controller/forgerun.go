@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/eventlog/projection"
 	"github.com/drover-dev/drover/internal/forge"
@@ -131,15 +132,45 @@ func (c *Controller) relayForgeWake(ctx context.Context, flows []string) error {
 
 // handleForgeWake wakes the forge runner for the flows a standby relayed.
 func (c *Controller) handleForgeWake(ctx context.Context, r micro.Request) {
+	body, err := c.requestBody(ctx, r, maxRequestSize)
+	if err == nil {
+		var req ForgeWakeRequest
+		if req, err = decodeForgeWake(body); err == nil {
+			for _, id := range req.Flows {
+				c.forges.wakeFlow(id)
+			}
+			_ = r.Respond([]byte("{}"))
+			return
+		}
+	}
+	c.refuse(r, "forge-wake", err)
+}
+
+// decodeForgeWake reads a forge wake: {"flows": [FLOW...]}, at least one
+// flow id and at most maxForgeWake.
+func decodeForgeWake(body []byte) (ForgeWakeRequest, error) {
+	const what = "forge-wake"
 	var req ForgeWakeRequest
-	if err := json.Unmarshal(r.Data(), &req); err != nil || len(req.Flows) > maxForgeWake {
-		_ = r.Error(CodeBadRequest, "a forge wake names at most 1000 flows, as JSON {\"flows\": [...]}", nil)
-		return
+	m, err := members(what, body, maxRequestSize, "flows")
+	if err != nil {
+		return req, err
+	}
+	raw, ok := m["flows"]
+	if !ok || raw.Kind() != '[' {
+		return req, badRequest("%s request: flows: must be a list of flow ids", what)
+	}
+	if err := json.Unmarshal(raw, &req.Flows); err != nil {
+		return req, badRequest("%s request: flows: must be a list of flow ids", what)
+	}
+	if len(req.Flows) == 0 || len(req.Flows) > maxForgeWake {
+		return req, badRequest("%s request: flows: %d ids; between 1 and %d", what, len(req.Flows), maxForgeWake)
 	}
 	for _, id := range req.Flows {
-		c.forges.wakeFlow(id)
+		if err := drovertype.ValidID(id); err != nil {
+			return req, badRequest("%s request: flows: %q: %v", what, id, err)
+		}
 	}
-	_ = r.Respond([]byte("{}"))
+	return req, nil
 }
 
 // newForges is a forge runner reading the projection with read and

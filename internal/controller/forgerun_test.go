@@ -447,3 +447,42 @@ func TestForgeWakeReachesTheLeader(t *testing.T) {
 		t.Fatalf("relay to the leader: %v", err)
 	}
 }
+
+// TestDecodeForgeWake: a relayed wake names between one and maxForgeWake
+// valid flow ids, and nothing else.
+func TestDecodeForgeWake(t *testing.T) {
+	for body, ok := range map[string]bool{
+		`{"flows":["f-1","g-2"]}`:           true,
+		`{"flows":[]}`:                      false,
+		`{}`:                                false,
+		`{"flows":"f-1"}`:                   false,
+		`{"flows":[1]}`:                     false,
+		`{"flows":["../x"]}`:                false,
+		`{"flows":["f-1"],"extra":1}`:       false,
+		`{"flows":["f-1"],"flows":["g-2"]}`: false,
+		`[`:                                 false,
+	} {
+		if _, err := decodeForgeWake([]byte(body)); (err == nil) != ok {
+			t.Errorf("%s: %v, want ok=%v", body, err, ok)
+		}
+	}
+}
+
+func FuzzDecodeForgeWake(f *testing.F) {
+	f.Add([]byte(`{"flows":["f-1"]}`))
+	f.Add([]byte(`{"flows":[""]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := decodeForgeWake(body)
+		if err != nil {
+			return
+		}
+		if len(req.Flows) == 0 || len(req.Flows) > maxForgeWake {
+			t.Fatalf("accepted %d flows", len(req.Flows))
+		}
+		for _, id := range req.Flows {
+			if drovertype.ValidID(id) != nil {
+				t.Fatalf("accepted flow id %q", id)
+			}
+		}
+	})
+}
