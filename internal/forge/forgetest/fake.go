@@ -266,6 +266,22 @@ func hmacHex(secret string, body []byte) string {
 }
 
 // segments splits an escaped path into its unescaped segments.
+// repoPath routes a request under prefix to the fake's repository, as
+// GitHub and Gitea name it (repos/OWNER/NAME/...): it answers the
+// repository itself (served), and returns the path's segments past it
+// (ok) or refuses another repository's.
+func (f *Fake) repoPath(w http.ResponseWriter, r *http.Request, prefix string) (rest []string, served, ok bool) {
+	seg := segments(strings.TrimPrefix(r.URL.EscapedPath(), prefix))
+	if len(seg) == 3 && seg[0] == "repos" && seg[1]+"/"+seg[2] == f.Repo && r.Method == http.MethodGet {
+		writeJSON(w, http.StatusOK, map[string]any{"full_name": f.Repo, "default_branch": f.Default})
+		return nil, true, false
+	}
+	if len(seg) < 4 || seg[0] != "repos" || seg[1]+"/"+seg[2] != f.Repo {
+		return nil, false, false
+	}
+	return seg[3:], false, true
+}
+
 func segments(p string) []string {
 	parts := strings.Split(strings.Trim(p, "/"), "/")
 	for i, s := range parts {

@@ -13,15 +13,11 @@ import (
 // from base and head, reviews and their comments, commit statuses, labels,
 // issue comments).
 func (f *Fake) gitea(w http.ResponseWriter, r *http.Request) bool {
-	seg := segments(strings.TrimPrefix(r.URL.EscapedPath(), "/api/v1"))
-	if len(seg) == 3 && seg[0] == "repos" && seg[1]+"/"+seg[2] == f.Repo && r.Method == http.MethodGet {
-		writeJSON(w, http.StatusOK, map[string]any{"full_name": f.Repo, "default_branch": f.Default})
-		return true
+	rest, served, ok := f.repoPath(w, r, "/api/v1")
+	if !ok {
+		return served
 	}
-	if len(seg) < 4 || seg[0] != "repos" || seg[1]+"/"+seg[2] != f.Repo {
-		return false
-	}
-	rest, m := seg[3:], r.Method
+	m := r.Method
 	switch {
 	case len(rest) == 1 && rest[0] == "labels":
 		out := []map[string]any{}

@@ -13,15 +13,11 @@ import (
 // reviews, check runs, commit statuses, issue comments, labels,
 // assignees), under /api/v3 as GitHub Enterprise serves them.
 func (f *Fake) github(w http.ResponseWriter, r *http.Request) bool {
-	seg := segments(strings.TrimPrefix(r.URL.EscapedPath(), "/api/v3"))
-	if len(seg) == 3 && seg[0] == "repos" && seg[1]+"/"+seg[2] == f.Repo && r.Method == http.MethodGet {
-		writeJSON(w, http.StatusOK, map[string]any{"full_name": f.Repo, "default_branch": f.Default})
-		return true
+	rest, served, ok := f.repoPath(w, r, "/api/v3")
+	if !ok {
+		return served
 	}
-	if len(seg) < 4 || seg[0] != "repos" || seg[1]+"/"+seg[2] != f.Repo {
-		return false
-	}
-	rest, m := seg[3:], r.Method
+	m := r.Method
 	switch {
 	case len(rest) == 1 && rest[0] == "pulls" && m == http.MethodGet:
 		f.ghListPulls(w, r)
