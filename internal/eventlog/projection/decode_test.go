@@ -148,29 +148,8 @@ func TestReportDecodedWithoutStdoutTail(t *testing.T) {
 		{"not an object", `["stdout_tail"]`, false, true},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			raw := []byte(head + c.data + "}")
-			checkDecodeForFold(t, raw)
-			if ok := projection.DecodeOnePass(raw); ok != c.onePass {
-				t.Errorf("decoded in one pass: %v, want %v", ok, c.onePass)
-			}
-			ev, payload, payloadErr, err := projection.DecodeForFold(foldtest.Subject(raw), raw).Parts()
-			if poison := err != nil || payloadErr != nil; poison != c.poison {
-				t.Fatalf("poison: %v (%v, %v), want %v", poison, err, payloadErr, c.poison)
-			}
-			if c.poison {
-				return
-			}
-			r := payload.(*event.Report)
-			var whole event.Report
-			if err := ev.Payload(&whole); err != nil {
-				t.Fatal(err)
-			}
-			whole.StdoutTail = ""
-			if !reflect.DeepEqual(*r, whole) {
-				t.Errorf("decoded %+v, want the whole report without its stdout tail: %+v", *r, whole)
-			}
-		})
+		checkDecodedWithout(t, c.name, head+c.data+"}", c.onePass, c.poison, "its stdout tail",
+			func(r *event.Report) { r.StdoutTail = "" })
 	}
 }
 
@@ -191,28 +170,36 @@ func TestDiffDecodedWithoutDiff(t *testing.T) {
 		{"bad stat", `{"diff":"x","stat":1}`, false, true},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			raw := []byte(head + c.data + "}")
-			checkDecodeForFold(t, raw)
-			if ok := projection.DecodeOnePass(raw); ok != c.onePass {
-				t.Errorf("decoded in one pass: %v, want %v", ok, c.onePass)
-			}
-			ev, payload, payloadErr, err := projection.DecodeForFold(foldtest.Subject(raw), raw).Parts()
-			if poison := err != nil || payloadErr != nil; poison != c.poison {
-				t.Fatalf("poison: %v (%v, %v), want %v", poison, err, payloadErr, c.poison)
-			}
-			if c.poison {
-				return
-			}
-			d := payload.(*event.DiffComputedData)
-			var whole event.DiffComputedData
-			if err := ev.Payload(&whole); err != nil {
-				t.Fatal(err)
-			}
-			whole.Diff = ""
-			if !reflect.DeepEqual(*d, whole) {
-				t.Errorf("decoded %+v, want the whole payload without its diff: %+v", *d, whole)
-			}
-		})
+		checkDecodedWithout(t, c.name, head+c.data+"}", c.onePass, c.poison, "its diff",
+			func(d *event.DiffComputedData) { d.Diff = "" })
 	}
+}
+
+// checkDecodedWithout checks the fold's decoding of raw, an event whose
+// payload is a T: in one pass or not as onePass says, poison or not as
+// poison says, and else equal to the whole payload decoded with what the
+// fold skips (without, cleared by clear) left out.
+func checkDecodedWithout[T any](t *testing.T, name, raw string, onePass, poison bool, without string, clear func(*T)) {
+	t.Run(name, func(t *testing.T) {
+		checkDecodeForFold(t, []byte(raw))
+		if ok := projection.DecodeOnePass([]byte(raw)); ok != onePass {
+			t.Errorf("decoded in one pass: %v, want %v", ok, onePass)
+		}
+		ev, payload, payloadErr, err := projection.DecodeForFold(foldtest.Subject([]byte(raw)), []byte(raw)).Parts()
+		if got := err != nil || payloadErr != nil; got != poison {
+			t.Fatalf("poison: %v (%v, %v), want %v", got, err, payloadErr, poison)
+		}
+		if poison {
+			return
+		}
+		got := payload.(*T)
+		var whole T
+		if err := ev.Payload(&whole); err != nil {
+			t.Fatal(err)
+		}
+		clear(&whole)
+		if !reflect.DeepEqual(*got, whole) {
+			t.Errorf("decoded %+v, want the whole payload without %s: %+v", *got, without, whole)
+		}
+	})
 }
