@@ -123,6 +123,11 @@ type Checkout struct {
 	removed    atomic.Bool
 	agentGit   bool   // .git is the agent's repository (agentgit.go)
 	agentHead  string // where the agent's branch was when Drover last made or read it
+
+	// A push to a local repository hides its result branches but these
+	// (pushrefs.go), when hideResults.
+	shownResults []string
+	hideResults  bool
 }
 
 // checkOut makes the checkout of a resolved repository at path, on branch

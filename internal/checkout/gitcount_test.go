@@ -22,6 +22,7 @@ func TestAttemptGitCommands(t *testing.T) {
 	c, rec := newRecordingCache(t)
 	w := prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/count/a/1"})
 	wantVerbs(t, rec, "first Prepare",
+		"version",                           // once per git, here for the clone's refspecs
 		"init", "remote", "fetch", "remote", // clone
 		"cat-file", "worktree add") // the base and the new branch, in one process
 
@@ -81,7 +82,7 @@ func TestAttemptGitCommands(t *testing.T) {
 	prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/count/m/1",
 		Merge: []repocache.Ref{{Branch: "drover/count/ma/1", Commit: a}, {Branch: "drover/count/mb/1", Commit: b}}})
 	wantVerbs(t, rec, "Prepare with merges", "fetch", "cat-file", "rev-parse", "rev-parse",
-		"rev-parse", "rev-parse", "worktree add", "version", "merge-tree", "commit-tree", "merge-tree", "commit-tree", "reset")
+		"rev-parse", "rev-parse", "worktree add", "merge-tree", "commit-tree", "merge-tree", "commit-tree", "reset")
 
 	// From three results on, three processes merge them all (batchMerges).
 	gitT(t, o.Seed, "branch", "drover/count/mc/1", mainBranch)

@@ -72,6 +72,7 @@ func newTestCacheIn(t testing.TB, dir string) *Checkouts {
 type testOptions struct {
 	Dir                     string // defaults to a temp dir
 	Git                     string
+	Env                     []string // git.Options.Env
 	AuthorName, AuthorEmail string
 	MaxDiffBytes            int64
 	IdleWorktrees           int
@@ -89,7 +90,7 @@ func newTestCacheWith(t testing.TB, opts testOptions) *Checkouts {
 	if opts.Logger == nil {
 		opts.Logger = testLogger(t)
 	}
-	g, err := git.New(git.Options{Git: opts.Git, AuthorName: opts.AuthorName, AuthorEmail: opts.AuthorEmail, Logger: opts.Logger})
+	g, err := git.New(git.Options{Git: opts.Git, Env: opts.Env, AuthorName: opts.AuthorName, AuthorEmail: opts.AuthorEmail, Logger: opts.Logger})
 	if err != nil {
 		t.Fatalf("git.New: %v", err)
 	}

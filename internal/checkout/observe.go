@@ -433,8 +433,11 @@ func (w *Checkout) Push(ctx context.Context) (string, error) {
 	// cache's refs, so a worker's fetches grew slower with its age (0.2 s
 	// at 3,000 refs against 0.01 s without). A dependent task fetches the
 	// results it merges anyway.
-	if _, err := cs.git.Run(ctx, git.In(cs.cache.Dir(), "--git-dir="+r.Dir(), "push", "--quiet", "--no-verify",
-		"--no-recurse-submodules", r.URL(), ref+":"+ref)); err != nil {
+	// To a local repository the push shows only the result branches it
+	// needs (pushrefs.go).
+	args := append([]string{"--git-dir=" + r.Dir(), "push", "--quiet", "--no-verify", "--no-recurse-submodules"},
+		w.receivePackArgs()...)
+	if _, err := cs.git.Run(ctx, git.In(cs.cache.Dir(), append(args, r.URL(), ref+":"+ref)...)); err != nil {
 		return "", fmt.Errorf("checkout: push %s to %s: %w", w.Branch, r.URL(), err)
 	}
 	cs.log.InfoContext(ctx, "pushed attempt branch", "url", r.URL(), "branch", w.Branch, "sha", sha)

@@ -30,6 +30,7 @@ func (cs *Checkouts) Prepare(ctx context.Context, opts PrepareOptions) (*Checkou
 	if err != nil {
 		return nil, err
 	}
+	w.shownResults, w.hideResults = shownResults(opts.Branch, opts.Base, opts.Merge)
 	if err := w.finish(ctx, opts, res.Merge); err != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()

@@ -94,6 +94,9 @@ func New(opts Options) (*Git, error) {
 	return g, nil
 }
 
+// Binary is the git binary every command runs.
+func (g *Git) Binary() string { return g.bin }
+
 // Identity is the name and email of the commits git makes for Drover.
 func (g *Git) Identity() (name, email string) { return g.authorName, g.authorEmail }
 

@@ -23,6 +23,26 @@ var fetchRefspecs = []string{
 	"+refs/tags/*:refs/tags/*",
 }
 
+// resultBranches is where the attempts' result branches are on the remote
+// (drovertype.AttemptBranch names them drover/<flow>/...).
+const resultBranches = "refs/heads/drover/"
+
+// cloneRefspecs is what a clone fetches: every branch and tag but the
+// result branches, which a remote that served flows holds by the
+// thousand, one per attempt. A clone fetched them all, with their
+// objects, and kept a ref for each, which every later fetch's
+// connectivity check walked until the sweep deleted them: at 10,000
+// results the first Prepare of a new worker took a minute and the next
+// ones seconds each (BenchmarkRefsOnRemote). A Prepare fetches the
+// results it merges by name. Git before 2.29 has no negative refspecs:
+// there a clone fetches everything, as before.
+func (c *Cache) cloneRefspecs(ctx context.Context) ([]string, refspecs) {
+	if !c.git.AtLeast(ctx, 2, 29) {
+		return fetchRefspecs, everything
+	}
+	return append(slices.Clone(fetchRefspecs), "^"+resultBranches+"*"), refspecs{allButResults: true, headOfRemote: true}
+}
+
 // sync makes sure the bare clone exists and is at least as up to date as
 // the remote was at asked: a fetch that started since then, for anyone,
 // is as fresh as one started now, so concurrent callers share it.
@@ -46,22 +66,27 @@ func (c *Cache) sync(ctx context.Context, r *Repo, asked time.Time, want refspec
 		_, err := os.Stat(r.dir)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			fetched, err := c.clone(ctx, r)
+			specs, fetchedSpecs := c.cloneRefspecs(ctx)
+			fetched, err := c.clone(ctx, r, specs)
 			if err != nil {
 				return err
 			}
 			r.ready = true
-			if fetched {
-				r.fetchedAt, r.fetched = start, everything
+			if !fetched {
+				break // another process's clone: fetched what, and when, is unknown
 			}
-			return nil // freshly fetched
+			r.fetchedAt, r.fetched = start, fetchedSpecs
+			if fetchedSpecs.covers(want) {
+				return nil // freshly fetched
+			}
 		case err != nil:
 			return fmt.Errorf("repocache: stat cache %s: %w", r.dir, err)
+		default:
+			if err := c.verifyOrigin(ctx, r); err != nil {
+				return err
+			}
+			r.ready = true
 		}
-		if err := c.verifyOrigin(ctx, r); err != nil {
-			return err
-		}
-		r.ready = true
 	}
 	if want.all {
 		want = everything // the remote's default branch is not known yet
@@ -123,7 +148,7 @@ func (c *Cache) verifyOrigin(ctx context.Context, r *Repo) error {
 // It is init + fetch rather than `git clone --bare`: clone --bare copies the
 // remote's branches into refs/heads/*, where they would collide with attempt
 // branches of the same name; we want them in refs/remotes/origin/* only.
-func (c *Cache) clone(ctx context.Context, r *Repo) (fetched bool, err error) {
+func (c *Cache) clone(ctx context.Context, r *Repo, specs []string) (fetched bool, err error) {
 	c.log.InfoContext(ctx, "cloning repository into cache", "url", r.url, "dir", r.dir)
 	tmp, err := os.MkdirTemp(c.dir, cloneTempPrefix+filepath.Base(r.dir)+"-")
 	if err != nil {
@@ -143,7 +168,7 @@ func (c *Cache) clone(ctx context.Context, r *Repo) (fetched bool, err error) {
 	if _, err := c.git.Run(ctx, git.In(c.dir, gd, "remote", "add", "origin", r.url)); err != nil {
 		return false, err
 	}
-	if err := c.fetchRefspecs(ctx, r, tmp, fetchRefspecs); err != nil {
+	if err := c.fetchRefspecs(ctx, r, tmp, specs); err != nil {
 		return false, err
 	}
 	// Record the remote's default branch once, for Base "HEAD". An empty

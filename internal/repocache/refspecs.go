@@ -22,9 +22,10 @@ const maxMergeRefspecs = 64
 
 // refspecs is what one fetch asks for.
 type refspecs struct {
-	all          bool     // every branch and tag (fetchRefspecs)
-	headOfRemote bool     // the remote's default branch, known from origin/HEAD
-	specs        []string // sorted
+	all           bool     // every branch and tag (fetchRefspecs)
+	allButResults bool     // every branch but the results, every tag (a clone's, cloneRefspecs)
+	headOfRemote  bool     // the remote's default branch, known from origin/HEAD
+	specs         []string // sorted
 }
 
 // everything is a fetch of fetchRefspecs.
@@ -74,6 +75,10 @@ func branchRefspec(name string) string {
 	return "+refs/heads/" + name + "*:refs/remotes/origin/" + name + "*"
 }
 
+// isResultSpec reports whether a refspec of branchRefspec's fetches result
+// branches.
+func isResultSpec(s string) bool { return strings.HasPrefix(s, "+"+resultBranches) }
+
 func tagRefspec(name string) string { return "+refs/tags/" + name + "*:refs/tags/" + name + "*" }
 
 // list is the refspecs to pass to git fetch.
@@ -89,6 +94,8 @@ func (w refspecs) covers(want refspecs) bool {
 	switch {
 	case w.all:
 		return true
+	case w.allButResults:
+		return !want.all && !slices.ContainsFunc(want.specs, isResultSpec)
 	case want.all, want.headOfRemote && !w.headOfRemote:
 		return false
 	}
