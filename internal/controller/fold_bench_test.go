@@ -181,22 +181,7 @@ func foldOnce(b *testing.B, cfg *config.Config, js jetstream.JetStream, last uin
 		b.Fatal(err)
 	}
 	defer store.Close()
-	c := New(cfg, js, store, slog.New(slog.DiscardHandler))
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	began := time.Now()
-	go func() { errc <- c.foldLoop(ctx) }()
-	wctx, wcancel := context.WithTimeout(ctx, 10*time.Minute)
-	err = c.waitApplied(wctx, last)
-	took := time.Since(began)
-	wcancel()
-	cancel()
-	if ferr := <-errc; ferr != nil {
-		b.Fatal(ferr)
-	}
-	if err != nil {
-		b.Fatalf("fold: %v (applied %d of %d)", err, store.Applied(), last)
-	}
+	took := foldStore(b, cfg, js, store, last)
 	var flows, poison int
 	store.Read(func(st *projection.State) {
 		for _, f := range st.Flows {
@@ -208,6 +193,28 @@ func foldOnce(b *testing.B, cfg *config.Config, js jetstream.JetStream, last uin
 	})
 	if poison > 0 || flows == 0 {
 		b.Fatalf("fold: %d flows succeeded, %d poison events: the generated log is not what Drover writes", flows, poison)
+	}
+	return took
+}
+
+// foldStore runs a controller's fold loop on store until it has applied
+// last, and returns how long that took from the loop's start.
+func foldStore(b *testing.B, cfg *config.Config, js jetstream.JetStream, store *store.Store, last uint64) time.Duration {
+	c := New(cfg, js, store, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	began := time.Now()
+	go func() { errc <- c.foldLoop(ctx) }()
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Minute)
+	err := c.waitApplied(wctx, last)
+	took := time.Since(began)
+	wcancel()
+	cancel()
+	if ferr := <-errc; ferr != nil {
+		b.Fatal(ferr)
+	}
+	if err != nil {
+		b.Fatalf("fold: %v (applied %d of %d)", err, store.Applied(), last)
 	}
 	return took
 }
@@ -268,23 +275,29 @@ func prefillEvents(b *testing.B, js jetstream.JetStream, cfg *config.Config, n i
 	for f := 0; g.count < n; f++ {
 		g.flow(fmt.Sprintf("bench%d-abcdef", f), 200)
 	}
+	return g.published(), g.bytes
+}
+
+// published waits until every event g published is acknowledged, and
+// returns the stream's last sequence.
+func (g *eventGen) published() uint64 {
 	select {
-	case <-js.PublishAsyncComplete():
-	case <-time.After(5 * time.Minute):
-		b.Fatal("pre-fill: publishes not acknowledged")
+	case <-g.js.PublishAsyncComplete():
+	case <-time.After(10 * time.Minute):
+		g.b.Fatal("pre-fill: publishes not acknowledged")
 	}
-	s, err := js.Stream(context.Background(), queue.EventsStream)
+	s, err := g.js.Stream(context.Background(), queue.EventsStream)
 	if err != nil {
-		b.Fatal(err)
+		g.b.Fatal(err)
 	}
 	info, err := s.Info(context.Background())
 	if err != nil {
-		b.Fatal(err)
+		g.b.Fatal(err)
 	}
 	if info.State.Msgs != uint64(g.count) {
-		b.Fatalf("pre-fill: %d messages on the stream, published %d", info.State.Msgs, g.count)
+		g.b.Fatalf("pre-fill: %d messages on the stream, published %d", info.State.Msgs, g.count)
 	}
-	return info.State.LastSeq, g.bytes
+	return info.State.LastSeq
 }
 
 // eventGen writes the events Drover writes for a flow of independent tasks
@@ -307,6 +320,11 @@ func (g *eventGen) emit(id string, typ event.Type, flowID, task, attempt string,
 	if err != nil {
 		g.b.Fatal(err)
 	}
+	g.emitEvent(ev)
+}
+
+// emitEvent publishes ev, or keeps it.
+func (g *eventGen) emitEvent(ev *event.Event) {
 	raw, err := ev.Encode()
 	if err != nil {
 		g.b.Fatal(err)
@@ -316,13 +334,13 @@ func (g *eventGen) emit(id string, typ event.Type, flowID, task, attempt string,
 	g.count++
 	g.bytes += int64(len(raw))
 	if g.kept != nil {
-		*g.kept = append(*g.kept, keptEvent{queue.EventSubject(flowID, string(typ)), raw})
+		*g.kept = append(*g.kept, keptEvent{queue.EventSubject(ev.Flow, string(ev.Type)), raw})
 		return
 	}
 	for g.js.PublishAsyncPending() > 1024 {
 		time.Sleep(time.Millisecond)
 	}
-	if _, err := g.js.PublishAsync(queue.EventSubject(flowID, string(typ)), raw, jetstream.WithMsgID(id)); err != nil {
+	if _, err := g.js.PublishAsync(queue.EventSubject(ev.Flow, string(ev.Type)), raw, jetstream.WithMsgID(ev.ID)); err != nil {
 		g.b.Fatal(err)
 	}
 }
