@@ -48,9 +48,9 @@ var foldRuns int
 //   - fold: the controller's fold loop (foldLoop: an ordered consumer from
 //     the store's next sequence read and decoded by a goroutine of its own,
 //     StageDecoded into the in-memory projection, Commit to Pebble every
-//     4,096 events and when caught up, the fold's metrics and trace hooks
-//     as configured: off) from an empty store until it has
-//     applied the last sequence. The decision loop does not run: it acts on
+//     8,192 changed records (at most 65,536 events) and when caught up,
+//     the fold's metrics and trace hooks as configured: off) from an empty
+//     store until it has applied the last sequence. The decision loop does not run: it acts on
 //     the state, it does not read the stream.
 //   - raw_ack: a pull consumer with explicit acks, the same 1,024-message
 //     pull batches, acking each message and doing nothing else.
@@ -353,8 +353,8 @@ type keptEvent struct {
 
 // BenchmarkFoldCPU is the fold's own work per event, without NATS: the
 // messages of BenchmarkFold's stream, each decoded (DecodeForFold) and
-// staged in a store on disk, committed every 4,096 as the fold loop does
-// while it catches up, on one goroutine. One op is one event. What the
+// staged in a store on disk, committed as the fold loop commits while it
+// catches up (foldRecords, foldEvents), on one goroutine. One op is one event. What the
 // fold loop adds is reading the stream; what BenchmarkFold adds is that
 // and a busy machine's share of two cores.
 func BenchmarkFoldCPU(b *testing.B) {
@@ -369,7 +369,7 @@ func BenchmarkFoldCPU(b *testing.B) {
 		g.flow(fmt.Sprintf("bench%d-abcdef", f), 200)
 	}
 	var st *store.Store
-	seq := uint64(0)
+	seq, staged := uint64(0), 0
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
@@ -381,7 +381,7 @@ func BenchmarkFoldCPU(b *testing.B) {
 			if st, err = store.Open(b.TempDir(), store.Options{}); err != nil {
 				b.Fatal(err)
 			}
-			seq = 0
+			seq, staged = 0, 0
 			b.StartTimer()
 		}
 		m := kept[i%len(kept)]
@@ -389,10 +389,11 @@ func BenchmarkFoldCPU(b *testing.B) {
 		if _, ok := st.StageDecoded(seq, projection.DecodeForFold(m.subject, m.raw)); !ok {
 			b.Fatalf("seq %d not staged", seq)
 		}
-		if seq%foldBatch == 0 {
+		if staged++; staged >= foldEvents || staged%foldCheck == 0 && st.Changed() >= foldRecords {
 			if err := st.Commit(); err != nil {
 				b.Fatal(err)
 			}
+			staged = 0
 		}
 	}
 	b.StopTimer()

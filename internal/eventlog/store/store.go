@@ -127,6 +127,14 @@ func (s *Store) StageDecoded(seq uint64, d projection.Decoded) (ev *event.Event,
 	return ev, true
 }
 
+// Changed returns how many records the next Commit writes, besides one
+// for each event id folded.
+func (s *Store) Changed() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.st.ChangedCount()
+}
+
 // Poison returns the poison recorded at seq, if the message there was.
 func (s *Store) Poison(seq uint64) *projection.Poison {
 	s.mu.Lock()
@@ -234,6 +242,20 @@ func Dump(r Reader) (string, error) {
 		fmt.Fprintf(&b, "%s = %s\n", it.Key(), it.Value())
 	}
 	return b.String(), it.Error()
+}
+
+// Count returns how many records r holds, the applied sequence's included.
+func Count(r Reader) (int, error) {
+	it, err := r.NewIter(nil)
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	n := 0
+	for it.First(); it.Valid(); it.Next() {
+		n++
+	}
+	return n, it.Error()
 }
 
 // Compare lists the differences between two stores, at most limit of them
