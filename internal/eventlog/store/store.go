@@ -42,6 +42,9 @@ type Store struct {
 	st      *projection.State
 	applied uint64 // highest staged sequence
 	durable uint64 // highest committed sequence
+	// batchSize is the size of the last commit's batch: the next one
+	// starts at it instead of growing from nothing by doubling.
+	batchSize int
 }
 
 // Open opens (or creates) the projection in dir and loads it into memory.
@@ -167,7 +170,7 @@ func (s *Store) Commit() error {
 // write writes the records the fold changed and the applied sequence in
 // one batch, without fsync (see Store).
 func (s *Store) write() error {
-	b := s.db.NewBatch()
+	b := s.db.NewBatchWithSize(s.batchSize)
 	defer b.Close()
 	// The batch copies each key and value: ChangedRecords reuses them.
 	err := s.st.ChangedRecords(func(k, v []byte) error {
@@ -184,12 +187,16 @@ func (s *Store) write() error {
 	if err := b.Set([]byte(AppliedKey), []byte(strconv.FormatUint(s.applied, 10)), nil); err != nil {
 		return fmt.Errorf("store: commit: %w", err)
 	}
+	s.batchSize = min(b.Len(), maxBatchSize)
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("store: commit: %w", err)
 	}
 	s.st.ForgetChanges()
 	return nil
 }
+
+// maxBatchSize bounds the size a commit's batch starts at.
+const maxBatchSize = 32 << 20
 
 // Applied returns the last stream sequence folded into memory.
 func (s *Store) Applied() uint64 {
