@@ -374,6 +374,11 @@ func BenchmarkFoldCPU(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		if i%len(kept) == 0 {
+			if st != nil {
+				if err := st.Commit(); err != nil {
+					b.Fatal(err)
+				}
+			}
 			b.StopTimer()
 			if st != nil {
 				st.Close()
