@@ -59,13 +59,7 @@ var foldRuns int
 //
 // ratio = fold / raw_ack (targets: fold ≥ 50,000 events/s, ratio ≥ 0.5).
 func BenchmarkFold(b *testing.B) {
-	n := 150_000
-	if s := os.Getenv("DROVER_BENCH_FOLD_EVENTS"); s != "" {
-		var err error
-		if n, err = strconv.Atoi(s); err != nil || n <= 0 {
-			b.Fatalf("DROVER_BENCH_FOLD_EVENTS=%q: want a positive integer", s)
-		}
-	}
+	n := benchEnvInt(b, "DROVER_BENCH_FOLD_EVENTS", 150_000)
 	b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) { benchFold(b, n) })
 }
 
@@ -110,6 +104,21 @@ func benchFold(b *testing.B, n int) {
 	b.ReportMetric(float64(foldCPU.Microseconds())/events, "cpu_us/event")
 	b.ReportMetric(float64(rawAckCPU.Microseconds())/events, "raw_ack_cpu_us/event")
 	b.ReportMetric(float64(size)/float64(last), "bytes/event")
+}
+
+// benchEnvInt is the positive integer the environment variable name holds,
+// or def when it is unset.
+func benchEnvInt(b *testing.B, name string, def int) int {
+	b.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		b.Fatalf("%s=%q: want a positive integer", name, s)
+	}
+	return n
 }
 
 // processCPU is the CPU time this process has used, user and system.
@@ -413,6 +422,20 @@ func sha(s string) string {
 	return hex.EncodeToString(sum[:20])
 }
 
+// accept parses a flow file and resolves it as the controller accepts a
+// submission.
+func (g *eventGen) accept(name, file string) event.FlowSubmittedData {
+	spec, err := flow.Parse(name, []byte(file), flow.Options{})
+	if err != nil {
+		g.b.Fatal(err)
+	}
+	sub, err := Accept(g.cfg, spec)
+	if err != nil {
+		g.b.Fatal(err)
+	}
+	return sub
+}
+
 func (g *eventGen) flow(flowID string, tasks int) {
 	var y strings.Builder
 	fmt.Fprintf(&y, "name: bench\nrepo: https://git.example.com/team/service.git\nbase: main\nruntime: claude-code\ntasks:\n")
@@ -422,15 +445,7 @@ func (g *eventGen) flow(flowID string, tasks int) {
 			fmt.Fprintf(&y, "      @append pkg/p%02d/file%02d.go // reviewed by task %d\n", (3*i+k)/50, (3*i+k)%50, i)
 		}
 	}
-	spec, err := flow.Parse("bench.yaml", []byte(y.String()), flow.Options{})
-	if err != nil {
-		g.b.Fatal(err)
-	}
-	sub, err := Accept(g.cfg, spec)
-	if err != nil {
-		g.b.Fatal(err)
-	}
-	g.emit("flow_submitted:"+flowID, event.FlowSubmitted, flowID, "", "", 0, sub)
+	g.emit("flow_submitted:"+flowID, event.FlowSubmitted, flowID, "", "", 0, g.accept("bench.yaml", y.String()))
 	base := sha("base")
 	var merge []event.DepResult
 	for i := range tasks {
@@ -530,13 +545,7 @@ func (g *eventGen) attempt(flowID, task, worker, base string) []func() {
 // publish's acknowledgement to the fold having applied it: how far behind
 // a standby would take over if the leader died then.
 func BenchmarkStandbyLag(b *testing.B) {
-	n := 150_000
-	if s := os.Getenv("DROVER_BENCH_FOLD_EVENTS"); s != "" {
-		var err error
-		if n, err = strconv.Atoi(s); err != nil || n <= 0 {
-			b.Fatalf("DROVER_BENCH_FOLD_EVENTS=%q: want a positive integer", s)
-		}
-	}
+	n := benchEnvInt(b, "DROVER_BENCH_FOLD_EVENTS", 150_000)
 	b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
 		var lags []uint64
 		var catchup, publish time.Duration

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -37,13 +36,7 @@ import (
 //
 // Publishing the stream is not timed.
 func BenchmarkRefold(b *testing.B) {
-	tasks := 10_000
-	if s := os.Getenv("DROVER_BENCH_REFOLD_TASKS"); s != "" {
-		var err error
-		if tasks, err = strconv.Atoi(s); err != nil || tasks <= 0 {
-			b.Fatalf("DROVER_BENCH_REFOLD_TASKS=%q: want a positive integer", s)
-		}
-	}
+	tasks := benchEnvInt(b, "DROVER_BENCH_REFOLD_TASKS", 10_000)
 	b.Run(fmt.Sprintf("tasks=%d", tasks), func(b *testing.B) { benchRefold(b, tasks) })
 }
 
@@ -154,15 +147,7 @@ func (g *eventGen) fleetFlows(n, inFlight int) []string {
 			fmt.Fprintf(&y, "  - id: t%06d\n    prompt: Task %d, tidy up two files.\n", i, i)
 			queue = append(queue, task{id, fmt.Sprintf("t%06d", i)})
 		}
-		spec, err := flow.Parse("refold.yaml", []byte(y.String()), flow.Options{})
-		if err != nil {
-			g.b.Fatal(err)
-		}
-		sub, err := Accept(g.cfg, spec)
-		if err != nil {
-			g.b.Fatal(err)
-		}
-		evs, err := flowEvents(id, g.at, sub)
+		evs, err := flowEvents(id, g.at, g.accept("refold.yaml", y.String()))
 		if err != nil {
 			g.b.Fatal(err)
 		}
