@@ -486,6 +486,7 @@ func (c *Controller) Rebuild(ctx context.Context) (*RebuildResponse, error) {
 			return nil, fmt.Errorf("controller: rebuild consumer: %w", err)
 		}
 		defer it.Stop()
+		staged := 0
 		for resp.RebuiltSeq < liveSeq {
 			msg, err := it.Next()
 			if err != nil {
@@ -501,6 +502,14 @@ func (c *Controller) Rebuild(ctx context.Context) (*RebuildResponse, error) {
 			fresh.Stage(md.Sequence.Stream, msg.Subject(), msg.Data())
 			resp.RebuiltSeq = md.Sequence.Stream
 			resp.Events++
+			// Committed as the fold loop commits while it catches up:
+			// one batch of a whole large log held every record at once.
+			if staged++; staged >= foldEvents || staged%foldCheck == 0 && fresh.Changed() >= foldRecords {
+				if err := fresh.Commit(); err != nil {
+					return nil, err
+				}
+				staged = 0
+			}
 		}
 	}
 	if err := fresh.Commit(); err != nil {
@@ -512,11 +521,9 @@ func (c *Controller) Rebuild(ctx context.Context) (*RebuildResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	dump, err := store.Dump(fsnap)
-	if err != nil {
+	if resp.Records, err = store.Count(fsnap); err != nil {
 		return nil, err
 	}
-	resp.Records = strings.Count(dump, "\n")
 	resp.Diffs, resp.Equal = diffs, len(diffs) == 0
 	resp.Millis = time.Since(began).Milliseconds()
 	return resp, nil

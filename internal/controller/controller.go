@@ -234,10 +234,25 @@ type consumerError struct{ err error }
 func (e consumerError) Error() string { return "events consumer: " + e.err.Error() }
 func (e consumerError) Unwrap() error { return e.err }
 
-// foldBatch bounds the events folded between two commits while the fold
-// catches up; caught up, it commits after every event. A larger batch writes
-// each busy record (an attempt has a dozen events) fewer times.
-const foldBatch = 4096
+// While the fold catches up it commits once the records it changed reach
+// foldRecords, or once it has staged foldEvents events; caught up, it
+// commits after every event.
+//
+// A commit encodes and writes every record changed since the last one, so
+// a larger batch writes each busy record (an attempt has a dozen events)
+// fewer times. Bounding it by events alone did not: a fleet of 1,000
+// workers × 4 slots has 4,000 attempts in flight, whose events interleave,
+// so each batch of 4,096 events changed some 4,000 attempts and as many
+// tasks, and every attempt was encoded about once per event it had
+// (BenchmarkRefold). Bounded by records, a commit writes at most
+// foldRecords of them (some 20 MB of a batch at 2 KB a record).
+const (
+	foldRecords = 8192
+	foldEvents  = 1 << 16
+	// foldCheck is how often, in events staged, the fold counts the
+	// records it changed.
+	foldCheck = 256
+)
 
 // fold applies the events it reads from it until ctx ends (nil) or the
 // consumer fails (a consumerError); either way what it staged is
@@ -289,7 +304,7 @@ func (c *Controller) fold(ctx context.Context, it jetstream.MessagesContext, sta
 			}
 		}
 		traced()
-		if m.md.NumPending == 0 || staged >= foldBatch {
+		if m.md.NumPending == 0 || staged >= foldEvents || staged%foldCheck == 0 && c.store.Changed() >= foldRecords {
 			if err := c.store.Commit(); err != nil {
 				return progressed, err
 			}

@@ -48,9 +48,9 @@ var foldRuns int
 //   - fold: the controller's fold loop (foldLoop: an ordered consumer from
 //     the store's next sequence read and decoded by a goroutine of its own,
 //     StageDecoded into the in-memory projection, Commit to Pebble every
-//     4,096 events and when caught up, the fold's metrics and trace hooks
-//     as configured: off) from an empty store until it has
-//     applied the last sequence. The decision loop does not run: it acts on
+//     8,192 changed records (at most 65,536 events) and when caught up,
+//     the fold's metrics and trace hooks as configured: off) from an empty
+//     store until it has applied the last sequence. The decision loop does not run: it acts on
 //     the state, it does not read the stream.
 //   - raw_ack: a pull consumer with explicit acks, the same 1,024-message
 //     pull batches, acking each message and doing nothing else.
@@ -59,13 +59,7 @@ var foldRuns int
 //
 // ratio = fold / raw_ack (targets: fold ≥ 50,000 events/s, ratio ≥ 0.5).
 func BenchmarkFold(b *testing.B) {
-	n := 150_000
-	if s := os.Getenv("DROVER_BENCH_FOLD_EVENTS"); s != "" {
-		var err error
-		if n, err = strconv.Atoi(s); err != nil || n <= 0 {
-			b.Fatalf("DROVER_BENCH_FOLD_EVENTS=%q: want a positive integer", s)
-		}
-	}
+	n := benchEnvInt(b, "DROVER_BENCH_FOLD_EVENTS", 150_000)
 	b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) { benchFold(b, n) })
 }
 
@@ -110,6 +104,21 @@ func benchFold(b *testing.B, n int) {
 	b.ReportMetric(float64(foldCPU.Microseconds())/events, "cpu_us/event")
 	b.ReportMetric(float64(rawAckCPU.Microseconds())/events, "raw_ack_cpu_us/event")
 	b.ReportMetric(float64(size)/float64(last), "bytes/event")
+}
+
+// benchEnvInt is the positive integer the environment variable name holds,
+// or def when it is unset.
+func benchEnvInt(b *testing.B, name string, def int) int {
+	b.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		b.Fatalf("%s=%q: want a positive integer", name, s)
+	}
+	return n
 }
 
 // processCPU is the CPU time this process has used, user and system.
@@ -181,22 +190,7 @@ func foldOnce(b *testing.B, cfg *config.Config, js jetstream.JetStream, last uin
 		b.Fatal(err)
 	}
 	defer store.Close()
-	c := New(cfg, js, store, slog.New(slog.DiscardHandler))
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	began := time.Now()
-	go func() { errc <- c.foldLoop(ctx) }()
-	wctx, wcancel := context.WithTimeout(ctx, 10*time.Minute)
-	err = c.waitApplied(wctx, last)
-	took := time.Since(began)
-	wcancel()
-	cancel()
-	if ferr := <-errc; ferr != nil {
-		b.Fatal(ferr)
-	}
-	if err != nil {
-		b.Fatalf("fold: %v (applied %d of %d)", err, store.Applied(), last)
-	}
+	took := foldStore(b, cfg, js, store, last)
 	var flows, poison int
 	store.Read(func(st *projection.State) {
 		for _, f := range st.Flows {
@@ -208,6 +202,28 @@ func foldOnce(b *testing.B, cfg *config.Config, js jetstream.JetStream, last uin
 	})
 	if poison > 0 || flows == 0 {
 		b.Fatalf("fold: %d flows succeeded, %d poison events: the generated log is not what Drover writes", flows, poison)
+	}
+	return took
+}
+
+// foldStore runs a controller's fold loop on store until it has applied
+// last, and returns how long that took from the loop's start.
+func foldStore(b *testing.B, cfg *config.Config, js jetstream.JetStream, store *store.Store, last uint64) time.Duration {
+	c := New(cfg, js, store, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	began := time.Now()
+	go func() { errc <- c.foldLoop(ctx) }()
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Minute)
+	err := c.waitApplied(wctx, last)
+	took := time.Since(began)
+	wcancel()
+	cancel()
+	if ferr := <-errc; ferr != nil {
+		b.Fatal(ferr)
+	}
+	if err != nil {
+		b.Fatalf("fold: %v (applied %d of %d)", err, store.Applied(), last)
 	}
 	return took
 }
@@ -268,23 +284,29 @@ func prefillEvents(b *testing.B, js jetstream.JetStream, cfg *config.Config, n i
 	for f := 0; g.count < n; f++ {
 		g.flow(fmt.Sprintf("bench%d-abcdef", f), 200)
 	}
+	return g.published(), g.bytes
+}
+
+// published waits until every event g published is acknowledged, and
+// returns the stream's last sequence.
+func (g *eventGen) published() uint64 {
 	select {
-	case <-js.PublishAsyncComplete():
-	case <-time.After(5 * time.Minute):
-		b.Fatal("pre-fill: publishes not acknowledged")
+	case <-g.js.PublishAsyncComplete():
+	case <-time.After(10 * time.Minute):
+		g.b.Fatal("pre-fill: publishes not acknowledged")
 	}
-	s, err := js.Stream(context.Background(), queue.EventsStream)
+	s, err := g.js.Stream(context.Background(), queue.EventsStream)
 	if err != nil {
-		b.Fatal(err)
+		g.b.Fatal(err)
 	}
 	info, err := s.Info(context.Background())
 	if err != nil {
-		b.Fatal(err)
+		g.b.Fatal(err)
 	}
 	if info.State.Msgs != uint64(g.count) {
-		b.Fatalf("pre-fill: %d messages on the stream, published %d", info.State.Msgs, g.count)
+		g.b.Fatalf("pre-fill: %d messages on the stream, published %d", info.State.Msgs, g.count)
 	}
-	return info.State.LastSeq, g.bytes
+	return info.State.LastSeq
 }
 
 // eventGen writes the events Drover writes for a flow of independent tasks
@@ -307,6 +329,11 @@ func (g *eventGen) emit(id string, typ event.Type, flowID, task, attempt string,
 	if err != nil {
 		g.b.Fatal(err)
 	}
+	g.emitEvent(ev)
+}
+
+// emitEvent publishes ev, or keeps it.
+func (g *eventGen) emitEvent(ev *event.Event) {
 	raw, err := ev.Encode()
 	if err != nil {
 		g.b.Fatal(err)
@@ -316,13 +343,13 @@ func (g *eventGen) emit(id string, typ event.Type, flowID, task, attempt string,
 	g.count++
 	g.bytes += int64(len(raw))
 	if g.kept != nil {
-		*g.kept = append(*g.kept, keptEvent{queue.EventSubject(flowID, string(typ)), raw})
+		*g.kept = append(*g.kept, keptEvent{queue.EventSubject(ev.Flow, string(ev.Type)), raw})
 		return
 	}
 	for g.js.PublishAsyncPending() > 1024 {
 		time.Sleep(time.Millisecond)
 	}
-	if _, err := g.js.PublishAsync(queue.EventSubject(flowID, string(typ)), raw, jetstream.WithMsgID(id)); err != nil {
+	if _, err := g.js.PublishAsync(queue.EventSubject(ev.Flow, string(ev.Type)), raw, jetstream.WithMsgID(ev.ID)); err != nil {
 		g.b.Fatal(err)
 	}
 }
@@ -335,8 +362,8 @@ type keptEvent struct {
 
 // BenchmarkFoldCPU is the fold's own work per event, without NATS: the
 // messages of BenchmarkFold's stream, each decoded (DecodeForFold) and
-// staged in a store on disk, committed every 4,096 as the fold loop does
-// while it catches up, on one goroutine. One op is one event. What the
+// staged in a store on disk, committed as the fold loop commits while it
+// catches up (foldRecords, foldEvents), on one goroutine. One op is one event. What the
 // fold loop adds is reading the stream; what BenchmarkFold adds is that
 // and a busy machine's share of two cores.
 func BenchmarkFoldCPU(b *testing.B) {
@@ -351,11 +378,16 @@ func BenchmarkFoldCPU(b *testing.B) {
 		g.flow(fmt.Sprintf("bench%d-abcdef", f), 200)
 	}
 	var st *store.Store
-	seq := uint64(0)
+	seq, staged := uint64(0), 0
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
 		if i%len(kept) == 0 {
+			if st != nil {
+				if err := st.Commit(); err != nil {
+					b.Fatal(err)
+				}
+			}
 			b.StopTimer()
 			if st != nil {
 				st.Close()
@@ -363,7 +395,7 @@ func BenchmarkFoldCPU(b *testing.B) {
 			if st, err = store.Open(b.TempDir(), store.Options{}); err != nil {
 				b.Fatal(err)
 			}
-			seq = 0
+			seq, staged = 0, 0
 			b.StartTimer()
 		}
 		m := kept[i%len(kept)]
@@ -371,10 +403,11 @@ func BenchmarkFoldCPU(b *testing.B) {
 		if _, ok := st.StageDecoded(seq, projection.DecodeForFold(m.subject, m.raw)); !ok {
 			b.Fatalf("seq %d not staged", seq)
 		}
-		if seq%foldBatch == 0 {
+		if staged++; staged >= foldEvents || staged%foldCheck == 0 && st.Changed() >= foldRecords {
 			if err := st.Commit(); err != nil {
 				b.Fatal(err)
 			}
+			staged = 0
 		}
 	}
 	b.StopTimer()
@@ -389,6 +422,20 @@ func sha(s string) string {
 	return hex.EncodeToString(sum[:20])
 }
 
+// accept parses a flow file and resolves it as the controller accepts a
+// submission.
+func (g *eventGen) accept(name, file string) event.FlowSubmittedData {
+	spec, err := flow.Parse(name, []byte(file), flow.Options{})
+	if err != nil {
+		g.b.Fatal(err)
+	}
+	sub, err := Accept(g.cfg, spec)
+	if err != nil {
+		g.b.Fatal(err)
+	}
+	return sub
+}
+
 func (g *eventGen) flow(flowID string, tasks int) {
 	var y strings.Builder
 	fmt.Fprintf(&y, "name: bench\nrepo: https://git.example.com/team/service.git\nbase: main\nruntime: claude-code\ntasks:\n")
@@ -398,15 +445,7 @@ func (g *eventGen) flow(flowID string, tasks int) {
 			fmt.Fprintf(&y, "      @append pkg/p%02d/file%02d.go // reviewed by task %d\n", (3*i+k)/50, (3*i+k)%50, i)
 		}
 	}
-	spec, err := flow.Parse("bench.yaml", []byte(y.String()), flow.Options{})
-	if err != nil {
-		g.b.Fatal(err)
-	}
-	sub, err := Accept(g.cfg, spec)
-	if err != nil {
-		g.b.Fatal(err)
-	}
-	g.emit("flow_submitted:"+flowID, event.FlowSubmitted, flowID, "", "", 0, sub)
+	g.emit("flow_submitted:"+flowID, event.FlowSubmitted, flowID, "", "", 0, g.accept("bench.yaml", y.String()))
 	base := sha("base")
 	var merge []event.DepResult
 	for i := range tasks {
@@ -506,13 +545,7 @@ func (g *eventGen) attempt(flowID, task, worker, base string) []func() {
 // publish's acknowledgement to the fold having applied it: how far behind
 // a standby would take over if the leader died then.
 func BenchmarkStandbyLag(b *testing.B) {
-	n := 150_000
-	if s := os.Getenv("DROVER_BENCH_FOLD_EVENTS"); s != "" {
-		var err error
-		if n, err = strconv.Atoi(s); err != nil || n <= 0 {
-			b.Fatalf("DROVER_BENCH_FOLD_EVENTS=%q: want a positive integer", s)
-		}
-	}
+	n := benchEnvInt(b, "DROVER_BENCH_FOLD_EVENTS", 150_000)
 	b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
 		var lags []uint64
 		var catchup, publish time.Duration

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	yaml "go.yaml.in/yaml/v3"
 )
 
@@ -18,6 +19,14 @@ func (d Duration) String() string { return time.Duration(d).String() }
 
 // MarshalJSON writes the duration as a string.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// MarshalJSONTo is MarshalJSON for the JSON v2 implementation, which the
+// projection encodes its records with: the same string, written straight
+// to the encoder instead of encoded by encoding/json and then checked and
+// copied (a task's record has four durations in its plan).
+func (d Duration) MarshalJSONTo(enc *jsontext.Encoder) error {
+	return enc.WriteToken(jsontext.String(d.String()))
+}
 
 // UnmarshalJSON reads a duration string; null leaves d unchanged, as
 // encoding/json does for built-in types.

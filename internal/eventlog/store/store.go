@@ -42,6 +42,9 @@ type Store struct {
 	st      *projection.State
 	applied uint64 // highest staged sequence
 	durable uint64 // highest committed sequence
+	// batchSize is the size of the last commit's batch: the next one
+	// starts at it instead of growing from nothing by doubling.
+	batchSize int
 }
 
 // Open opens (or creates) the projection in dir and loads it into memory.
@@ -127,6 +130,14 @@ func (s *Store) StageDecoded(seq uint64, d projection.Decoded) (ev *event.Event,
 	return ev, true
 }
 
+// Changed returns how many records the next Commit writes, besides one
+// for each event id folded.
+func (s *Store) Changed() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.st.ChangedCount()
+}
+
 // Poison returns the poison recorded at seq, if the message there was.
 func (s *Store) Poison(seq uint64) *projection.Poison {
 	s.mu.Lock()
@@ -159,7 +170,7 @@ func (s *Store) Commit() error {
 // write writes the records the fold changed and the applied sequence in
 // one batch, without fsync (see Store).
 func (s *Store) write() error {
-	b := s.db.NewBatch()
+	b := s.db.NewBatchWithSize(s.batchSize)
 	defer b.Close()
 	// The batch copies each key and value: ChangedRecords reuses them.
 	err := s.st.ChangedRecords(func(k, v []byte) error {
@@ -176,12 +187,16 @@ func (s *Store) write() error {
 	if err := b.Set([]byte(AppliedKey), []byte(strconv.FormatUint(s.applied, 10)), nil); err != nil {
 		return fmt.Errorf("store: commit: %w", err)
 	}
+	s.batchSize = min(b.Len(), maxBatchSize)
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("store: commit: %w", err)
 	}
 	s.st.ForgetChanges()
 	return nil
 }
+
+// maxBatchSize bounds the size a commit's batch starts at.
+const maxBatchSize = 32 << 20
 
 // Applied returns the last stream sequence folded into memory.
 func (s *Store) Applied() uint64 {
@@ -234,6 +249,20 @@ func Dump(r Reader) (string, error) {
 		fmt.Fprintf(&b, "%s = %s\n", it.Key(), it.Value())
 	}
 	return b.String(), it.Error()
+}
+
+// Count returns how many records r holds, the applied sequence's included.
+func Count(r Reader) (int, error) {
+	it, err := r.NewIter(nil)
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	n := 0
+	for it.First(); it.Valid(); it.Next() {
+		n++
+	}
+	return n, it.Error()
 }
 
 // Compare lists the differences between two stores, at most limit of them

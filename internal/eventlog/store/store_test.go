@@ -631,3 +631,66 @@ func TestOlderFlowRecordsAreSplit(t *testing.T) {
 		}
 	})
 }
+
+// TestChangedCountsWhatCommitWrites: Changed is how many records, besides
+// the ids seen, the next Commit writes (the fold commits by it), and Count
+// how many the store holds.
+func TestChangedCountsWhatCommitWrites(t *testing.T) {
+	sc := foldtest.StandardScenario(t, true)
+	stream := sc.CleanStream()
+	s := foldtest.OpenMemStore(t, vfs.NewMem())
+	defer s.Close()
+	if got := s.Changed(); got != 0 {
+		t.Fatalf("fresh store: Changed() = %d", got)
+	}
+	wrote := 0
+	for seq := uint64(1); seq <= uint64(len(stream)); seq++ {
+		s.Stage(seq, foldtest.Subject(stream[seq]), stream[seq])
+		if seq%7 != 0 && seq != uint64(len(stream)) {
+			continue
+		}
+		before, err := dumpOf(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		changed := s.Changed()
+		if err := s.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		after, err := dumpOf(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		written := 0
+		old := map[string]bool{}
+		for _, l := range strings.Split(before, "\n") {
+			old[l] = true
+		}
+		for _, l := range strings.Split(after, "\n") {
+			if !old[l] && !strings.HasPrefix(l, "e/") && !strings.HasPrefix(l, store.AppliedKey+" ") {
+				written++
+			}
+		}
+		// A record written again with its old value shows no new line:
+		// written <= changed.
+		wrote += written
+		if written > changed {
+			t.Fatalf("seq %d: Changed() = %d before the commit, which wrote %d new records", seq, changed, written)
+		}
+		if got := s.Changed(); got != 0 {
+			t.Fatalf("seq %d: Changed() = %d after a commit", seq, got)
+		}
+		snap, _ := s.Snapshot()
+		n, err := store.Count(snap)
+		snap.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := strings.Count(after, "\n"); n != want {
+			t.Fatalf("seq %d: Count = %d, the dump has %d records", seq, n, want)
+		}
+	}
+	if wrote == 0 {
+		t.Fatal("no commit wrote a record: the scenario tests nothing")
+	}
+}
