@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestFleetSim runs the fleet simulator at a small size — 50 simulated
@@ -68,7 +70,7 @@ func TestFleetSim(t *testing.T) {
 	}
 	last := strings.TrimSpace(out.String())
 	last = last[strings.LastIndexByte(last, '\n')+1:]
-	if !regexp.MustCompile(`^fleet: workers=50 tasks=2000 wall_s=\S+ controller_cpu_ms_per_task=\S+ claim_p99_ms=\S+ controller_rss_mb=\S+ lost=0 doubled=0$`).MatchString(last) {
+	if !regexp.MustCompile(`^fleet: workers=50 tasks=2000 wall_s=\S+ controller_cpu_ms_per_task=\S+ claim_p99_ms=\S+ controller_rss_mb=\S+ lost=0 doubled=0 nats_cpu_ms_per_task=n/a$`).MatchString(last) {
 		t.Errorf("last line %q", last)
 	}
 	if !strings.Contains(out.String(), "rebuild equal=true") {
@@ -91,4 +93,91 @@ func followProgress(r interface{ Read([]byte) (int, error) }, logs *bytes.Buffer
 			progress <- n
 		}
 	}
+}
+
+// TestFleetSimOwnServers runs the simulator as make bench-fleet does, with
+// no URL: it starts a nats-server and a controller, each a process of its
+// own, measures both, and stops both when it ends. Then it kills the
+// nats-server under a running simulation: the simulator must say so and
+// fail, not wait out its timeout, and leave no process behind.
+func TestFleetSimOwnServers(t *testing.T) {
+	t.Parallel()
+	fleetsim := func(dir string, args ...string) *exec.Cmd {
+		cmd := exec.Command(filepath.Join(bin, "fleetsim"), append([]string{"--workers", "4", "--slots", "2", "--data-dir", dir,
+			"--nats-sync", "default", "--fail", "0", "--fatal", "0", "--hang", "0", "--log-level", "error", "--progress", "1s"}, args...)...)
+		cmd.Env = cleanEnv()
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+		return cmd
+	}
+
+	dir := t.TempDir()
+	out, err := fleetsim(dir, "--tasks", "40", "--duration-median", "10ms", "--duration-p99", "50ms", "--timeout", "2m").CombinedOutput()
+	if err != nil {
+		t.Fatalf("fleetsim: %v\n%s", err, tail(string(out), 4000))
+	}
+	if !regexp.MustCompile(`(?m)^fleet: workers=4 tasks=40 wall_s=\S+ controller_cpu_ms_per_task=[0-9.]+ claim_p99_ms=\S+ controller_rss_mb=[0-9.]+ lost=0 doubled=0 nats_cpu_ms_per_task=[0-9.]+$`).Match(out) {
+		t.Errorf("no fleet: line measuring both processes:\n%s", out)
+	}
+	if pids := processesUnder(dir); len(pids) > 0 {
+		t.Errorf("processes left behind: %v", pids)
+	}
+
+	dir = t.TempDir()
+	cmd := fleetsim(dir, "--tasks", "400", "--duration-median", "2s", "--duration-p99", "4s", "--timeout", "5m")
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var server int
+	waitFor(t, 2*time.Minute, "the nats-server and a first run", func() bool {
+		for _, pid := range processesUnder(dir) {
+			if cmdline(pid)[1] == "nats-server" {
+				server = pid
+			}
+		}
+		return server != 0 && regexp.MustCompile(`fleetsim: \S+: [1-9]\d* runs`).Match(buf.Bytes())
+	})
+	if err := syscall.Kill(server, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err == nil || !strings.Contains(buf.String(), "the nats-server exited") {
+			t.Errorf("fleetsim ended with %v, not saying the nats-server exited:\n%s", err, tail(buf.String(), 4000))
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatalf("fleetsim still runs 90 s after its nats-server was killed:\n%s", tail(buf.String(), 4000))
+	}
+	if pids := processesUnder(dir); len(pids) > 0 {
+		t.Errorf("processes left behind: %v", pids)
+	}
+}
+
+// processesUnder lists the processes whose command line names dir.
+func processesUnder(dir string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		for _, arg := range cmdline(pid) {
+			if strings.HasPrefix(arg, dir) {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	return pids
+}
+
+// cmdline is a process's argv, with at least two entries.
+func cmdline(pid int) []string {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	return append(strings.Split(string(b), "\x00"), "", "")
 }

@@ -9,9 +9,10 @@
 # run's wall time to the 10,000-task one's.
 #
 #   FLEET_ONLY="1k 10k"   runs only those sizes (1k 10k 100k flows)
-#   FLEET_PPROF=DIR       keeps a CPU profile of the controller over each
-#                         run's first FLEET_PPROF_SECONDS (default 120) and
-#                         its heap at the end, in DIR
+#   FLEET_PPROF=DIR       keeps CPU profiles of the controller and of the
+#                         nats-server over each run's first
+#                         FLEET_PPROF_SECONDS (default 120) and the
+#                         controller's heap at the end, in DIR
 #   FLEET_ARGS="…"        adds fleetsim flags to every run (--seed 2, say)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +31,7 @@ run() { # NAME FLAGS…
 	if [ -n "${FLEET_PPROF:-}" ]; then
 		mkdir -p "$FLEET_PPROF"
 		prof=(--cpuprofile "$FLEET_PPROF/fleet-$name-cpu.pprof" --profile-seconds "${FLEET_PPROF_SECONDS:-120}"
-			--heapprofile "$FLEET_PPROF/fleet-$name-heap.pprof")
+			--heapprofile "$FLEET_PPROF/fleet-$name-heap.pprof" --nats-cpuprofile "$FLEET_PPROF/fleet-$name-nats-cpu.pprof")
 	fi
 	local t0
 	t0=$(date +%s)

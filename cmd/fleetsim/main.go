@@ -62,8 +62,11 @@ func newRoot() *cobra.Command {
 		Long: `fleetsim starts N workers in this process — Drover's own worker code, each with its own
 NATS connection, registration, claims, heartbeats and events — whose attempts run no CLI
 and no git: a simulated runtime decides each run's duration, outcome and output, from a
-seed. Without --nats-url it starts a controller (controller serve, with its embedded
-nats-server) as a process of its own, so that its CPU time and memory can be measured.
+seed. Without --nats-url it starts a nats-server (the one the controller embeds, with
+its settings) and a controller (controller serve) each as a process of its own, as a
+fleet runs them, so that the controller's CPU time and memory are measured apart from
+the server's, which stores every write of the fleet; --embedded has the controller run
+its embedded server instead, as controller dev does.
 It submits the flows at once, waits for them to complete, checks that every task ended
 as its runs dictated (nothing lost, no attempt run twice, no task merged twice) and
 that the controller's projection is the fold of its log (rebuild), and ends with one
@@ -85,6 +88,8 @@ line of figures. Exit 0 only when all of that holds.`,
 	fs.IntVar(&f.o.Plan.Flows, "flows", 1, "flows the tasks are spread over, submitted at once")
 	fs.StringVar(&f.o.URL, "nats-url", "", "NATS of a running controller (default: start one, as controller dev does)")
 	fs.IntVar(&f.o.ControllerPid, "controller-pid", 0, "with --nats-url: the controller process to measure")
+	fs.BoolVar(&f.o.Embedded, "embedded", false, "without --nats-url: the controller runs its embedded nats-server (its CPU includes the server's)")
+	fs.StringVar(&f.o.NATSSync, "nats-sync", "always", "without --nats-url: the nats-server's sync interval, as nats.sync_interval says it")
 	fs.StringVar(&f.ctl, "controller", "", "the controller binary to start (default: the one beside fleetsim, else in PATH)")
 	fs.StringVar(&f.o.DataDir, "data-dir", "", "where the started controller and the workers keep their files (default: a temporary dir, removed)")
 	fs.StringVar(&f.o.Plan.Runtime, "runtime", "demo", "the runtime of every task; the workers serve it (the controller must know it)")
@@ -95,9 +100,11 @@ line of figures. Exit 0 only when all of that holds.`,
 	fs.StringVar(&f.o.CPUProfile, "cpuprofile", "", "save the started controller's CPU profile to this file")
 	fs.IntVar(&f.o.ProfileSeconds, "profile-seconds", 30, "how long the CPU profile runs, from the first submission")
 	fs.StringVar(&f.o.HeapProfile, "heapprofile", "", "save the started controller's heap profile, once the flows completed, to this file")
+	fs.StringVar(&f.o.NATSCPUProfile, "nats-cpuprofile", "", "save the started nats-server's CPU profile, over --profile-seconds from the first submission, to this file")
 	fs.StringVar(&f.selfProfile, "self-cpuprofile", "", "save fleetsim's own CPU profile (its workers') to this file")
 	fs.StringVar(&f.logLevel, "log-level", "error", "the workers' log level: debug, info, warn, error")
 	fs.StringVar(&f.configFile, "config", "", "the workers' base config file (YAML); also $DROVER_CONFIG")
+	cmd.AddCommand(newNATSServer())
 	return cmd
 }
 
@@ -134,6 +141,9 @@ func run(ctx context.Context, f *flags, stdout, stderr io.Writer) error {
 	if o.URL == "" {
 		if o.ControllerBinary, err = controllerBinary(f.ctl); err != nil {
 			return err
+		}
+		if o.NATSBinary, err = os.Executable(); err != nil {
+			return fmt.Errorf("fleetsim: %w", err)
 		}
 	}
 	if f.selfProfile != "" {
@@ -192,6 +202,9 @@ func report(w io.Writer, r *fleetsim.Result) {
 	if r.Measured {
 		fmt.Fprintf(w, "fleetsim: controller CPU %.1f s, RSS %.1f MB (peak %.1f MB)\n",
 			r.ControllerCPU.Seconds(), float64(r.RSS)/(1<<20), float64(r.PeakRSS)/(1<<20))
+	}
+	if r.NATSMeasured {
+		fmt.Fprintf(w, "fleetsim: nats-server CPU %.1f s\n", r.NATSCPU.Seconds())
 	}
 	var names []string
 	for name, n := range r.Writes {

@@ -17,13 +17,14 @@ import (
 	"time"
 )
 
-// Process is a controller started as a process of its own (`controller
-// serve` with its embedded nats-server), so that its CPU time and memory
-// are its own.
+// Process is a process the simulator started — the controller (`controller
+// serve`), or the nats-server it uses — so that its CPU time and memory are
+// its own.
 type Process struct {
 	cmd     *exec.Cmd
 	done    chan struct{}
 	err     error
+	what    string // "controller", "nats-server"
 	DataDir string
 	Log     string // its log file
 	URL     string // its NATS
@@ -36,88 +37,153 @@ type ProcessOptions struct {
 	Binary string
 	// DataDir is its data dir: JetStream's files and the projection.
 	DataDir string
+	// NATSURL is the nats-server the controller uses; "" has it run its
+	// embedded one.
+	NATSURL string
 	// Pprof serves /debug/pprof on a loopback port of its own.
 	Pprof bool
 	// Env is added to this process's environment (DROVER_* included).
 	Env []string
 }
 
-// StartController starts `controller serve` on a free loopback port and
-// returns once it has written its NATS URL, or ctx ends, or it exits.
+// StartController starts `controller serve` and returns once it is up —
+// with its embedded nats-server, once it has written its NATS URL (a free
+// loopback port); with NATSURL, once it started (whoever uses it waits for
+// it to answer) — or ctx ends, or it exits.
 func StartController(ctx context.Context, o ProcessOptions) (*Process, error) {
-	if err := os.MkdirAll(o.DataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("fleetsim: %w", err)
+	argv := []string{o.Binary, "serve", "--data-dir", o.DataDir, "--nats-listen", "127.0.0.1:-1"}
+	if o.NATSURL != "" {
+		argv = []string{o.Binary, "serve", "--data-dir", o.DataDir, "--nats-url", o.NATSURL}
 	}
-	p := &Process{DataDir: o.DataDir, Log: filepath.Join(o.DataDir, "controller.log"), done: make(chan struct{})}
-	logf, err := os.Create(p.Log)
-	if err != nil {
-		return nil, fmt.Errorf("fleetsim: %w", err)
-	}
-	p.cmd = exec.Command(o.Binary, "serve", "--data-dir", o.DataDir, "--nats-listen", "127.0.0.1:-1")
-	p.cmd.Stdout, p.cmd.Stderr = logf, logf
-	p.cmd.Env = append(os.Environ(), o.Env...)
+	env := o.Env
 	if o.Pprof {
-		p.cmd.Env = append(p.cmd.Env, "DROVER_HTTP_LISTEN=127.0.0.1:0", "DROVER_HTTP_PPROF=true")
+		env = append(env[:len(env):len(env)], "DROVER_HTTP_LISTEN=127.0.0.1:0", "DROVER_HTTP_PPROF=true")
 	}
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := p.cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("fleetsim: start the controller: %w", err)
+	p, err := startProcess("controller", argv, env, o.DataDir)
+	if err != nil {
+		return nil, err
 	}
-	go func() {
-		p.err = p.cmd.Wait()
-		logf.Close()
-		close(p.done)
-	}()
-	if err := p.waitReady(ctx, o.Pprof); err != nil {
+	p.URL = o.NATSURL
+	ready := func() bool {
+		if p.URL == "" {
+			p.URL = readURL(filepath.Join(p.DataDir, "nats.url"))
+		}
+		if o.Pprof && p.HTTP == "" {
+			b, _ := os.ReadFile(p.Log)
+			if _, rest, ok := bytes.Cut(b, []byte(`msg="serving metrics and health" addr=`)); ok {
+				p.HTTP = string(bytes.Fields(rest)[0])
+			}
+		}
+		return p.URL != "" && (!o.Pprof || p.HTTP != "")
+	}
+	if err := p.waitReady(ctx, ready); err != nil {
 		p.Stop()
 		return nil, err
 	}
 	return p, nil
 }
 
-// waitReady waits for the controller's nats.url, and its HTTP address when
-// it serves one.
-func (p *Process) waitReady(ctx context.Context, http bool) error {
+// NATSOptions says how to start a nats-server.
+type NATSOptions struct {
+	// Binary runs the server with its hidden `nats-server` command
+	// (cmd/fleetsim's).
+	Binary string
+	// Dir holds its JetStream store, its URL file and its log.
+	Dir string
+	// Sync is its sync interval, as nats.sync_interval says it.
+	Sync string
+	// CPUProfile, if set, is where it saves its CPU profile, taken over
+	// ProfileSeconds once sent SIGUSR1.
+	CPUProfile     string
+	ProfileSeconds int
+}
+
+// StartNATS starts a nats-server with JetStream as a process of its own:
+// the server the controller embeds, with the same settings (fsync on every
+// write unless Sync says otherwise), on a free loopback port. It returns
+// once the server has written its URL.
+func StartNATS(ctx context.Context, o NATSOptions) (*Process, error) {
+	urlFile := filepath.Join(o.Dir, "nats.url")
+	argv := []string{o.Binary, "nats-server", "--store-dir", filepath.Join(o.Dir, "jetstream"), "--url-file", urlFile,
+		"--sync-interval", o.Sync, "--cpuprofile", o.CPUProfile, "--profile-seconds", fmt.Sprint(max(o.ProfileSeconds, 1))}
+	p, err := startProcess("nats-server", argv, nil, o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.waitReady(ctx, func() bool { p.URL = readURL(urlFile); return p.URL != "" }); err != nil {
+		p.Stop()
+		return nil, err
+	}
+	return p, nil
+}
+
+// startProcess starts argv in a process group of its own, its output in
+// dir/WHAT.log.
+func startProcess(what string, argv, env []string, dir string) (*Process, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("fleetsim: %w", err)
+	}
+	p := &Process{what: what, DataDir: dir, Log: filepath.Join(dir, what+".log"), done: make(chan struct{})}
+	logf, err := os.Create(p.Log)
+	if err != nil {
+		return nil, fmt.Errorf("fleetsim: %w", err)
+	}
+	p.cmd = exec.Command(argv[0], argv[1:]...)
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := p.cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("fleetsim: start the %s: %w", what, err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		logf.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// readURL is the NATS URL a server wrote to file, "" before it did.
+func readURL(file string) string {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// waitReady polls ready until it holds, ctx ends, the process exits, or two
+// minutes pass.
+func (p *Process) waitReady(ctx context.Context, ready func() bool) error {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	deadline := time.After(2 * time.Minute)
-	for {
-		if b, err := os.ReadFile(filepath.Join(p.DataDir, "nats.url")); err == nil && len(bytes.TrimSpace(b)) > 0 {
-			p.URL = strings.TrimSpace(string(b))
-		}
-		if http && p.HTTP == "" {
-			b, _ := os.ReadFile(p.Log)
-			if _, rest, ok := bytes.Cut(b, []byte(`msg="serving metrics and health" addr=`)); ok {
-				p.HTTP = string(bytes.Fields(rest)[0])
-			}
-		}
-		if p.URL != "" && (!http || p.HTTP != "") {
-			return nil
-		}
+	for !ready() {
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		case <-p.done:
-			return fmt.Errorf("fleetsim: the controller exited: %v (log: %s)", p.err, p.Log)
+			return fmt.Errorf("fleetsim: the %s exited: %v (log: %s)", p.what, p.err, p.Log)
 		case <-deadline:
-			return fmt.Errorf("fleetsim: the controller did not start within 2 minutes (log: %s)", p.Log)
+			return fmt.Errorf("fleetsim: the %s did not start within 2 minutes (log: %s)", p.what, p.Log)
 		case <-t.C:
 		}
 	}
+	return nil
 }
 
-// Alive returns an error once the controller has exited.
+// Alive returns an error once the process has exited.
 func (p *Process) Alive() error {
 	select {
 	case <-p.done:
-		return fmt.Errorf("fleetsim: the controller exited: %v (log: %s)", p.err, p.Log)
+		return fmt.Errorf("fleetsim: the %s exited: %v (log: %s)", p.what, p.err, p.Log)
 	default:
 		return nil
 	}
 }
 
-// Stop stops the controller: SIGTERM, then SIGKILL of its group after 30 s.
+// Stop stops the process: SIGTERM, then SIGKILL of its group after 30 s.
 func (p *Process) Stop() {
 	select {
 	case <-p.done:
@@ -133,8 +199,11 @@ func (p *Process) Stop() {
 	}
 }
 
-// Pid is the controller's process id.
+// Pid is the process's id.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Signal sends sig to the process.
+func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
 
 // CPU is the CPU time a process has used, user and system, from
 // /proc/PID/stat.

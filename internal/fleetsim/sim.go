@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -22,9 +23,19 @@ import (
 // Options says what to simulate.
 type Options struct {
 	// URL is the NATS of a running controller; "" starts one
-	// (ControllerBinary, in DataDir) as a process of its own.
+	// (ControllerBinary, in DataDir) as a process of its own, and its
+	// nats-server as another (NATSBinary's hidden nats-server command),
+	// unless Embedded.
 	URL              string
 	ControllerBinary string
+	NATSBinary       string
+	// Embedded has the started controller run its embedded nats-server,
+	// as `controller dev` does: the controller's CPU and memory then
+	// include the server's, which stores every write of the fleet.
+	Embedded bool
+	// NATSSync is the started nats-server's sync interval, as
+	// nats.sync_interval says it (default "always").
+	NATSSync string
 	// DataDir holds the started controller's data dir and the workers'
 	// (empty) work dirs. "" makes a temporary one, removed at the end.
 	DataDir string
@@ -45,10 +56,12 @@ type Options struct {
 	Timeout time.Duration
 	// CPUProfile, if set, is where the started controller's CPU profile
 	// goes, taken over ProfileSeconds from the first submission;
-	// HeapProfile its heap once the flows completed.
+	// HeapProfile its heap once the flows completed; NATSCPUProfile the
+	// started nats-server's, over the same seconds.
 	CPUProfile     string
 	ProfileSeconds int
 	HeapProfile    string
+	NATSCPUProfile string
 	// Progress receives a line every ProgressEvery (default 30s) while
 	// the flows run; nil says nothing.
 	Progress      io.Writer
@@ -64,6 +77,10 @@ type Result struct {
 	// says whether there was a controller process to measure.
 	ControllerCPU time.Duration
 	Measured      bool
+	// NATSCPU is the nats-server's CPU time over Wall, when it runs as a
+	// process the simulator started (NATSMeasured).
+	NATSCPU      time.Duration
+	NATSMeasured bool
 	// ClaimP50 and ClaimP99 are the claims' waits (Log.ClaimWaits);
 	// Claims counts them.
 	ClaimP50, ClaimP99 time.Duration
@@ -83,13 +100,21 @@ type Result struct {
 
 // Line is the simulator's one-line summary.
 func (r *Result) Line() string {
-	cpu, rss := "n/a", "n/a"
+	cpu, rss, ncpu := "n/a", "n/a", "n/a"
 	if r.Measured {
-		cpu = fmt.Sprintf("%.3f", float64(r.ControllerCPU)/float64(time.Millisecond)/float64(r.Tasks))
+		cpu = r.perTask(r.ControllerCPU)
 		rss = fmt.Sprintf("%.1f", float64(r.RSS)/(1<<20))
 	}
-	return fmt.Sprintf("fleet: workers=%d tasks=%d wall_s=%.2f controller_cpu_ms_per_task=%s claim_p99_ms=%.2f controller_rss_mb=%s lost=%d doubled=%d",
-		r.Workers, r.Tasks, r.Wall.Seconds(), cpu, float64(r.ClaimP99)/float64(time.Millisecond), rss, r.Verdict.Lost, r.Verdict.Doubled)
+	if r.NATSMeasured {
+		ncpu = r.perTask(r.NATSCPU)
+	}
+	return fmt.Sprintf("fleet: workers=%d tasks=%d wall_s=%.2f controller_cpu_ms_per_task=%s claim_p99_ms=%.2f controller_rss_mb=%s lost=%d doubled=%d nats_cpu_ms_per_task=%s",
+		r.Workers, r.Tasks, r.Wall.Seconds(), cpu, float64(r.ClaimP99)/float64(time.Millisecond), rss, r.Verdict.Lost, r.Verdict.Doubled, ncpu)
+}
+
+// perTask is d over the tasks, in milliseconds.
+func (r *Result) perTask(d time.Duration) string {
+	return fmt.Sprintf("%.3f", float64(d)/float64(time.Millisecond)/float64(r.Tasks))
 }
 
 // OK reports whether nothing was lost or doubled and the controller's
@@ -102,6 +127,7 @@ func (r *Result) OK() bool {
 type sim struct {
 	o      Options
 	ctrl   *Process // nil with an external controller
+	nats   *Process // the started nats-server, nil when there is none
 	pid    int
 	nc     *nats.Conn
 	js     jetstream.JetStream
@@ -156,12 +182,10 @@ func (s *sim) connect(ctx context.Context) error {
 	}
 	url, pid := o.URL, o.ControllerPid
 	if url == "" {
-		p, err := StartController(ctx, ProcessOptions{Binary: o.ControllerBinary, DataDir: filepath.Join(o.DataDir, "controller"),
-			Pprof: o.CPUProfile != "" || o.HeapProfile != "", Env: o.ControllerEnv})
-		if err != nil {
+		var err error
+		if url, pid, err = s.start(ctx); err != nil {
 			return err
 		}
-		s.ctrl, url, pid = p, p.URL, p.Pid()
 	}
 	s.o.URL, s.pid = url, pid
 	co := natsconn.ClientFor(o.Config, "drover-fleetsim", natsconn.RoleOperator, "")
@@ -175,7 +199,55 @@ func (s *sim) connect(ctx context.Context) error {
 		return fmt.Errorf("fleetsim: %w", err)
 	}
 	s.client = &controller.Client{NC: nc, Timeout: 2 * time.Minute}
-	return nil
+	return s.waitAnswering(ctx)
+}
+
+// start starts the controller, and its nats-server unless it embeds one,
+// and returns its NATS URL and pid.
+func (s *sim) start(ctx context.Context) (url string, pid int, err error) {
+	o := &s.o
+	po := ProcessOptions{Binary: o.ControllerBinary, DataDir: filepath.Join(o.DataDir, "controller"),
+		Pprof: o.CPUProfile != "" || o.HeapProfile != "", Env: o.ControllerEnv}
+	if !o.Embedded {
+		sync := o.NATSSync
+		if sync == "" {
+			sync = "always"
+		}
+		no := NATSOptions{Binary: o.NATSBinary, Dir: filepath.Join(o.DataDir, "nats"), Sync: sync,
+			CPUProfile: o.NATSCPUProfile, ProfileSeconds: o.ProfileSeconds}
+		if s.nats, err = StartNATS(ctx, no); err != nil {
+			return "", 0, err
+		}
+		po.NATSURL = s.nats.URL
+	}
+	if s.ctrl, err = StartController(ctx, po); err != nil {
+		return "", 0, err
+	}
+	return s.ctrl.URL, s.ctrl.Pid(), nil
+}
+
+// waitAnswering waits up to two minutes for a controller to answer on the
+// simulator's connection.
+func (s *sim) waitAnswering(ctx context.Context) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := s.client.Status(tctx, "")
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if aerr := s.alive(); aerr != nil {
+			return aerr
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return fmt.Errorf("fleetsim: no controller answers: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // startFleet starts the workers, the watch of the events and the
@@ -244,6 +316,9 @@ func (s *sim) close() {
 	if s.ctrl != nil {
 		s.ctrl.Stop()
 	}
+	if s.nats != nil {
+		s.nats.Stop()
+	}
 	if s.removeDir != "" {
 		_ = os.RemoveAll(s.removeDir)
 	}
@@ -256,8 +331,12 @@ func (s *sim) measure(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Workers: s.o.Workers, Slots: s.o.Slots, Flows: len(specs), Tasks: s.o.Plan.Tasks, Measured: s.pid != 0}
+	res := &Result{Workers: s.o.Workers, Slots: s.o.Slots, Flows: len(specs), Tasks: s.o.Plan.Tasks, Measured: s.pid != 0, NATSMeasured: s.nats != nil}
 	cpu0, err := s.cpu()
+	if err != nil {
+		return nil, err
+	}
+	ncpu0, err := s.natsCPU()
 	if err != nil {
 		return nil, err
 	}
@@ -283,6 +362,11 @@ func (s *sim) measure(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	res.ControllerCPU = cpu1 - cpu0
+	ncpu1, err := s.natsCPU()
+	if err != nil {
+		return nil, err
+	}
+	res.NATSCPU = ncpu1 - ncpu0
 	seq1, err := s.lastSeqs(ctx)
 	if err != nil {
 		return nil, err
@@ -341,9 +425,24 @@ func (s *sim) cpu() (time.Duration, error) {
 	return CPU(s.pid)
 }
 
+// natsCPU is the started nats-server's CPU time so far, 0 without one.
+func (s *sim) natsCPU() (time.Duration, error) {
+	if s.nats == nil {
+		return 0, nil
+	}
+	return CPU(s.nats.Pid())
+}
+
 // profile takes the started controller's CPU profile in the background,
-// when asked; the returned func waits for it.
+// when asked, and has the started nats-server start its own (SIGUSR1:
+// cmd/fleetsim's nats-server profiles itself for as long); the returned
+// func waits for the controller's.
 func (s *sim) profile(ctx context.Context) func() error {
+	if s.o.NATSCPUProfile != "" && s.nats != nil {
+		if err := s.nats.Signal(syscall.SIGUSR1); err != nil {
+			s.o.Log.Warn("nats-server CPU profile", "err", err)
+		}
+	}
 	if s.o.CPUProfile == "" || s.ctrl == nil {
 		return func() error { return nil }
 	}
@@ -384,8 +483,13 @@ func (s *sim) waitFlows(ctx context.Context, began time.Time) error {
 	}
 }
 
-// alive fails once a started controller has exited.
+// alive fails once a started controller or nats-server has exited.
 func (s *sim) alive() error {
+	if s.nats != nil {
+		if err := s.nats.Alive(); err != nil {
+			return err
+		}
+	}
 	if s.ctrl == nil {
 		return nil
 	}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/natsconn"
+)
+
+// newNATSServer is the hidden command fleetsim starts its nats-server
+// with: the server the controller embeds (natsconn.StartEmbedded), in a
+// process of its own so that its CPU time is measured apart from the
+// controller's, as a fleet runs NATS apart from the controller.
+func newNATSServer() *cobra.Command {
+	var storeDir, urlFile, sync, cpuProfile string
+	var profileSeconds int
+	cmd := &cobra.Command{
+		Use:    "nats-server",
+		Short:  "Run the controller's embedded nats-server on its own, on a free loopback port (fleetsim starts it)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serveNATS(cmd.Context(), storeDir, urlFile, sync, cpuProfile, time.Duration(profileSeconds)*time.Second)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&storeDir, "store-dir", "", "JetStream's store dir")
+	fs.StringVar(&urlFile, "url-file", "", "where to write the server's URL once it accepts clients")
+	fs.StringVar(&sync, "sync-interval", "always", "as nats.sync_interval: always, default or a duration")
+	fs.StringVar(&cpuProfile, "cpuprofile", "", "on SIGUSR1, profile the server's CPU into this file")
+	fs.IntVar(&profileSeconds, "profile-seconds", 120, "how long the CPU profile runs")
+	_ = cmd.MarkFlagRequired("store-dir")
+	_ = cmd.MarkFlagRequired("url-file")
+	return cmd
+}
+
+// serveNATS runs the server until ctx ends (SIGTERM, SIGINT).
+func serveNATS(ctx context.Context, storeDir, urlFile, sync, cpuProfile string, profile time.Duration) error {
+	o := natsconn.EmbeddedOptions{StoreDir: storeDir, Port: -1}
+	switch sync {
+	case "always":
+		o.SyncAlways = true
+	case "default", "":
+	default:
+		d, err := time.ParseDuration(sync)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("%w: --sync-interval must be always, default or a positive duration (got %q)", config.ErrInvalid, sync)
+		}
+		o.SyncInterval = d
+	}
+	ns, err := natsconn.StartEmbedded(o)
+	if err != nil {
+		return err
+	}
+	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+	tmp := urlFile + ".tmp"
+	if err := os.WriteFile(tmp, []byte(ns.ClientURL()+"\n"), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, urlFile); err != nil {
+		return err
+	}
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-usr1:
+			if cpuProfile == "" {
+				continue
+			}
+			if err := profileCPU(ctx, cpuProfile, profile); err != nil {
+				fmt.Fprintln(os.Stderr, "fleetsim nats-server: CPU profile:", err)
+			}
+		}
+	}
+}
+
+// profileCPU profiles this process's CPU into file for d, or until ctx ends.
+func profileCPU(ctx context.Context, file string, d time.Duration) error {
+	stop, err := selfProfile(file)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+	return nil
+}
