@@ -92,6 +92,11 @@ type FlowDetail struct {
 	// Flow.Spec.Tasks their specs, and Flow.Order is left out; Page says
 	// what the whole flow holds and where the next page starts.
 	Page *TaskPage `json:"page,omitempty"`
+
+	// raw, in a detail the controller read, holds Flow, Tasks and
+	// Attempts encoded under the projection's lock (encode.go): what is
+	// sent, in their place.
+	raw *rawRecords
 }
 
 // StatusResponse answers a StatusRequest.
@@ -434,11 +439,13 @@ func flowSummaries(cfg *config.Config, st *projection.State) []FlowSummary {
 // flowDetail is one flow with its tasks and attempts, copied out of the
 // projection.
 func flowDetail(cfg *config.Config, st *projection.State, f *projection.Flow) *FlowDetail {
-	d := &FlowDetail{Flow: clone(f), Spend: spendStatus(cfg, "the flow's", f.Budget, f.Spend)}
+	d := &FlowDetail{Spend: spendStatus(cfg, "the flow's", f.Budget, f.Spend), raw: &rawRecords{}}
+	d.raw.flow = encode(f)
 	tasks := st.FlowTasks(f)
 	d.Waiting = waits(st, tasks)
+	var attempts []*projection.Attempt
 	for _, t := range tasks {
-		d.Tasks = append(d.Tasks, clone(t))
+		d.raw.tasks = append(d.raw.tasks, encode(t))
 		if s := spendStatus(cfg, "the task's", t.Budget, t.Spend); s != nil {
 			if d.TaskSpend == nil {
 				d.TaskSpend = map[string]*SpendStatus{}
@@ -448,20 +455,14 @@ func flowDetail(cfg *config.Config, st *projection.State, f *projection.Flow) *F
 	}
 	for _, a := range st.Attempts {
 		if a.Flow == f.ID {
-			d.Attempts = append(d.Attempts, clone(a))
+			attempts = append(attempts, a)
 		}
 	}
-	sort.Slice(d.Attempts, func(i, j int) bool { return d.Attempts[i].ID < d.Attempts[j].ID })
+	sort.Slice(attempts, func(i, j int) bool { return attempts[i].ID < attempts[j].ID })
+	for _, a := range attempts {
+		d.raw.attempts = append(d.raw.attempts, encode(a))
+	}
 	return d
-}
-
-// clone deep-copies a record through JSON so the response does not share
-// memory with the live state after the read lock is released.
-func clone[T any](v *T) *T {
-	b, _ := json.Marshal(v)
-	var out T
-	_ = json.Unmarshal(b, &out)
-	return &out
 }
 
 // handleRebuild replays the EVENTS stream into an empty store, up to the

@@ -318,10 +318,10 @@ func flowPage(cfg *config.Config, st *projection.State, f *projection.Flow, req 
 			head.Spec.Tasks = append(head.Spec.Tasks, *spec)
 		}
 	}
-	d := &FlowDetail{Flow: clone(&head), Spend: spendStatus(cfg, "the flow's", f.Budget, f.Spend), Waiting: sel.waiting,
-		Page: sel.page, Tasks: []*projection.Task{}, Attempts: []*projection.Attempt{}}
+	d := &FlowDetail{Spend: spendStatus(cfg, "the flow's", f.Budget, f.Spend), Waiting: sel.waiting, Page: sel.page,
+		raw: &rawRecords{flow: encode(&head), tasks: []json.RawMessage{}, attempts: []json.RawMessage{}}}
 	for _, t := range sel.rows {
-		d.Tasks = append(d.Tasks, clone(t))
+		d.raw.tasks = append(d.raw.tasks, encode(t))
 		if s := spendStatus(cfg, "the task's", t.Budget, t.Spend); s != nil {
 			if d.TaskSpend == nil {
 				d.TaskSpend = map[string]*SpendStatus{}
@@ -330,7 +330,7 @@ func flowPage(cfg *config.Config, st *projection.State, f *projection.Flow, req 
 		}
 		for n := 1; n <= t.Attempts; n++ {
 			if a := st.Attempts[drovertype.AttemptID(f.ID, t.ID, n)]; a != nil {
-				d.Attempts = append(d.Attempts, clone(a))
+				d.raw.attempts = append(d.raw.attempts, encode(a))
 			}
 		}
 	}
