@@ -345,13 +345,15 @@ func (h *hostile) api(nc *nats.Conn, n int) {
 	for _, subject := range apiSubjects(h.t, nc) {
 		for i := range n {
 			var body []byte
-			switch i % 3 {
+			switch i % 4 {
 			case 0:
 				body = append([]byte{0xff}, make([]byte, h.rng.IntN(256))...)
 			case 1:
 				body = []byte(`{"target":"` + h.flow + `","spec":{"name":"x"},"flow":"*","attempt":"` + h.attempt + `","extra":1}`)
 			case 2:
 				body = []byte(`{"target":"` + h.flow + `.>","flow":"` + h.flow + `.>","attempt":"../x","spec":{"depend_on":[]}}`)
+			case 3: // a status page's members, each wrong
+				body = []byte(`{"flow":"` + h.flow + `","limit":-1,"after":"` + h.flow + `/../x","states":["x",null],"tasks":[1,{}]}`)
 			}
 			reply, err := nc.Request(subject, body, 30*time.Second)
 			if err != nil {

@@ -10,10 +10,10 @@
 #   BENCH_COUNT_E2E (3) BENCH_COUNT_FOLD (5) BENCH_COUNT_CLAIM (3)
 #   BENCH_COUNT_FLOOD (3) BENCH_COUNT_SCALE (2) BENCH_SCALE_TASKS (1000)
 #   BENCH_COUNT_CONSOLE (3) BENCH_COUNT_NATIVE (3) BENCH_COUNT_NATIVE_E2E (2) BENCH_COUNT_SANDBOX (3)
-#   BENCH_COUNT_STANDBY (3) BENCH_COUNT_FAILOVER (1: 20 kills each)
+#   BENCH_COUNT_STANDBY (3) BENCH_COUNT_FAILOVER (1: 20 kills each) BENCH_COUNT_STATUS (3)
 # and each scenario's size by its DROVER_BENCH_* variable (see bench/doc.go).
 # BENCH_ONLY="scale e2e" runs only those scenarios (fold, standby, failover,
-# claim, flood, scale, e2e, console, native, sandbox, micro); `make bench-scale` runs the scale scenario as the issue
+# claim, flood, scale, e2e, console, status, native, sandbox, micro); `make bench-scale` runs the scale scenario as the issue
 # specifies it, 10,000 vs 1,000 tasks, which takes longer than the rest.
 #
 # Repositories, repo caches and worktrees go to BENCH_WORKDIR, by default
@@ -46,7 +46,7 @@ fi
 export DROVER_BENCH_WORKDIR=${BENCH_WORKDIR:-}
 [ -z "$DROVER_BENCH_WORKDIR" ] || mkdir -p "$DROVER_BENCH_WORKDIR"
 
-only=" ${BENCH_ONLY:-fold standby failover claim flood scale e2e console native sandbox micro} "
+only=" ${BENCH_ONLY:-fold standby failover claim flood scale e2e console status native sandbox micro} "
 want() { [[ "$only" == *" $1 "* ]]; }
 
 bench() { # PATTERN COUNT PACKAGE; BENCHTIME (default 1x) as go test takes it
@@ -64,6 +64,8 @@ want fold && bench 'BenchmarkFold$' "${BENCH_COUNT_FOLD:-5}" ./internal/controll
 # A standby's fold under the fold benchmark's load, and the leader killed
 # 20 times among three controllers.
 want standby && bench 'BenchmarkStandbyLag$' "${BENCH_COUNT_STANDBY:-3}" ./internal/controller/
+# What an operator's reads of a 10,000-task flow among 110,000 tasks cost.
+want status && bench 'BenchmarkStatusPages$' "${BENCH_COUNT_STATUS:-3}" ./internal/controller/
 want failover && bench 'BenchmarkFailover$' "${BENCH_COUNT_FAILOVER:-1}" ./bench/
 want claim && bench 'BenchmarkClaimLatency$' "${BENCH_COUNT_CLAIM:-3}" ./bench/
 want flood && bench 'BenchmarkOutputFlood$' "${BENCH_COUNT_FLOOD:-3}" ./bench/
@@ -88,7 +90,7 @@ want sandbox && bench 'BenchmarkSandbox$' "${BENCH_COUNT_SANDBOX:-3}" ./bench/
 # planning), at go test's default benchtime.
 if want micro; then
 	echo "== micro-benchmarks" >&2
-	"$GO" test -run '^$' -bench . -skip 'BenchmarkFold$|BenchmarkStandbyLag$|BenchmarkFlowPage10k$|BenchmarkConsoleBrowser10k$|BenchmarkTurnOverhead$|BenchmarkMemoryPerAttempt$' -benchmem -count 1 ./internal/... | tee -a "$out"
+	"$GO" test -run '^$' -bench . -skip 'BenchmarkFold$|BenchmarkStandbyLag$|BenchmarkStatusPages$|BenchmarkFlowPage10k$|BenchmarkConsoleBrowser10k$|BenchmarkTurnOverhead$|BenchmarkMemoryPerAttempt$' -benchmem -count 1 ./internal/... | tee -a "$out"
 fi
 
 echo

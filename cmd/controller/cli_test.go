@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/drover-dev/drover/internal/controller"
 	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/exitcode"
 	"github.com/drover-dev/drover/internal/fleet"
@@ -391,5 +394,79 @@ func TestReadCommandsEscape(t *testing.T) {
 	}
 	if out := term.String(); strings.ContainsAny(out, "\x1b\a") || !strings.Contains(out, `say \x1b]52;c;aGk=\a`) {
 		t.Errorf("status --task on a terminal: %q", out)
+	}
+}
+
+// TestStatusPages: status FLOW shows a page and the command for the next,
+// which shows the next; --all -o json holds every task; bad paging flags
+// are usage errors.
+func TestStatusPages(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	c := startController(t)
+	file := filepath.Join(t.TempDir(), "flow.yaml")
+	body := fmt.Sprintf("name: paged\nrepo: %s\nruntime: demo\ntasks:\n", t.TempDir())
+	for i := range 7 {
+		body += fmt.Sprintf("  - id: t%d\n    prompt: p\n", i)
+	}
+	if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	r := cli(t, ctx, nil, nil, "submit", file, "--data-dir", c.dir)
+	if r.code != 0 {
+		t.Fatalf("submit: exit %d: %s", r.code, r.stderr)
+	}
+	id := strings.Fields(strings.TrimPrefix(r.stdout, "submitted flow "))[0]
+	rowsOf := func(out string) (rows []string) {
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) > 1 && strings.HasPrefix(f[0], "t") && len(f[0]) == 2 {
+				rows = append(rows, f[0])
+			}
+		}
+		return rows
+	}
+	r = cli(t, ctx, nil, nil, "status", id, "--limit", "3", "--data-dir", c.dir)
+	next := "controller status " + id + " --after " + id + "/t2"
+	if r.code != 0 || !strings.Contains(r.stdout, "shown: 1–3 of 7 tasks; 4 more: "+next+" (or --all)") ||
+		!slices.Equal(rowsOf(r.stdout), []string{"t0", "t1", "t2"}) || !strings.Contains(r.stdout, "tasks: 7: ") {
+		t.Fatalf("status --limit 3: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// The command it printed, as an operator would run it.
+	args := append(strings.Fields(strings.TrimPrefix(next, "controller ")), "--limit", "3", "--data-dir", c.dir)
+	r = cli(t, ctx, nil, nil, args...)
+	if r.code != 0 || !slices.Equal(rowsOf(r.stdout), []string{"t3", "t4", "t5"}) || !strings.Contains(r.stdout, "shown: 4–6 of 7 tasks; 1 more") {
+		t.Fatalf("the next page: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = cli(t, ctx, nil, nil, "status", id, "--limit", "2", "--all", "-o", "json", "--data-dir", c.dir)
+	var all controller.StatusResponse
+	if err := json.Unmarshal([]byte(r.stdout), &all); r.code != 0 || err != nil || len(all.Detail.Tasks) != 7 ||
+		all.Detail.Page.Next != "" || len(all.Detail.Flow.Spec.Tasks) != 7 {
+		t.Fatalf("status --all -o json: exit %d, %v\n%s", r.code, err, r.stdout)
+	}
+	r = cli(t, ctx, nil, nil, "status", id, "--state", "scheduled,pending", "--data-dir", c.dir)
+	if r.code != 0 || len(rowsOf(r.stdout)) != 7 {
+		t.Fatalf("status --state: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = cli(t, ctx, nil, nil, "status", id, "--task", "t4", "--data-dir", c.dir)
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "task t4 of flow "+id) {
+		t.Fatalf("status --task: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"status", id, "--state", "broken"}, exitcode.Usage, `states: "broken" is not a task state`},
+		{[]string{"status", id, "--limit", "-1"}, exitcode.Usage, "--limit must be 0 (every task) or more"},
+		{[]string{"status", id, "--limit", "5000"}, exitcode.Usage, "limit: 5000; a page holds 1 to 1000 tasks"},
+		{[]string{"status", id, "--after", "other-abc123/t1"}, exitcode.Usage, "is a cursor of flow other-abc123, not of " + id},
+		{[]string{"status", id, "--after", id + "/t9"}, exitcode.Usage, "flow " + id + " has no task t9"},
+		{[]string{"status", "--limit", "5"}, exitcode.Usage, "need a FLOW argument"},
+		{[]string{"status", id, "--task", "t9"}, exitcode.NotFound, "has no task t9"},
+	} {
+		r := cli(t, ctx, nil, nil, append(tc.args, "--data-dir", c.dir)...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%v: exit %d, %q; want %d and %q", tc.args, r.code, r.stderr, tc.code, tc.want)
+		}
 	}
 }

@@ -135,7 +135,8 @@ func withJS(cmd *cobra.Command, fn func(cl *controller.Client, js jetstream.JetS
 // task's latest succeeded attempt first; then its current attempt; then its
 // latest. It returns nil, nil when the task exists but has no attempt yet.
 func pick(ctx context.Context, cl *controller.Client, t controller.Target, result bool) (*projection.Attempt, error) {
-	st, err := cl.Status(ctx, t.Flow)
+	// The task alone, with its attempts: not the whole flow.
+	st, err := cl.StatusPage(ctx, controller.StatusRequest{Flow: t.Flow, Limit: 1, Tasks: []string{t.Task}})
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -123,13 +124,23 @@ func readFlow(cmd *cobra.Command, arg string) (name string, data []byte, err err
 }
 
 func newStatus() *cobra.Command {
-	var output, task, ctl string
+	var output, task, ctl, after string
+	var states []string
+	var limit int
+	var all bool
 	cmd := &cobra.Command{
 		Use:   "status [FLOW]",
-		Short: "Show all flows, or one flow's tasks and attempts",
+		Short: "Show all flows, or one flow's tasks and attempts, a page at a time",
+		Long: `status without FLOW lists the flows. With FLOW it shows the flow, the counts of its tasks
+by state, why tasks wait, and a page of its tasks with their attempts: the first --limit
+(100), in the flow's order, after --after's task, of the --state given (a task state, or
+waiting; a list, or the flag given again). It says how many more there are and how to see
+them. --all (or --limit 0) shows every task, asked for a page at a time.`,
 		Example: `  controller status
   controller status hello-x1y2z3
-  controller status hello-x1y2z3 -o json
+  controller status hello-x1y2z3 --state failed,waiting
+  controller status hello-x1y2z3 --after hello-x1y2z3/t0099   # the next page
+  controller status hello-x1y2z3 --all -o json
   controller status hello-x1y2z3 --task greet   # each attempt with the prompt it got`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -139,39 +150,150 @@ func newStatus() *cobra.Command {
 			if err := checkControllerID(ctl); err != nil {
 				return err
 			}
+			if all {
+				limit = 0
+			}
+			if limit < 0 {
+				return usageError(fmt.Errorf("--limit must be 0 (every task) or more (got %d)", limit))
+			}
+			id := ""
+			if len(args) == 1 {
+				id = args[0]
+			}
+			if id == "" && (task != "" || after != "" || len(states) > 0 || cmd.Flags().Changed("limit") || all) {
+				return usageError(fmt.Errorf("--task, --state, --after, --limit and --all need a FLOW argument"))
+			}
 			nc, err := connect(cmd)
 			if err != nil {
 				return err
 			}
 			defer nc.Close()
-			id := ""
-			if len(args) == 1 {
-				id = args[0]
+			cl := &controller.Client{NC: nc, Controller: ctl}
+			out := cmd.OutOrStdout()
+			switch {
+			case id == "":
+				st, err := cl.Status(cmd.Context(), "")
+				if err != nil {
+					return err
+				}
+				return printAs(out, output, st, func() { printStatus(out, st) })
+			case task != "":
+				st, err := cl.StatusPage(cmd.Context(), controller.StatusRequest{Flow: id, Limit: 1, Tasks: []string{task}})
+				if err != nil {
+					return err
+				}
+				return printAs(out, output, st, func() {}, func() error { return printTask(out, st.Detail, task) })
 			}
-			st, err := (&controller.Client{NC: nc, Controller: ctl}).Status(cmd.Context(), id)
+			req := controller.StatusRequest{Flow: id, Limit: limit, After: after, States: states}
+			if limit == 0 {
+				req.Limit = controller.MaxPageLimit
+				return walkStatus(cmd.Context(), cl, req, out, output)
+			}
+			st, err := cl.StatusPage(cmd.Context(), req)
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			if task != "" && st.Detail == nil {
-				return usageError(fmt.Errorf("--task needs a FLOW argument"))
-			}
-			if output == "json" {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(st)
-			}
-			if task != "" {
-				return printTask(out, st.Detail, task)
-			}
-			printStatus(out, st)
-			return nil
+			return printAs(out, output, st, func() { printStatus(out, st); printMore(out, req, st.Detail.Page, len(st.Detail.Tasks)) })
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	cmd.Flags().StringVar(&task, "task", "", "show one task: its attempts, errors, checks and the prompt each attempt got")
+	cmd.Flags().IntVar(&limit, "limit", controller.DefaultPageLimit, "tasks shown: a page of up to this many (0: every task)")
+	cmd.Flags().BoolVar(&all, "all", false, "every task (--limit 0), asked for a page at a time")
+	cmd.Flags().StringVar(&after, "after", "", "start after this task, FLOW/TASK (a page's next)")
+	cmd.Flags().StringSliceVar(&states, "state", nil, "only tasks in these states: "+strings.Join(stateNames(), ", ")+", or waiting")
 	controllerFlag(cmd, &ctl)
 	return cmd
+}
+
+// stateNames are the task states, as --state takes them.
+func stateNames() []string {
+	var out []string
+	for _, s := range controller.TaskStates() {
+		out = append(out, string(s))
+	}
+	return out
+}
+
+// printAs prints v as JSON, or calls text (then each of the rest, which may fail).
+func printAs(out io.Writer, output string, v any, text func(), more ...func() error) error {
+	if output == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	text()
+	for _, fn := range more {
+		if err := fn(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// printMore says how many of the flow's tasks a page did not show, and how
+// to see them.
+func printMore(out io.Writer, req controller.StatusRequest, p *controller.TaskPage, shown int) {
+	filter := ""
+	if len(req.States) > 0 {
+		filter = " --state " + strings.Join(req.States, ",")
+	}
+	what := "tasks"
+	if filter != "" {
+		what = "tasks in " + strings.Join(req.States, ", ")
+	}
+	fmt.Fprintf(out, "\n%s %d–%d of %d %s", "shown:", min(p.Before+1, p.Before+shown), p.Before+shown, p.Matching, what)
+	if more := p.After(shown); more > 0 && p.Next != "" {
+		fmt.Fprintf(out, "; %d more: controller status %s --after %s%s (or --all)", more, termsafe.Line(req.Flow), termsafe.Line(p.Next), filter)
+	}
+	fmt.Fprintln(out)
+}
+
+// walkStatus shows every task of req's flow (in its states), asked for
+// a page at a time: as text, the tables of all; as JSON, one answer of
+// the shape a page has, holding them all.
+func walkStatus(ctx context.Context, cl *controller.Client, req controller.StatusRequest, out io.Writer, output string) error {
+	var all *controller.StatusResponse
+	err := cl.WalkTasks(ctx, req, func(st *controller.StatusResponse) error {
+		if all == nil {
+			all = st
+			d := *st.Detail
+			all.Detail = &d
+			return nil
+		}
+		mergePage(all.Detail, st.Detail)
+		all.Applied, all.Cooldowns, all.Unserved = st.Applied, st.Cooldowns, st.Unserved
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	p := *all.Detail.Page
+	p.Before, p.Next = 0, ""
+	all.Detail.Page = &p
+	return printAs(out, output, all, func() { printStatus(out, all); printMore(out, req, &p, len(all.Detail.Tasks)) })
+}
+
+// mergePage adds a page's tasks to what a walk holds, and takes its
+// summary (the latest).
+func mergePage(into, d *controller.FlowDetail) {
+	into.Tasks = append(into.Tasks, d.Tasks...)
+	into.Attempts = append(into.Attempts, d.Attempts...)
+	into.Flow.Spec.Tasks = append(into.Flow.Spec.Tasks, d.Flow.Spec.Tasks...)
+	for k, v := range d.TaskSpend {
+		if into.TaskSpend == nil {
+			into.TaskSpend = map[string]*controller.SpendStatus{}
+		}
+		into.TaskSpend[k] = v
+	}
+	for k, v := range d.Waiting {
+		if into.Waiting == nil {
+			into.Waiting = map[string]*controller.WaitStatus{}
+		}
+		into.Waiting[k] = v
+	}
+	into.Page = d.Page
+	into.Spend = d.Spend
 }
 
 func printStatus(out io.Writer, st *controller.StatusResponse) {
@@ -214,6 +336,15 @@ func printStatus(out io.Writer, st *controller.StatusResponse) {
 		fmt.Fprintln(tw)
 	}
 	printPR(tw, d)
+	if p := d.Page; p != nil {
+		fmt.Fprintf(tw, "tasks: %d: %s\n", p.Tasks, countsLine(p))
+		for _, w := range p.Waits {
+			fmt.Fprintf(tw, "waiting: %d task(s) since %s (first %s): %s\n", w.Tasks, w.Since.Local().Format(time.DateTime), l(w.First), l(oneLine(w.Reason, 300)))
+		}
+		if n := p.Waiting - waitsListed(p.Waits); n > 0 {
+			fmt.Fprintf(tw, "waiting: %d more task(s), for other reasons (--state waiting)\n", n)
+		}
+	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "TASK\tSTATE\tRUNTIME\tATTEMPTS\tRESULT / ERROR")
 	for _, t := range d.Tasks {
@@ -250,6 +381,15 @@ func printStatus(out io.Writer, st *controller.StatusResponse) {
 	}
 	printCooldowns(tw, st.Cooldowns)
 	printUnserved(tw, st.Unserved)
+}
+
+// waitsListed is the number of tasks of the waits a page lists.
+func waitsListed(ws []controller.WaitGroup) int {
+	n := 0
+	for _, w := range ws {
+		n += w.Tasks
+	}
+	return n
 }
 
 // waitOf is why a task waits: what the controller says, else (an older

@@ -73,6 +73,7 @@ func detail() *controller.FlowDetail {
 			Spec: flow.Spec{Name: "f", Repo: "/r", Base: "main", Tasks: []flow.Task{{ID: "t", Prompt: "do it"}}}},
 		Tasks:    []*projection.Task{{Flow: "f", ID: "t", State: drovertype.TaskRunning, Runtime: "demo", Attempts: 1, Attempt: "f_t_1"}},
 		Attempts: []*projection.Attempt{{ID: "f_t_1", Flow: "f", Task: "t", N: 1, Runtime: "demo", State: drovertype.AttemptClaimed, Worker: "w"}},
+		Page:     &controller.TaskPage{Tasks: 1, Counts: map[drovertype.TaskState]int{drovertype.TaskRunning: 1}, Matching: 1},
 	}
 }
 
@@ -245,14 +246,17 @@ func TestWatchEscapes(t *testing.T) {
 		attempts := map[string]*projection.Attempt{"f_t_1": d.Attempts[0]}
 		var term fakeTerminal
 		v := &ttyView{w: &term, fd: -1}
-		v.draw(d, attempts)
-		v.draw(d, attempts) // unchanged: nothing drawn
+		v.draw(d, 80, 24)
+		v.draw(d, 80, 24) // unchanged: nothing drawn
 		d.Flow.State = drovertype.FlowFailed
-		v.draw(d, attempts) // moves back up over the frame: ours
+		v.draw(d, 80, 24) // moves back up over the frame: ours
 		assertShown(t, "watch view: "+name, term.String(), hostileShown[:20])
 		if name == "flow id" {
 			continue // not in the task line
 		}
+		var plain fakeTerminal
+		(&watcher{w: &plain, lines: map[string]string{}, states: map[string]drovertype.TaskState{}}).show(d, nil)
+		assertSafe(t, "watch plain line: "+name, plain.String())
 		assertSafe(t, "watch line: "+name, taskLine(d.Tasks[0], attempts[d.Tasks[0].Attempt], waitOf(d, d.Tasks[0]))+" "+termsafeLineOf(d.Tasks[0].ID))
 	}
 }

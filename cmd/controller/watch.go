@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -76,49 +78,19 @@ func watchFlowAs(ctx context.Context, cl *controller.Client, id string, w io.Wri
 	if f, ok := w.(*os.File); ok && output == "text" && term.IsTerminal(int(f.Fd())) {
 		tty = &ttyView{w: f, fd: int(f.Fd())}
 	}
-	seen := map[string]string{}
+	wt := &watcher{cl: cl, id: id, w: w, output: output}
 	t := time.NewTicker(300 * time.Millisecond)
 	defer t.Stop()
 	for {
-		st, err := cl.Status(ctx, id)
+		var d *controller.FlowDetail
+		var err error
+		if tty != nil {
+			d, err = tty.poll(ctx, cl, id)
+		} else {
+			d, err = wt.poll(ctx)
+		}
 		if err != nil {
 			return err
-		}
-		d := st.Detail
-		if d == nil {
-			return fmt.Errorf("no detail for flow %s", id)
-		}
-		attempts := map[string]*projection.Attempt{}
-		for _, a := range d.Attempts {
-			attempts[a.ID] = a
-		}
-		if tty != nil {
-			tty.draw(d, attempts)
-		} else {
-			for _, task := range d.Tasks {
-				wait := waitOf(d, task)
-				line := taskLine(task, attempts[task.Attempt], wait)
-				if seen[task.ID] == line {
-					continue
-				}
-				seen[task.ID] = line
-				if output == "json" {
-					c := watchChange{Time: time.Now().UTC(), Flow: id, Task: task.ID, State: string(task.State), Error: task.Error}
-					if a := attempts[task.Attempt]; a != nil {
-						c.Attempt, c.Worker, c.Phase = a.ID, a.Worker, string(a.Phase)
-					}
-					if task.State == drovertype.TaskBlocked {
-						c.Detail = "blocked by " + task.BlockedBy
-					}
-					if wait != nil {
-						c.Detail = "waits: " + wait.Reason
-					}
-					b, _ := json.Marshal(c)
-					fmt.Fprintf(w, "%s\n", b)
-				} else {
-					fmt.Fprintf(w, "%s  %-20s %s\n", time.Now().Format("15:04:05"), termsafe.Line(task.ID), line)
-				}
-			}
 		}
 		if d.Flow.State.Terminal() {
 			took := d.Flow.CompletedAt.Sub(d.Flow.SubmittedAt).Round(time.Millisecond)
@@ -138,6 +110,126 @@ func watchFlowAs(ctx context.Context, cl *controller.Client, id string, w io.Wri
 			return ctx.Err()
 		case <-t.C:
 		}
+	}
+}
+
+// watchActive are the tasks whose lines change most (their attempts'
+// phases), which watch asks for every time.
+var watchActive = []string{string(drovertype.TaskScheduled), string(drovertype.TaskRunning), string(drovertype.TaskRetrying),
+	controller.FilterWaiting}
+
+// watcher prints a line each time a task's line changes, without reading
+// the whole flow each time: its first look walks every task, page by
+// page; after that it asks for the active tasks, for those that were
+// active and are no longer, and for the tasks of any state whose count is
+// not what the lines printed add up to (a task blocked, or reopened,
+// without being active when looked at).
+type watcher struct {
+	cl     *controller.Client
+	id     string
+	w      io.Writer
+	output string
+	lines  map[string]string               // task -> its last line printed
+	states map[string]drovertype.TaskState // task -> its state then
+	active map[string]bool                 // the active tasks at the last look
+	last   *controller.FlowDetail          // the latest page
+}
+
+func (v *watcher) poll(ctx context.Context) (*controller.FlowDetail, error) {
+	if v.lines == nil {
+		v.lines, v.states, v.active = map[string]string{}, map[string]drovertype.TaskState{}, map[string]bool{}
+		err := v.walk(ctx, nil, v.active)
+		return v.last, err
+	}
+	now := map[string]bool{}
+	if err := v.walk(ctx, watchActive, now); err != nil {
+		return nil, err
+	}
+	var gone []string
+	for id := range v.active {
+		if !now[id] {
+			gone = append(gone, id)
+		}
+	}
+	v.active = now
+	sort.Strings(gone)
+	for len(gone) > 0 {
+		n := min(len(gone), controller.MaxPageLimit)
+		resp, err := v.cl.StatusPage(ctx, controller.StatusRequest{Flow: v.id, Limit: n, Tasks: gone[:n]})
+		if err != nil {
+			return nil, err
+		}
+		v.show(resp.Detail, nil)
+		gone = gone[n:]
+	}
+	if off := v.unaccounted(); len(off) > 0 {
+		if err := v.walk(ctx, off, nil); err != nil {
+			return nil, err
+		}
+	}
+	return v.last, nil
+}
+
+// walk prints the changed lines of the tasks in states (every task when
+// nil), page by page, and notes them in active when it is not nil.
+func (v *watcher) walk(ctx context.Context, states []string, active map[string]bool) error {
+	req := controller.StatusRequest{Flow: v.id, Limit: controller.MaxPageLimit, States: states}
+	return v.cl.WalkTasks(ctx, req, func(resp *controller.StatusResponse) error {
+		v.show(resp.Detail, active)
+		return nil
+	})
+}
+
+// unaccounted are the states whose count in the latest summary differs
+// from the lines printed.
+func (v *watcher) unaccounted() []string {
+	tally := map[drovertype.TaskState]int{}
+	for _, s := range v.states {
+		tally[s]++
+	}
+	var off []string
+	for _, s := range controller.TaskStates() {
+		if tally[s] != v.last.Page.Counts[s] {
+			off = append(off, string(s))
+		}
+	}
+	return off
+}
+
+// show prints the lines of a page's tasks that changed.
+func (v *watcher) show(d *controller.FlowDetail, active map[string]bool) {
+	v.last = d
+	attempts := map[string]*projection.Attempt{}
+	for _, a := range d.Attempts {
+		attempts[a.ID] = a
+	}
+	for _, task := range d.Tasks {
+		wait := waitOf(d, task)
+		if active != nil && (wait != nil || slices.Contains(watchActive, string(task.State))) {
+			active[task.ID] = true
+		}
+		v.states[task.ID] = task.State
+		line := taskLine(task, attempts[task.Attempt], wait)
+		if v.lines[task.ID] == line {
+			continue
+		}
+		v.lines[task.ID] = line
+		if v.output != "json" {
+			fmt.Fprintf(v.w, "%s  %-20s %s\n", time.Now().Format("15:04:05"), termsafe.Line(task.ID), line)
+			continue
+		}
+		c := watchChange{Time: time.Now().UTC(), Flow: v.id, Task: task.ID, State: string(task.State), Error: task.Error}
+		if a := attempts[task.Attempt]; a != nil {
+			c.Attempt, c.Worker, c.Phase = a.ID, a.Worker, string(a.Phase)
+		}
+		if task.State == drovertype.TaskBlocked {
+			c.Detail = "blocked by " + task.BlockedBy
+		}
+		if wait != nil {
+			c.Detail = "waits: " + wait.Reason
+		}
+		b, _ := json.Marshal(c)
+		fmt.Fprintf(v.w, "%s\n", b)
 	}
 }
 
@@ -177,20 +269,43 @@ type ttyView struct {
 	fd    int
 	lines int    // lines drawn last time, to move back over
 	last  string // the frame drawn last time
+	tasks int    // the flow's tasks, at the last look
 }
 
-func (v *ttyView) draw(d *controller.FlowDetail, attempts map[string]*projection.Attempt) {
+// poll asks for what fits on the screen: every task of a flow that fits,
+// else the active ones (the counts say the rest), and draws it.
+func (v *ttyView) poll(ctx context.Context, cl *controller.Client, id string) (*controller.FlowDetail, error) {
 	width, height, err := term.GetSize(v.fd)
 	if err != nil || width <= 0 {
 		width, height = 80, 24
 	}
+	rows := min(max(height-5, 1), controller.MaxPageLimit)
+	req := controller.StatusRequest{Flow: id, Limit: rows}
+	if v.tasks == 0 || v.tasks > rows {
+		req.States = watchActive
+	}
+	resp, err := cl.StatusPage(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	d := resp.Detail
+	v.tasks = d.Page.Tasks
+	v.draw(d, width, height)
+	return d, nil
+}
+
+func (v *ttyView) draw(d *controller.FlowDetail, width, height int) {
+	attempts := map[string]*projection.Attempt{}
+	for _, a := range d.Attempts {
+		attempts[a.ID] = a
+	}
 	done := 0
-	for _, t := range d.Tasks {
-		if t.State.Terminal() {
-			done++
+	for s, n := range d.Page.Counts {
+		if s.Terminal() {
+			done += n
 		}
 	}
-	total := len(d.Tasks)
+	total := d.Page.Tasks
 	var frame []string
 	elapsed := time.Since(d.Flow.SubmittedAt)
 	if d.Flow.State.Terminal() {
@@ -201,7 +316,7 @@ func (v *ttyView) draw(d *controller.FlowDetail, attempts map[string]*projection
 	if d.Flow.Paused {
 		head += " (paused)"
 	}
-	frame = append(frame, head, progressBar(done, total, width))
+	frame = append(frame, head, progressBar(done, total, width), countsLine(d.Page))
 
 	var buf bytes.Buffer
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
@@ -225,10 +340,14 @@ func (v *ttyView) draw(d *controller.FlowDetail, attempts map[string]*projection
 	}
 	tw.Flush()
 	rows := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
+	more := d.Page.After(len(d.Tasks))
 	// Keep the frame inside the screen, or moving back up cannot reach its top.
 	if maxRows := height - len(frame) - 2; maxRows > 1 && len(rows) > maxRows {
-		more := len(rows) - maxRows + 1
-		rows = append(rows[:maxRows-1], fmt.Sprintf("… and %d more tasks", more))
+		more += len(rows) - maxRows + 1
+		rows = rows[:maxRows-1]
+	}
+	if more > 0 {
+		rows = append(rows, fmt.Sprintf("… and %d more tasks", more))
 	}
 	frame = append(frame, rows...)
 
@@ -248,6 +367,21 @@ func (v *ttyView) draw(d *controller.FlowDetail, attempts map[string]*projection
 	}
 	v.lines = len(frame)
 	_, _ = io.WriteString(v.w, out.String())
+}
+
+// countsLine is a page's counts of the flow's tasks by state, and how
+// many wait.
+func countsLine(p *controller.TaskPage) string {
+	var parts []string
+	for _, s := range controller.TaskStates() {
+		if n := p.Counts[s]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", s, n))
+		}
+	}
+	if p.Waiting > 0 {
+		parts = append(parts, fmt.Sprintf("waiting=%d", p.Waiting))
+	}
+	return strings.Join(parts, " ")
 }
 
 // progressBar draws "[=====     ] 3/5 tasks done" within width columns.

@@ -139,3 +139,42 @@ func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// TestBrowserFlowsListPages follows the flows list's links from page to
+// page in Chromium: each page is a page of flows, the live stream keeps
+// to it.
+func TestBrowserFlowsListPages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a browser test")
+	}
+	w := newWorld(t)
+	for _, id := range []string{"f0-abc123", "f1-abc123", "f2-abc123", "f3-abc123", "f4-abc123"} {
+		w.submit(id, []string{"a"}, nil, func(string) string { return "p" })
+	}
+	_, srv := serve(t, w, nil) // 3 a page
+	b := browsertest.New(t)
+	rows := `Array.from(document.querySelectorAll('#flows tbody tr')).map(r => r.dataset.k).join(' ')`
+	if err := b.Do(30*time.Second, chromedp.Navigate(srv.URL+"/ui/"), chromedp.WaitReady("main")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WaitTrue(10*time.Second, rows+` === 'f4-abc123 f3-abc123 f2-abc123'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Do(30*time.Second, chromedp.Click(`a[rel="next"]`), chromedp.WaitReady("main")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WaitTrue(10*time.Second, rows+` === 'f1-abc123 f0-abc123' && document.querySelector('p.pages').textContent.includes('page 2 of 2')`); err != nil {
+		got, _ := browsertest.Eval[string](b, rows)
+		t.Fatalf("page 2: %v (rows %s)", err, got)
+	}
+	// Its live stream: a new flow goes on the first page, f2 comes down.
+	if err := b.WaitTrue(10*time.Second, `document.getElementById('live-state').title !== 'live updates'`); err != nil {
+		t.Fatal(err)
+	}
+	w.submit("f5-abc123", []string{"a"}, nil, func(string) string { return "p" })
+	if err := b.WaitTrue(10*time.Second, rows+` === 'f2-abc123 f1-abc123 f0-abc123'`); err != nil {
+		got, _ := browsertest.Eval[string](b, rows)
+		t.Fatalf("page 2 after a new flow: %v (rows %s)", err, got)
+	}
+	checkInjected(t, b, "/ui/?page=2")
+}

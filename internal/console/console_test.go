@@ -771,3 +771,46 @@ func TestStaticAssets(t *testing.T) {
 		t.Errorf("path escape: %d", code)
 	}
 }
+
+// TestFlowsListPages: the flows list shows a page of flows, newest first,
+// with links to the others, and its live stream sends only its page's
+// rows: a new flow pushes the first page's last flow off it.
+func TestFlowsListPages(t *testing.T) {
+	w := newWorld(t)
+	for i := range 7 {
+		w.submit(fmt.Sprintf("f%d-abc123", i), []string{"a"}, nil, func(string) string { return "p" })
+	}
+	_, srv := serve(t, w, nil) // 3 a page
+	cl := client(t)
+	for path, want := range map[string][]string{
+		"/ui/":                      {"f6-abc123", "f5-abc123", "f4-abc123", "page 1 of 3", `href="/ui/?page=2" rel="next"`},
+		"/ui/?page=2":               {"f3-abc123", "f1-abc123", `href="/ui/" rel="prev"`, `href="/ui/?page=3" rel="next"`},
+		"/ui/?page=3":               {"f0-abc123", "page 3 of 3"},
+		"/ui/?page=99":              {"f0-abc123", "page 3 of 3"},
+		"/ui/?page=-1":              {"f6-abc123", "page 1 of 3"},
+		"/ui/?state=running&page=2": {"f3-abc123", `href="/ui/?page=3&amp;state=running" rel="next"`},
+	} {
+		code, body := get(t, cl, srv.URL+path)
+		if code != 200 {
+			t.Fatalf("%s: %d", path, code)
+		}
+		for _, s := range want {
+			if !strings.Contains(body, s) {
+				t.Errorf("%s: no %q in\n%s", path, s, body)
+			}
+		}
+		if n := strings.Count(body, `<tr data-k=`); n > 3 {
+			t.Errorf("%s: %d rows on a page of 3", path, n)
+		}
+	}
+	r := openSSE(t, cl, srv.URL+"/ui/live?page=1")
+	first := r.until("rows", 5*time.Second, func(string) bool { return true })
+	if !strings.Contains(first, "f6-abc123") || strings.Contains(first, "f3-abc123") {
+		t.Fatalf("the first page's first rows: %s", first)
+	}
+	w.submit("f7-abc123", []string{"a"}, nil, func(string) string { return "p" })
+	next := r.until("rows", 5*time.Second, func(d string) bool { return strings.Contains(d, "f7-abc123") })
+	if !strings.Contains(next, `"remove":["f4-abc123"]`) {
+		t.Errorf("a new flow on the first page: %s, want f4-abc123 removed", next)
+	}
+}

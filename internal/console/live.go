@@ -186,19 +186,15 @@ func (c *Console) follow(w http.ResponseWriter, r *http.Request, wake <-chan str
 }
 
 func (c *Console) flowsLive(w http.ResponseWriter, r *http.Request) {
-	filter := r.URL.Query().Get("state")
+	filter, page := flowsParams(r)
 	wake, unsub := c.o.Folds.Subscribe()
 	defer unsub()
 	sent := rowDiff{}
 	first := true
 	c.follow(w, r, wake, func(s *sse) (bool, error) {
-		now := c.o.Now()
-		var rows []row
-		for _, f := range c.cache.flows() {
-			if flowMatches(f, filter) {
-				rows = append(rows, f.row(now))
-			}
-		}
+		// The page's flows: a new flow on the first page pushes its last
+		// off it (gone).
+		rows, _, _ := c.flowsOnPage(filter, page, c.o.Now())
 		changed, gone := sent.changed(rows)
 		if len(changed) == 0 && len(gone) == 0 && !first {
 			return true, nil

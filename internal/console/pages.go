@@ -34,27 +34,70 @@ func flowMatches(s flowSummary, filter string) bool {
 }
 
 type flowsView struct {
-	Filter  string
-	Filters []string
-	Rows    []row
-	Total   int
+	Filter      string
+	Filters     []string
+	Rows        []row
+	Total       int
+	Page, Pages int
+	Prev, Next  string
 }
 
-func (c *Console) flowsPage(w http.ResponseWriter, r *http.Request) {
-	filter := r.URL.Query().Get("state")
+// flowsParams are the flows page's filter and page number.
+func flowsParams(r *http.Request) (filter string, page int) {
+	filter = r.URL.Query().Get("state")
 	if filter != "" && !slices.Contains(flowFilters, filter) {
 		filter = ""
 	}
-	now := c.o.Now()
-	list := c.cache.flows()
-	v := flowsView{Filter: filter, Filters: flowFilters, Total: len(list)}
-	for _, s := range list {
+	page, _ = strconv.Atoi(r.URL.Query().Get("page"))
+	return filter, max(page, 1)
+}
+
+// flowsOnPage is one page of the flows list (newest first), filtered by
+// state, with the page it is and the number of pages: a thousand flows
+// are not one table.
+func (c *Console) flowsOnPage(filter string, page int, now time.Time) (rows []row, pg, pages int) {
+	var match []flowSummary
+	for _, s := range c.cache.flows() {
 		if flowMatches(s, filter) {
-			v.Rows = append(v.Rows, s.row(now))
+			match = append(match, s)
 		}
 	}
+	pages = max(1, (len(match)+c.o.PageSize-1)/c.o.PageSize)
+	pg = min(page, pages)
+	lo := (pg - 1) * c.o.PageSize
+	for _, s := range match[lo:min(lo+c.o.PageSize, len(match))] {
+		rows = append(rows, s.row(now))
+	}
+	return rows, pg, pages
+}
+
+// flowsLink is the flows page's address for a filter and a page.
+func flowsLink(filter string, page int) string {
+	q := url.Values{}
+	if filter != "" {
+		q.Set("state", filter)
+	}
+	if page > 1 {
+		q.Set("page", strconv.Itoa(page))
+	}
+	if len(q) == 0 {
+		return "/ui/"
+	}
+	return "/ui/?" + q.Encode()
+}
+
+func (c *Console) flowsPage(w http.ResponseWriter, r *http.Request) {
+	filter, page := flowsParams(r)
+	v := flowsView{Filter: filter, Filters: flowFilters, Total: len(c.cache.flows())}
+	v.Rows, v.Page, v.Pages = c.flowsOnPage(filter, page, c.o.Now())
+	if v.Page > 1 {
+		v.Prev = flowsLink(filter, v.Page-1)
+	}
+	if v.Page < v.Pages {
+		v.Next = flowsLink(filter, v.Page+1)
+	}
 	p := c.newPage(r, "Flows", "flows")
-	p.Live = "/ui/live?state=" + url.QueryEscape(filter)
+	p.Live = "/ui/live?" + url.Values{"state": {filter}, "page": {strconv.Itoa(v.Page)}}.Encode()
 	p.Content = v
 	c.render(w, http.StatusOK, "flows", p)
 }

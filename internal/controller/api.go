@@ -50,8 +50,17 @@ type SubmitResponse struct {
 }
 
 // StatusRequest asks for one flow, or a summary of all when Flow is empty.
+// With a Limit, it asks for one page of the flow's tasks (statuspage.go):
+// up to Limit of them after the cursor After (FLOW/TASK, a page's Next),
+// those in one of States (task states, or FilterWaiting) and, when Tasks
+// is set, among those ids. Without one, every task (what a client older
+// than pages asks for).
 type StatusRequest struct {
-	Flow string `json:"flow,omitempty"`
+	Flow   string   `json:"flow,omitempty"`
+	Limit  int      `json:"limit,omitempty"`
+	After  string   `json:"after,omitempty"`
+	States []string `json:"states,omitempty"`
+	Tasks  []string `json:"tasks,omitempty"`
 }
 
 // FlowSummary is one line of `controller status`.
@@ -78,6 +87,16 @@ type FlowDetail struct {
 	// Waiting says why each task that waits does, by task id: a cooldown
 	// in its way, or no live worker serving its runtime (placement.go).
 	Waiting map[string]*WaitStatus `json:"waiting,omitempty"`
+	// Page is set when the request asked for a page (statuspage.go):
+	// then Tasks, Attempts, TaskSpend and Waiting are the page's tasks',
+	// Flow.Spec.Tasks their specs, and Flow.Order is left out; Page says
+	// what the whole flow holds and where the next page starts.
+	Page *TaskPage `json:"page,omitempty"`
+
+	// raw, in a detail the controller read, holds Flow, Tasks and
+	// Attempts encoded under the projection's lock (encode.go): what is
+	// sent, in their place.
+	raw *rawRecords
 }
 
 // StatusResponse answers a StatusRequest.
@@ -98,6 +117,10 @@ type StatusResponse struct {
 	// ignored.
 	Controller string                 `json:"controller,omitempty"`
 	Leadership *projection.Leadership `json:"leadership,omitempty"`
+
+	// whole is the whole flow a page was cut from, when the controller
+	// did not page (StatusPage).
+	whole *StatusResponse
 }
 
 // RebuildResponse reports whether replaying the stream gives the live state.
@@ -327,11 +350,15 @@ func (c *Controller) handleStatus(ctx context.Context, r micro.Request) {
 		c.refuse(r, "status", err)
 		return
 	}
-	resp, found := c.readStatus(req)
+	resp, found, err := c.readStatus(req)
 	if !found && c.catchUp(ctx) {
 		// A flow submitted through another controller a moment ago: this
 		// one may not have folded it yet.
-		resp, found = c.readStatus(req)
+		resp, found, err = c.readStatus(req)
+	}
+	if err != nil {
+		c.refuse(r, "status", err)
+		return
 	}
 	if !found {
 		_ = r.Error(CodeNotFound, "no flow "+req.Flow, nil)
@@ -359,8 +386,8 @@ func (c *Controller) catchUp(ctx context.Context) bool {
 }
 
 // readStatus reads the status a request asks for from the projection;
-// found is false for a flow it does not hold.
-func (c *Controller) readStatus(req StatusRequest) (resp *StatusResponse, found bool) {
+// found is false for a flow it does not hold; err refuses a page's cursor.
+func (c *Controller) readStatus(req StatusRequest) (resp *StatusResponse, found bool, err error) {
 	resp, found = &StatusResponse{}, true
 	c.store.Read(func(st *projection.State) {
 		resp.Poisons = st.PoisonCount
@@ -380,10 +407,14 @@ func (c *Controller) readStatus(req StatusRequest) (resp *StatusResponse, found 
 			found = false
 			return
 		}
+		if req.Paged() {
+			resp.Detail, err = flowPage(c.cfg, st, f, req)
+			return
+		}
 		resp.Detail = flowDetail(c.cfg, st, f)
 	})
 	resp.Applied = c.store.Applied()
-	return resp, found
+	return resp, found, err
 }
 
 // flowSummaries is every flow's line of `controller status`, oldest first.
@@ -408,11 +439,13 @@ func flowSummaries(cfg *config.Config, st *projection.State) []FlowSummary {
 // flowDetail is one flow with its tasks and attempts, copied out of the
 // projection.
 func flowDetail(cfg *config.Config, st *projection.State, f *projection.Flow) *FlowDetail {
-	d := &FlowDetail{Flow: clone(f), Spend: spendStatus(cfg, "the flow's", f.Budget, f.Spend)}
+	d := &FlowDetail{Spend: spendStatus(cfg, "the flow's", f.Budget, f.Spend), raw: &rawRecords{}}
+	d.raw.flow = encode(f)
 	tasks := st.FlowTasks(f)
 	d.Waiting = waits(st, tasks)
+	var attempts []*projection.Attempt
 	for _, t := range tasks {
-		d.Tasks = append(d.Tasks, clone(t))
+		d.raw.tasks = append(d.raw.tasks, encode(t))
 		if s := spendStatus(cfg, "the task's", t.Budget, t.Spend); s != nil {
 			if d.TaskSpend == nil {
 				d.TaskSpend = map[string]*SpendStatus{}
@@ -422,20 +455,14 @@ func flowDetail(cfg *config.Config, st *projection.State, f *projection.Flow) *F
 	}
 	for _, a := range st.Attempts {
 		if a.Flow == f.ID {
-			d.Attempts = append(d.Attempts, clone(a))
+			attempts = append(attempts, a)
 		}
 	}
-	sort.Slice(d.Attempts, func(i, j int) bool { return d.Attempts[i].ID < d.Attempts[j].ID })
+	sort.Slice(attempts, func(i, j int) bool { return attempts[i].ID < attempts[j].ID })
+	for _, a := range attempts {
+		d.raw.attempts = append(d.raw.attempts, encode(a))
+	}
 	return d
-}
-
-// clone deep-copies a record through JSON so the response does not share
-// memory with the live state after the read lock is released.
-func clone[T any](v *T) *T {
-	b, _ := json.Marshal(v)
-	var out T
-	_ = json.Unmarshal(b, &out)
-	return &out
 }
 
 // handleRebuild replays the EVENTS stream into an empty store, up to the

@@ -191,14 +191,17 @@ func (r StatusRequest) check() error {
 			return badRequest("status request: flow: %v", err)
 		}
 	}
-	return nil
+	return r.checkPage()
 }
 
 func decodeStatus(body []byte) (StatusRequest, error) {
 	var r StatusRequest
-	m, err := members("status", body, maxRequestSize, "flow")
+	m, err := members("status", body, maxRequestSize, "flow", "limit", "after", "states", "tasks")
 	if err == nil {
 		r.Flow, err = stringMember("status", m, "flow")
+	}
+	if err == nil {
+		err = decodePage(m, &r)
 	}
 	if err == nil {
 		err = r.check()
