@@ -159,7 +159,7 @@ func run(ctx context.Context, f *flags, stdout, stderr io.Writer) error {
 	}
 	report(stdout, res)
 	if !res.OK() {
-		return exitcode.With(exitcode.Failed, errors.New("fleetsim: the fleet lost or doubled work, or the projection is not the fold of the log"))
+		return exitcode.With(exitcode.Failed, errors.New("fleetsim: the fleet lost or doubled work, a flow was stored twice, or the projection is not the fold of the log"))
 	}
 	return nil
 }

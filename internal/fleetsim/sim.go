@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -95,7 +96,11 @@ type Result struct {
 	// server's sync_interval always.
 	Writes  map[string]uint64
 	Verdict Verdict
-	Rebuild *controller.RebuildResponse
+	// Resubmitted counts flows stored again by a submission the
+	// simulator repeated (an answer lost): their tasks ran twice, and
+	// the figures count work that was not asked for.
+	Resubmitted int
+	Rebuild     *controller.RebuildResponse
 }
 
 // Line is the simulator's one-line summary.
@@ -117,10 +122,10 @@ func (r *Result) perTask(d time.Duration) string {
 	return fmt.Sprintf("%.3f", float64(d)/float64(time.Millisecond)/float64(r.Tasks))
 }
 
-// OK reports whether nothing was lost or doubled and the controller's
-// projection is the fold of its log.
+// OK reports whether nothing was lost or doubled, no flow stored twice,
+// and the controller's projection is the fold of its log.
 func (r *Result) OK() bool {
-	return r.Verdict.Lost == 0 && r.Verdict.Doubled == 0 && r.Rebuild != nil && r.Rebuild.Equal
+	return r.Verdict.Lost == 0 && r.Verdict.Doubled == 0 && r.Resubmitted == 0 && r.Rebuild != nil && r.Rebuild.Equal
 }
 
 // sim is one simulation on its way.
@@ -394,7 +399,9 @@ func (s *sim) measure(ctx context.Context) (*Result, error) {
 
 // submit submits a flow. A controller whose NATS the running flows keep
 // busy may answer too late: then the flow is submitted again unless it was
-// recorded (its name is the simulation's own), up to five times.
+// stored (its name is the simulation's own: the watch sees its
+// flow_submitted, which a lagging projection may not show yet), up to five
+// times.
 func (s *sim) submit(ctx context.Context, spec *flow.Spec) (string, error) {
 	var err error
 	for try := range 5 {
@@ -403,18 +410,36 @@ func (s *sim) submit(ctx context.Context, spec *flow.Spec) (string, error) {
 			return id, nil
 		}
 		s.o.Log.Warn("submit", "flow", spec.Name, "try", try+1, "err", err)
-		if st, serr := s.client.Status(ctx, ""); serr == nil {
-			for _, f := range st.Flows {
-				if f.Name == spec.Name {
-					return f.ID, nil
-				}
-			}
+		if id := s.stored(ctx, spec.Name); id != "" {
+			return id, nil
 		}
 		if ctx.Err() != nil {
 			break
 		}
 	}
 	return "", fmt.Errorf("fleetsim: submit %s: %w", spec.Name, err)
+}
+
+// storedWait bounds the wait for a submission that was not answered to
+// show in the log.
+const storedWait = time.Minute
+
+// stored returns the id a flow named name was stored under, waiting up to
+// storedWait for its flow_submitted; "" if none came.
+func (s *sim) stored(ctx context.Context, name string) string {
+	deadline := time.Now().Add(storedWait)
+	for {
+		if ids := s.watch.submittedAs(name); len(ids) > 0 {
+			return ids[0]
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return ""
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // cpu is the measured controller's CPU time so far, 0 without one.
@@ -539,6 +564,16 @@ func (s *sim) check(ctx context.Context, res *Result) error {
 	waits := l.ClaimWaits(s.o.Workers*s.o.Slots, s.up)
 	res.ClaimP50, res.ClaimP99, res.Claims = percentile(waits, 50), percentile(waits, 99), len(waits)
 	res.Verdict = Check(l.State, s.flows, s.o.Mix, s.o.Plan.MaxAttempts, s.ledger)
+	specs, err := s.o.Plan.Specs()
+	if err != nil {
+		return err
+	}
+	for _, spec := range specs {
+		if ids := s.watch.submittedAs(spec.Name); len(ids) > 1 {
+			res.Resubmitted += len(ids) - 1
+			res.Verdict.Problems = append(res.Verdict.Problems, fmt.Sprintf("flow %s was stored %d times (%s): its tasks ran that many times over", spec.Name, len(ids), strings.Join(ids, ", ")))
+		}
+	}
 	rb, err := s.client.Rebuild(ctx)
 	if err != nil {
 		return fmt.Errorf("fleetsim: rebuild: %w", err)
