@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +39,7 @@ import (
 //   - console_flow_ms, console_list_ms: the console's flow page (its first
 //     100 tasks) and its list of flows, rendered.
 func BenchmarkStatusPages(b *testing.B) {
-	tasks, flows := envInt(b, "DROVER_BENCH_STATUS_TASKS", 10_000), envInt(b, "DROVER_BENCH_STATUS_FLOWS", 1000)
+	tasks, flows := benchEnvInt(b, "DROVER_BENCH_STATUS_TASKS", 10_000), benchEnvInt(b, "DROVER_BENCH_STATUS_FLOWS", 1000)
 	js, cfg := benchNATS(b)
 	big := statusWorld(b, js, cfg, tasks, flows)
 	st, err := store.Open(b.TempDir(), store.Options{})
@@ -152,17 +150,6 @@ func BenchmarkStatusPages(b *testing.B) {
 // watchStates are what `watch` asks for each time (cmd/controller).
 var watchStates = []string{"scheduled", "running", "retrying", FilterWaiting}
 
-func envInt(b *testing.B, name string, def int) int {
-	s := os.Getenv(name)
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n <= 0 {
-		b.Fatalf("%s=%q: want a positive integer", name, s)
-	}
-	return n
-}
 
 func jsonSize(b *testing.B, v any) int {
 	raw, err := json.Marshal(v)
