@@ -124,12 +124,15 @@ func TestFleetSimOwnServers(t *testing.T) {
 	}
 
 	dir = t.TempDir()
-	cmd := fleetsim(dir, "--tasks", "400", "--duration-median", "2s", "--duration-p99", "4s", "--timeout", "5m")
-	var buf bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	if err := cmd.Start(); err != nil {
+	run := &async{cmd: fleetsim(dir, "--tasks", "400", "--duration-median", "2s", "--duration-p99", "4s", "--timeout", "5m"), done: make(chan struct{})}
+	run.cmd.Stdout, run.cmd.Stderr = run, run
+	if err := run.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	go func() {
+		run.err = run.cmd.Wait()
+		close(run.done)
+	}()
 	var server int
 	waitFor(t, 2*time.Minute, "the nats-server and a first run", func() bool {
 		for _, pid := range processesUnder(dir) {
@@ -137,20 +140,18 @@ func TestFleetSimOwnServers(t *testing.T) {
 				server = pid
 			}
 		}
-		return server != 0 && regexp.MustCompile(`fleetsim: \S+: [1-9]\d* runs`).Match(buf.Bytes())
+		return server != 0 && regexp.MustCompile(`fleetsim: \S+: [1-9]\d* runs`).MatchString(run.out())
 	})
 	if err := syscall.Kill(server, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	select {
-	case err := <-exited:
-		if err == nil || !strings.Contains(buf.String(), "the nats-server exited") {
-			t.Errorf("fleetsim ended with %v, not saying the nats-server exited:\n%s", err, tail(buf.String(), 4000))
+	case <-run.done:
+		if run.err == nil || !strings.Contains(run.out(), "the nats-server exited") {
+			t.Errorf("fleetsim ended with %v, not saying the nats-server exited:\n%s", run.err, tail(run.out(), 4000))
 		}
 	case <-time.After(90 * time.Second):
-		t.Fatalf("fleetsim still runs 90 s after its nats-server was killed:\n%s", tail(buf.String(), 4000))
+		t.Fatalf("fleetsim still runs 90 s after its nats-server was killed:\n%s", tail(run.out(), 4000))
 	}
 	if pids := processesUnder(dir); len(pids) > 0 {
 		t.Errorf("processes left behind: %v", pids)

@@ -345,7 +345,7 @@ func (c *cluster) cli(args ...string) (string, string, int) {
 
 func (c *cluster) status(flowID string) *controller.StatusResponse {
 	c.t.Helper()
-	out, errOut, code := c.cli("status", flowID, "-o", "json")
+	out, errOut, code := c.cli("status", flowID, "--all", "-o", "json") // every task, not a page
 	if code != 0 {
 		c.t.Fatalf("status %s: exit %d: %s", flowID, code, errOut)
 	}

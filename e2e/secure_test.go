@@ -145,7 +145,8 @@ tasks:
 	}
 	largeID := submittedID(t, out)
 	waitFor(t, time.Minute, "the large flow to fail", func() bool { return c.status(largeID).Detail.Flow.State.Terminal() })
-	out, errOut, code = c.cli("status", largeID, "-o", "json")
+	// Every task's row (--all): pages of 1,000 rows, each more than a message.
+	out, errOut, code = c.cli("status", largeID, "--all", "-o", "json")
 	if code != 0 || len(out) <= 1<<20 {
 		t.Fatalf("status of the large flow: exit %d, %d bytes (want more than a message)\n%s", code, len(out), errOut)
 	}
