@@ -345,7 +345,11 @@ func (c *cluster) cli(args ...string) (string, string, int) {
 
 func (c *cluster) status(flowID string) *controller.StatusResponse {
 	c.t.Helper()
-	out, errOut, code := c.cli("status", flowID, "--all", "-o", "json") // every task, not a page
+	args := []string{"status", flowID, "-o", "json"}
+	if flowID != "" {
+		args = append(args, "--all") // every task, not a page
+	}
+	out, errOut, code := c.cli(args...)
 	if code != 0 {
 		c.t.Fatalf("status %s: exit %d: %s", flowID, code, errOut)
 	}
