@@ -150,7 +150,6 @@ func BenchmarkStatusPages(b *testing.B) {
 // watchStates are what `watch` asks for each time (cmd/controller).
 var watchStates = []string{"scheduled", "running", "retrying", FilterWaiting}
 
-
 func jsonSize(b *testing.B, v any) int {
 	raw, err := json.Marshal(v)
 	if err != nil {
