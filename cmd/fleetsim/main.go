@@ -142,6 +142,11 @@ func run(ctx context.Context, f *flags, stdout, stderr io.Writer) error {
 		if o.ControllerBinary, err = controllerBinary(f.ctl); err != nil {
 			return err
 		}
+		// Refused here, not by the server process in a data dir removed
+		// when the run ends.
+		if err := setSync(&natsconn.EmbeddedOptions{}, o.NATSSync); err != nil {
+			return err
+		}
 		if o.NATSBinary, err = os.Executable(); err != nil {
 			return fmt.Errorf("fleetsim: %w", err)
 		}

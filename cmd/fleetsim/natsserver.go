@@ -44,16 +44,8 @@ func newNATSServer() *cobra.Command {
 // serveNATS runs the server until ctx ends (SIGTERM, SIGINT).
 func serveNATS(ctx context.Context, storeDir, urlFile, sync, cpuProfile string, profile time.Duration) error {
 	o := natsconn.EmbeddedOptions{StoreDir: storeDir, Port: -1}
-	switch sync {
-	case "always":
-		o.SyncAlways = true
-	case "default", "":
-	default:
-		d, err := time.ParseDuration(sync)
-		if err != nil || d <= 0 {
-			return fmt.Errorf("%w: --sync-interval must be always, default or a positive duration (got %q)", config.ErrInvalid, sync)
-		}
-		o.SyncInterval = d
+	if err := setSync(&o, sync); err != nil {
+		return err
 	}
 	ns, err := natsconn.StartEmbedded(o)
 	if err != nil {
@@ -95,6 +87,23 @@ func profileCPU(ctx context.Context, file string, d time.Duration) error {
 	select {
 	case <-ctx.Done():
 	case <-time.After(d):
+	}
+	return nil
+}
+
+// setSync sets o's fsync from a sync interval as nats.sync_interval says
+// it: always, default, or a positive duration.
+func setSync(o *natsconn.EmbeddedOptions, sync string) error {
+	switch sync {
+	case "always":
+		o.SyncAlways = true
+	case "default", "":
+	default:
+		d, err := time.ParseDuration(sync)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("%w: the nats-server's sync interval must be always, default or a positive duration (got %q)", config.ErrInvalid, sync)
+		}
+		o.SyncInterval = d
 	}
 	return nil
 }
