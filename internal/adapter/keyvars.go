@@ -290,8 +290,11 @@ func codexNamed(b []byte) (named, error) {
 		if p.EnvKey != "" {
 			n.keys = append(n.keys, p.EnvKey)
 		}
-		for _, v := range p.EnvHTTPHeaders {
-			n.keys = append(n.keys, v)
+		for _, h := range slices.Sorted(maps.Keys(p.EnvHTTPHeaders)) {
+			// An empty variable name names nothing codex would read.
+			if v := p.EnvHTTPHeaders[h]; v != "" {
+				n.keys = append(n.keys, v)
+			}
 		}
 		n.url("model_providers."+id+".base_url", p.BaseURL, false)
 	}
