@@ -258,22 +258,21 @@ const (
 // consumer fails (a consumerError); either way what it staged is
 // committed. It reports whether it applied any event.
 //
-// A goroutine reads and decodes the events ahead (decodeAhead of them)
-// while this one applies them in order: decoding needs no state, and it was
-// three fifths of the fold's CPU (docs/benchmarks.md).
+// Goroutines read and decode the events ahead (decodeAhead of them) while
+// this one applies them in order: decoding needs no state, and it was three
+// fifths of the fold's CPU (docs/benchmarks.md).
 func (c *Controller) fold(ctx context.Context, it jetstream.MessagesContext, start uint64) (progressed bool, err error) {
 	defer context.AfterFunc(ctx, it.Stop)()
-	decoded := make(chan foldMsg, decodeAhead)
-	go decodeEvents(it, decoded)
+	events := readEvents(it)
 	defer func() {
 		it.Stop()
-		for range decoded { // until the reader has seen the stop
+		for _, ok := events.Next(); ok; _, ok = events.Next() { // until the reader has seen the stop
 		}
 	}()
 	c.log.Info("folding events", "from_seq", start)
 	c.ended = c.ended[:0] // of a fold not committed: refolded from start
 	staged := 0
-	for m := range decoded {
+	for m, ok := events.Next(); ok; m, ok = events.Next() {
 		if m.err != nil {
 			if cerr := c.store.Commit(); cerr != nil {
 				return progressed, cerr
@@ -320,8 +319,11 @@ func (c *Controller) fold(ctx context.Context, it jetstream.MessagesContext, sta
 	return progressed, consumerError{errors.New("the events reader ended")} // it always says why first
 }
 
-// decodeAhead is how many events the reader decodes ahead of the fold.
-const decodeAhead = 128
+// decodeAhead is how many events the reader decodes ahead of the fold: with
+// 128, goroutines waited on each other more (BenchmarkFold, 93,000 against
+// 105,000 events/s). Events are about 1 KB; the consumer buffers twice as
+// many undecoded (PullMaxMessages).
+const decodeAhead = 512
 
 // foldMsg is an event read and decoded for the fold, or the error that
 // ended the reading (err, the last one sent).
@@ -333,24 +335,62 @@ type foldMsg struct {
 	err   error
 }
 
-// decodeEvents reads it until it fails or is stopped, decoding each event
-// for the fold; it sends the error last and closes out.
-func decodeEvents(it jetstream.MessagesContext, out chan<- foldMsg) {
-	defer close(out)
-	for {
-		msg, err := it.Next()
-		if err != nil {
-			out <- foldMsg{err: err}
-			return
-		}
-		md, err := msg.Metadata()
-		if err != nil {
-			out <- foldMsg{msg: msg, mdErr: err}
-			continue
-		}
-		out <- foldMsg{msg: msg, md: md, ev: projection.DecodeForFold(msg.Subject(), msg.Data())}
-	}
+// eventReader gives the events of a consumer decoded for the fold, in the
+// order read. A goroutine reads them and decoders goroutines decode them in
+// turn: decoding was the fold's busiest step, on one core of two
+// (docs/benchmarks.md).
+type eventReader struct {
+	decoded [decoders]chan foldMsg
+	next    int // the decoder of the next event
 }
+
+// readEvents reads it until it fails or is stopped; the error that ends it
+// comes last.
+func readEvents(it jetstream.MessagesContext) *eventReader {
+	r := &eventReader{}
+	var in [decoders]chan foldMsg
+	for k := range decoders {
+		in[k] = make(chan foldMsg, decodeAhead/decoders)
+		r.decoded[k] = make(chan foldMsg, decodeAhead/decoders)
+		go func() {
+			defer close(r.decoded[k])
+			for m := range in[k] {
+				if m.md != nil {
+					m.ev = projection.DecodeForFold(m.msg.Subject(), m.msg.Data())
+				}
+				r.decoded[k] <- m
+			}
+		}()
+	}
+	go func() {
+		// Event i goes to decoder i % decoders, and Next takes it back
+		// from there.
+		for i := 0; ; i++ {
+			msg, err := it.Next()
+			if err != nil {
+				in[i%decoders] <- foldMsg{err: err}
+				break
+			}
+			md, err := msg.Metadata()
+			in[i%decoders] <- foldMsg{msg: msg, md: md, mdErr: err}
+		}
+		for k := range decoders {
+			close(in[k])
+		}
+	}()
+	return r
+}
+
+// Next returns the next event, or false once the one with the error was
+// taken.
+func (r *eventReader) Next() (foldMsg, bool) {
+	m, ok := <-r.decoded[r.next]
+	r.next = (r.next + 1) % decoders
+	return m, ok
+}
+
+// decoders is how many goroutines decode events for the fold.
+const decoders = 2
 
 // park copies a poison event to the dead-letter stream, where `controller
 // dead-letters` lists it. The projection keeps its own record either way.
