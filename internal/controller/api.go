@@ -512,22 +512,30 @@ func (c *Controller) Rebuild(ctx context.Context) (*RebuildResponse, error) {
 		if err != nil {
 			return nil, fmt.Errorf("controller: rebuild consumer: %w", err)
 		}
-		defer it.Stop()
+		// Read and decoded as the fold reads, several events at once.
+		events := readEvents(it)
+		defer func() {
+			it.Stop()
+			for _, ok := events.Next(); ok; _, ok = events.Next() { // until the reader has seen the stop
+			}
+		}()
 		staged := 0
 		for resp.RebuiltSeq < liveSeq {
-			msg, err := it.Next()
-			if err != nil {
-				return nil, fmt.Errorf("controller: rebuild read: %w", err)
+			m, ok := events.Next()
+			switch {
+			case !ok:
+				m.err = errors.New("the events reader ended")
+			case m.err == nil && m.md == nil:
+				m.err = m.mdErr
 			}
-			md, err := msg.Metadata()
-			if err != nil {
-				return nil, fmt.Errorf("controller: rebuild read: %w", err)
+			if m.err != nil {
+				return nil, fmt.Errorf("controller: rebuild read: %w", m.err)
 			}
-			if md.Sequence.Stream > liveSeq {
+			if m.md.Sequence.Stream > liveSeq {
 				break
 			}
-			fresh.Stage(md.Sequence.Stream, msg.Subject(), msg.Data())
-			resp.RebuiltSeq = md.Sequence.Stream
+			fresh.StageDecoded(m.md.Sequence.Stream, m.ev)
+			resp.RebuiltSeq = m.md.Sequence.Stream
 			resp.Events++
 			// Committed as the fold loop commits while it catches up:
 			// one batch of a whole large log held every record at once.
