@@ -373,7 +373,7 @@ func utfStart(b byte) bool { return b&0xc0 != 0x80 }
 // folded with its sequence.
 func attemptEventSeqs(st *projection.State, attempt string, limit int) []uint64 {
 	var out []uint64
-	for id, seq := range st.Seen.All() {
+	for id, seq := range st.Seen {
 		_, key, ok := strings.Cut(id, ":")
 		if !ok || !strings.HasPrefix(key, attempt) {
 			continue
@@ -395,7 +395,7 @@ func attemptEventSeqs(st *projection.State, attempt string, limit int) []uint64 
 func recoverySeqs(st *projection.State, attempts []*projection.Attempt) []uint64 {
 	var out []uint64
 	for _, a := range attempts {
-		if seq, ok := st.Seen.Seq(drovertype.EventID(event.RuntimeRecoveryScheduled, a.ID)); ok {
+		if seq, ok := st.Seen[drovertype.EventID(event.RuntimeRecoveryScheduled, a.ID)]; ok {
 			out = append(out, seq)
 		}
 	}

@@ -316,7 +316,7 @@ func (c *Controller) record(ctx context.Context, ev *event.Event) error {
 		return nil
 	}
 	var folded bool
-	c.store.Read(func(st *projection.State) { folded = seenAt(st, ev.ID, seq) })
+	c.store.Read(func(st *projection.State) { folded = st.Seen[ev.ID] == seq })
 	if !folded {
 		return errFenced
 	}

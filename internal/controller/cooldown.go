@@ -198,7 +198,7 @@ func (dc *decider) limited(a *projection.Attempt) error {
 			continue
 		}
 		id := drovertype.EventID(event.CooldownStarted, a.ID+":"+s.scope)
-		if dc.st.Seen.Has(id) {
+		if _, done := dc.st.Seen[id]; done {
 			continue
 		}
 		d := dc.cooldownFor(a, info, s.scope, s.name)
@@ -308,7 +308,7 @@ func (dc *decider) releases() error {
 			continue
 		}
 		id := drovertype.EventID(event.CooldownReleased, p.ID+":"+c.Scope)
-		if dc.st.Seen.Has(id) {
+		if _, done := dc.st.Seen[id]; done {
 			continue
 		}
 		reason := fmt.Sprintf("probe %s on %s succeeded", p.ID, p.Runtime)

@@ -461,13 +461,13 @@ func (h *decideHarness) fold(t *testing.T, ev *event.Event) string {
 
 func (h *decideHarness) foldRaw(t *testing.T, raw []byte) string {
 	before, records := view(h.st), foldtest.MemRecords(t, h.st)
-	seen := h.st.Seen.Len()
+	seen := len(h.st.Seen)
 	h.seq++
 	h.st.ApplyRaw(h.seq, foldtest.Subject(raw), raw)
 	if p := h.st.Poisons[h.seq]; p != nil {
 		return "poison: " + p.Reason
 	}
-	if h.st.Seen.Len() == seen {
+	if len(h.st.Seen) == seen {
 		return "duplicate id: no change"
 	}
 	if diff := diffView(before, view(h.st)); len(diff) > 0 {
@@ -515,7 +515,7 @@ func (h *decideHarness) decisions(t *testing.T, d *datadriven.TestData) []action
 		if a.event == nil {
 			continue
 		}
-		if seq, ok := h.st.Seen.Seq(a.event.ID); ok {
+		if seq, ok := h.st.Seen[a.event.ID]; ok {
 			t.Errorf("%s: decided %s, an id folded at seq %d: the fold drops it, and it is decided forever", d.Pos, a.event.ID, seq)
 		}
 	}

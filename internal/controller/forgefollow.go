@@ -98,7 +98,7 @@ func (r *forgeRunner) pollOnce(ctx context.Context, w pollWork) (bool, error) {
 // seen reports whether the projection has folded an event id.
 func (r *forgeRunner) seen(id string) bool {
 	var ok bool
-	r.read(func(st *projection.State) { ok = st.Seen.Has(id) })
+	r.read(func(st *projection.State) { _, ok = st.Seen[id] })
 	return ok
 }
 

@@ -99,7 +99,7 @@ func (m *metrics) recordFolded(ctx context.Context, seq uint64, ev *event.Event)
 	m.folded.Add(ctx, 1)
 	if ev.Type == event.LeaderElected {
 		var folded bool
-		m.c.store.Read(func(st *projection.State) { folded = seenAt(st, ev.ID, seq) })
+		m.c.store.Read(func(st *projection.State) { folded = st.Seen[ev.ID] == seq })
 		if folded {
 			m.elections.Add(ctx, 1)
 		}
@@ -117,7 +117,7 @@ func (m *metrics) recordFolded(ctx context.Context, seq uint64, ev *event.Event)
 		a := st.Attempts[ev.Attempt]
 		// Only an event that ended the attempt counts: not a duplicate, not
 		// a report fenced off from a superseded claim.
-		if !seenAt(st, ev.ID, seq) || a == nil || a.Phase != ev.Type || !a.State.Terminal() {
+		if st.Seen[ev.ID] != seq || a == nil || a.Phase != ev.Type || !a.State.Terminal() {
 			return
 		}
 		runtime, counted = a.Runtime, true

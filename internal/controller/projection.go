@@ -77,16 +77,10 @@ func notFoldOf(ctx context.Context, s *store.Store, js jetstream.JetStream) (str
 	ev, derr := event.Decode(msg.Data)
 	s.Read(func(st *projection.State) {
 		_, poison := st.Poisons[applied]
-		known = poison || (derr == nil && st.Seen.Has(ev.ID))
+		known = poison || (derr == nil && st.Seen[ev.ID] != 0)
 	})
 	if !known {
 		return fmt.Sprintf("the log's message at sequence %d, the last the projection applied, is not one it folded", applied), nil
 	}
 	return "", nil
-}
-
-// seenAt reports whether the projection folded the event id at seq.
-func seenAt(st *projection.State, id string, seq uint64) bool {
-	s, ok := st.Seen.Seq(id)
-	return ok && s == seq
 }

@@ -49,7 +49,7 @@ func (c *Controller) handleReport(ctx context.Context, r micro.Request) {
 	c.store.Read(func(st *projection.State) {
 		if a := st.Attempts[req.Attempt]; a != nil {
 			found, id = true, a.ReportEventID
-			seq, _ = st.Seen.Seq(id)
+			seq = st.Seen[id]
 		}
 	})
 	switch {

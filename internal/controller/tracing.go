@@ -64,7 +64,7 @@ func (c *Controller) traceFold(ctx context.Context, msg jetstream.Msg, seq uint6
 		c.store.Read(func(st *projection.State) {
 			if p := st.Poisons[seq]; p != nil {
 				span.SetStatus(codes.Error, "poison: "+p.Reason)
-			} else if id != "" && !seenAt(st, id, seq) {
+			} else if id != "" && st.Seen[id] != seq {
 				span.SetAttributes(tracing.KeyDuplicate.Bool(true)) // folded before: changed nothing
 			}
 			ended = before.ended(st, func() time.Time {

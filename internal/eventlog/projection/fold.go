@@ -84,7 +84,7 @@ func (s *State) apply(seq uint64, subject string, ev *event.Event, payload any, 
 	if err := checkEnvelope(subject, ev, h, known); err != nil {
 		return err
 	}
-	if s.Seen.Has(ev.ID) {
+	if _, dup := s.Seen[ev.ID]; dup {
 		return nil
 	}
 	if payloadErr != nil {
@@ -101,7 +101,7 @@ func (s *State) apply(seq uint64, subject string, ev *event.Event, payload any, 
 	if err := h.fold(s, ev, payload); err != nil {
 		return err
 	}
-	s.Seen.put(ev.ID, seq)
+	s.Seen[ev.ID] = seq
 	s.seenDirty = append(s.seenDirty, seenID{ev.ID, seq})
 	return nil
 }

@@ -285,7 +285,7 @@ func (c *checkedFold) recordsOf(keys []string) map[string]string {
 		case strings.HasPrefix(k, projection.KeyAttempt):
 			_, ok = st.Attempts[k[len(projection.KeyAttempt):]]
 		case strings.HasPrefix(k, projection.KeySeen):
-			ok = st.Seen.Has(k[len(projection.KeySeen):])
+			_, ok = st.Seen[k[len(projection.KeySeen):]]
 		case strings.HasPrefix(k, projection.KeyPoison):
 			_, ok = st.Poisons[mustParsePoisonKey(c.t, k)]
 		case strings.HasPrefix(k, projection.KeyPart):
@@ -308,7 +308,7 @@ func (c *checkedFold) apply(seq uint64, msg []byte) {
 	ev, decErr := event.Decode(msg)
 	dup := false
 	if decErr == nil {
-		dup = st.Seen.Has(ev.ID)
+		_, dup = st.Seen[ev.ID]
 	}
 	keys := c.neighborhood(seq, ev)
 	before := c.recordsOf(keys)
@@ -343,7 +343,7 @@ func (c *checkedFold) apply(seq uint64, msg []byte) {
 			}
 		}
 		if decErr == nil && !dup {
-			if st.Seen.Has(ev.ID) {
+			if _, seen := st.Seen[ev.ID]; seen {
 				t.Fatalf("seq %d: poison marked its id %q seen", seq, ev.ID)
 			}
 		}

@@ -117,7 +117,7 @@ func (st *State) Records(fn func(key string, value []byte) error) error {
 	for id := range st.Attempts {
 		keys = append(keys, keyAttempt+id)
 	}
-	for id := range st.Seen.All() {
+	for id := range st.Seen {
 		keys = append(keys, keySeen+id)
 	}
 	for seq := range st.Poisons {
@@ -195,7 +195,7 @@ func (st *State) LoadRecord(k string, v []byte) error {
 	case strings.HasPrefix(k, keySeen):
 		var n uint64
 		if n, err = strconv.ParseUint(string(v), 10, 64); err == nil {
-			st.Seen.put(k[len(keySeen):], n)
+			st.Seen[k[len(keySeen):]] = n
 		}
 	case strings.HasPrefix(k, keyPoison):
 		var p Poison
@@ -264,8 +264,7 @@ func (st *State) appendRecord(b []byte, k string) ([]byte, error) {
 	case strings.HasPrefix(k, keyAttempt):
 		v = st.Attempts[k[len(keyAttempt):]]
 	case strings.HasPrefix(k, keySeen):
-		seq, _ := st.Seen.Seq(k[len(keySeen):])
-		return strconv.AppendUint(b, seq, 10), nil
+		return strconv.AppendUint(b, st.Seen[k[len(keySeen):]], 10), nil
 	case strings.HasPrefix(k, keyPoison):
 		n, err := strconv.ParseUint(k[len(keyPoison):], 10, 64)
 		if err != nil {

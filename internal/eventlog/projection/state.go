@@ -201,7 +201,7 @@ type State struct {
 	Flows    map[string]*Flow
 	Tasks    map[string]*Task // key: flow + "/" + task
 	Attempts map[string]*Attempt
-	Seen     SeenIDs // event id -> sequence that folded it
+	Seen     map[string]uint64 // event id -> sequence that folded it
 	// Poisons are the last MaxPoisons poison records, by sequence;
 	// PoisonCount counts every poison event ever folded.
 	Poisons     map[uint64]*Poison
@@ -267,6 +267,7 @@ func NewState() *State {
 		Flows:     map[string]*Flow{},
 		Tasks:     map[string]*Task{},
 		Attempts:  map[string]*Attempt{},
+		Seen:      map[string]uint64{},
 		Poisons:   map[uint64]*Poison{},
 		Parts:     map[string]*SubmittedPart{},
 		dirty:     map[string]struct{}{},

@@ -42,7 +42,7 @@ func RenderState(st *projection.State) string {
 		p := st.Poisons[seq]
 		fmt.Fprintf(&b, "poison %d (%d bytes): %s\n", p.Seq, p.Size, p.Reason)
 	}
-	fmt.Fprintf(&b, "seen: %d ids\n", st.Seen.Len())
+	fmt.Fprintf(&b, "seen: %d ids\n", len(st.Seen))
 	return b.String()
 }
 
