@@ -265,8 +265,19 @@ func TestStatusPageOfAnOldController(t *testing.T) {
 			}
 			return pages
 		}
-		asked.Store(0)
-		oldPages, newPages := walk(&Client{NC: h.nc, Controller: "old-ctl"}), walk(&Client{NC: h.nc})
+		// The flow is running: the controller may fold its decisions (a
+		// task_waiting, say) between the two walks, which then read two
+		// projections. Walk again until nothing was folded meanwhile.
+		var oldPages, newPages []*StatusResponse
+		for try := 0; ; try++ {
+			folded := h.ctrl.store.Applied()
+			asked.Store(0)
+			oldPages, newPages = walk(&Client{NC: h.nc, Controller: "old-ctl"}), walk(&Client{NC: h.nc})
+			if h.ctrl.store.Applied() == folded || try == 50 {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 		if asked.Load() != 2 {
 			t.Errorf("%+v: the old controller was asked %d times, want twice (refused, then the whole flow)", req, asked.Load())
 		}
