@@ -514,11 +514,7 @@ func (c *Controller) Rebuild(ctx context.Context) (*RebuildResponse, error) {
 		}
 		// Read and decoded as the fold reads, several events at once.
 		events := readEvents(it)
-		defer func() {
-			it.Stop()
-			for _, ok := events.Next(); ok; _, ok = events.Next() { // until the reader has seen the stop
-			}
-		}()
+		defer events.Stop()
 		staged := 0
 		for resp.RebuiltSeq < liveSeq {
 			m, ok := events.Next()

@@ -264,11 +264,7 @@ const (
 func (c *Controller) fold(ctx context.Context, it jetstream.MessagesContext, start uint64) (progressed bool, err error) {
 	defer context.AfterFunc(ctx, it.Stop)()
 	events := readEvents(it)
-	defer func() {
-		it.Stop()
-		for _, ok := events.Next(); ok; _, ok = events.Next() { // until the reader has seen the stop
-		}
-	}()
+	defer events.Stop()
 	c.log.Info("folding events", "from_seq", start)
 	c.ended = c.ended[:0] // of a fold not committed: refolded from start
 	staged := 0
@@ -340,6 +336,7 @@ type foldMsg struct {
 // turn: decoding was the fold's busiest step, on one core of two
 // (docs/benchmarks.md).
 type eventReader struct {
+	it      jetstream.MessagesContext
 	decoded [decoders]chan foldMsg
 	next    int // the decoder of the next event
 }
@@ -347,7 +344,7 @@ type eventReader struct {
 // readEvents reads it until it fails or is stopped; the error that ends it
 // comes last.
 func readEvents(it jetstream.MessagesContext) *eventReader {
-	r := &eventReader{}
+	r := &eventReader{it: it}
 	var in [decoders]chan foldMsg
 	for k := range decoders {
 		in[k] = make(chan foldMsg, decodeAhead/decoders)
@@ -387,6 +384,14 @@ func (r *eventReader) Next() (foldMsg, bool) {
 	m, ok := <-r.decoded[r.next]
 	r.next = (r.next + 1) % decoders
 	return m, ok
+}
+
+// Stop stops the consumer and returns once the reader has seen it, its
+// goroutines ended.
+func (r *eventReader) Stop() {
+	r.it.Stop()
+	for _, ok := r.Next(); ok; _, ok = r.Next() {
+	}
 }
 
 // decoders is how many goroutines decode events for the fold.
