@@ -3,12 +3,14 @@
 # the sizes of issue 29, one after the other, each against a controller of
 # its own: 1,000 workers × 4 slots with 1,000 and 10,000 tasks in one flow,
 # 100,000 tasks in flows of 10,000 (the most a flow may have), and 1,000
-# flows of 100 tasks. `make bench-fleet` runs it after `make build`. The
+# flows of 100 tasks; then the claim's latency with the fleet polling: 2,000
+# tasks in flows of 5, one flow every 100 ms (50 tasks a second, a third of
+# what the saturated runs get through here). `make bench-fleet` runs it after `make build`. The
 # output goes to $BENCH_OUT (default bin/bench-fleet.txt); each run ends
 # with its `fleet:` line, and the script with the ratio of the 100,000-task
 # run's wall time to the 10,000-task one's.
 #
-#   FLEET_ONLY="1k 10k"   runs only those sizes (1k 10k 100k flows)
+#   FLEET_ONLY="1k 10k"   runs only those sizes (1k 10k 100k flows poll)
 #   FLEET_PPROF=DIR       keeps CPU profiles of the controller and of the
 #                         nats-server over each run's first
 #                         FLEET_PPROF_SECONDS (default 120) and the
@@ -18,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin}
 out=${BENCH_OUT:-bin/bench-fleet.txt}
-only=" ${FLEET_ONLY:-1k 10k 100k flows} "
+only=" ${FLEET_ONLY:-1k 10k 100k flows poll} "
 mkdir -p "$(dirname "$out")"
 : >"$out"
 began=$(date +%s)
@@ -45,6 +47,7 @@ run 1k --workers 1000 --slots 4 --tasks 1000 --timeout 2h
 run 10k --workers 1000 --slots 4 --tasks 10000 --timeout 2h
 run 100k --workers 1000 --slots 4 --tasks 100000 --flows 10 --timeout 6h
 run flows --workers 1000 --slots 4 --tasks 100000 --flows 1000 --timeout 6h
+run poll --workers 1000 --slots 4 --tasks 2000 --flows 400 --submit-every 100ms --timeout 30m
 
 wall() { grep -A100 "^== $1:" "$out" | grep -m1 '^fleet:' | sed -E 's/.* wall_s=([0-9.]+) .*/\1/'; }
 if [[ "$only" == *" 10k "* && "$only" == *" 100k "* ]]; then

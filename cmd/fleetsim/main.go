@@ -67,11 +67,13 @@ its settings) and a controller (controller serve) each as a process of its own, 
 fleet runs them, so that the controller's CPU time and memory are measured apart from
 the server's, which stores every write of the fleet; --embedded has the controller run
 its embedded server instead, as controller dev does.
-It submits the flows at once, waits for them to complete, checks that every task ended
+It submits the flows at once (or one every --submit-every, to measure the claim's
+latency at a load the fleet keeps up with), waits for them to complete, checks that every task ended
 as its runs dictated (nothing lost, no attempt run twice, no task merged twice) and
 that the controller's projection is the fold of its log (rebuild), and ends with one
 line of figures. Exit 0 only when all of that holds.`,
 		Example: `  fleetsim --workers 50 --slots 2 --tasks 2000 --flows 20
+  fleetsim --workers 1000 --slots 4 --tasks 2000 --flows 400 --submit-every 100ms
   fleetsim --workers 1000 --slots 4 --tasks 10000 --cpuprofile ctrl.pprof --profile-seconds 60
   fleetsim --workers 100 --slots 4 --tasks 1000 --nats-url nats://127.0.0.1:4222 --controller-pid 4242`,
 		Args:          cobra.NoArgs,
@@ -94,6 +96,7 @@ line of figures. Exit 0 only when all of that holds.`,
 	fs.StringVar(&f.o.DataDir, "data-dir", "", "where the started controller and the workers keep their files (default: a temporary dir, removed)")
 	fs.StringVar(&f.o.Plan.Runtime, "runtime", "demo", "the runtime of every task; the workers serve it (the controller must know it)")
 	fs.IntVar(&f.o.Plan.MaxAttempts, "max-attempts", 3, "the flows' retry max_attempts")
+	fs.DurationVar(&f.o.SubmitEvery, "submit-every", 0, "pace the flows: submit one every this long (0: all at once, saturating the fleet); the offered load is tasks per flow over it")
 	fs.DurationVar(&f.o.Timeout, "timeout", time.Hour, "how long to wait for the flows to complete")
 	fs.DurationVar(&f.o.ProgressEvery, "progress", 30*time.Second, "how often to say how far the flows are (stderr)")
 	mixFlags(cmd, &f.o.Mix)

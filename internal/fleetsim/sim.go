@@ -53,6 +53,12 @@ type Options struct {
 	// credentials (config.Load).
 	Config *config.Config
 	Log    *slog.Logger
+	// SubmitEvery paces the submissions: flow i is submitted no sooner
+	// than i × SubmitEvery after the first. 0 submits them at once, which
+	// saturates the fleet; paced, the fleet polls between submissions and
+	// the claims' waits are the queue's latency at that offered load
+	// (tasks per flow / SubmitEvery), not a backlog's.
+	SubmitEvery time.Duration
 	// Timeout bounds the wait for the flows to complete.
 	Timeout time.Duration
 	// CPUProfile, if set, is where the started controller's CPU profile
@@ -351,7 +357,10 @@ func (s *sim) measure(ctx context.Context) (*Result, error) {
 	}
 	began := time.Now()
 	profiled := s.profile(ctx)
-	for _, spec := range specs {
+	for i, spec := range specs {
+		if err := sleepUntil(ctx, began.Add(time.Duration(i)*s.o.SubmitEvery)); err != nil {
+			return nil, err
+		}
 		id, err := s.submit(ctx, spec)
 		if err != nil {
 			return nil, err
@@ -395,6 +404,22 @@ func (s *sim) measure(ctx context.Context) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// sleepUntil waits until t, or ctx ends.
+func sleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // submit submits a flow. A controller whose NATS the running flows keep

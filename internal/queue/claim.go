@@ -97,17 +97,20 @@ func (c *Claims) AcquireOrTakeOver(ctx context.Context, attempt, worker string) 
 }
 
 func (c *Claims) acquire(ctx context.Context, attempt, worker string, takeOverStale bool) (*Lease, error) {
+	// Nearly every claim is its attempt's first: create it, and read
+	// what is there only when something is (one round trip of the two
+	// saved on the claim's path).
+	rec := claimRecord{Worker: worker, Epoch: 1, State: claimRunning}
+	rev, err := c.kv.Create(ctx, attempt, mustJSON(rec))
+	if err == nil {
+		return newLease(c, attempt, rec, rev), nil
+	}
+	if !errors.Is(err, jetstream.ErrKeyExists) {
+		return nil, fmt.Errorf("queue: claim %s: %w", attempt, err)
+	}
 	e, err := c.kv.Get(ctx, attempt)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		rec := claimRecord{Worker: worker, Epoch: 1, State: claimRunning}
-		rev, err := c.kv.Create(ctx, attempt, mustJSON(rec))
-		if errors.Is(err, jetstream.ErrKeyExists) {
-			return nil, ErrHeld
-		}
-		if err != nil {
-			return nil, fmt.Errorf("queue: claim %s: %w", attempt, err)
-		}
-		return newLease(c, attempt, rec, rev), nil
+		return nil, ErrHeld // deleted since: whoever did decides; the job comes back
 	}
 	if err != nil {
 		return nil, fmt.Errorf("queue: read claim %s: %w", attempt, err)
@@ -124,8 +127,8 @@ func (c *Claims) acquire(ctx context.Context, attempt, worker string, takeOverSt
 			return nil, ErrHeld
 		}
 	}
-	rec := claimRecord{Worker: worker, Epoch: prev.Epoch + 1, State: claimRunning}
-	rev, err := c.kv.Update(ctx, attempt, mustJSON(rec), e.Revision())
+	rec = claimRecord{Worker: worker, Epoch: prev.Epoch + 1, State: claimRunning}
+	rev, err = c.kv.Update(ctx, attempt, mustJSON(rec), e.Revision())
 	if err != nil {
 		if IsConditionFailed(err) {
 			return nil, ErrHeld

@@ -63,6 +63,9 @@ type Worker struct {
 	// paused are the runtimes whose jobs this worker does not pull for a
 	// while, one of their attempts having met a rate limit (pause.go).
 	paused pauses
+	// fetches ends the claim loops' fetches when the connection comes
+	// back (fetch.go).
+	fetches *reconnects
 
 	// stopClaiming ends the claim loops; handBack ends what runs (attempts,
 	// heartbeats, the health loop). Stop calls the first at once and the
@@ -107,6 +110,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Worker, error) 
 		cfg: cfg, log: log.With("worker", cfg.Worker.ID), red: red,
 		runner:   o.runner,
 		sandbox:  sbs,
+		fetches:  newReconnects(),
 		adapters: map[string]adapter.Adapter{},
 		slots:    make(chan struct{}, cfg.Worker.Slots),
 		now:      time.Now,
@@ -249,6 +253,11 @@ func (w *Worker) startLoops(ctx context.Context, consumers map[string]jetstream.
 		defer w.wg.Done()
 		<-runCtx.Done()
 		_ = unsubscribe()
+	}()
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		w.fetches.watch(claimCtx, w.js.Conn())
 	}()
 	for name, ad := range w.adapters {
 		w.wg.Add(1)
@@ -512,14 +521,16 @@ func (w *Worker) claimLoop(ctx context.Context, runtime string, ad adapter.Adapt
 		if !w.paused.wait(ctx, runtime, w.now) {
 			return
 		}
-		fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		msg, err := cons.Next(jetstream.FetchContext(fctx))
+		fctx, cancel := w.fetches.fetchContext(ctx)
+		msg, err := cons.Next(fetchOpts(fctx)...)
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			if !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+			// A fetch that expired, or that a reconnection ended, is
+			// asked again at once.
+			if !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 				w.log.Warn("fetch job", "runtime", runtime, "err", err)
 				select {
 				case <-time.After(backoff):
