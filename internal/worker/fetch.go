@@ -16,7 +16,9 @@ import (
 // wake-ups: with nats.go's default heartbeat (5 s on a 30 s fetch) 1,000
 // idle workers kept a quarter of its core busy (docs/benchmarks.md, "1,000
 // workers polling"). Two wake-ups per fetch instead of six; a fetch lost
-// with its connection is not waited out (reconnects). nats.go asks the
+// with its connection is not waited out (reconnects). The price: a fetch
+// held by a cluster node that dies while the worker's own node lives is
+// given up after two missed heartbeats, 30 s instead of 10. nats.go asks the
 // server for an expiry a second short of the context's, and refuses one
 // under twice the heartbeat.
 const (
