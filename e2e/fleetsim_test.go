@@ -76,6 +76,18 @@ func TestFleetSim(t *testing.T) {
 	if !strings.Contains(out.String(), "rebuild equal=true") {
 		t.Error("the controller's rebuild was not equal")
 	}
+	// The workers told fleetsim their claims' times: every leg was
+	// measured (a claim's write takes a round trip, never 0).
+	for _, leg := range []string{"decided→stored", "stored→delivered", "delivered→claimed"} {
+		m := regexp.MustCompile(`fleetsim: claim wait, ` + leg + `: p50 ([0-9.]+) ms, p99 ([0-9.]+) ms`).FindStringSubmatch(out.String())
+		if m == nil {
+			t.Errorf("no claim wait line for %s", leg)
+			continue
+		}
+		if p99, _ := strconv.ParseFloat(m[2], 64); p99 <= 0 {
+			t.Errorf("claim wait, %s: p99 %s ms", leg, m[2])
+		}
+	}
 }
 
 // followProgress copies fleetsim's stderr to logs and sends the run count

@@ -207,6 +207,9 @@ func report(w io.Writer, r *fleetsim.Result) {
 		r.Verdict.LapsedAttempts, r.Verdict.Lapsed)
 	fmt.Fprintf(w, "fleetsim: claim wait p50 %.2f ms, p99 %.2f ms over %d claims\n",
 		ms(r.ClaimP50), ms(r.ClaimP99), r.Claims)
+	for _, p := range r.ClaimParts {
+		fmt.Fprintf(w, "fleetsim: claim wait, %s: p50 %.2f ms, p99 %.2f ms\n", p.Name, ms(p.P50), ms(p.P99))
+	}
 	if r.Measured {
 		fmt.Fprintf(w, "fleetsim: controller CPU %.1f s, RSS %.1f MB (peak %.1f MB)\n",
 			r.ControllerCPU.Seconds(), float64(r.RSS)/(1<<20), float64(r.PeakRSS)/(1<<20))

@@ -37,6 +37,9 @@ type FleetOptions struct {
 	WorkDir string
 	Runner  *Runner
 	Log     *slog.Logger
+	// ClaimTimes, if set, is told the times of every claim
+	// (worker.WithClaimTimes).
+	ClaimTimes func(worker.ClaimTimes)
 }
 
 // Fleet is a set of real workers (package worker) in this process, each
@@ -102,7 +105,11 @@ func (f *Fleet) startOne(ctx context.Context, o FleetOptions, n int, exe string)
 	}
 	r := *o.Runner
 	r.Artifacts = objstore.NewArtifacts(js)
-	w, err := worker.New(&wc, o.Log, worker.WithRunner(&r))
+	opts := []worker.Option{worker.WithRunner(&r)}
+	if o.ClaimTimes != nil {
+		opts = append(opts, worker.WithClaimTimes(o.ClaimTimes))
+	}
+	w, err := worker.New(&wc, o.Log, opts...)
 	if err == nil {
 		err = w.Start(ctx, nc, nil)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/drover-dev/drover/internal/controller"
 	"github.com/drover-dev/drover/internal/flow"
 	"github.com/drover-dev/drover/internal/natsconn"
+	"github.com/drover-dev/drover/internal/worker"
 )
 
 // Options says what to simulate.
@@ -89,9 +90,10 @@ type Result struct {
 	NATSCPU      time.Duration
 	NATSMeasured bool
 	// ClaimP50 and ClaimP99 are the claims' waits (Log.ClaimWaits);
-	// Claims counts them.
+	// Claims counts them. ClaimParts splits them (Log.ClaimParts).
 	ClaimP50, ClaimP99 time.Duration
 	Claims             int
+	ClaimParts         []ClaimPart
 	// RSS is the controller's resident set once the flows completed,
 	// holding them; PeakRSS its highest.
 	RSS, PeakRSS int64
@@ -156,6 +158,10 @@ type sim struct {
 	// stopCancels ends the cancels of hanging runs still trying.
 	stopCancels context.CancelFunc
 	said        time.Time // when progress last spoke
+	// claimTimes are the times of the fleet's claims, as its workers
+	// report them.
+	claimMu    sync.Mutex
+	claimTimes []worker.ClaimTimes
 }
 
 // Run runs a simulation: a controller (started, or at o.URL), a fleet of
@@ -272,7 +278,12 @@ func (s *sim) startFleet(ctx context.Context) error {
 	s.o.Plan = s.o.Plan.WithDefaults()
 	runner := &Runner{Mix: s.o.Mix, Ledger: s.ledger, Hung: s.hung}
 	f, err := StartFleet(ctx, FleetOptions{URL: s.o.URL, Workers: s.o.Workers, Slots: s.o.Slots, Runtime: s.o.Plan.Runtime,
-		Config: s.o.Config, WorkDir: filepath.Join(s.o.DataDir, "workers"), Runner: runner, Log: s.o.Log})
+		Config: s.o.Config, WorkDir: filepath.Join(s.o.DataDir, "workers"), Runner: runner, Log: s.o.Log,
+		ClaimTimes: func(t worker.ClaimTimes) {
+			s.claimMu.Lock()
+			defer s.claimMu.Unlock()
+			s.claimTimes = append(s.claimTimes, t)
+		}})
 	if err != nil {
 		return err
 	}
@@ -588,6 +599,9 @@ func (s *sim) check(ctx context.Context, res *Result) error {
 	res.Events = l.Events
 	waits := l.ClaimWaits(s.o.Workers*s.o.Slots, s.up)
 	res.ClaimP50, res.ClaimP99, res.Claims = percentile(waits, 50), percentile(waits, 99), len(waits)
+	s.claimMu.Lock()
+	res.ClaimParts = l.ClaimParts(s.claimTimes)
+	s.claimMu.Unlock()
 	res.Verdict = Check(l.State, s.flows, s.o.Mix, s.o.Plan.MaxAttempts, s.ledger)
 	specs, err := s.o.Plan.Specs()
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/eventlog/event"
+	"github.com/drover-dev/drover/internal/worker"
 )
 
 // slotEvent is an event that takes or frees a worker's slot, or makes an
@@ -76,6 +77,44 @@ func (l *Log) ClaimWaits(slots int, up time.Time) []time.Duration {
 	}
 	slices.Sort(waits)
 	return waits
+}
+
+// ClaimPart is one leg of the claims' waits, over the claims whose
+// attempt's scheduling is in the log.
+type ClaimPart struct {
+	Name     string
+	P50, P99 time.Duration
+}
+
+// ClaimParts splits the claims' waits at the job's storing and its
+// delivery to a worker's fetch (times the workers reported: worker.
+// WithClaimTimes): decided → stored is the controller's round, its
+// publish and the store's fsync; stored → delivered the queue, backlog
+// included; delivered → claimed the claim's write. Unlike ClaimWaits they
+// count from the scheduling, whatever the fleet's slots were doing.
+func (l *Log) ClaimParts(times []worker.ClaimTimes) []ClaimPart {
+	scheduled := map[string]time.Time{}
+	for _, e := range l.claims {
+		if e.typ == event.AttemptScheduled {
+			scheduled[e.attempt] = e.at
+		}
+	}
+	var decided, stored, delivered []time.Duration
+	for _, t := range times {
+		s, ok := scheduled[t.Attempt]
+		if !ok {
+			continue // a build's, or one the log does not hold
+		}
+		decided = append(decided, t.Stored.Sub(s))
+		stored = append(stored, t.Delivered.Sub(t.Stored))
+		delivered = append(delivered, t.Claimed.Sub(t.Delivered))
+	}
+	parts := []ClaimPart{{Name: "decided→stored"}, {Name: "stored→delivered"}, {Name: "delivered→claimed"}}
+	for i, d := range [][]time.Duration{decided, stored, delivered} {
+		slices.Sort(d)
+		parts[i].P50, parts[i].P99 = percentile(d, 50), percentile(d, 99)
+	}
+	return parts
 }
 
 // percentile is the p-th percentile (0..100) of sorted waits, by nearest

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/eventlog/event"
+	"github.com/drover-dev/drover/internal/worker"
 )
 
 func TestClaimWaits(t *testing.T) {
@@ -37,5 +38,27 @@ func TestClaimWaits(t *testing.T) {
 	}
 	if p := percentile(nil, 50); p != 0 {
 		t.Errorf("p50 of nothing %s", p)
+	}
+}
+
+// TestClaimParts: each claim's wait splits at its job's storing and
+// delivery; a claim whose scheduling the log does not hold (a build's) is
+// left out, and the parts count from the scheduling whatever the slots did.
+func TestClaimParts(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	l := &Log{claims: []slotEvent{
+		{typ: event.AttemptScheduled, at: ms(0), attempt: "a"},
+		{typ: event.AttemptScheduled, at: ms(10), attempt: "b"},
+		{typ: event.AttemptClaimed, at: ms(40), attempt: "a"},
+	}}
+	got := l.ClaimParts([]worker.ClaimTimes{
+		{Attempt: "a", Stored: ms(5), Delivered: ms(8), Claimed: ms(12)},
+		{Attempt: "b", Stored: ms(30), Delivered: ms(130), Claimed: ms(131)},
+		{Attempt: "f__integrate_1", Stored: ms(0), Delivered: ms(900), Claimed: ms(999)},
+	})
+	want := "[{decided→stored 5ms 20ms} {stored→delivered 3ms 100ms} {delivered→claimed 1ms 4ms}]"
+	if fmt.Sprint(got) != want {
+		t.Errorf("parts %v, want %s", got, want)
 	}
 }

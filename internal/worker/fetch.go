@@ -78,3 +78,18 @@ func (r *reconnects) watch(ctx context.Context, nc *nats.Conn) {
 		}
 	}
 }
+
+// ClaimTimes is when a job a worker claimed was stored by the server, was
+// delivered to the worker's fetch, and was claimed.
+type ClaimTimes struct {
+	Attempt                    string
+	Stored, Delivered, Claimed time.Time
+}
+
+// WithClaimTimes has the worker call observe with the times of each claim
+// it makes: the fleet simulator splits the claim's wait with them. observe
+// runs on the claiming goroutine; it must be quick and safe for concurrent
+// use.
+func WithClaimTimes(observe func(ClaimTimes)) Option {
+	return func(o *options) { o.claimTimes = observe }
+}

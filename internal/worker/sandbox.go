@@ -15,9 +15,10 @@ import (
 type Option func(*options)
 
 type options struct {
-	probe  sandbox.Prober
-	dev    bool
-	runner Runner
+	probe      sandbox.Prober
+	dev        bool
+	runner     Runner
+	claimTimes func(ClaimTimes)
 }
 
 // WithSandboxProbe replaces the Landlock probe (tests simulate a kernel

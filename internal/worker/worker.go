@@ -63,6 +63,8 @@ type Worker struct {
 	// paused are the runtimes whose jobs this worker does not pull for a
 	// while, one of their attempts having met a rate limit (pause.go).
 	paused pauses
+	// claimTimes, if set, is told each claim's times (WithClaimTimes).
+	claimTimes func(ClaimTimes)
 	// fetches ends the claim loops' fetches when the connection comes
 	// back (fetch.go).
 	fetches *reconnects
@@ -108,15 +110,16 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Worker, error) 
 	sbs := resolveSandbox(cfg, o.probe, o.dev)
 	w := &Worker{
 		cfg: cfg, log: log.With("worker", cfg.Worker.ID), red: red,
-		runner:   o.runner,
-		sandbox:  sbs,
-		fetches:  newReconnects(),
-		adapters: map[string]adapter.Adapter{},
-		slots:    make(chan struct{}, cfg.Worker.Slots),
-		now:      time.Now,
-		running:  map[string]*held{},
-		health:   map[string]*fleet.RuntimeHealth{},
-		m:        newWorkerMetrics(),
+		runner:     o.runner,
+		sandbox:    sbs,
+		fetches:    newReconnects(),
+		claimTimes: o.claimTimes,
+		adapters:   map[string]adapter.Adapter{},
+		slots:      make(chan struct{}, cfg.Worker.Slots),
+		now:        time.Now,
+		running:    map[string]*held{},
+		health:     map[string]*fleet.RuntimeHealth{},
+		m:          newWorkerMetrics(),
 	}
 	if w.runner == nil {
 		own, err := newAttemptRunner(cfg, log, red, sbs)
@@ -523,6 +526,7 @@ func (w *Worker) claimLoop(ctx context.Context, runtime string, ad adapter.Adapt
 		}
 		fctx, cancel := w.fetches.fetchContext(ctx)
 		msg, err := cons.Next(fetchOpts(fctx)...)
+		delivered := w.now()
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -568,13 +572,13 @@ func (w *Worker) claimLoop(ctx context.Context, runtime string, ad adapter.Adapt
 			defer func() { <-w.slots }()
 			// The attempt outlives the claim loop: a draining worker
 			// stops claiming but lets it finish.
-			w.handle(w.runCtx, ad, msg)
+			w.handle(w.runCtx, ad, msg, delivered)
 		}()
 	}
 }
 
-// handle runs one delivered job to its end, or hands it back.
-func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.Msg) {
+// handle runs one job delivered at delivered to its end, or hands it back.
+func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.Msg, delivered time.Time) {
 	job := w.decode(ctx, msg)
 	if job == nil || !w.admit(ctx, msg, job) {
 		return
@@ -585,7 +589,8 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 	if w.sandbox.sb == nil && w.own != nil {
 		d.log.Warn("this attempt runs without the sandbox", "why", w.sandbox.off)
 	}
-	if md, err := msg.Metadata(); err == nil && md.NumDelivered > 1 {
+	md, err := msg.Metadata()
+	if err == nil && md.NumDelivered > 1 {
 		d.log.Info("job redelivered", "delivery", md.NumDelivered)
 	}
 	h := w.hold(job.Attempt)
@@ -597,9 +602,13 @@ func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.M
 	}
 	defer w.unhold(job.Attempt)
 	d.cancel, d.cancelReason = h.cancel, h.reason
-	if w.claim(ctx, d) {
-		w.run(ctx, ad, d)
+	if !w.claim(ctx, d) {
+		return
 	}
+	if w.claimTimes != nil && md != nil {
+		w.claimTimes(ClaimTimes{Attempt: job.Attempt, Stored: md.Timestamp, Delivered: delivered, Claimed: w.now()})
+	}
+	w.run(ctx, ad, d)
 }
 
 // delivery is one delivered job on its way through handle.
