@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -84,6 +85,28 @@ func (c *Controller) decide(ctx context.Context) (time.Duration, error) {
 	errs = append(errs, c.withdraw(ctx, b, withdraws))
 	errs = append(errs, b.Wait(ctx))
 	return walk, errors.Join(errs...)
+}
+
+// jobsFirst moves a round's jobs ahead of its other actions, keeping
+// each group's order. A job is for an attempt decided and folded in an
+// earlier round, and a worker waits for it; a round that also decides a
+// large flow's attempts publishes thousands of events on the stream the
+// fleet keeps busiest, and jobs behind them waited for all of them: with
+// 100,000 tasks in 10 flows, jobs were queued minutes after their
+// decisions while the fleet's slots sat idle (docs/benchmarks.md). No
+// action of a round needs another of the same round before it: an
+// attempt's job always follows its decision by a round at least.
+func jobsFirst(actions []action) {
+	slices.SortStableFunc(actions, func(a, b action) int {
+		return cmp.Compare(jobRank(a), jobRank(b))
+	})
+}
+
+func jobRank(a action) int {
+	if a.job != nil {
+		return 0
+	}
+	return 1
 }
 
 // stop ends an attempt of a cancelled task. One no worker holds is revoked,
@@ -196,14 +219,16 @@ func (c *Controller) withdrawal(a *projection.Attempt, reason string) (*event.Ev
 
 // decider holds one run of the decision function.
 type decider struct {
-	c     *Controller
-	st    *projection.State
-	now   time.Time
-	out   []action
-	live  int // attempts scheduled or running, across flows
-	flows []runningFlow
-	cool  *cooling // the cooldowns, as the round has decided them so far
-	place *placing // the registry's live workers, and what the round asked of them
+	c    *Controller
+	st   *projection.State
+	now  time.Time
+	out  []action
+	live int // attempts scheduled or running, across flows
+	// started counts the attempts this round schedules (startsPerRound).
+	started int
+	flows   []runningFlow
+	cool    *cooling // the cooldowns, as the round has decided them so far
+	place   *placing // the registry's live workers, and what the round asked of them
 }
 
 // decisions is the decision function: folded state in, actions out. It reads the
@@ -248,6 +273,7 @@ func (c *Controller) decisions(st *projection.State) ([]action, error) {
 		return nil, err
 	}
 	c.published.forgetUnseen()
+	jobsFirst(dc.out)
 	return dc.out, nil
 }
 
@@ -333,10 +359,22 @@ func (dc *decider) liveAttempts(tasks []*projection.Task) int {
 	return n
 }
 
-// mayStart reports whether one more attempt fits the flow's and the global
-// concurrency limits, counting it if so.
+// startsPerRound bounds the attempts one round schedules. A round's
+// decisions are stored (each a synced write on the stream the fleet keeps
+// busiest) before the next round queues their jobs; a round that started
+// every ready task of large flows at once held all their jobs back for
+// the whole of it: with 100,000 tasks in 10 flows, jobs were queued
+// minutes after their decisions while the fleet's slots sat idle, and a
+// 10,000-task flow's first job waited for 10,000 decisions
+// (docs/benchmarks.md). Bounded, decisions and jobs go out in turns; the
+// rest start in the rounds after, which the fold of these decisions
+// brings at once.
+const startsPerRound = 1000
+
+// mayStart reports whether one more attempt fits the round's bound and the
+// flow's and the global concurrency limits, counting it if so.
 func (dc *decider) mayStart(f *projection.Flow, flowLive *int) bool {
-	if f.Paused || f.Cancel != nil {
+	if f.Paused || f.Cancel != nil || dc.started >= startsPerRound {
 		return false
 	}
 	if f.MaxParallel > 0 && *flowLive >= f.MaxParallel {
@@ -347,6 +385,7 @@ func (dc *decider) mayStart(f *projection.Flow, flowLive *int) bool {
 	}
 	*flowLive++
 	dc.live++
+	dc.started++
 	return true
 }
 

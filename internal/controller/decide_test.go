@@ -216,3 +216,52 @@ func TestDecideForgetsPublishedJobs(t *testing.T) {
 		t.Errorf("published = %v, want the two still queued", w.c.published.jobs)
 	}
 }
+
+// TestStartsPerRound: a round schedules at most startsPerRound attempts,
+// and the round after queues their jobs before it schedules more: with
+// every ready task started at once, a large flow's first job waited for
+// all of its decisions to be stored.
+func TestStartsPerRound(t *testing.T) {
+	w := newDecisionWorld(t)
+	w.submit("f", independent(2*startsPerRound+startsPerRound/2))
+	count := func(acts []action) (jobs, scheduled int, order string) {
+		for _, a := range acts {
+			switch {
+			case a.job != nil:
+				jobs++
+				if scheduled > 0 {
+					order = "a job after a decision"
+				}
+			case a.event != nil && a.event.Type == event.AttemptScheduled:
+				scheduled++
+			}
+		}
+		return jobs, scheduled, order
+	}
+	for i, want := range []struct{ jobs, scheduled int }{
+		{0, startsPerRound}, {startsPerRound, startsPerRound}, {startsPerRound, startsPerRound / 2}, {startsPerRound / 2, 0},
+	} {
+		acts := w.decide(true)
+		for _, a := range acts {
+			if a.job != nil {
+				w.c.published.add(a.job.Attempt)
+			}
+		}
+		jobs, scheduled, order := count(acts)
+		if jobs != want.jobs || scheduled != want.scheduled || order != "" {
+			t.Errorf("round %d: %d jobs, %d scheduled %s; want %d jobs, then %d scheduled", i+1, jobs, scheduled, order, want.jobs, want.scheduled)
+		}
+	}
+}
+
+// TestJobsFirst: a round's jobs go out before its other actions, even a
+// newer flow's jobs before an older flow's new decisions.
+func TestJobsFirst(t *testing.T) {
+	w := newDecisionWorld(t)
+	w.submit("b", independent(2))
+	w.decide(true)
+	w.submit("a", independent(2)) // first in the walk: the same time, the smaller id
+	if got := summary(w.decide(false)); got != "job b_t0_1, job b_t1_1, attempt_scheduled t0, attempt_scheduled t1" {
+		t.Errorf("round: %s", got)
+	}
+}
