@@ -564,17 +564,23 @@ func (w *Worker) claimLoop(ctx context.Context, runtime string, ad adapter.Adapt
 			continue
 		}
 		backoff = 100 * time.Millisecond
-		w.wg.Add(1)
-		w.attempts.Add(1)
-		go func() {
-			defer w.wg.Done()
-			defer w.attempts.Done()
-			defer func() { <-w.slots }()
-			// The attempt outlives the claim loop: a draining worker
-			// stops claiming but lets it finish.
-			w.handle(w.runCtx, ad, msg, delivered)
-		}()
+		w.goHandle(ad, msg, delivered)
 	}
+}
+
+// goHandle handles a delivered job on a goroutine of its own, in the slot
+// the claim loop took for it.
+func (w *Worker) goHandle(ad adapter.Adapter, msg jetstream.Msg, delivered time.Time) {
+	w.wg.Add(1)
+	w.attempts.Add(1)
+	go func() {
+		defer w.wg.Done()
+		defer w.attempts.Done()
+		defer func() { <-w.slots }()
+		// The attempt outlives the claim loop: a draining worker stops
+		// claiming but lets it finish.
+		w.handle(w.runCtx, ad, msg, delivered)
+	}()
 }
 
 // handle runs one job delivered at delivered to its end, or hands it back.
