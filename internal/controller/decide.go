@@ -57,6 +57,7 @@ func (c *Controller) decide(ctx context.Context) (time.Duration, error) {
 	// The decisions are independent of each other: published as one batch
 	// (a round may be 10,000 of them), in order, awaited together. One that
 	// fails is decided again next round.
+	jobsFirst(actions)
 	var errs []error
 	var withdraws []action
 	b := queue.NewLeaderBatch(c.js, lt.epoch)
@@ -273,7 +274,6 @@ func (c *Controller) decisions(st *projection.State) ([]action, error) {
 		return nil, err
 	}
 	c.published.forgetUnseen()
-	jobsFirst(dc.out)
 	return dc.out, nil
 }
 

@@ -254,14 +254,20 @@ func TestStartsPerRound(t *testing.T) {
 	}
 }
 
-// TestJobsFirst: a round's jobs go out before its other actions, even a
-// newer flow's jobs before an older flow's new decisions.
+// TestJobsFirst: a round's jobs are published before its other actions
+// (decide orders them so), even a newer flow's jobs before an older
+// flow's new decisions, each group in the decision function's order.
 func TestJobsFirst(t *testing.T) {
 	w := newDecisionWorld(t)
 	w.submit("b", independent(2))
 	w.decide(true)
 	w.submit("a", independent(2)) // first in the walk: the same time, the smaller id
-	if got := summary(w.decide(false)); got != "job b_t0_1, job b_t1_1, attempt_scheduled t0, attempt_scheduled t1" {
-		t.Errorf("round: %s", got)
+	acts := w.decide(false)
+	if got := summary(acts); got != "attempt_scheduled t0, attempt_scheduled t1, job b_t0_1, job b_t1_1" {
+		t.Fatalf("the decision function's order: %s", got)
+	}
+	jobsFirst(acts)
+	if got := summary(acts); got != "job b_t0_1, job b_t1_1, attempt_scheduled t0, attempt_scheduled t1" {
+		t.Errorf("published in the order %s", got)
 	}
 }
