@@ -65,14 +65,14 @@ func (Hook) Decode(h http.Header, body []byte) (*forge.Delivery, error) {
 	case *gh.CheckRunEvent:
 		repo = e.GetRepo()
 		d.SHA, d.Head = e.GetCheckRun().GetHeadSHA(), e.GetCheckRun().GetCheckSuite().GetHeadBranch()
-		if prs := e.GetCheckRun().PullRequests; len(prs) > 0 {
-			d.Number = prs[0].GetNumber()
+		if run := e.GetCheckRun(); run != nil && len(run.PullRequests) > 0 { // a delivery may hold no check_run
+			d.Number = run.PullRequests[0].GetNumber()
 		}
 	case *gh.CheckSuiteEvent:
 		repo = e.GetRepo()
 		d.SHA, d.Head = e.GetCheckSuite().GetHeadSHA(), e.GetCheckSuite().GetHeadBranch()
-		if prs := e.GetCheckSuite().PullRequests; len(prs) > 0 {
-			d.Number = prs[0].GetNumber()
+		if suite := e.GetCheckSuite(); suite != nil && len(suite.PullRequests) > 0 {
+			d.Number = suite.PullRequests[0].GetNumber()
 		}
 	case *gh.StatusEvent:
 		repo = e.GetRepo()
