@@ -132,6 +132,9 @@ func run(ctx context.Context, f *flags, stdout, stderr io.Writer) error {
 	if o.Workers < 1 || o.Slots < 1 || o.Plan.Tasks < 1 || o.Plan.Flows < 1 {
 		return exitcode.With(exitcode.Usage, errors.New("--workers, --slots, --tasks and --flows must be at least 1"))
 	}
+	if o.SubmitEvery < 0 {
+		return exitcode.With(exitcode.Usage, fmt.Errorf("--submit-every %s: must not be negative", o.SubmitEvery))
+	}
 	cfg, err := config.Load(config.LoadOptions{File: f.configFile})
 	if err != nil {
 		return err
