@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -98,16 +97,17 @@ func (c *Controller) decide(ctx context.Context) (time.Duration, error) {
 // action of a round needs another of the same round before it: an
 // attempt's job always follows its decision by a round at least.
 func jobsFirst(actions []action) {
-	slices.SortStableFunc(actions, func(a, b action) int {
-		return cmp.Compare(jobRank(a), jobRank(b))
-	})
-}
-
-func jobRank(a action) int {
-	if a.job != nil {
-		return 0
+	var rest []action
+	n := 0
+	for _, a := range actions {
+		if a.job != nil {
+			actions[n] = a
+			n++
+		} else {
+			rest = append(rest, a)
+		}
 	}
-	return 1
+	copy(actions[n:], rest)
 }
 
 // stop ends an attempt of a cancelled task. One no worker holds is revoked,
