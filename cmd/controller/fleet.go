@@ -74,7 +74,7 @@ func newWorkers() *cobra.Command {
 						rts = append(rts, runtimeLabel(r))
 					}
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s ago\t%s\n", l(w.ID), l(w.Host), l(w.Pool), w.Busy, w.Slots,
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s ago\t%s\n", l(w.ID), l(w.Host), l(w.Pool), busy(w),
 					l(strings.Join(rts, ", ")), l(sandboxColumn(w.Sandbox)), time.Since(w.Seen).Round(time.Second), l(w.NotClaiming))
 			}
 			return tw.Flush()
@@ -267,6 +267,16 @@ func sandboxColumn(s string) string {
 	}
 	if i := strings.IndexByte(s, ':'); i > 0 {
 		return s[:i] // "landlock ABI 7"
+	}
+	return s
+}
+
+// busy is a worker's attempts in its slots over its slots, and those
+// finishing (pushing, reporting) outside them.
+func busy(w *fleet.Registration) string {
+	s := fmt.Sprintf("%d/%d", w.Busy, w.Slots)
+	if w.Finishing > 0 {
+		s += fmt.Sprintf(" +%d finishing", w.Finishing)
 	}
 	return s
 }

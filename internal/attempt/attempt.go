@@ -42,6 +42,14 @@ type Job struct {
 	// CancelReason, if set, says why Cancel closed (who asked, and why),
 	// for the report.
 	CancelReason func() string
+	// Finishing, if set, is called once the attempt is done with the
+	// machine: its processes have ended and their result is checked and
+	// committed. What is left (the push, the artifacts, the report, the
+	// checkout's release) waits on the remote, the event store and the
+	// disk; the worker gives the attempt's slot to its next job then. A
+	// rate-limited attempt does not call it: its worker must learn of the
+	// limit before it claims again.
+	Finishing func()
 }
 
 // Emitter records lifecycle events. Implementations stamp the attempt's ids
@@ -126,6 +134,7 @@ func (a *run) phases(ctx context.Context) error {
 		a.checkScope,
 		a.checkpoint,
 		a.verify,
+		a.finishing,
 		a.push,
 		a.terminate,
 	} {
@@ -507,6 +516,19 @@ func (a *run) verify(ctx context.Context) error {
 	}
 	a.verification = ver
 	return a.emit.Emit(ctx, event.VerificationCompleted, "", ver)
+}
+
+// finishing tells the worker that what is left of the attempt no longer
+// uses the machine (Job.Finishing).
+func (a *run) finishing(context.Context) error {
+	if a.job.Finishing == nil {
+		return nil
+	}
+	if v := a.verdict(); v != nil && v.Class == drovertype.ClassRateLimited {
+		return nil
+	}
+	a.job.Finishing()
+	return nil
 }
 
 // push sends the attempt's branch to the remote when its result is worth

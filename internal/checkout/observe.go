@@ -408,12 +408,13 @@ func (w *Checkout) Push(ctx context.Context) (string, error) {
 		return "", err
 	}
 	cs, r := w.cs, w.repo
-	// Under the lock, as every git command on the cache's refs: a sweep
-	// deleting orphan branches never races the push.
-	if err := r.Lock(ctx); err != nil {
-		return "", err
-	}
-	defer r.Unlock()
+	// Without the repository's lock: a push writes nothing in the cache
+	// (it pushes to the URL, below) and reads only this checkout's branch
+	// and the objects under it, which nothing else deletes while the
+	// branch is checked out here — Tidy deletes the branches no worktree
+	// has checked out, and only Release and Remove, after the push, take
+	// this one out. So the next attempt's Prepare (a fetch, under the
+	// lock) does not wait for the push: with a real forge, seconds.
 	ref := "refs/heads/" + w.Branch
 	// Where Checkpoint left the branch, known to be a commit; git is asked
 	// if it has moved since or is not a loose ref.

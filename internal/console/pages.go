@@ -719,6 +719,9 @@ func workerRow(w *fleet.Registration, now time.Time) row {
 		}
 	}
 	load := cell{Text: strconv.Itoa(w.Busy) + "/" + strconv.Itoa(w.Slots), Class: "progress"}
+	if w.Finishing > 0 {
+		load.Text += " +" + strconv.Itoa(w.Finishing) + " finishing"
+	}
 	if w.Slots > 0 {
 		load.Bar = []barSeg{{Class: "st-running", W: 100 * float64(min(w.Busy, w.Slots)) / float64(w.Slots)}}
 	}

@@ -15,14 +15,17 @@ const RegistrationTTL = queue.WorkersTTL
 
 // Registration is what a worker tells the fleet about itself.
 type Registration struct {
-	ID       string          `json:"id"`
-	Host     string          `json:"host"`
-	Pool     string          `json:"pool"`
-	Slots    int             `json:"slots"`
-	Busy     int             `json:"busy"`
-	Started  time.Time       `json:"started"`
-	Seen     time.Time       `json:"seen"`
-	Runtimes []RuntimeHealth `json:"runtimes"`
+	ID    string `json:"id"`
+	Host  string `json:"host"`
+	Pool  string `json:"pool"`
+	Slots int    `json:"slots"`
+	Busy  int    `json:"busy"`
+	// Finishing are the attempts that gave their slot back to push and
+	// report (they are not in Busy).
+	Finishing int             `json:"finishing,omitempty"`
+	Started   time.Time       `json:"started"`
+	Seen      time.Time       `json:"seen"`
+	Runtimes  []RuntimeHealth `json:"runtimes"`
 	// NotClaiming says why the worker claims nothing now (too little free
 	// disk, draining, no sandbox); empty while it claims.
 	NotClaiming string `json:"not_claiming,omitempty"`

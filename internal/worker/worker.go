@@ -48,8 +48,11 @@ type Worker struct {
 	own      *attempt.Runner // runner, unless WithRunner gave another
 	adapters map[string]adapter.Adapter
 	slots    chan struct{}
-	now      func() time.Time
-	red      *redact.Redactor // masks secret values in events and logs
+	// finishing are the places of attempts that gave their slot back to
+	// finish (slot.go).
+	finishing chan struct{}
+	now       func() time.Time
+	red       *redact.Redactor // masks secret values in events and logs
 
 	mu          sync.Mutex
 	running     map[string]*held // attempts held by this process
@@ -116,6 +119,7 @@ func New(cfg *config.Config, log *slog.Logger, opts ...Option) (*Worker, error) 
 		claimTimes: o.claimTimes,
 		adapters:   map[string]adapter.Adapter{},
 		slots:      make(chan struct{}, cfg.Worker.Slots),
+		finishing:  make(chan struct{}, cfg.Worker.Slots),
 		now:        time.Now,
 		running:    map[string]*held{},
 		health:     map[string]*fleet.RuntimeHealth{},
@@ -348,7 +352,7 @@ func (w *Worker) registration() *fleet.Registration {
 	defer w.mu.Unlock()
 	r := &fleet.Registration{
 		ID: w.cfg.Worker.ID, Host: host, Pool: w.cfg.Worker.Pool, Slots: w.cfg.Worker.Slots,
-		Busy: len(w.running), Started: w.started.UTC(), Seen: w.now().UTC(), NotClaiming: w.notClaiming,
+		Busy: max(len(w.running)-len(w.finishing), 0), Finishing: len(w.finishing), Started: w.started.UTC(), Seen: w.now().UTC(), NotClaiming: w.notClaiming,
 		Sandbox: w.sandbox.String(), RenewMS: w.cfg.Worker.HealthInterval.Milliseconds(),
 	}
 	for _, h := range w.health {
@@ -573,25 +577,26 @@ func (w *Worker) claimLoop(ctx context.Context, runtime string, ad adapter.Adapt
 func (w *Worker) goHandle(ad adapter.Adapter, msg jetstream.Msg, delivered time.Time) {
 	w.wg.Add(1)
 	w.attempts.Add(1)
+	s := w.takenSlot()
 	go func() {
 		defer w.wg.Done()
 		defer w.attempts.Done()
-		defer func() { <-w.slots }()
+		defer s.release()
 		// The attempt outlives the claim loop: a draining worker stops
 		// claiming but lets it finish.
-		w.handle(w.runCtx, ad, msg, delivered)
+		w.handle(w.runCtx, ad, msg, delivered, s)
 	}()
 }
 
 // handle runs one job delivered at delivered to its end, or hands it back.
-func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.Msg, delivered time.Time) {
+func (w *Worker) handle(ctx context.Context, ad adapter.Adapter, msg jetstream.Msg, delivered time.Time, s *slot) {
 	job := w.decode(ctx, msg)
 	if job == nil || !w.admit(ctx, msg, job) {
 		return
 	}
 	ctx, jt := w.traceJob(ctx, msg, job)
 	defer jt.end()
-	d := &delivery{msg: msg, job: job, trace: jt, log: w.log.With("attempt", job.Attempt)}
+	d := &delivery{msg: msg, job: job, trace: jt, log: w.log.With("attempt", job.Attempt), slot: s}
 	if w.sandbox.sb == nil && w.own != nil {
 		d.log.Warn("this attempt runs without the sandbox", "why", w.sandbox.off)
 	}
@@ -624,6 +629,7 @@ type delivery struct {
 	trace  *jobTrace
 	log    *slog.Logger
 	lease  *queue.Lease    // once claimed
+	slot   *slot           // nil outside a claim loop's slot
 	cancel <-chan struct{} // closed by the controller's cancel signal
 	// cancelReason says what the cancel signal said, once cancel closed.
 	cancelReason func() string
@@ -740,7 +746,7 @@ func (w *Worker) run(ctx context.Context, ad adapter.Adapter, d *delivery) {
 // running an attempt, and returns the event that reports it.
 func (w *Worker) execute(ctx context.Context, ad adapter.Adapter, d *delivery, em attempt.Emitter) (event.Type, any, error) {
 	job := &attempt.Job{Job: d.job, Epoch: d.lease.Epoch(), Validator: w.validator(d.job.Review),
-		Cancel: d.cancel, CancelReason: d.cancelReason}
+		Cancel: d.cancel, CancelReason: d.cancelReason, Finishing: d.slot.finish}
 	if job.Kind == drovertype.JobIntegrate {
 		res, err := w.runner.Integrate(ctx, job)
 		if err != nil {
