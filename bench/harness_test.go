@@ -774,7 +774,9 @@ func mb(n int64) float64 { return float64(n) / (1 << 20) }
 // → the diff computed (observe_ms), → the checkpoint committed and pushed
 // (push_ms), → reported (report_ms: terminate, artifacts, worktree
 // removed); attempt_ms is claimed → reported, and gap_ms the time a worker
-// takes from one report to its next claim. retries counts the attempts
+// takes from one report to its next claim, negative when it claimed the
+// next before the last reported (the last finishing outside its slot:
+// docs/design.md, one attempt, step 3). retries counts the attempts
 // beyond each task's first (a worker lost on an overloaded machine, say).
 func phaseMetrics(evs []*event.Event) map[string]float64 {
 	type attempt struct {
