@@ -318,7 +318,7 @@ func (c *Controller) fold(ctx context.Context, it jetstream.MessagesContext, sta
 // The reader decodes up to decodeAhead events ahead of the fold, and reads
 // as many more, within aheadBytes of messages in all. While the fold
 // commits it takes no event (BenchmarkFold: three commits of some 56,000
-// events, 0.1 to 0.15 s each), and with 512 decoded ahead the decoders had
+// events, 0.13 s each), and with 512 decoded ahead the decoders had
 // filled their queues after a few milliseconds and the second core idled
 // for the rest of the commit: with 8,192, 111,500 against 102,400 events/s
 // (medians of 8 in one process, alternating; docs/benchmarks.md), for some
