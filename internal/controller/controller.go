@@ -315,11 +315,21 @@ func (c *Controller) fold(ctx context.Context, it jetstream.MessagesContext, sta
 	return progressed, consumerError{errors.New("the events reader ended")} // it always says why first
 }
 
-// decodeAhead is how many events the reader decodes ahead of the fold: with
-// 128, goroutines waited on each other more (BenchmarkFold, 93,000 against
-// 105,000 events/s). Events are about 1 KB; the consumer buffers twice as
-// many undecoded (PullMaxMessages).
-const decodeAhead = 512
+// The reader decodes up to decodeAhead events ahead of the fold, and reads
+// as many more, within aheadBytes of messages in all. While the fold
+// commits it takes no event (BenchmarkFold: three commits of some 56,000
+// events, 0.13 s each), and with 512 decoded ahead the decoders had
+// filled their queues after a few milliseconds and the second core idled
+// for the rest of the commit: with 8,192, 111,500 against 102,400 events/s
+// (medians of 8 in one process, alternating; docs/benchmarks.md), for some
+// 30 MB more while the fold catches up. Events are about 1 KB as Drover
+// writes them, so the count binds first; the bytes bound them when they
+// are large (up to event.MaxEventSize each). The consumer buffers up to
+// 1,024 messages more (PullMaxMessages).
+const (
+	decodeAhead = 8192
+	aheadBytes  = 16 << 20
+)
 
 // foldMsg is an event read and decoded for the fold, or the error that
 // ended the reading (err, the last one sent).
@@ -329,6 +339,7 @@ type foldMsg struct {
 	mdErr error
 	ev    projection.Decoded
 	err   error
+	ahead int // the bytes of aheadBytes it holds
 }
 
 // eventReader gives the events of a consumer decoded for the fold, in the
@@ -339,12 +350,14 @@ type eventReader struct {
 	it      jetstream.MessagesContext
 	decoded [decoders]chan foldMsg
 	next    int // the decoder of the next event
+	ahead   byteBudget
 }
 
 // readEvents reads it until it fails or is stopped; the error that ends it
 // comes last.
 func readEvents(it jetstream.MessagesContext) *eventReader {
 	r := &eventReader{it: it}
+	r.ahead.init(aheadBytes)
 	var in [decoders]chan foldMsg
 	for k := range decoders {
 		in[k] = make(chan foldMsg, decodeAhead/decoders)
@@ -369,7 +382,10 @@ func readEvents(it jetstream.MessagesContext) *eventReader {
 				break
 			}
 			md, err := msg.Metadata()
-			in[i%decoders] <- foldMsg{msg: msg, md: md, mdErr: err}
+			// Next gives the bytes back, Stop too, so this waits for the
+			// fold, never forever.
+			ahead := r.ahead.take(len(msg.Data()))
+			in[i%decoders] <- foldMsg{msg: msg, md: md, mdErr: err, ahead: ahead}
 		}
 		for k := range decoders {
 			close(in[k])
@@ -383,6 +399,7 @@ func readEvents(it jetstream.MessagesContext) *eventReader {
 func (r *eventReader) Next() (foldMsg, bool) {
 	m, ok := <-r.decoded[r.next]
 	r.next = (r.next + 1) % decoders
+	r.ahead.give(m.ahead)
 	return m, ok
 }
 
@@ -391,6 +408,51 @@ func (r *eventReader) Next() (foldMsg, bool) {
 func (r *eventReader) Stop() {
 	r.it.Stop()
 	for _, ok := r.Next(); ok; _, ok = r.Next() {
+	}
+}
+
+// byteBudget is a number of bytes taken by one goroutine and given back by
+// another: an atomic count, and a channel to wake the taker when what it
+// waits for came back (an event's turn costs an atomic add on either side,
+// not a lock).
+type byteBudget struct {
+	size int64
+	free atomic.Int64 // below 0 while take waits
+	back chan struct{}
+	// waits counts the takes that waited (tests look).
+	waits atomic.Int64
+}
+
+func (b *byteBudget) init(size int64) {
+	b.size = size
+	b.free.Store(size)
+	b.back = make(chan struct{}, 1)
+}
+
+// take takes n bytes, or the whole budget if n is larger, waiting until
+// they are free; it returns how many it took.
+func (b *byteBudget) take(n int) int {
+	n = int(min(int64(n), b.size))
+	if b.free.Add(-int64(n)) >= 0 {
+		return n
+	}
+	b.waits.Add(1)
+	for b.free.Load() < 0 {
+		<-b.back
+	}
+	return n
+}
+
+// give gives back n bytes take took.
+func (b *byteBudget) give(n int) {
+	if n == 0 {
+		return
+	}
+	if now := b.free.Add(int64(n)); now >= 0 && now-int64(n) < 0 {
+		select {
+		case b.back <- struct{}{}:
+		default: // a wake-up is already waiting
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,12 +23,8 @@ import (
 // or in the middle, comes after every event read before it, and then the
 // reader ends and leaves no goroutine behind.
 func TestEventReaderOrder(t *testing.T) {
-	ns := natstest.RunServer(t, t.TempDir(), -1)
-	_, js := natstest.Connect(t, ns)
+	js := eventsStream(t)
 	ctx := context.Background()
-	if err := queue.Ensure(ctx, js, queue.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	const n = 3000
 	r := rand.New(rand.NewPCG(3, 4))
 	subject := event.Subject("f-1", event.AttemptReported)
@@ -112,18 +109,123 @@ func TestEventReaderOrder(t *testing.T) {
 	if _, ok := events.Next(); ok {
 		t.Fatal("the reader went on after its error")
 	}
-	// The package's TestMain finds any goroutine left at the end; these
-	// must be gone now.
+	waitReaderGone(t)
+}
+
+// eventsStream starts a nats-server with the EVENTS stream.
+func eventsStream(t *testing.T) jetstream.JetStream {
+	t.Helper()
+	ns := natstest.RunServer(t, t.TempDir(), -1)
+	_, js := natstest.Connect(t, ns)
+	if err := queue.Ensure(context.Background(), js, queue.StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+// waitReaderGone waits until the reader's goroutines have ended: the
+// package's TestMain finds any goroutine left at the end, these must be
+// gone already.
+func waitReaderGone(t *testing.T) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		buf := make([]byte, 1<<20)
 		stacks := string(buf[:runtime.Stack(buf, true)])
 		if !strings.Contains(stacks, "controller.readEvents") {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the reader's goroutines are still running:\n%s", stacks)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestEventReaderBytesAhead: a fold that takes no event (it is committing,
+// or stuck) holds the reader at aheadBytes of messages read ahead, however
+// many events decodeAhead allows, and each event still comes, in order,
+// once the fold takes them again.
+func TestEventReaderBytesAhead(t *testing.T) {
+	js := eventsStream(t)
+	ctx := context.Background()
+	const size = 512 << 10
+	n := aheadBytes/size + 16 // more than the bytes allow, fewer than decodeAhead
+	subject := event.Subject("f-1", event.AttemptReported)
+	for i := range n {
+		body := fmt.Sprintf("%d:%s", i, strings.Repeat("x", size)) // poison, as big as it gets in practice
+		if _, err := js.PublishAsync(subject, []byte(body[:size])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-time.After(30 * time.Second):
+		t.Fatal("publishing timed out")
+	}
+	// open reads the stream until the reader waits for bytes (or, without
+	// a bound, until it has read everything), and checks that it holds
+	// aheadBytes and the message it waits to hand on.
+	open := func() *eventReader {
+		cons, err := js.OrderedConsumer(ctx, queue.EventsStream, jetstream.OrderedConsumerConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		it, err := cons.Messages(jetstream.PullMaxMessages(1024))
+		if err != nil {
+			t.Fatal(err)
+		}
+		counted := &countedMessages{MessagesContext: it}
+		events := readEvents(counted)
+		deadline := time.Now().Add(10 * time.Second)
+		for events.ahead.waits.Load() == 0 && counted.read.Load() < int64(n) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the reader neither waited nor read everything: %d of %d read", counted.read.Load(), n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if read, most := counted.read.Load(), int64(aheadBytes/size+1); read > most {
+			t.Fatalf("the reader read %d messages of %d KiB ahead of the fold; at most %d fit in %d MiB", read, size>>10, most, aheadBytes>>20)
+		}
+		return events
+	}
+
+	// Stopped while it waits: it ends, and gives every byte back.
+	events := open()
+	events.Stop()
+	if free := events.ahead.free.Load(); free != aheadBytes {
+		t.Errorf("after the stop %d bytes of the budget are free, want all %d", free, aheadBytes)
+	}
+	waitReaderGone(t)
+
+	// Taken again: every event comes, in order.
+	events = open()
+	for want := uint64(1); want <= uint64(n); want++ {
+		m, ok := events.Next()
+		if !ok || m.err != nil || m.md == nil {
+			t.Fatalf("event %d: ok %v, err %v", want, ok, m.err)
+		}
+		if got := m.md.Sequence.Stream; got != want || len(m.msg.Data()) != size {
+			t.Fatalf("got sequence %d of %d bytes, want %d of %d", got, len(m.msg.Data()), want, size)
+		}
+	}
+	events.Stop()
+	if free := events.ahead.free.Load(); free != aheadBytes {
+		t.Errorf("after the stop %d bytes of the budget are free, want all %d", free, aheadBytes)
+	}
+	waitReaderGone(t)
+}
+
+// countedMessages counts the messages read from a consumer.
+type countedMessages struct {
+	jetstream.MessagesContext
+	read atomic.Int64
+}
+
+func (c *countedMessages) Next(opts ...jetstream.NextOpt) (jetstream.Msg, error) {
+	m, err := c.MessagesContext.Next(opts...)
+	if err == nil {
+		c.read.Add(1)
+	}
+	return m, err
 }
