@@ -63,58 +63,28 @@ func takeSnapshot(ctx context.Context, root, stampDir string, prev *snapshot) (*
 	if prev != nil && prev.stamp != 0 {
 		trusted = prev.files
 	}
-	n := 0
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			// Something vanished mid-walk: it is simply not there.
-			if p != root && errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if n++; n%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		if p == root {
-			return nil
-		}
-		if d.Name() == ".git" {
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		typ := d.Type()
+	err := walkTree(ctx, root, func(rel string, e treeEntry) error {
 		switch {
-		case typ.IsDir():
-			return nil
-		case typ&fs.ModeSymlink != 0:
+		case e.typ&fs.ModeSymlink != 0:
 			// Recorded as a link, never followed: the target may be
 			// outside the worktree or not exist at all.
-			target, err := os.Readlink(p)
+			target, err := e.readlink()
 			if err != nil {
 				return skipVanished(err)
 			}
 			snap.files[rel] = fileState{mode: modeSymlink, hash: sha256.Sum256([]byte(target))}
-		case typ.IsRegular():
-			info, err := d.Info() // lstat
+		case e.typ.IsRegular():
+			stat, perm, err := e.lstat()
 			if err != nil {
 				return skipVanished(err)
 			}
-			st := fileState{mode: modeFile, stat: statOf(info)}
-			if info.Mode().Perm()&0o100 != 0 { // git looks at the owner's x bit only
+			st := fileState{mode: modeFile, stat: stat}
+			if perm&0o100 != 0 { // git looks at the owner's x bit only
 				st.mode = modeExec
 			}
 			if old, ok := trusted[rel]; ok && st.stat.unchangedSince(old.stat, prev.stamp) && old.mode == st.mode {
 				st.hash = old.hash
-			} else if st.hash, err = hashFile(p); err != nil {
+			} else if st.hash, err = e.hash(); err != nil {
 				return skipVanished(err)
 			}
 			snap.files[rel] = st
@@ -170,14 +140,20 @@ var hashBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b 
 // saw a file there (a process of the agent still running) is not followed
 // (a symlink) nor waited on (a FIFO).
 func hashFile(p string) ([sha256.Size]byte, error) {
-	var sum [sha256.Size]byte
 	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return sum, err
+		return [sha256.Size]byte{}, err
 	}
+	return hashOpen(f)
+}
+
+// hashOpen hashes the open file f, which it closes, if it is a regular
+// file.
+func hashOpen(f *os.File) ([sha256.Size]byte, error) {
+	var sum [sha256.Size]byte
 	defer f.Close()
 	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
-		return sum, fmt.Errorf("checkout: %s is no longer a regular file", p)
+		return sum, fmt.Errorf("checkout: %s is no longer a regular file", f.Name())
 	}
 	h := sha256.New()
 	buf := hashBufs.Get().(*[]byte)

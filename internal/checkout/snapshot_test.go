@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -178,4 +179,39 @@ func BenchmarkSnapshot(b *testing.B) {
 			}
 		}
 	})
+}
+
+// The walk records a symlink as a link, a directory's included, and goes
+// nowhere through it; every .git is skipped, a nested repository's too; a
+// link target longer than the first read buffer is read whole.
+func TestSnapshotWalksOnlyTheTree(t *testing.T) {
+	t.Parallel()
+	root, outside := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(outside, "secret.txt"), "s\n", 0o644)
+	writeFile(t, filepath.Join(root, "a", "x.txt"), "x\n", 0o644)
+	writeFile(t, filepath.Join(root, "nested", ".git", "config"), "[core]\n", 0o644)
+	writeFile(t, filepath.Join(root, "nested", "y.txt"), "y\n", 0o644)
+	writeFile(t, filepath.Join(root, ".git"), "gitdir: elsewhere\n", 0o644)
+	long := strings.Repeat("t/", 300)
+	for name, target := range map[string]string{"out": outside, "a/up": "..", "long": long} {
+		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap, err := takeSnapshot(context.Background(), root, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for p, st := range snap.files {
+		got = append(got, fmt.Sprintf("%s %o", p, st.mode))
+	}
+	slices.Sort(got)
+	want := []string{"a/up 120000", "a/x.txt 100644", "long 120000", "nested/y.txt 100644", "out 120000"}
+	if !slices.Equal(got, want) {
+		t.Errorf("snapshot:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if snap.files["long"].hash != sha256.Sum256([]byte(long)) {
+		t.Error("the long link's target was not read whole")
+	}
 }
