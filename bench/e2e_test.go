@@ -146,7 +146,11 @@ func e2eDrover(b *testing.B, origin string, prompts []string) e2eResult {
 	cpu := c.cpu() - cpu0
 	profiled()
 	ended := c.events.wait(id, event.IntegrationScheduled, time.Minute)
-	return e2eResult{total: done.at.Sub(began), tasks: ended.at.Sub(began), cpu: cpu, phases: phaseMetrics(c.flowEvents(id))}
+	evs := c.flowEvents(id)
+	for _, why := range retried(evs) {
+		b.Logf("retried: %s", why)
+	}
+	return e2eResult{total: done.at.Sub(began), tasks: ended.at.Sub(began), cpu: cpu, phases: phaseMetrics(evs)}
 }
 
 // e2eFloor runs floor.sh over a fresh bare clone of origin and checks every

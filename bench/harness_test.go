@@ -858,3 +858,42 @@ func phaseMetrics(evs []*event.Event) map[string]float64 {
 	out["retries"] = float64(scheduled - len(tasks))
 	return out
 }
+
+// retried says how each attempt that a later one of its task followed
+// ended: its report's class and message, or the controller's event that
+// ended it (attempt_lost: its claim lapsed). A retry costs the run a
+// backoff; this is where to start looking.
+func retried(evs []*event.Event) []string {
+	last := map[string]string{} // task -> its latest attempt
+	reports := map[string]string{}
+	seen := map[string][]string{} // attempt -> its events' types
+	var out []string
+	for _, ev := range evs {
+		if ev.Attempt != "" {
+			seen[ev.Attempt] = append(seen[ev.Attempt], string(ev.Type))
+		}
+		switch ev.Type {
+		case event.AttemptScheduled:
+			if prev, ok := last[ev.Task]; ok {
+				why, ok := reports[prev]
+				if !ok {
+					why = "no report; its events: " + strings.Join(seen[prev], ", ")
+				}
+				out = append(out, prev+": "+why)
+			}
+			last[ev.Task] = ev.Attempt
+		case event.AttemptReported:
+			var r event.Report
+			if ev.Payload(&r) == nil && r.Error != nil {
+				reports[ev.Attempt] = fmt.Sprintf("%s: %s", r.Error.Class, r.Error.Message)
+			} else {
+				reports[ev.Attempt] = "reported without an error"
+			}
+		case event.AttemptLost, event.AttemptAbandoned, event.AttemptWithdrawn, event.AttemptUnplaced:
+			if _, ok := reports[ev.Attempt]; !ok {
+				reports[ev.Attempt] = string(ev.Type)
+			}
+		}
+	}
+	return out
+}

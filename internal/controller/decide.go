@@ -43,12 +43,17 @@ func (c *Controller) decide(ctx context.Context) (time.Duration, error) {
 		return 0, nil // a standby decides nothing
 	}
 	var actions []action
+	var folded uint64
 	began := time.Now()
-	c.store.Read(func(st *projection.State) {
+	c.store.ReadApplied(func(st *projection.State, applied uint64) {
 		actions, err = c.decisions(st)
+		// Exactly what the decisions were made from, never more: a
+		// decision's copy stored and folded after this read (made last
+		// round, folded meanwhile) would otherwise look like another
+		// writer's message under its id, and be stored again under the
+		// impostor's (queue.PublishDecision).
+		folded = applied
 	})
-	// At least what the decisions were made from: the fold only goes on.
-	folded := c.store.Applied()
 	walk := time.Since(began)
 	if err != nil {
 		return walk, err

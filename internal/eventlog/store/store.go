@@ -212,6 +212,15 @@ func (s *Store) Read(fn func(st *projection.State)) {
 	fn(s.st)
 }
 
+// ReadApplied is Read that also gives fn the last sequence folded into
+// the state it reads: exactly that, where Applied called after Read may
+// already say more.
+func (s *Store) ReadApplied(fn func(st *projection.State, applied uint64)) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	fn(s.st, s.applied)
+}
+
 // Snapshot returns a consistent view of the committed store for comparison,
 // with the applied sequence it reflects. Commit first to include staged work.
 func (s *Store) Snapshot() (*pebble.Snapshot, uint64) {
