@@ -847,22 +847,22 @@ func phaseMetrics(evs []*event.Event) map[string]float64 {
 	}
 	// Attempts beyond the first of each task: a retry costs a backoff and
 	// makes the run slower than it should be; it must show.
-	tasks := map[string]bool{}
-	scheduled := 0
+	tasks, scheduled := map[string]bool{}, map[string]bool{}
 	for _, ev := range evs {
 		if ev.Type == event.AttemptScheduled {
-			scheduled++
+			scheduled[ev.Attempt] = true
 			tasks[ev.Task] = true
 		}
 	}
-	out["retries"] = float64(scheduled - len(tasks))
+	out["retries"] = float64(len(scheduled) - len(tasks))
 	return out
 }
 
 // retried says how each attempt that a later one of its task followed
 // ended: its report's class and message, or the controller's event that
-// ended it (attempt_lost: its claim lapsed). A retry costs the run a
-// backoff; this is where to start looking.
+// ended it (attempt_lost: its claim lapsed); and which attempt's decision
+// was stored twice. A retry costs the run a backoff; this is where to
+// start looking.
 func retried(evs []*event.Event) []string {
 	last := map[string]string{} // task -> its latest attempt
 	reports := map[string]string{}
@@ -874,6 +874,10 @@ func retried(evs []*event.Event) []string {
 		}
 		switch ev.Type {
 		case event.AttemptScheduled:
+			if last[ev.Task] == ev.Attempt {
+				out = append(out, ev.Attempt+": its attempt_scheduled stored twice")
+				continue
+			}
 			if prev, ok := last[ev.Task]; ok {
 				why, ok := reports[prev]
 				if !ok {
