@@ -2,6 +2,7 @@ package checkout
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"io/fs"
 	"os"
@@ -32,13 +33,25 @@ func walkTree(ctx context.Context, root string, visit func(rel string, e treeEnt
 		return &os.PathError{Op: "open", Path: root, Err: err}
 	}
 	n := 0
-	return walkDir(ctx, fd, root, "", &n, visit)
+	return walkDir(ctx, fd, root, "", 0, &n, visit)
 }
 
-// walkDir walks the directory open as fd, which it closes.
-func walkDir(ctx context.Context, fd int, path, rel string, n *int, visit func(string, treeEntry) error) error {
+// maxWalkDepth bounds how deep a walk goes: it holds a descriptor for each
+// directory on its way down, and an agent may nest directories as deep as
+// it likes. A path of full length (PATH_MAX, 4096) has fewer levels.
+const maxWalkDepth = 2048
+
+// errTooDeep is a tree nested deeper than maxWalkDepth.
+var errTooDeep = errors.New("checkout: directories nested deeper than 2048 levels")
+
+// walkDir walks the directory open as fd, depth levels below the root,
+// and closes it.
+func walkDir(ctx context.Context, fd int, path, rel string, depth int, n *int, visit func(string, treeEntry) error) error {
 	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
+	if depth > maxWalkDepth {
+		return errTooDeep
+	}
 	entries, err := f.ReadDir(-1)
 	if err != nil {
 		return err
@@ -70,7 +83,7 @@ func walkDir(ctx context.Context, fd int, path, rel string, n *int, visit func(s
 		if err != nil {
 			return &os.PathError{Op: "open", Path: p, Err: err}
 		}
-		if err := walkDir(ctx, sub, p, r, n, visit); err != nil {
+		if err := walkDir(ctx, sub, p, r, depth+1, n, visit); err != nil {
 			return err
 		}
 	}
@@ -104,10 +117,10 @@ func (e treeEntry) lstat() (statKey, fs.FileMode, error) {
 }
 
 // hash hashes the file's content, if it is still a regular file.
-func (e treeEntry) hash() ([32]byte, error) {
+func (e treeEntry) hash() ([sha256.Size]byte, error) {
 	fd, err := unix.Openat(e.dir, e.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return [32]byte{}, &os.PathError{Op: "open", Path: e.path, Err: err}
+		return [sha256.Size]byte{}, &os.PathError{Op: "open", Path: e.path, Err: err}
 	}
 	return hashOpen(os.NewFile(uintptr(fd), e.path))
 }

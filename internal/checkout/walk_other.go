@@ -4,6 +4,7 @@ package checkout
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"io/fs"
 	"os"
@@ -60,4 +61,4 @@ func (e treeEntry) lstat() (statKey, fs.FileMode, error) {
 	return statOf(info), info.Mode().Perm(), nil
 }
 
-func (e treeEntry) hash() ([32]byte, error) { return hashFile(e.path) }
+func (e treeEntry) hash() ([sha256.Size]byte, error) { return hashFile(e.path) }
