@@ -114,12 +114,13 @@ type Checkout struct {
 
 	cs         *Checkouts
 	repo       *repocache.Repo
-	gitDir     string       // the checkout's private git dir inside the cache
-	baseline   *snapshot    // files at Baseline time, including untracked ones
-	last       *snapshot    // files at the last Observe, for the checkout's next user
-	reused     *snapshot    // files when the checkout's last user observed it
-	staged     *stagedIndex // the tree as the last Observe staged it, for Checkpoint
-	checkpoint string       // the commit the last Checkpoint left the branch at
+	gitDir     string          // the checkout's private git dir inside the cache
+	baseline   *snapshot       // files at Baseline time, including untracked ones
+	last       *snapshot       // files at the last Observe, for the checkout's next user
+	reused     *snapshot       // files when the checkout's last user observed it
+	parked     *parkedBaseline // the baseline its last user started from, if reused
+	staged     *stagedIndex    // the tree as the last Observe staged it, for Checkpoint
+	checkpoint string          // the commit the last Checkpoint left the branch at
 	removed    atomic.Bool
 	agentGit   bool   // .git is the agent's repository (agentgit.go)
 	agentHead  string // where the agent's branch was when Drover last made or read it

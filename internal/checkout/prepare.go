@@ -58,12 +58,14 @@ func (w *Checkout) finish(ctx context.Context, opts PrepareOptions, merges []str
 			return err
 		}
 	}
-	snap, err := takeSnapshot(ctx, w.Path, w.gitDir, w.reused)
-	if err != nil {
-		return err
+	snap := w.parked.at(head, w.BaseCommit)
+	if snap == nil {
+		if snap, err = takeSnapshot(ctx, w.Path, w.gitDir, w.reused); err != nil {
+			return err
+		}
 	}
 	w.Baseline = head
-	w.baseline, w.reused = snap, nil
+	w.baseline, w.reused, w.parked = snap, nil, nil
 	return nil
 }
 

@@ -41,7 +41,59 @@ type idleCheckout struct {
 	repo  *repocache.Repo
 	gen   uint64 // the repository's Generation when parked
 	path  string
-	files *snapshot // from the last Observe, if any: most hashes still hold
+	files *snapshot       // from the last Observe, if any: most hashes still hold
+	base  *parkedBaseline // the baseline of its last attempt, if it observed
+}
+
+// A parked checkout also keeps the baseline its last attempt started from.
+// A Prepare of the same commit on it takes that as its own baseline rather
+// than walking the tree again (an lstat of every file, the worker's largest
+// cost per attempt after git's): `checkout --force` of the commit and
+// `clean -ffdx` leave the worktree holding the commit's files and nothing
+// else, which is what that baseline recorded. Its lstat data only saves
+// hashing: the next Observe hashes every file whose lstat differs from it
+// (those the checkout rewrote), and compares the content. Anything
+// written after the checkout is then the attempt's change, as the commit
+// that takes it in says it is.
+type parkedBaseline struct {
+	commit string // the checkout's Baseline
+	files  *snapshot
+}
+
+// parkedBaselineOf is what a checkout leaves for its next user: its
+// baseline with the lstat its last Observe took of each file it still
+// held as then. Without that, a checkout reused a thousand times would
+// carry the lstat of its first walk, and each Observe would hash every
+// file any attempt had rewritten since. The files the attempt changed keep
+// no lstat, so they are hashed again. It takes w's baseline: the attempt
+// is over.
+func parkedBaselineOf(w *Checkout) *parkedBaseline {
+	base, last := w.baseline, w.last
+	if base == nil || last == nil || w.Baseline == "" {
+		return nil
+	}
+	for p, b := range base.files {
+		if c, ok := last.files[p]; ok && c.mode == b.mode && c.hash == b.hash {
+			b.stat = c.stat
+		} else {
+			b.stat = statKey{}
+		}
+		base.files[p] = b
+	}
+	// Each lstat kept is last's, which last's stamp vouches for; a file
+	// changed as last's walk began is not trusted (unchangedSince).
+	base.stamp = last.stamp
+	w.baseline = nil
+	return &parkedBaseline{commit: w.Baseline, files: base}
+}
+
+// at returns the parked baseline if it is of commit, and the checkout was
+// checked out there and merged nothing (its head is its base), or nil.
+func (pb *parkedBaseline) at(head, base string) *snapshot {
+	if pb == nil || head != base || pb.commit != head {
+		return nil
+	}
+	return pb.files
 }
 
 // gone reports whether the repository was quarantined since iw was
@@ -92,7 +144,7 @@ func (cs *Checkouts) Release(ctx context.Context, w *Checkout) error {
 	// Listed before the lock goes, so a sweep never takes it for a dead
 	// process's. Beyond the limit, the checkout parked longest ago goes.
 	cs.mu.Lock()
-	cs.idle = append(cs.dropGone(), &idleCheckout{repo: r, gen: r.Generation(), path: dst, files: w.last})
+	cs.idle = append(cs.dropGone(), &idleCheckout{repo: r, gen: r.Generation(), path: dst, files: w.last, base: parkedBaselineOf(w)})
 	var evict *idleCheckout
 	if len(cs.idle) > cs.maxIdle {
 		evict, cs.idle = cs.idle[0], cs.idle[1:]
@@ -194,7 +246,7 @@ func (cs *Checkouts) reuse(ctx context.Context, r *repocache.Repo, iw *idleCheck
 		cs.removeIdleLocked(ctx, iw)
 		return nil, err
 	}
-	w := &Checkout{Path: path, Branch: branch, BaseCommit: base, cs: cs, repo: r, reused: iw.files}
+	w := &Checkout{Path: path, Branch: branch, BaseCommit: base, cs: cs, repo: r, reused: iw.files, parked: iw.base}
 	fail := func(err error) (*Checkout, error) {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()

@@ -205,3 +205,95 @@ func TestParkedCheckoutsAreBounded(t *testing.T) {
 		t.Errorf("after DropIdle: %d parked, %d on disk", c2.Idle(), idle())
 	}
 }
+
+// A checkout parked by an attempt that observed it and prepared again at
+// the same commit starts from the baseline it kept, without walking the
+// tree. What the last attempt changed is undone by the checkout and is not
+// taken for the new attempt's change; what the new attempt changes is
+// seen, also where it writes back what the last one wrote or restores a
+// file's times; and at another commit the tree is walked as before. Not
+// parallel: it counts the package's walks.
+func TestReusedCheckoutKeepsItsBaseline(t *testing.T) {
+	ctx := context.Background()
+	o := newOrigin(t)
+	c, _ := newRecordingCacheWith(t, testOptions{IdleWorktrees: 1})
+	observe := func(w *Checkout) *Changes {
+		t.Helper()
+		ch, err := w.Observe(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ch
+	}
+	finish := func(w *Checkout) {
+		t.Helper()
+		if _, err := w.Checkpoint(ctx, "work"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Release(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/keep/a/1"})
+	writeFile(t, filepath.Join(a.Path, "README.md"), "changed by a\n", 0o644)
+	writeFile(t, filepath.Join(a.Path, "a.txt"), "a\n", 0o644)
+	writeFile(t, filepath.Join(a.Path, "build", "out.log"), "ignored\n", 0o644)
+	if err := os.Remove(filepath.Join(a.Path, "notes.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(a.Path, "script.sh"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ch := observe(a)
+	assertStrings(t, "a created", ch.Created, []string{"a.txt", "build/out.log"})
+	assertStrings(t, "a modified", ch.Modified, []string{"README.md", "script.sh"})
+	assertStrings(t, "a deleted", ch.Deleted, []string{"notes.txt"})
+	finish(a)
+
+	walks := snapshotsTaken.Load()
+	b := prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/keep/b/1"})
+	if n := snapshotsTaken.Load() - walks; n != 0 {
+		t.Errorf("Prepare of a parked checkout at its baseline walked the tree %d times", n)
+	}
+	if ch := observe(b); len(ch.Created)+len(ch.Modified)+len(ch.Deleted) != 0 {
+		t.Errorf("the last attempt's changes, undone, were observed as this one's: %+v", ch)
+	}
+	// b writes a's README.md and a.txt again, deletes notes.txt again, and
+	// changes app.go keeping its size and times.
+	writeFile(t, filepath.Join(b.Path, "README.md"), "changed by a\n", 0o644)
+	writeFile(t, filepath.Join(b.Path, "a.txt"), "a\n", 0o644)
+	if err := os.Remove(filepath.Join(b.Path, "notes.txt")); err != nil {
+		t.Fatal(err)
+	}
+	app := filepath.Join(b.Path, "src", "app.go")
+	info, err := os.Stat(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, app, "package mainX\n\nfunc main(){}\n", 0o644) // the same size
+	if err := os.Chtimes(app, info.ModTime(), info.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	ch = observe(b)
+	assertStrings(t, "b created", ch.Created, []string{"a.txt"})
+	assertStrings(t, "b modified", ch.Modified, []string{"README.md", "src/app.go"})
+	assertStrings(t, "b deleted", ch.Deleted, []string{"notes.txt"})
+	finish(b)
+
+	// Parked at main again (b started there), prepared at v1: walked.
+	walks = snapshotsTaken.Load()
+	v1 := prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: "v1", Branch: "drover/keep/c/1"})
+	if n := snapshotsTaken.Load() - walks; n != 1 {
+		t.Errorf("Prepare at another commit walked the tree %d times, want 1", n)
+	}
+	if ch := observe(v1); len(ch.Created)+len(ch.Modified)+len(ch.Deleted) != 0 {
+		t.Errorf("a checkout reused at another commit observed changes: %+v", ch)
+	}
+	writeFile(t, filepath.Join(v1.Path, "notes.txt"), "other notes\n", 0o644)
+	ch = observe(v1)
+	assertStrings(t, "v1 modified", ch.Modified, []string{"notes.txt"})
+	if len(ch.Created)+len(ch.Deleted) != 0 {
+		t.Errorf("v1: %+v", ch)
+	}
+	finish(v1)
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -20,6 +21,10 @@ const (
 	modeExec    uint32 = 0o100755
 	modeSymlink uint32 = 0o120000
 )
+
+// snapshotsTaken counts the walks, for tests: the Prepare of a parked
+// checkout at its last baseline takes none (reuse.go).
+var snapshotsTaken atomic.Uint64
 
 type fileState struct {
 	mode uint32
@@ -58,7 +63,12 @@ const stampFile = "drover-snapshot-stamp"
 // (the worktree's private git dir, never the worktree) is where the stamp
 // is written; "" takes no stamp, and the next snapshot hashes everything.
 func takeSnapshot(ctx context.Context, root, stampDir string, prev *snapshot) (*snapshot, error) {
-	snap := &snapshot{files: make(map[string]fileState), stamp: writeStamp(stampDir)}
+	snapshotsTaken.Add(1)
+	size := 0
+	if prev != nil {
+		size = len(prev.files) // most often the same tree: the map never grows
+	}
+	snap := &snapshot{files: make(map[string]fileState, size), stamp: writeStamp(stampDir)}
 	var trusted map[string]fileState
 	if prev != nil && prev.stamp != 0 {
 		trusted = prev.files

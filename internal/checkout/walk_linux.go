@@ -16,11 +16,15 @@ import (
 // time went to resolving paths), and nothing on the way can be swapped
 // for a symlink meanwhile.
 type treeEntry struct {
-	typ  fs.FileMode // the type the directory gave
-	dir  int
-	name string
-	path string // for errors
+	typ     fs.FileMode // the type the directory gave
+	dir     int
+	name    string
+	dirPath string // for errors, with name (path)
 }
+
+// path is the entry's path, for errors: made only when one needs it, not
+// for each of a snapshot's thousands of files.
+func (e treeEntry) path() string { return e.dirPath + "/" + e.name }
 
 // walkTree calls visit for every file under root but directories, with
 // its slash-separated path relative to root, skipping every entry named
@@ -66,16 +70,17 @@ func walkDir(ctx context.Context, fd int, path, rel string, depth int, n *int, v
 		if name == ".git" {
 			continue
 		}
-		r, p := name, path+"/"+name
+		r := name
 		if rel != "" {
 			r = rel + "/" + name
 		}
 		if !d.IsDir() {
-			if err := visit(r, treeEntry{typ: d.Type(), dir: fd, name: name, path: p}); err != nil {
+			if err := visit(r, treeEntry{typ: d.Type(), dir: fd, name: name, dirPath: path}); err != nil {
 				return err
 			}
 			continue
 		}
+		p := path + "/" + name
 		sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if errors.Is(err, unix.ENOENT) {
 			continue
@@ -96,7 +101,7 @@ func (e treeEntry) readlink() (string, error) {
 	for {
 		n, err := unix.Readlinkat(e.dir, e.name, buf)
 		if err != nil {
-			return "", &os.PathError{Op: "readlink", Path: e.path, Err: err}
+			return "", &os.PathError{Op: "readlink", Path: e.path(), Err: err}
 		}
 		if n < len(buf) {
 			return string(buf[:n]), nil
@@ -110,7 +115,7 @@ func (e treeEntry) readlink() (string, error) {
 func (e treeEntry) lstat() (statKey, fs.FileMode, error) {
 	var st unix.Stat_t
 	if err := unix.Fstatat(e.dir, e.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return statKey{}, 0, &os.PathError{Op: "lstat", Path: e.path, Err: err}
+		return statKey{}, 0, &os.PathError{Op: "lstat", Path: e.path(), Err: err}
 	}
 	k := statKey{size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), ino: st.Ino, dev: uint64(st.Dev)}
 	return k, fs.FileMode(st.Mode & 0o777), nil
@@ -120,7 +125,7 @@ func (e treeEntry) lstat() (statKey, fs.FileMode, error) {
 func (e treeEntry) hash() ([sha256.Size]byte, error) {
 	fd, err := unix.Openat(e.dir, e.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return [sha256.Size]byte{}, &os.PathError{Op: "open", Path: e.path, Err: err}
+		return [sha256.Size]byte{}, &os.PathError{Op: "open", Path: e.path(), Err: err}
 	}
-	return hashOpen(os.NewFile(uintptr(fd), e.path))
+	return hashOpen(os.NewFile(uintptr(fd), e.path()))
 }
