@@ -58,6 +58,21 @@ type Emitter interface {
 	Emit(ctx context.Context, typ event.Type, key string, data any) error
 }
 
+// A BatchEmitter also publishes several events of one type at once, all
+// acknowledged when EmitAll returns: an attempt's file events, one per
+// changed file, each waited for in turn would cost a round trip to the
+// server apiece.
+type BatchEmitter interface {
+	EmitAll(ctx context.Context, typ event.Type, events []Keyed) error
+}
+
+// Keyed is the key and data of one of the events EmitAll publishes, as
+// Emit takes them.
+type Keyed struct {
+	Key  string
+	Data any
+}
+
 // OutputSink receives the task's output as it is produced (a CLI's
 // streams, a native runtime's events as stdout). It must not block.
 type OutputSink func(s supervise.Stream, p []byte)

@@ -103,19 +103,19 @@ func toolCalls(events []transcript.Event) map[string]int {
 // emitChanges emits a file event per changed path, up to maxFileEvents,
 // and the diff, cut to maxDiffInEvent.
 func (r *Runner) emitChanges(ctx context.Context, emit Emitter, c *checkout.Changes) error {
-	n := 0
+	var files []Keyed
 	for _, set := range []struct {
 		kind  string
 		paths []string
 	}{{"created", c.Created}, {"modified", c.Modified}, {"deleted", c.Deleted}} {
 		for _, p := range set.paths {
-			if n++; n > maxFileEvents {
-				break
-			}
-			if err := emit.Emit(ctx, event.FileModified, p, event.FileModifiedData{Path: p, Change: set.kind}); err != nil {
-				return err
+			if len(files) < maxFileEvents {
+				files = append(files, Keyed{Key: p, Data: event.FileModifiedData{Path: p, Change: set.kind}})
 			}
 		}
+	}
+	if err := emitAll(ctx, emit, event.FileModified, files); err != nil {
+		return err
 	}
 	d := event.DiffComputedData{
 		Created: capList(c.Created), Modified: capList(c.Modified), Deleted: capList(c.Deleted), Stat: tailString(c.DiffStat, maxDiffInEvent),
@@ -125,6 +125,22 @@ func (r *Runner) emitChanges(ctx context.Context, emit Emitter, c *checkout.Chan
 		d.Diff, d.DiffTruncated = d.Diff[:maxDiffInEvent], true
 	}
 	return emit.Emit(ctx, event.DiffComputed, "", d)
+}
+
+// emitAll emits events of typ, at once where emit can.
+func emitAll(ctx context.Context, emit Emitter, typ event.Type, events []Keyed) error {
+	if len(events) == 0 {
+		return nil
+	}
+	if b, ok := emit.(BatchEmitter); ok {
+		return b.EmitAll(ctx, typ, events)
+	}
+	for _, e := range events {
+		if err := emit.Emit(ctx, typ, e.Key, e.Data); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func tailString(s string, n int) string {

@@ -71,6 +71,20 @@ func (b *Batch) Event(ctx context.Context, ev *event.Event) {
 	b.add(ctx, ack, err, end, pendingPublish{ev: ev, msg: msg, what: "event " + ev.ID})
 }
 
+// Observed adds an event a worker observed (see PublishEvent), not a
+// decision: a copy the server holds under its id already is this event,
+// published before.
+func (b *Batch) Observed(ctx context.Context, ev *event.Event) {
+	msg, describe, err := eventMsg(ev)
+	if err != nil {
+		b.errs = append(b.errs, err)
+		return
+	}
+	_, end := tracePublish(ctx, msg, describe)
+	ack, err := b.js.PublishMsgAsync(msg, jetstream.WithMsgID(eventMsgID(ev)), jetstream.WithExpectStream(EventsStream))
+	b.add(ctx, ack, err, end, pendingPublish{what: "event " + ev.ID})
+}
+
 // Job adds a job (see PublishJob), stamped with the batch's leader epoch;
 // done runs once the server has stored it.
 func (b *Batch) Job(ctx context.Context, j *Job, done func()) {

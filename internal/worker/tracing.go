@@ -218,6 +218,28 @@ func (t *tracedEmitter) Emit(ctx context.Context, typ event.Type, key string, da
 	return err
 }
 
+// EmitAll publishes the events inside the span of their phase, at once
+// where the inner emitter can.
+func (t *tracedEmitter) EmitAll(ctx context.Context, typ event.Type, events []attempt.Keyed) error {
+	if len(events) == 0 {
+		return nil
+	}
+	b, ok := t.inner.(attempt.BatchEmitter)
+	if !ok {
+		for _, e := range events {
+			if err := t.Emit(ctx, typ, e.Key, e.Data); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	last := events[len(events)-1].Data
+	span := t.jt.enter(typ, last)
+	err := b.EmitAll(trace.ContextWithSpan(ctx, span), typ, events)
+	t.jt.leave(typ, last, err)
+	return err
+}
+
 // enter returns the span an event is published in, first closing the phase
 // an attempt gave up in when its result comes early.
 func (jt *jobTrace) enter(typ event.Type, data any) trace.Span {

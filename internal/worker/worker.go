@@ -941,6 +941,46 @@ type emitter struct {
 }
 
 func (e *emitter) Emit(ctx context.Context, typ event.Type, key string, data any) error {
+	ev, err := e.event(typ, key, data)
+	if err != nil {
+		return err
+	}
+	e.phase(ctx, typ)
+	return publishRetry(ctx, e.js, ev)
+}
+
+// EmitAll publishes the events without waiting for each acknowledgement
+// before the next publish, then waits for them all. If any failed, each is
+// published again in turn until acknowledged, its id making that
+// idempotent.
+func (e *emitter) EmitAll(ctx context.Context, typ event.Type, events []attempt.Keyed) error {
+	evs := make([]*event.Event, len(events))
+	for i, k := range events {
+		ev, err := e.event(typ, k.Key, k.Data)
+		if err != nil {
+			return err
+		}
+		evs[i] = ev
+	}
+	e.phase(ctx, typ)
+	b := queue.NewBatch(e.js)
+	for _, ev := range evs {
+		b.Observed(ctx, ev)
+	}
+	if b.Wait(ctx) == nil {
+		return nil
+	}
+	for _, ev := range evs {
+		if err := publishRetry(ctx, e.js, ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// event is the claim's event of typ: its id the same for the same phase
+// (and key) of the same claim.
+func (e *emitter) event(typ event.Type, key string, data any) (*event.Event, error) {
 	id := drovertype.ClaimEventID(typ, e.job.Attempt, e.epoch)
 	if key != "" {
 		sum := sha256.Sum256([]byte(key))
@@ -948,13 +988,12 @@ func (e *emitter) Emit(ctx context.Context, typ event.Type, key string, data any
 	}
 	ev, err := event.New(id, typ, e.now(), e.job.Flow, e.job.Task, e.job.Attempt, e.epoch, data)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// Secrets are masked in the encoded payload: stderr tails, final text,
 	// error messages and diffs alike.
 	ev.Data = e.red.Bytes(ev.Data)
-	e.phase(ctx, typ)
-	return publishRetry(ctx, e.js, ev)
+	return ev, nil
 }
 
 // publishRetry publishes until the server acknowledges or ctx ends; the
