@@ -561,3 +561,37 @@ func TestPrepareFetchesWhatItNeeds(t *testing.T) {
 		t.Errorf("Prepare merging a branch the remote lacks: %v, want a repocache.RevisionNotFoundError", err)
 	}
 }
+
+// An integration of more results than are fetched one by one fetches its
+// flow's results by their prefix: not the other flows' result branches,
+// which a remote keeps for every flow it ever served.
+func TestIntegrationFetchesItsFlowsResults(t *testing.T) {
+	t.Parallel()
+	o := newOrigin(t)
+	c := newTestCache(t)
+	cache := prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/g/a/1"}).CommonDir()
+	var merge []repocache.Ref
+	for i := range 70 {
+		b := fmt.Sprintf("drover/g/t%02d/1", i)
+		gitT(t, o.Seed, "checkout", "--quiet", "-B", b, mainBranch)
+		writeFile(t, filepath.Join(o.Seed, fmt.Sprintf("g%02d.txt", i)), "g\n", 0o644)
+		merge = append(merge, repocache.Ref{Branch: b, Commit: o.commit(t, b)})
+	}
+	gitT(t, o.Seed, "checkout", "--quiet", "-B", "drover/h/t/1", mainBranch)
+	writeFile(t, filepath.Join(o.Seed, "h.txt"), "h\n", 0o644)
+	o.commit(t, "h")
+	gitT(t, o.Seed, "checkout", "--quiet", mainBranch)
+	gitT(t, o.Seed, "push", "--quiet", "origin", "refs/heads/drover/*:refs/heads/drover/*")
+
+	w := prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/g/integration", Merge: merge, NoAgent: true})
+	got := gitT(t, "", "--git-dir="+cache, "for-each-ref", "--format=%(refname)", "refs/remotes/origin/drover/")
+	refs := strings.Fields(got)
+	if len(refs) != len(merge) || slices.ContainsFunc(refs, func(r string) bool { return !strings.HasPrefix(r, "refs/remotes/origin/drover/g/t") }) {
+		t.Errorf("result branches in the cache after the integration's fetch:\n%s\nwant the flow's 70 only", got)
+	}
+	for i := range merge {
+		if _, err := os.Stat(filepath.Join(w.Path, fmt.Sprintf("g%02d.txt", i))); err != nil {
+			t.Errorf("result %d not merged: %v", i, err)
+		}
+	}
+}

@@ -17,7 +17,11 @@ import (
 // resolution after the fetch then reports the missing revision as before.
 
 // maxMergeRefspecs is how many results a Resolve fetches one by one; an
-// integration build of a large flow fetches every branch instead.
+// integration build of a large flow fetches its flow's results by their
+// common prefix (drover/<flow>/*) instead, and one merging the results of
+// several flows every branch. Not every branch for one flow: a remote
+// keeps the result branches of every flow it served, and a fetch of them
+// all wrote as many refs in the cache.
 const maxMergeRefspecs = 64
 
 // refspecs is what one fetch asks for.
@@ -35,11 +39,17 @@ var everything = refspecs{all: true}
 // A name that is not plain (see git.PlainBranch) fetches everything, as every
 // fetch did before, so that what git makes of it stays git's business.
 func wantedRefspecs(base string, merge []Ref) refspecs {
-	if len(merge) > maxMergeRefspecs {
-		return everything
-	}
 	var w refspecs
 	var names []string
+	if len(merge) > maxMergeRefspecs {
+		prefix, ok := sharedResultPrefix(merge)
+		if !ok {
+			return everything
+		}
+		names = append(names, strings.TrimSuffix(prefix, "/"))
+		w.specs = append(w.specs, branchRefspec(prefix))
+		merge = nil
+	}
 	switch {
 	case base == "" || base == "HEAD":
 		w.headOfRemote = true
@@ -64,6 +74,23 @@ func wantedRefspecs(base string, merge []Ref) refspecs {
 	}
 	w.sort()
 	return w
+}
+
+// sharedResultPrefix is the longest prefix of every merged branch's name
+// that ends with a slash, when it names a flow's results (drover/<flow>/
+// or deeper).
+func sharedResultPrefix(merge []Ref) (string, bool) {
+	prefix := merge[0].Branch
+	for _, m := range merge[1:] {
+		n := 0
+		for n < len(prefix) && n < len(m.Branch) && prefix[n] == m.Branch[n] {
+			n++
+		}
+		prefix = prefix[:n]
+	}
+	prefix = prefix[:strings.LastIndexByte(prefix, '/')+1]
+	flow, _, _ := strings.Cut(strings.TrimPrefix(prefix, "drover/"), "/")
+	return prefix, strings.HasPrefix(prefix, "drover/") && flow != ""
 }
 
 func (w *refspecs) sort() {

@@ -1,6 +1,8 @@
 package repocache
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -28,8 +30,19 @@ func TestWantedRefspecs(t *testing.T) {
 			t.Errorf("%s: covers = %v", tt.name, got)
 		}
 	}
-	if !wantedRefspecs("main", make([]Ref, maxMergeRefspecs+1)).all {
-		t.Error("an integration of many results fetches one branch at a time")
+	flow := make([]Ref, maxMergeRefspecs+1)
+	for i := range flow {
+		flow[i] = Ref{Branch: fmt.Sprintf("drover/f/t%03d/1", i)}
+	}
+	if got := strings.Join(wantedRefspecs("main", flow).list(), " "); got != "+refs/heads/drover/f/*:refs/remotes/origin/drover/f/* "+
+		"+refs/heads/main*:refs/remotes/origin/main* +refs/tags/main*:refs/tags/main*" {
+		t.Errorf("an integration of many results of one flow fetches %s, want the flow's results and the base", got)
+	}
+	for _, other := range []string{"drover/g/t/1", "drover/ff/t/1", "feature", "drover/f"} {
+		two := append(slices.Clone(flow), Ref{Branch: other})
+		if !wantedRefspecs("main", two).all {
+			t.Errorf("many results and %s: want every branch fetched", other)
+		}
 	}
 	for _, base := range []string{"@{-1}", "a..b", "x:y", "refs/heads/a b"} {
 		if !wantedRefspecs(base, nil).all {
