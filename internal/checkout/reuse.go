@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/drover-dev/drover/internal/git"
 	"github.com/drover-dev/drover/internal/repocache"
@@ -181,6 +182,10 @@ func (cs *Checkouts) parkable(ctx context.Context, w *Checkout) bool {
 			return false
 		}
 	}
+	if p, ok := attributesChanged(w.baseline, w.last); ok {
+		cs.log.DebugContext(ctx, "worktree not reused", "path", w.Path, "why", "changed "+p)
+		return false
+	}
 	// -v tags each entry: "H" cached; lower case assume-unchanged, "S"
 	// skip-worktree, and others that a plain checkout never has.
 	res, err := w.run(ctx, w.cmd("ls-files", "-v", "-z"))
@@ -194,6 +199,31 @@ func (cs *Checkouts) parkable(ctx context.Context, w *Checkout) bool {
 		}
 	}
 	return true
+}
+
+// attributesChanged returns a .gitattributes the attempt created, changed
+// or deleted, as its last Observe saw it. Attributes convert what git
+// reads and writes (eol, text, ident, working-tree-encoding): under
+// `*.txt eol=crlf` an attempt's a.txt with CRLF line ends is staged as the
+// commit's LF one, so the index holds the commit's blob with the stat of
+// the CRLF file. A checkout of the commit then restores .gitattributes but
+// trusts that stat and leaves a.txt as the attempt wrote it, and the next
+// attempt, maybe another flow's, would start from it and commit it.
+func attributesChanged(baseline, last *snapshot) (string, bool) {
+	if baseline == nil || last == nil {
+		return "", false
+	}
+	for _, pair := range [2][2]*snapshot{{baseline, last}, {last, baseline}} {
+		for p, f := range pair[0].files {
+			if p != ".gitattributes" && !strings.HasSuffix(p, "/.gitattributes") {
+				continue
+			}
+			if g, ok := pair[1].files[p]; !ok || g.hash != f.hash || g.mode != f.mode {
+				return p, true
+			}
+		}
+	}
+	return "", false
 }
 
 // park detaches w's HEAD at its branch, deletes the branch and moves the

@@ -297,3 +297,38 @@ func TestReusedCheckoutKeepsItsBaseline(t *testing.T) {
 	}
 	finish(v1)
 }
+
+// An attempt that changed a .gitattributes leaves its checkout unparked:
+// under the attributes it wrote, a file it rewrote can be staged as the
+// commit's blob, and a checkout of the commit would trust the file's stat
+// and leave it as the attempt wrote it for the next attempt to commit.
+func TestChangedAttributesAreNotParked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	o := newOrigin(t)
+	c, _ := newRecordingCacheWith(t, testOptions{IdleWorktrees: 1})
+	for _, dir := range []string{"", "src/"} {
+		a := prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/attrs/a/" + strings.TrimSuffix("1"+dir, "/")})
+		writeFile(t, filepath.Join(a.Path, dir+".gitattributes"), "*.txt eol=crlf\n", 0o644)
+		writeFile(t, filepath.Join(a.Path, "notes.txt"), "some notes\r\n", 0o644)
+		if _, err := a.Observe(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Checkpoint(ctx, "attributes"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Release(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		if c.Idle() != 0 {
+			t.Errorf("%s.gitattributes changed: the checkout was parked", dir)
+		}
+		b := prepare(t, c, PrepareOptions{RepoURL: o.URL, Base: mainBranch, Branch: "drover/attrs/b/" + strings.TrimSuffix("1"+dir, "/")})
+		if got := readFile(t, filepath.Join(b.Path, "notes.txt")); got != "some notes\n" {
+			t.Errorf("the next attempt starts with notes.txt = %q", got)
+		}
+		if err := c.Remove(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
