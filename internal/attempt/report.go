@@ -129,12 +129,15 @@ func (r *Runner) emitChanges(ctx context.Context, emit Emitter, c *checkout.Chan
 
 // emitAll emits events of typ, at once where emit can.
 func emitAll(ctx context.Context, emit Emitter, typ event.Type, events []Keyed) error {
-	if len(events) == 0 {
-		return nil
-	}
-	if b, ok := emit.(BatchEmitter); ok {
+	if b, ok := emit.(BatchEmitter); ok && len(events) > 0 {
 		return b.EmitAll(ctx, typ, events)
 	}
+	return EmitEach(ctx, emit, typ, events)
+}
+
+// EmitEach emits events of typ one after the other, as an Emitter that
+// cannot batch them does.
+func EmitEach(ctx context.Context, emit Emitter, typ event.Type, events []Keyed) error {
 	for _, e := range events {
 		if err := emit.Emit(ctx, typ, e.Key, e.Data); err != nil {
 			return err

@@ -213,14 +213,15 @@ func attributesChanged(baseline, last *snapshot) (string, bool) {
 	if baseline == nil || last == nil {
 		return "", false
 	}
-	for _, pair := range [2][2]*snapshot{{baseline, last}, {last, baseline}} {
-		for p, f := range pair[0].files {
-			if p != ".gitattributes" && !strings.HasSuffix(p, "/.gitattributes") {
-				continue
-			}
-			if g, ok := pair[1].files[p]; !ok || g.hash != f.hash || g.mode != f.mode {
-				return p, true
-			}
+	isAttributes := func(p string) bool { return p == ".gitattributes" || strings.HasSuffix(p, "/.gitattributes") }
+	for p, f := range last.files {
+		if b, ok := baseline.files[p]; isAttributes(p) && (!ok || b.hash != f.hash || b.mode != f.mode) {
+			return p, true // created or changed
+		}
+	}
+	for p := range baseline.files {
+		if _, ok := last.files[p]; isAttributes(p) && !ok {
+			return p, true // deleted
 		}
 	}
 	return "", false

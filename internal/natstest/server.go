@@ -48,11 +48,11 @@ func Port(t testing.TB, ns *server.Server) int {
 	return addr.Port
 }
 
-// Connect dials ns and returns the connection, closed when the test ends,
-// and a JetStream context over it.
-func Connect(t testing.TB, ns *server.Server) (*nats.Conn, jetstream.JetStream) {
+// Connect dials ns with opts and returns the connection, closed when the
+// test ends, and a JetStream context over it.
+func Connect(t testing.TB, ns *server.Server, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, err := nats.Connect(ns.ClientURL())
+	nc, err := nats.Connect(ns.ClientURL(), opts...)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}

@@ -61,20 +61,16 @@ func (b *Batch) Event(ctx context.Context, ev *event.Event) {
 	if b.epoch != 0 {
 		ev.LeaderEpoch = b.epoch
 	}
-	msg, describe, err := eventMsg(ev)
-	if err != nil {
-		b.errs = append(b.errs, err)
-		return
-	}
-	_, end := tracePublish(ctx, msg, describe)
-	ack, err := b.js.PublishMsgAsync(msg, jetstream.WithMsgID(eventMsgID(ev)), jetstream.WithExpectStream(EventsStream))
-	b.add(ctx, ack, err, end, pendingPublish{ev: ev, msg: msg, what: "event " + ev.ID})
+	b.event(ctx, ev, true)
 }
 
 // Observed adds an event a worker observed (see PublishEvent), not a
 // decision: a copy the server holds under its id already is this event,
 // published before.
-func (b *Batch) Observed(ctx context.Context, ev *event.Event) {
+func (b *Batch) Observed(ctx context.Context, ev *event.Event) { b.event(ctx, ev, false) }
+
+// event adds ev; a decision's duplicate is checked when acknowledged.
+func (b *Batch) event(ctx context.Context, ev *event.Event, decision bool) {
 	msg, describe, err := eventMsg(ev)
 	if err != nil {
 		b.errs = append(b.errs, err)
@@ -82,7 +78,11 @@ func (b *Batch) Observed(ctx context.Context, ev *event.Event) {
 	}
 	_, end := tracePublish(ctx, msg, describe)
 	ack, err := b.js.PublishMsgAsync(msg, jetstream.WithMsgID(eventMsgID(ev)), jetstream.WithExpectStream(EventsStream))
-	b.add(ctx, ack, err, end, pendingPublish{what: "event " + ev.ID})
+	p := pendingPublish{what: "event " + ev.ID}
+	if decision {
+		p.ev, p.msg = ev, msg
+	}
+	b.add(ctx, ack, err, end, p)
 }
 
 // Job adds a job (see PublishJob), stamped with the batch's leader epoch;

@@ -24,15 +24,8 @@ func TestEmitAllStoresEachEventOnce(t *testing.T) {
 	dir := t.TempDir()
 	ns := natstest.RunServer(t, dir, -1)
 	port := natstest.Port(t, ns)
-	nc, err := nats.Connect(ns.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Reconnecting for good, soon after the server is back.
+	_, js := natstest.Connect(t, ns, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := queue.Ensure(ctx, js, queue.StreamOptions{}); err != nil {

@@ -226,12 +226,7 @@ func (t *tracedEmitter) EmitAll(ctx context.Context, typ event.Type, events []at
 	}
 	b, ok := t.inner.(attempt.BatchEmitter)
 	if !ok {
-		for _, e := range events {
-			if err := t.Emit(ctx, typ, e.Key, e.Data); err != nil {
-				return err
-			}
-		}
-		return nil
+		return attempt.EmitEach(ctx, t, typ, events)
 	}
 	last := events[len(events)-1].Data
 	span := t.jt.enter(typ, last)
