@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -189,6 +190,46 @@ tasks:
 		t.Error("the worker role deleted the events stream")
 	}
 	waitViolation(t, violations, "$JS.API.STREAM.DELETE."+queue.EventsStream)
+
+	// A job too large for a message waits in the jobs store: the worker
+	// role reads what the controller role stored there, and stores nothing.
+	ctrlNC, err := natsconn.Connect(natsconn.ClientOptions{
+		URL: c.url, Name: "test-controller", Role: natsconn.RoleController, ID: "test", User: "controller", Password: ctrlPass,
+		TLS: co.TLS,
+	})
+	if err != nil {
+		t.Fatalf("controller-role connection: %v", err)
+	}
+	defer ctrlNC.Close()
+	ctrlJS, err := jetstream.New(ctrlNC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodyCtx, cancelBody := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancelBody()
+	body := bytes.Repeat([]byte("j"), 3<<20)
+	if store, err := ctrlJS.ObjectStore(bodyCtx, queue.JobsBucket); err != nil {
+		t.Fatalf("jobs store with the controller role: %v", err)
+	} else if _, err := store.PutBytes(bodyCtx, "job-body", body); err != nil {
+		t.Fatalf("store a job body with the controller role: %v", err)
+	}
+	store, err := js.ObjectStore(bodyCtx, queue.JobsBucket)
+	if err != nil {
+		t.Fatalf("jobs store with the worker role: %v", err)
+	}
+	if got, err := store.GetBytes(bodyCtx, "job-body"); err != nil || !bytes.Equal(got, body) {
+		t.Errorf("the worker role read %d bytes of a %d-byte job body: %v", len(got), len(body), err)
+	}
+	forgeCtx, cancelForge := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancelForge()
+	if _, err := store.PutBytes(forgeCtx, "forged-job", []byte("{}")); err == nil {
+		t.Error("the worker role stored a job body")
+	}
+	if ctrlStore, err := ctrlJS.ObjectStore(bodyCtx, queue.JobsBucket); err != nil {
+		t.Fatal(err)
+	} else if _, err := ctrlStore.GetInfo(bodyCtx, "forged-job"); !errors.Is(err, jetstream.ErrObjectNotFound) {
+		t.Errorf("the worker role's job body: %v, want none stored", err)
+	}
 	if _, errOut, code := c.cli("events", id); code != 0 {
 		t.Errorf("events after the refused delete: exit %d: %s", code, errOut)
 	}

@@ -441,7 +441,7 @@ type Limits struct {
 // key when a value is outside (docs/config.md lists them).
 const (
 	MaxSlots              = 1024               // worker.slots: attempts one worker runs at once
-	MaxFlowParallel       = 10_000             // defaults/projects max_parallel: one flow's attempts at once (a flow has at most 10,000 tasks)
+	MaxFlowParallel       = 10_000             // defaults/projects max_parallel: one flow's attempts at once (flow.MaxTasks bounds a flow's tasks)
 	MaxControllerParallel = 100_000            // controller.max_parallel: attempts at once across all flows
 	MaxAttempts           = 100                // retry.max_attempts, as in flows
 	MaxCoefficient        = 100                // retry.coefficient, as in flows

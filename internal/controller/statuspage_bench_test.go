@@ -24,7 +24,7 @@ import (
 // cost, through the real API (an embedded nats-server, the controller's
 // fold into Pebble, request/reply with the transfers store for what does
 // not fit a message) and the real console: one flow of
-// DROVER_BENCH_STATUS_TASKS tasks (10,000, the most a flow may have; 40 %
+// DROVER_BENCH_STATUS_TASKS tasks (10,000; a flow may have 100,000; 40 %
 // scheduled, 10 % running, half succeeded) beside DROVER_BENCH_STATUS_FLOWS
 // flows of 100 tasks (1,000): 110,000 tasks in all.
 //

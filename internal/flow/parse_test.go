@@ -129,7 +129,7 @@ func TestParseLimits(t *testing.T) {
 		msg  string
 	}{
 		{"file too large", header + "  - id: a\n    prompt: " + strings.Repeat("x", MaxFileSize) + "\n", 0, "bytes; the limit is 8388608"},
-		{"too many tasks", manyTasks(MaxTasks + 1), 5, "tasks: 10001 tasks; the limit is 10000"},
+		{"too many tasks", manyTasks(MaxTasks + 1), 5, "tasks: 100001 tasks; the limit is 100000"},
 		{"prompt too long", header + "  - id: a\n    prompt: " + strings.Repeat("x", MaxPromptSize+1) + "\n", 6, "tasks[0].prompt: 262145 bytes; the limit is 262144"},
 		{"deeply nested", strings.TrimSuffix(header, "\n") + " " + strings.Repeat("[", 20000) + strings.Repeat("]", 20000), 4, "exceeded max depth"},
 	}

@@ -12,11 +12,11 @@ import (
 // Limits that keep a hostile or broken flow from exhausting memory: the
 // CLI parses a file with them, and the controller validates the spec it
 // receives with them. A file may hold the largest flow (MaxTasks tasks with
-// prompts of some 800 bytes); parsing the most hostile file of that size
+// prompts of some 50 bytes); parsing the most hostile file of that size
 // allocates about 2.5 GB in all (BenchmarkParseHostile).
 const (
 	MaxFileSize   = 8 << 20   // bytes in a flow file
-	MaxTasks      = 10_000    // tasks in one flow
+	MaxTasks      = 100_000   // tasks in one flow
 	MaxPromptSize = 256 << 10 // bytes in one prompt
 
 	MaxModelLen  = 200     // bytes in a model name

@@ -405,7 +405,7 @@ func TestValidate(t *testing.T) {
 			`tasks[1].runtime: unknown runtime "nope": it is not configured`,
 		}},
 		{"too many tasks", func(s *Spec) { s.Tasks = make([]Task, MaxTasks+1) }, []string{
-			"tasks: 10001 tasks; the limit is 10000",
+			"tasks: 100001 tasks; the limit is 100000",
 		}},
 		{"project replaces repo", func(s *Spec) { s.Repo = ""; s.Project = "nope" }, []string{
 			`project: unknown project "nope": it is not configured`,

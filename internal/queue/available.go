@@ -32,7 +32,7 @@ func CheckJetStream(ctx context.Context, js jetstream.JetStream) error {
 }
 
 // CheckBuckets opens the buckets the workers use — claims, the worker
-// registry, artifacts — the way a worker's permissions allow (stream info
+// registry, artifacts, large jobs — the way a worker's permissions allow (stream info
 // on each; docs/security.md): nil once each exists and answers. A bucket
 // not there yet is an error wrapping ErrNotCreated. Ensure creates the
 // streams before the buckets, so the buckets are there last.
@@ -42,8 +42,10 @@ func CheckBuckets(ctx context.Context, js jetstream.JetStream) error {
 			return bucketError(b, err)
 		}
 	}
-	if _, err := js.ObjectStore(ctx, ArtifactsBucket); err != nil {
-		return bucketError(ArtifactsBucket, err)
+	for _, b := range []string{ArtifactsBucket, JobsBucket} {
+		if _, err := js.ObjectStore(ctx, b); err != nil {
+			return bucketError(b, err)
+		}
 	}
 	return nil
 }

@@ -89,6 +89,9 @@ func (b *Batch) event(ctx context.Context, ev *event.Event, decision bool) {
 // done runs once the server has stored it.
 func (b *Batch) Job(ctx context.Context, j *Job, done func()) {
 	msg, err := jobMsg(j)
+	if err == nil {
+		err = jobBody(ctx, b.js, j.Attempt, msg)
+	}
 	if err != nil {
 		b.errs = append(b.errs, err)
 		return

@@ -62,7 +62,7 @@ var ErrBadJob = errors.New("queue: bad job")
 
 // DecodeJob parses and checks a job off the wire.
 func DecodeJob(raw []byte) (*Job, error) {
-	if len(raw) > 1<<20 {
+	if len(raw) > MaxJobSize {
 		return nil, fmt.Errorf("%w: %d bytes", ErrBadJob, len(raw))
 	}
 	var j Job
@@ -162,6 +162,9 @@ func resultAttempt(flowID, task, branch string) (int, bool) {
 func PublishJob(ctx context.Context, js jetstream.JetStream, j *Job) error {
 	msg, err := jobMsg(j)
 	if err != nil {
+		return err
+	}
+	if err := jobBody(ctx, js, j.Attempt, msg); err != nil {
 		return err
 	}
 	// The job carries its publish span's context, a child of the attempt's

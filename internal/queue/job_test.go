@@ -385,7 +385,7 @@ func TestDecodeJob(t *testing.T) {
 		})
 	}
 
-	oversized := with(func(m map[string]any) { m["prompt"] = strings.Repeat("p", 1<<20) })
+	oversized := with(func(m map[string]any) { m["prompt"] = strings.Repeat("p", MaxJobSize) })
 
 	tests := []struct {
 		name string

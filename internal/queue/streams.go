@@ -22,6 +22,8 @@ const (
 	WorkersBucket    = "drover-workers"
 	ArtifactsBucket  = "drover-artifacts"
 	TransfersBucket  = "drover-transfers"
+	// JobsBucket holds the jobs too large for a message (JobBodyHeader).
+	JobsBucket = "drover-jobs"
 	// LeaderBucket holds the controllers' leadership lease (package
 	// leadership); ControllersBucket each controller's registration
 	// (package fleet).
@@ -32,6 +34,9 @@ const (
 	WorkersTTL = 2 * time.Minute
 	// TransfersMaxAge is how long a large API body is kept.
 	TransfersMaxAge = time.Hour
+	// JobsMaxAge is how long a job too large for a message is kept: its
+	// message may wait that long in the queue for a worker.
+	JobsMaxAge = 30 * 24 * time.Hour
 	// ControllersTTL is how long a controller's registration lives
 	// unrenewed.
 	ControllersTTL = time.Minute
@@ -198,6 +203,13 @@ func Ensure(ctx context.Context, js jetstream.JetStream, o StreamOptions) error 
 	})
 	if err != nil {
 		return ensureError("object store "+TransfersBucket, err)
+	}
+	_, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket: JobsBucket, Description: "Drover jobs too large for one message (the integration of a large flow)",
+		TTL: JobsMaxAge, Storage: jetstream.FileStorage, Replicas: o.Replicas,
+	})
+	if err != nil {
+		return ensureError("object store "+JobsBucket, err)
 	}
 	return nil
 }

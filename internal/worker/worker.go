@@ -636,11 +636,17 @@ type delivery struct {
 }
 
 // decode reads a delivered job. A job that cannot be read is poison: it is
-// parked as a dead letter and terminated, and decode returns nil.
+// parked as a dead letter and terminated, and decode returns nil. One whose
+// body could not be fetched from the object store goes back for later.
 func (w *Worker) decode(ctx context.Context, msg jetstream.Msg) *queue.Job {
-	job, err := queue.DecodeJob(msg.Data())
+	job, err := queue.ReadJob(ctx, w.js, msg.Headers(), msg.Data())
 	if err == nil {
 		return job
+	}
+	if !errors.Is(err, queue.ErrBadJob) {
+		w.log.Warn("job body not read; the job goes back", "subject", msg.Subject(), "err", natsconn.Denied(w.js.Conn(), err))
+		_ = msg.NakWithDelay(5 * time.Second)
+		return nil
 	}
 	w.log.Error("poison job terminated", "subject", msg.Subject(), "err", err)
 	// Parking must get through even while the worker stops.
