@@ -38,7 +38,7 @@ func bigWorld(tb testing.TB, n int) (*world, string, []string) {
 	var evs []*event.Event
 	for i := 0; i < n; i += 10 {
 		a := drovertype.AttemptID(flowID, ids[i], 1)
-		evs = append(evs, w.ev(event.AttemptScheduled, flowID, ids[i], a, 0, event.AttemptScheduledData{N: 1, Runtime: "demo", Pool: "default"}))
+		evs = append(evs, w.ev(event.AttemptScheduled, flowID, ids[i], a, 0, event.AttemptScheduledData{N: 1, Runtime: "demo", Pool: "default", Branch: drovertype.AttemptBranch(flowID, ids[i], 1)}))
 	}
 	w.fold(evs...)
 	return w, flowID, ids
@@ -47,9 +47,9 @@ func bigWorld(tb testing.TB, n int) (*world, string, []string) {
 // BenchmarkFlowPage10k measures the server's side of a 10,000-task flow's
 // page: laying out the graph (once per flow), encoding it with the
 // tasks' states, rendering the page's HTML (its first 100 tasks) and a
-// live snapshot.
+// live snapshot. DROVER_BENCH_CONSOLE_TASKS sets the flow's size.
 func BenchmarkFlowPage10k(b *testing.B) {
-	w, flowID, _ := bigWorld(b, 10_000)
+	w, flowID, _ := bigWorld(b, benchConsoleTasks())
 	c, err := New(Options{Projection: w, Folds: w, Artifacts: w, Now: w.clock})
 	if err != nil {
 		b.Fatal(err)
@@ -107,10 +107,7 @@ func BenchmarkConsoleBrowser10k(b *testing.B) {
 	if testing.Short() {
 		b.Skip("a browser benchmark")
 	}
-	n := 10_000
-	if s := envOr("DROVER_BENCH_CONSOLE_TASKS", ""); s != "" {
-		n, _ = strconv.Atoi(s)
-	}
+	n := benchConsoleTasks()
 	br := browsertest.New(b)
 	var load, fold, lag time.Duration
 	for i := 0; b.Loop(); i++ {
@@ -171,6 +168,15 @@ func BenchmarkConsoleBrowser10k(b *testing.B) {
 	b.ReportMetric(float64(load.Milliseconds())/nn, "load_ms")
 	b.ReportMetric(float64(fold.Milliseconds())/nn, "fold_ms")
 	b.ReportMetric(float64(lag.Milliseconds())/nn, "lag_ms")
+}
+
+// benchConsoleTasks is the size of the benchmarks' flow:
+// DROVER_BENCH_CONSOLE_TASKS, 10,000 unless set.
+func benchConsoleTasks() int {
+	if n, err := strconv.Atoi(envOr("DROVER_BENCH_CONSOLE_TASKS", "")); err == nil && n > 0 {
+		return n
+	}
+	return 10_000
 }
 
 func envOr(name, def string) string {

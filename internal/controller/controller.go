@@ -136,6 +136,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}()
 	go func() {
 		defer wg.Done()
+		c.foldBeforeCampaign(ctx)
 		el := leadership.NewElector(lease, c.log)
 		el.Observe = c.m.renewed
 		el.Run(ctx, c.lead)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/eventlog/projection"
 	"github.com/drover-dev/drover/internal/fleet"
+	"github.com/drover-dev/drover/internal/leadership"
 	"github.com/drover-dev/drover/internal/queue"
 )
 
@@ -125,6 +127,59 @@ type gatedEvents struct {
 func (g *gatedEvents) Next(opts ...jetstream.NextOpt) (jetstream.Msg, error) {
 	<-g.open
 	return g.MessagesContext.Next(opts...)
+}
+
+// TestControllerFoldsBeforeCampaigning: a controller that starts behind the
+// log (a new one, or one that lost its store) folds it before it campaigns:
+// it neither holds the lease nor records an election while its fold is
+// held back, and leads, in the next epoch, once it has caught up.
+func TestControllerFoldsBeforeCampaigning(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.Controller.ID = "ctl-a"
+	h.cfg.Controller.LeaseTTL = 2 * time.Second
+	h.start(filepath.Join(t.TempDir(), "a"))
+	waitCond(t, "ctl-a to lead", h.leads)
+	h.submitOne()
+	h.stop() // resigns: the lease is free
+	open := make(chan struct{})
+	release := sync.OnceFunc(func() { close(open) })
+	b := &harness{t: t, cfg: &config.Config{}, nc: h.nc, js: h.js, leaseJS: h.leaseJS}
+	*b.cfg = *h.cfg
+	b.cfg.Controller.ID = "ctl-b"
+	b.setup = func(c *Controller) {
+		c.events = func(ctx context.Context, seq uint64) (jetstream.MessagesContext, error) {
+			it, err := c.orderedEvents(ctx, seq)
+			if err != nil {
+				return nil, err
+			}
+			return &gatedEvents{MessagesContext: it, open: open}, nil
+		}
+	}
+	ctx := context.Background()
+	s, err := h.js.Stream(ctx, queue.EventsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := s.CachedInfo().State.LastSeq
+	b.start(filepath.Join(t.TempDir(), "b"))
+	t.Cleanup(release) // runs before b's stop: a failed test's controller stops
+	// Longer than the lease's campaigns (every TTL/4) and deadline.
+	for range 30 {
+		time.Sleep(100 * time.Millisecond)
+		if holder, err := leadership.Holder(ctx, h.js); err == nil && holder != "" {
+			t.Fatalf("the lease is held by %q while ctl-b's fold is held back", holder)
+		}
+	}
+	if info, err := s.Info(ctx); err != nil || info.State.LastSeq != last {
+		t.Fatalf("the log grew while ctl-b's fold was held back (%v)", err)
+	}
+	release()
+	waitCond(t, "ctl-b to lead once caught up", b.leads)
+	var l projection.Leadership
+	b.store.Read(func(st *projection.State) { l = *st.Leadership })
+	if l.Epoch != 2 || l.Controller != "ctl-b" {
+		t.Errorf("leadership after ctl-b caught up: %+v, want epoch 2", l)
+	}
 }
 
 // TestStandbyReadsTheLeadersWrites: a flow submitted through the leader is

@@ -110,7 +110,19 @@ func TestLargeFlow(t *testing.T) {
 	} else if m, err := s.GetLastMsgForSubject(ctx, queue.AttemptSubject("default", "demo")); err != nil || m.Header.Get(queue.JobBodyHeader) == "" {
 		t.Errorf("the integration job of %d results is not in the jobs store (%v)", tasks, err)
 	}
+	// A page of the flow carries the merges of its own tasks, not the
+	// whole list (a line per task); the projection keeps the whole.
+	pg, err := cl.StatusPage(ctx, StatusRequest{Flow: id, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in := pg.Detail.Flow.Integration; in == nil || len(in.Merge) != 100 || in.Merge[99].Task != "t00099" {
+		t.Errorf("a page of 100 tasks carries the integration %+v", in)
+	}
 	h.store.Read(func(st *projection.State) {
+		if n := len(st.Flows[id].Integration.Merge); n != tasks {
+			t.Errorf("the projection's integration merges %d results after a page was read, want %d", n, tasks)
+		}
 		if len(st.Parts) != 0 {
 			t.Errorf("%d parts left in the projection", len(st.Parts))
 		}
