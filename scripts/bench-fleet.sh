@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Runs the fleet simulator (bin/fleetsim, docs/benchmarks.md#the-fleet) at
 # the sizes of issue 29, one after the other, each against a controller of
-# its own: 1,000 workers × 4 slots with 1,000 and 10,000 tasks in one flow,
-# 100,000 tasks in flows of 10,000 (the most a flow may have), and 1,000
-# flows of 100 tasks; then the claim's latency with the fleet polling: 2,000
+# its own: 1,000 workers × 4 slots with 1,000, 10,000 and 100,000 tasks in
+# one flow (100,000 is the most a flow may have), and 1,000 flows of 100
+# tasks; then the claim's latency with the fleet polling: 2,000
 # tasks in flows of 5, one flow every 100 ms (50 tasks a second, a third of
 # what the saturated runs get through here). `make bench-fleet` runs it after `make build`. The
 # output goes to $BENCH_OUT (default bin/bench-fleet.txt); each run ends
 # with its `fleet:` line, and the script with the ratio of the 100,000-task
 # run's wall time to the 10,000-task one's.
 #
-#   FLEET_ONLY="1k 10k"   runs only those sizes (1k 10k 100k flows poll)
+#   FLEET_ONLY="1k 10k"   runs only those sizes (1k 10k 100k flows poll;
+#                         100kx10, 100,000 tasks in ten flows of 10,000, as
+#                         the figures before a flow could hold 100,000, runs
+#                         only when named)
 #   FLEET_PPROF=DIR       keeps CPU profiles of the controller and of the
 #                         nats-server over each run's first
 #                         FLEET_PPROF_SECONDS (default 120) and the
@@ -45,7 +48,8 @@ run() { # NAME FLAGS…
 
 run 1k --workers 1000 --slots 4 --tasks 1000 --timeout 2h
 run 10k --workers 1000 --slots 4 --tasks 10000 --timeout 2h
-run 100k --workers 1000 --slots 4 --tasks 100000 --flows 10 --timeout 6h
+run 100k --workers 1000 --slots 4 --tasks 100000 --timeout 6h
+run 100kx10 --workers 1000 --slots 4 --tasks 100000 --flows 10 --timeout 6h
 run flows --workers 1000 --slots 4 --tasks 100000 --flows 1000 --timeout 6h
 run poll --workers 1000 --slots 4 --tasks 2000 --flows 400 --submit-every 100ms --timeout 30m
 
