@@ -32,7 +32,7 @@ func CheckJetStream(ctx context.Context, js jetstream.JetStream) error {
 }
 
 // CheckBuckets opens the buckets the workers use — claims, the worker
-// registry, artifacts, large jobs — the way a worker's permissions allow (stream info
+// registry, artifacts, large jobs (if there) — the way a worker's permissions allow (stream info
 // on each; docs/security.md): nil once each exists and answers. A bucket
 // not there yet is an error wrapping ErrNotCreated. Ensure creates the
 // streams before the buckets, so the buckets are there last.
@@ -42,10 +42,13 @@ func CheckBuckets(ctx context.Context, js jetstream.JetStream) error {
 			return bucketError(b, err)
 		}
 	}
-	for _, b := range []string{ArtifactsBucket, JobsBucket} {
-		if _, err := js.ObjectStore(ctx, b); err != nil {
-			return bucketError(b, err)
-		}
+	if _, err := js.ObjectStore(ctx, ArtifactsBucket); err != nil {
+		return bucketError(ArtifactsBucket, err)
+	}
+	// The jobs store may be missing, not unreadable: a controller older
+	// than it never queues a job there, and workers are upgraded first.
+	if _, err := js.ObjectStore(ctx, JobsBucket); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return bucketError(JobsBucket, err)
 	}
 	return nil
 }

@@ -57,6 +57,15 @@ func TestCheckBuckets(t *testing.T) {
 	if err := CheckBuckets(ctx, js); !errors.Is(err, ErrNotCreated) || !strings.Contains(err.Error(), ArtifactsBucket) {
 		t.Fatalf("without artifacts: %v", err)
 	}
+	// The layout of a controller older than the jobs store: a worker
+	// starts (it reads the store only for a job such a controller never
+	// queues), so workers can be upgraded first.
+	if _, err := js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: ArtifactsBucket}); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckBuckets(ctx, js); err != nil {
+		t.Fatalf("without the jobs store: %v", err)
+	}
 	if err := Ensure(ctx, js, StreamOptions{}); err != nil {
 		t.Fatal(err)
 	}
