@@ -68,13 +68,23 @@ func TestOldLeaderRefused(t *testing.T) {
 	if w.epochs.Latest() != 3 {
 		t.Errorf("latest epoch %d, want 3", w.epochs.Latest())
 	}
-	// The refused jobs are gone: terminated, not redelivered.
+	// The refused jobs are gone: terminated, not redelivered. Acks and
+	// terms are not acknowledged by the server: wait for it to apply them.
 	s, err := js.Stream(ctx, queue.AttemptsStream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info, err := s.Info(ctx); err != nil || info.State.Msgs != 0 {
-		t.Errorf("jobs left in the queue: %v %v", info.State.Msgs, err)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		info, err := s.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.Msgs == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("jobs left in the queue: %d", info.State.Msgs)
+		}
 	}
 
 	// Cancel signals: one of epoch 2 is ignored after epoch 3, one of 3 obeyed.
