@@ -11,7 +11,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/drovertype"
 	"github.com/drover-dev/drover/internal/eventlog/event"
 	"github.com/drover-dev/drover/internal/eventlog/projection"
@@ -26,6 +25,24 @@ func (h *harness) peer(id string) *harness {
 	cfg.Controller.ID = id
 	p := &harness{t: h.t, cfg: &cfg, nc: h.nc, js: h.js, leaseJS: h.leaseJS}
 	p.start(filepath.Join(h.t.TempDir(), id))
+	return p
+}
+
+// gatedPeer is another controller on h's NATS, not started yet, whose fold
+// reads nothing until open is closed: a controller behind the log.
+func (h *harness) gatedPeer(id string, open <-chan struct{}) *harness {
+	cfg := *h.cfg
+	cfg.Controller.ID = id
+	p := &harness{t: h.t, cfg: &cfg, nc: h.nc, js: h.js, leaseJS: h.leaseJS}
+	p.setup = func(c *Controller) {
+		c.events = func(ctx context.Context, seq uint64) (jetstream.MessagesContext, error) {
+			it, err := c.orderedEvents(ctx, seq)
+			if err != nil {
+				return nil, err
+			}
+			return &gatedEvents{MessagesContext: it, open: open}, nil
+		}
+	}
 	return p
 }
 
@@ -143,18 +160,7 @@ func TestControllerFoldsBeforeCampaigning(t *testing.T) {
 	h.stop() // resigns: the lease is free
 	open := make(chan struct{})
 	release := sync.OnceFunc(func() { close(open) })
-	b := &harness{t: t, cfg: &config.Config{}, nc: h.nc, js: h.js, leaseJS: h.leaseJS}
-	*b.cfg = *h.cfg
-	b.cfg.Controller.ID = "ctl-b"
-	b.setup = func(c *Controller) {
-		c.events = func(ctx context.Context, seq uint64) (jetstream.MessagesContext, error) {
-			it, err := c.orderedEvents(ctx, seq)
-			if err != nil {
-				return nil, err
-			}
-			return &gatedEvents{MessagesContext: it, open: open}, nil
-		}
-	}
+	b := h.gatedPeer("ctl-b", open)
 	ctx := context.Background()
 	s, err := h.js.Stream(ctx, queue.EventsStream)
 	if err != nil {
@@ -192,18 +198,8 @@ func TestStandbyReadsTheLeadersWrites(t *testing.T) {
 	h.start(filepath.Join(t.TempDir(), "a"))
 	waitCond(t, "ctl-a to lead", h.leads)
 	open := make(chan struct{})
-	b := &harness{t: t, cfg: &config.Config{}, nc: h.nc, js: h.js, leaseJS: h.leaseJS, noAPI: true}
-	*b.cfg = *h.cfg
-	b.cfg.Controller.ID = "ctl-b"
-	b.setup = func(c *Controller) {
-		c.events = func(ctx context.Context, seq uint64) (jetstream.MessagesContext, error) {
-			it, err := c.orderedEvents(ctx, seq)
-			if err != nil {
-				return nil, err
-			}
-			return &gatedEvents{MessagesContext: it, open: open}, nil
-		}
-	}
+	b := h.gatedPeer("ctl-b", open)
+	b.noAPI = true
 	b.start(filepath.Join(t.TempDir(), "b"))
 	svc, err := b.ctrl.ServeAPI(context.Background(), h.nc, func(n string) bool { return n == "demo" })
 	if err != nil {
