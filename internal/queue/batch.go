@@ -88,10 +88,7 @@ func (b *Batch) event(ctx context.Context, ev *event.Event, decision bool) {
 // Job adds a job (see PublishJob), stamped with the batch's leader epoch;
 // done runs once the server has stored it.
 func (b *Batch) Job(ctx context.Context, j *Job, done func()) {
-	msg, err := jobMsg(j)
-	if err == nil {
-		err = jobBody(ctx, b.js, j.Attempt, msg)
-	}
+	msg, err := jobMsg(ctx, b.js, j)
 	if err != nil {
 		b.errs = append(b.errs, err)
 		return

@@ -160,11 +160,8 @@ func resultAttempt(flowID, task, branch string) (int, bool) {
 // PublishJob queues j for its pool and runtime; the attempt id is the
 // Nats-Msg-Id so a decision republished after a crash queues it once.
 func PublishJob(ctx context.Context, js jetstream.JetStream, j *Job) error {
-	msg, err := jobMsg(j)
+	msg, err := jobMsg(ctx, js, j)
 	if err != nil {
-		return err
-	}
-	if err := jobBody(ctx, js, j.Attempt, msg); err != nil {
 		return err
 	}
 	// The job carries its publish span's context, a child of the attempt's
@@ -178,11 +175,26 @@ func PublishJob(ctx context.Context, js jetstream.JetStream, j *Job) error {
 	return nil
 }
 
-// jobMsg is j as a message for its pool's and runtime's subject.
-func jobMsg(j *Job) (*nats.Msg, error) {
+// jobMsg is j as a message for its pool's and runtime's subject, its body
+// in the jobs store when too large for a message (jobBody).
+func jobMsg(ctx context.Context, js jetstream.JetStream, j *Job) (*nats.Msg, error) {
+	data, err := encodeJob(j)
+	if err != nil {
+		return nil, err
+	}
+	msg := &nats.Msg{Subject: AttemptSubject(j.Pool, j.Runtime), Data: data, Header: nats.Header{}}
+	if err := jobBody(ctx, js, j.Attempt, msg); err != nil {
+		return nil, err
+	}
+	return msg, nil
+}
+
+// encodeJob is j as the wire carries it.
+func encodeJob(j *Job) ([]byte, error) {
 	j.V = JobVersion
 	// A result branch to merge travels as its attempt number: the branch
-	// is named by it. An integration of thousands of tasks stays a message.
+	// is named by it, and an integration of some 8,000 tasks stays a
+	// message.
 	wire := *j
 	wire.Merge = make([]event.DepResult, len(j.Merge))
 	for i, m := range j.Merge {
@@ -195,7 +207,7 @@ func jobMsg(j *Job) (*nats.Msg, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue: encode job %s: %w", j.Attempt, err)
 	}
-	return &nats.Msg{Subject: AttemptSubject(j.Pool, j.Runtime), Data: data, Header: nats.Header{}}, nil
+	return data, nil
 }
 
 // jobSpan names a job's publish span. Pools and runtimes are few: the

@@ -98,15 +98,15 @@ func TestJobBodyForgeries(t *testing.T) {
 	publishJob(t, js, large)
 	name := next(t, c, 5*time.Second).Headers().Get(JobBodyHeader)
 	other := integrationJob("big", 20001)
-	otherMsg, err := jobMsg(other)
+	otherData, err := encodeJob(other)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.PutBytes(ctx, "big_integrate_1.x", otherMsg.Data); err != nil {
+	if _, err := store.PutBytes(ctx, "big_integrate_1.x", otherData); err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256(otherMsg.Data)
-	if _, err := store.PutBytes(ctx, "other_integrate_1."+hex.EncodeToString(sum[:]), otherMsg.Data); err != nil {
+	sum := sha256.Sum256(otherData)
+	if _, err := store.PutBytes(ctx, "other_integrate_1."+hex.EncodeToString(sum[:]), otherData); err != nil {
 		t.Fatal(err)
 	}
 	digest := name[strings.IndexByte(name, '.'):]
@@ -122,7 +122,7 @@ func TestJobBodyForgeries(t *testing.T) {
 		switch what {
 		case "a body not of its name's digest":
 			// The controller's object, overwritten with another job.
-			if _, err := store.PutBytes(ctx, name, otherMsg.Data); err != nil {
+			if _, err := store.PutBytes(ctx, name, otherData); err != nil {
 				t.Fatal(err)
 			}
 			header = name
