@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -139,13 +140,31 @@ func TestJobBodyForgeries(t *testing.T) {
 		}
 	}
 
+	// A body over MaxJobSize, named by its own digest, is refused before
+	// it is read.
+	huge := bytes.Repeat([]byte("x"), MaxJobSize+1)
+	hugeSum := sha256.Sum256(huge)
+	hugeName := "big_integrate_1." + hex.EncodeToString(hugeSum[:])
+	if _, err := store.PutBytes(ctx, hugeName, huge); err != nil {
+		t.Fatal(err)
+	}
+	hugeMsg := &nats.Msg{Subject: AttemptSubject("default", "claude"), Header: nats.Header{}}
+	hugeMsg.Header.Set(JobBodyHeader, hugeName)
+	if _, err := js.PublishMsg(ctx, hugeMsg); err != nil {
+		t.Fatal(err)
+	}
+	m := next(t, c, 5*time.Second)
+	if _, err := ReadJob(ctx, js, m.Headers(), m.Data()); !errors.Is(err, ErrBadJob) || !strings.Contains(err.Error(), "more than") {
+		t.Errorf("a body of %d bytes: %v, want ErrBadJob for its size", len(huge), err)
+	}
+
 	// A read cut short is not the job's fault.
 	msg := &nats.Msg{Subject: AttemptSubject("default", "claude"), Header: nats.Header{}}
 	msg.Header.Set(JobBodyHeader, name)
 	if _, err := js.PublishMsg(ctx, msg); err != nil {
 		t.Fatal(err)
 	}
-	m := next(t, c, 5*time.Second)
+	m = next(t, c, 5*time.Second)
 	done, cancel := context.WithCancel(ctx)
 	cancel()
 	if _, err := ReadJob(done, js, m.Headers(), m.Data()); err == nil || errors.Is(err, ErrBadJob) {
