@@ -424,7 +424,7 @@ func flowSummaries(cfg *config.Config, st *projection.State) []FlowSummary {
 		s := FlowSummary{ID: f.ID, Name: f.Spec.Name, State: f.State, Tasks: map[drovertype.TaskState]int{},
 			SubmittedAt: f.SubmittedAt, CompletedAt: f.CompletedAt,
 			Spend: spendStatus(cfg, "the flow's", f.Budget, f.Spend)}
-		for _, t := range st.FlowTasks(f) {
+		for _, t := range st.OrderedTasks(f) {
 			s.Tasks[t.State]++
 		}
 		out = append(out, s)

@@ -50,6 +50,7 @@ type Controller struct {
 	// ended sends the spans of what the fold ended, once it is committed
 	// (tracing.go); the fold's goroutine's own.
 	ended []func()
+	open  openTracker // what the traced flows have open (tracing.go)
 
 	// forges publishes pull requests and follows them (forgerun.go).
 	forges *forgeRunner
@@ -268,6 +269,7 @@ func (c *Controller) fold(ctx context.Context, it jetstream.MessagesContext, sta
 	defer events.Stop()
 	c.log.Info("folding events", "from_seq", start)
 	c.ended = c.ended[:0] // of a fold not committed: refolded from start
+	c.open.reset()
 	staged := 0
 	for m, ok := events.Next(); ok; m, ok = events.Next() {
 		if m.err != nil {

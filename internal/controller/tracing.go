@@ -67,7 +67,7 @@ func (c *Controller) traceFold(ctx context.Context, msg jetstream.Msg, seq uint6
 			} else if id != "" && st.Seen[id] != seq {
 				span.SetAttributes(tracing.KeyDuplicate.Bool(true)) // folded before: changed nothing
 			}
-			ended = before.ended(st, func() time.Time {
+			ended = before.ended(st, &c.open, func() time.Time {
 				if md, err := msg.Metadata(); err == nil {
 					return md.Timestamp
 				}
@@ -97,31 +97,135 @@ func (c *Controller) sendEnded() {
 
 // openWork is what of a flow had not ended before an event was folded.
 type openWork struct {
-	flowID   string
-	flow     bool
-	round    int // the flow's
-	tasks    map[string]bool
-	attempts map[string]bool
+	flowID string
+	flow   bool
+	round  int // the flow's
 }
 
 func (c *Controller) openWork(flowID string) *openWork {
-	w := &openWork{flowID: flowID, tasks: map[string]bool{}, attempts: map[string]bool{}}
+	w := &openWork{flowID: flowID}
+	if !c.open.hooked {
+		c.store.OnMark(c.open.mark)
+		c.open.hooked = true
+	}
 	c.store.Read(func(st *projection.State) {
 		f := st.Flows[flowID]
 		if f == nil {
 			return
 		}
 		w.flow, w.round = !f.State.Terminal(), f.Round
-		for _, t := range st.FlowTasks(f) {
-			w.tasks[t.ID] = !t.State.Terminal()
-			// An attempt ends by an event about itself, and only the
-			// task's current one is open.
-			if a := st.Attempts[t.Attempt]; a != nil && !a.State.Terminal() {
-				w.attempts[a.ID] = true
-			}
-		}
+		c.open.read(st, f)
 	})
+	c.open.marked = c.open.marked[:0]
 	return w
+}
+
+// openTracker is what the tracer knows to be open (not ended) of the flows
+// it traces: their tasks (by key in projection.State.Tasks) and their
+// current attempts. A flow's are read from the projection at its first
+// traced event; after that, the records each event changes keep them up
+// to date (the fold names them: projection.State.OnMark). Tracing an event
+// so costs what the event changed. (Walking the flow before and after each
+// event made the fold of a flow of n tasks cost n² with tracing on.) Only
+// the fold's goroutine uses it.
+type openTracker struct {
+	hooked   bool
+	flows    map[string]bool     // flows read in
+	tasks    map[string]struct{} // open tasks
+	attempts map[string]struct{} // open current attempts
+	marked   []string            // records the event being folded changed
+}
+
+// reset forgets what was read in, for a fold that starts again: it is read
+// in anew from the projection.
+func (o *openTracker) reset() {
+	o.flows, o.tasks, o.attempts = map[string]bool{}, map[string]struct{}{}, map[string]struct{}{}
+	o.marked = o.marked[:0]
+}
+
+func (o *openTracker) mark(key string) { o.marked = append(o.marked, key) }
+
+// read reads in what of f is open, once. Call under the store's read lock.
+func (o *openTracker) read(st *projection.State, f *projection.Flow) {
+	if o.flows == nil {
+		o.reset()
+	}
+	if o.flows[f.ID] {
+		return
+	}
+	o.flows[f.ID] = true
+	for _, t := range st.OrderedTasks(f) {
+		if !t.State.Terminal() {
+			o.tasks[projection.TaskKey(f.ID, t.ID)] = struct{}{}
+		}
+		// An attempt ends by an event about itself, and only the task's
+		// current one is open.
+		if a := st.Attempts[t.Attempt]; a != nil && !a.State.Terminal() {
+			o.attempts[a.ID] = struct{}{}
+		}
+	}
+}
+
+// changed lists the spans of what the records the event changed ended,
+// and keeps up what is open.
+func (o *openTracker) changed(st *projection.State) []endedSpan {
+	var out []endedSpan
+	for _, key := range o.marked {
+		if id, ok := projection.AttemptOfRecord(key); ok {
+			out = o.attemptChanged(st, id, out)
+		} else if k, ok := projection.TaskOfRecord(key); ok {
+			out = o.taskChanged(st, k, out)
+		}
+	}
+	o.marked = o.marked[:0]
+	return out
+}
+
+func (o *openTracker) attemptChanged(st *projection.State, id string, out []endedSpan) []endedSpan {
+	a := st.Attempts[id]
+	if a == nil || !o.flows[a.Flow] {
+		return out
+	}
+	t := st.Task(a.Flow, a.Task)
+	if !a.State.Terminal() {
+		if t != nil && t.Attempt == id {
+			o.attempts[id] = struct{}{}
+		}
+		return out
+	}
+	if _, open := o.attempts[id]; !open {
+		return out
+	}
+	delete(o.attempts, id)
+	round := 0 // an attempt runs within its task's round: a retry waits for it to end
+	if t != nil {
+		round = t.Round
+	}
+	return append(out, attemptSpan(*a, round))
+}
+
+func (o *openTracker) taskChanged(st *projection.State, key string, out []endedSpan) []endedSpan {
+	t := st.Tasks[key]
+	if t == nil || !o.flows[t.Flow] {
+		return out
+	}
+	if !t.State.Terminal() {
+		o.tasks[key] = struct{}{}
+		return out
+	}
+	f := st.Flows[t.Flow]
+	if _, open := o.tasks[key]; !open || f == nil {
+		return out
+	}
+	delete(o.tasks, key)
+	if t.State == drovertype.TaskBlocked {
+		return append(out, blockedSpan(*t, f.SubmittedAt, f.Round))
+	}
+	start := f.SubmittedAt // a task that never ran waited from the submission
+	if a1 := st.Attempts[drovertype.AttemptID(f.ID, t.ID, t.RetryBase+1)]; a1 != nil {
+		start = a1.ScheduledAt // the round's first attempt
+	}
+	return append(out, taskSpan(*t, start))
 }
 
 // endedSpan emits one span the fold ended.
@@ -130,34 +234,11 @@ type endedSpan func(ctx context.Context, tr trace.Tracer, links []trace.Link)
 // ended lists the spans of what was open before and has ended now; at is
 // when the event was stored. The emitters copy what they need from st:
 // they run after the read lock.
-func (w *openWork) ended(st *projection.State, at func() time.Time) []endedSpan {
+func (w *openWork) ended(st *projection.State, o *openTracker, at func() time.Time) []endedSpan {
+	out := o.changed(st)
 	f := st.Flows[w.flowID]
 	if f == nil {
-		return nil
-	}
-	var out []endedSpan
-	for id := range w.attempts {
-		if a := st.Attempts[id]; a != nil && a.State.Terminal() {
-			round := 0 // an attempt runs within its task's round: a retry waits for it to end
-			if t := st.Task(a.Flow, a.Task); t != nil {
-				round = t.Round
-			}
-			out = append(out, attemptSpan(*a, round))
-		}
-	}
-	for _, t := range st.FlowTasks(f) {
-		if !w.tasks[t.ID] || !t.State.Terminal() {
-			continue
-		}
-		if t.State == drovertype.TaskBlocked {
-			out = append(out, blockedSpan(*t, f.SubmittedAt, f.Round))
-			continue
-		}
-		start := f.SubmittedAt // a task that never ran waited from the submission
-		if a1 := st.Attempts[drovertype.AttemptID(f.ID, t.ID, t.RetryBase+1)]; a1 != nil {
-			start = a1.ScheduledAt // the round's first attempt
-		}
-		out = append(out, taskSpan(*t, start))
+		return out
 	}
 	switch {
 	case w.flow && f.State.Terminal():

@@ -859,9 +859,10 @@ func (s *State) blockDependents(ev *event.Event, failed *Task) {
 	if f == nil {
 		return
 	}
-	// Order lists dependencies first, so one pass reaches every descendant.
+	// Only what is downstream of the failed task can be blocked by it, and
+	// it comes dependencies first, so one pass reaches every descendant.
 	bad := map[string]string{failed.ID: failed.ID}
-	for _, id := range f.Order {
+	for _, id := range s.dependentsOf(f).below(failed.ID) {
 		t := s.Task(f.ID, id)
 		if t == nil {
 			continue

@@ -50,7 +50,23 @@ func partKey(flowID string, part int) string { return fmt.Sprintf("%s/%06d", flo
 func (s *State) mark(key string) {
 	s.dirty[key] = struct{}{}
 	s.index.note(key)
+	if s.onMark != nil {
+		s.onMark(key)
+	}
 }
+
+// OnMark has fn called with the key of every record the fold changes from
+// now on (nil: no more), in the fold and under its lock: how a reader
+// learns what one event changed without walking what it might have.
+func (s *State) OnMark(fn func(key string)) { s.onMark = fn }
+
+// TaskOfRecord is the task (its key in Tasks) whose record key is, if it
+// is a task's.
+func TaskOfRecord(key string) (taskKey string, ok bool) { return strings.CutPrefix(key, keyTask) }
+
+// AttemptOfRecord is the attempt whose record key is, if it is an
+// attempt's.
+func AttemptOfRecord(key string) (id string, ok bool) { return strings.CutPrefix(key, keyAttempt) }
 
 func poisonKey(seq uint64) string { return fmt.Sprintf("%s%020d", keyPoison, seq) }
 
@@ -99,9 +115,20 @@ func (st *State) ChangedCount() int { return len(st.dirty) }
 // Changed reports whether any record changed since ForgetChanges.
 func (st *State) Changed() bool { return len(st.dirty) > 0 || len(st.seenDirty) > 0 }
 
+// maxKeptDirty is the most changed records whose room ForgetChanges keeps
+// for the next changes.
+const maxKeptDirty = 1024
+
 // ForgetChanges marks every record as persisted.
 func (st *State) ForgetChanges() {
-	clear(st.dirty)
+	if len(st.dirty) > maxKeptDirty {
+		// A map keeps the room it grew to, and walking it costs that room:
+		// after a flow's submission marked its every task, each commit of
+		// one event's records walked 100,000 empty slots.
+		st.dirty = make(map[string]struct{})
+	} else {
+		clear(st.dirty)
+	}
 	st.seenDirty = st.seenDirty[:0]
 }
 
@@ -153,6 +180,7 @@ func (st *State) Records(fn func(key string, value []byte) error) error {
 // LoadRecord puts back a record that ChangedRecords or Records gave out.
 func (st *State) LoadRecord(k string, v []byte) error {
 	st.index.invalidate()
+	st.downstream = nil
 	var err error
 	switch {
 	case strings.HasPrefix(k, keyFlow):

@@ -231,6 +231,11 @@ type State struct {
 	plans []*policy.Resolved
 	// index is what the decisions read of each flow (index.go).
 	index *taskIndex
+	// downstream is what the fold reads of each flow's dependencies
+	// (dependents.go); made as failures need it.
+	downstream map[string]*dependents
+	// onMark is called with each record key marked (OnMark).
+	onMark func(key string)
 }
 
 // seenID is an event id seen, and the sequence it was folded at.

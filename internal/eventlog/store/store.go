@@ -130,6 +130,14 @@ func (s *Store) StageDecoded(seq uint64, d projection.Decoded) (ev *event.Event,
 	return ev, true
 }
 
+// OnMark has fn called with the key of every record the fold changes from
+// now on, in StageDecoded (projection.State.OnMark).
+func (s *Store) OnMark(fn func(key string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.st.OnMark(fn)
+}
+
 // Changed returns how many records the next Commit writes, besides one
 // for each event id folded.
 func (s *Store) Changed() int {
