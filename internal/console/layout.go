@@ -110,12 +110,13 @@ func NewLayout(n int, deps [][]int) *Layout {
 // layered is the graph being laid out: the tasks, then one dummy vertex
 // per layer a long edge crosses.
 type layered struct {
-	layer []int   // per vertex
-	pos   []int   // per vertex: its index in its layer
-	rows  [][]int // per layer: its vertices in order
-	up    [][]int // per vertex: neighbours in the layer before
-	down  [][]int // per vertex: neighbours in the layer after
-	y     []int   // per vertex, after place
+	layer []int     // per vertex
+	pos   []int     // per vertex: its index in its layer
+	rows  [][]int   // per layer: its vertices in order
+	up    [][]int   // per vertex: neighbours in the layer before
+	down  [][]int   // per vertex: neighbours in the layer after
+	y     []int     // per vertex, after place
+	key   []float64 // per vertex: its barycenter, while its layer is sorted
 	edges []layeredEdge
 }
 
@@ -169,6 +170,7 @@ func (g *layered) x(v int) int { return margin + g.layer[v]*colW }
 // after (going up), keeping the best order seen.
 func (g *layered) order() {
 	g.pos = make([]int, len(g.layer))
+	g.key = make([]float64, len(g.layer))
 	g.renumber()
 	best, bestRows := g.crossings(), cloneRows(g.rows)
 	for range layoutSweeps {
@@ -208,49 +210,51 @@ func (g *layered) renumber() {
 // nb; a vertex without any keeps its place.
 func (g *layered) sortBy(l int, nb [][]int) {
 	row := g.rows[l]
-	key := make(map[int]float64, len(row))
 	for _, v := range row {
 		if len(nb[v]) == 0 {
-			key[v] = float64(g.pos[v])
+			g.key[v] = float64(g.pos[v])
 			continue
 		}
 		sum := 0
 		for _, u := range nb[v] {
 			sum += g.pos[u]
 		}
-		key[v] = float64(sum) / float64(len(nb[v]))
+		g.key[v] = float64(sum) / float64(len(nb[v]))
 	}
-	slices.SortStableFunc(row, func(a, b int) int { return cmp.Compare(key[a], key[b]) })
+	slices.SortStableFunc(row, func(a, b int) int { return cmp.Compare(g.key[a], g.key[b]) })
 	for i, v := range row {
 		g.pos[v] = i
 	}
 }
 
 // crossings counts the crossings between every two adjacent layers, each
-// in O(E log V) by counting inversions (Barth, Jünger and Mutzel).
+// in O(E log V) by counting inversions (Barth, Jünger and Mutzel). The
+// edges come sorted by their upper end as the row is walked in order; only
+// each vertex's own few lower ends are sorted.
 func (g *layered) crossings() int {
 	total := 0
-	var pairs [][2]int
+	var ends, tree []int
 	for l := 0; l+1 < len(g.rows); l++ {
-		pairs = pairs[:0]
+		tree = slices.Grow(tree[:0], len(g.rows[l+1])+1)[:len(g.rows[l+1])+1] // Fenwick tree over positions
+		clear(tree)
+		seen := 0
 		for _, u := range g.rows[l] {
+			ends = ends[:0]
 			for _, v := range g.down[u] {
-				pairs = append(pairs, [2]int{g.pos[u], g.pos[v]})
+				ends = append(ends, g.pos[v])
 			}
-		}
-		slices.SortFunc(pairs, func(a, b [2]int) int {
-			return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]))
-		})
-		tree := make([]int, len(g.rows[l+1])+1) // Fenwick tree over positions
-		for i, p := range pairs {
-			// Edges seen so far that end right of this one cross it.
-			le := 0
-			for j := p[1] + 1; j > 0; j -= j & -j {
-				le += tree[j]
-			}
-			total += i - le
-			for j := p[1] + 1; j < len(tree); j += j & -j {
-				tree[j]++
+			slices.Sort(ends)
+			for _, p := range ends {
+				// Edges seen so far that end right of this one cross it.
+				le := 0
+				for j := p + 1; j > 0; j -= j & -j {
+					le += tree[j]
+				}
+				total += seen - le
+				seen++
+				for j := p + 1; j < len(tree); j += j & -j {
+					tree[j]++
+				}
 			}
 		}
 	}

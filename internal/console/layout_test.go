@@ -156,3 +156,45 @@ func BenchmarkLayout10k(b *testing.B) {
 		NewLayout(len(deps), deps)
 	}
 }
+
+// TestLayoutCountsCrossings: the inversion count gives what comparing every
+// two edges between adjacent layers gives, in any order of the layers.
+func TestLayoutCountsCrossings(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for trial := range 50 {
+		n := 10 + rng.IntN(120)
+		deps := randomDAG(rng, n, 4)
+		l := NewLayout(n, deps)
+		g := newLayered(n, maxLayer(l)+1, l.Layer)
+		budget := maxDummies*n + 1000
+		for i := range n {
+			for _, d := range deps[i] {
+				g.addEdge(d, i, &budget)
+			}
+		}
+		for _, row := range g.rows {
+			rng.Shuffle(len(row), func(i, j int) { row[i], row[j] = row[j], row[i] })
+		}
+		g.pos = make([]int, len(g.layer))
+		g.renumber()
+		want := 0
+		for l := 0; l+1 < len(g.rows); l++ {
+			var edges [][2]int
+			for _, u := range g.rows[l] {
+				for _, v := range g.down[u] {
+					edges = append(edges, [2]int{g.pos[u], g.pos[v]})
+				}
+			}
+			for i, a := range edges {
+				for _, b := range edges[i+1:] {
+					if (a[0]-b[0])*(a[1]-b[1]) < 0 {
+						want++
+					}
+				}
+			}
+		}
+		if got := g.crossings(); got != want {
+			t.Fatalf("trial %d: crossings() = %d, comparing every two edges gives %d", trial, got, want)
+		}
+	}
+}
