@@ -44,15 +44,7 @@ func TestLayoutReducesCrossingsOfRandomDAGs(t *testing.T) {
 		l := NewLayout(n, deps)
 		checkLayout(t, l, deps)
 		// The crossings of the layers in the given order, as a baseline.
-		g := newLayered(n, maxLayer(l)+1, l.Layer)
-		budget := maxDummies*n + 1000
-		for i := range n {
-			for _, d := range deps[i] {
-				g.addEdge(d, i, &budget)
-			}
-		}
-		g.pos = make([]int, len(g.layer))
-		g.renumber()
+		g := unordered(l, deps, nil)
 		if before := g.crossings(); l.Crossings > before {
 			t.Errorf("trial %d: %d crossings after ordering, %d before", trial, l.Crossings, before)
 		}
@@ -164,19 +156,7 @@ func TestLayoutCountsCrossings(t *testing.T) {
 	for trial := range 50 {
 		n := 10 + rng.IntN(120)
 		deps := randomDAG(rng, n, 4)
-		l := NewLayout(n, deps)
-		g := newLayered(n, maxLayer(l)+1, l.Layer)
-		budget := maxDummies*n + 1000
-		for i := range n {
-			for _, d := range deps[i] {
-				g.addEdge(d, i, &budget)
-			}
-		}
-		for _, row := range g.rows {
-			rng.Shuffle(len(row), func(i, j int) { row[i], row[j] = row[j], row[i] })
-		}
-		g.pos = make([]int, len(g.layer))
-		g.renumber()
+		g := unordered(NewLayout(n, deps), deps, rng)
 		want := 0
 		for l := 0; l+1 < len(g.rows); l++ {
 			var edges [][2]int
@@ -197,4 +177,25 @@ func TestLayoutCountsCrossings(t *testing.T) {
 			t.Fatalf("trial %d: crossings() = %d, comparing every two edges gives %d", trial, got, want)
 		}
 	}
+}
+
+// unordered is the layered graph of l's layers, its rows in the order the
+// vertices were added, or shuffled by rng if there is one.
+func unordered(l *Layout, deps [][]int, rng *rand.Rand) *layered {
+	n := len(deps)
+	g := newLayered(n, maxLayer(l)+1, l.Layer)
+	budget := maxDummies*n + 1000
+	for i := range n {
+		for _, d := range deps[i] {
+			g.addEdge(d, i, &budget)
+		}
+	}
+	for _, row := range g.rows {
+		if rng != nil {
+			rng.Shuffle(len(row), func(i, j int) { row[i], row[j] = row[j], row[i] })
+		}
+	}
+	g.pos = make([]int, len(g.layer))
+	g.renumber()
+	return g
 }
