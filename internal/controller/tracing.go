@@ -145,11 +145,9 @@ func (o *openTracker) reset() {
 
 func (o *openTracker) mark(key string) { o.marked = append(o.marked, key) }
 
-// read reads in what of f is open, once. Call under the store's read lock.
+// read reads in what of f is open, once. Call under the store's read lock,
+// in a fold (which resets the tracker first).
 func (o *openTracker) read(st *projection.State, f *projection.Flow) {
-	if o.flows == nil {
-		o.reset()
-	}
 	if o.flows[f.ID] {
 		return
 	}
