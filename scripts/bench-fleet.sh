@@ -19,6 +19,10 @@
 #                         FLEET_PPROF_SECONDS (default 120) and the
 #                         controller's heap at the end, in DIR
 #   FLEET_ARGS="…"        adds fleetsim flags to every run (--seed 2, say)
+#   FLEET_PAIRS=N         runs the 10k and 100k sizes N times, alternating
+#                         (default 1): a run's wall time moves by ±10 % with
+#                         the shared machine, so the ratio is that of the
+#                         medians, each pair's printed beside it
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin}
@@ -47,14 +51,24 @@ run() { # NAME FLAGS…
 }
 
 run 1k --workers 1000 --slots 4 --tasks 1000 --timeout 2h
-run 10k --workers 1000 --slots 4 --tasks 10000 --timeout 2h
-run 100k --workers 1000 --slots 4 --tasks 100000 --timeout 6h
+for _ in $(seq "${FLEET_PAIRS:-1}"); do
+	run 10k --workers 1000 --slots 4 --tasks 10000 --timeout 2h
+	run 100k --workers 1000 --slots 4 --tasks 100000 --timeout 6h
+done
 run 100kx10 --workers 1000 --slots 4 --tasks 100000 --flows 10 --timeout 6h
 run flows --workers 1000 --slots 4 --tasks 100000 --flows 1000 --timeout 6h
 run poll --workers 1000 --slots 4 --tasks 2000 --flows 400 --submit-every 100ms --timeout 30m
 
-wall() { grep -A100 "^== $1:" "$out" | grep -m1 '^fleet:' | sed -E 's/.* wall_s=([0-9.]+) .*/\1/'; }
+# walls NAME prints the wall time of each run of that size, in order.
+walls() {
+	awk -v name="$1" '/^== / { cur = $2 } /^fleet:/ && cur == name":" { sub(/.* wall_s=/, ""); sub(/ .*/, ""); print }' "$out"
+}
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 if [[ "$only" == *" 10k "* && "$only" == *" 100k "* ]]; then
-	echo "time(100,000 tasks) / time(10,000 tasks) = $(awk -v a="$(wall 100k)" -v b="$(wall 10k)" 'BEGIN { printf "%.2f", a / b }')" | tee -a "$out"
+	small=$(walls 10k | median)
+	big=$(walls 100k | median)
+	pairs=$(paste <(walls 10k) <(walls 100k) | awk '{ printf "%s%.2f", sep, $2 / $1; sep = " " }')
+	echo "time(100,000 tasks) / time(10,000 tasks) = $(awk -v a="$big" -v b="$small" 'BEGIN { printf "%.2f", a / b }')" \
+		"(medians $big / $small s; each pair: $pairs)" | tee -a "$out"
 fi
 echo "make bench-fleet took $(($(date +%s) - began)) s; output in $out"

@@ -104,6 +104,7 @@ line of figures. Exit 0 only when all of that holds.`,
 	fs.IntVar(&f.o.ProfileSeconds, "profile-seconds", 30, "how long the CPU profile runs, from the first submission")
 	fs.StringVar(&f.o.HeapProfile, "heapprofile", "", "save the started controller's heap profile, once the flows completed, to this file")
 	fs.StringVar(&f.o.NATSCPUProfile, "nats-cpuprofile", "", "save the started nats-server's CPU profile, over --profile-seconds from the first submission, to this file")
+	fs.StringVar(&f.o.NATSHeapProfile, "nats-heapprofile", "", "save the started nats-server's heap profile, once the flows completed, to this file")
 	fs.StringVar(&f.selfProfile, "self-cpuprofile", "", "save fleetsim's own CPU profile (its workers') to this file")
 	fs.StringVar(&f.logLevel, "log-level", "error", "the workers' log level: debug, info, warn, error")
 	fs.StringVar(&f.configFile, "config", "", "the workers' base config file (YAML); also $DROVER_CONFIG")
@@ -220,6 +221,8 @@ func report(w io.Writer, r *fleetsim.Result) {
 	if r.NATSMeasured {
 		fmt.Fprintf(w, "fleetsim: nats-server CPU %.1f s\n", r.NATSCPU.Seconds())
 	}
+	fmt.Fprintf(w, "fleetsim: the simulated workers' CPU %.1f s, %.3f ms a task\n",
+		r.FleetCPU.Seconds(), ms(r.FleetCPU)/float64(r.Tasks))
 	var names []string
 	for name, n := range r.Writes {
 		if n > 0 {

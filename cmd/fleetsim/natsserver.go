@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -19,7 +21,7 @@ import (
 // process of its own so that its CPU time is measured apart from the
 // controller's, as a fleet runs NATS apart from the controller.
 func newNATSServer() *cobra.Command {
-	var storeDir, urlFile, sync, cpuProfile string
+	var storeDir, urlFile, sync, cpuProfile, heapProfile string
 	var profileSeconds int
 	cmd := &cobra.Command{
 		Use:    "nats-server",
@@ -27,7 +29,7 @@ func newNATSServer() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return serveNATS(cmd.Context(), storeDir, urlFile, sync, cpuProfile, time.Duration(profileSeconds)*time.Second)
+			return serveNATS(cmd.Context(), storeDir, urlFile, sync, profiles{cpu: cpuProfile, cpuFor: time.Duration(profileSeconds) * time.Second, heap: heapProfile})
 		},
 	}
 	fs := cmd.Flags()
@@ -36,13 +38,21 @@ func newNATSServer() *cobra.Command {
 	fs.StringVar(&sync, "sync-interval", "always", "as nats.sync_interval: always, default or a duration")
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "on SIGUSR1, profile the server's CPU into this file")
 	fs.IntVar(&profileSeconds, "profile-seconds", 120, "how long the CPU profile runs")
+	fs.StringVar(&heapProfile, "heapprofile", "", "on SIGUSR2, save the server's heap profile to this file")
 	_ = cmd.MarkFlagRequired("store-dir")
 	_ = cmd.MarkFlagRequired("url-file")
 	return cmd
 }
 
+// profiles says where the server saves its profiles when signalled.
+type profiles struct {
+	cpu    string // on SIGUSR1, over cpuFor
+	cpuFor time.Duration
+	heap   string // on SIGUSR2
+}
+
 // serveNATS runs the server until ctx ends (SIGTERM, SIGINT).
-func serveNATS(ctx context.Context, storeDir, urlFile, sync, cpuProfile string, profile time.Duration) error {
+func serveNATS(ctx context.Context, storeDir, urlFile, sync string, p profiles) error {
 	o := natsconn.EmbeddedOptions{StoreDir: storeDir, Port: -1}
 	if err := setSync(&o, sync); err != nil {
 		return err
@@ -59,22 +69,46 @@ func serveNATS(ctx context.Context, storeDir, urlFile, sync, cpuProfile string, 
 	if err := os.Rename(tmp, urlFile); err != nil {
 		return err
 	}
-	usr1 := make(chan os.Signal, 1)
-	signal.Notify(usr1, syscall.SIGUSR1)
-	defer signal.Stop(usr1)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGUSR1, syscall.SIGUSR2)
+	defer signal.Stop(sig)
 	for {
+		var s os.Signal
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-usr1:
-			if cpuProfile == "" {
-				continue
-			}
-			if err := profileCPU(ctx, cpuProfile, profile); err != nil {
-				fmt.Fprintln(os.Stderr, "fleetsim nats-server: CPU profile:", err)
-			}
+		case s = <-sig:
+		}
+		var err error
+		switch {
+		case s == syscall.SIGUSR1 && p.cpu != "":
+			err = profileCPU(ctx, p.cpu, p.cpuFor)
+		case s == syscall.SIGUSR2 && p.heap != "":
+			err = profileHeap(p.heap)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fleetsim nats-server: profile:", err)
 		}
 	}
+}
+
+// profileHeap saves the heap's profile to file, whole once it is there:
+// fleetsim waits for the file to appear.
+func profileHeap(file string) error {
+	tmp := file + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	runtime.GC() // the profile's in-use figures are as of the last collection
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, file)
 }
 
 // profileCPU profiles this process's CPU into file for d, or until ctx ends.

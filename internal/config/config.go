@@ -229,6 +229,11 @@ type NATS struct {
 	Listen string `mapstructure:"listen"`
 	// Replicas of every stream: 1 for one server, 3 for a cluster. Defaults to 1.
 	Replicas int `mapstructure:"replicas"`
+	// DedupWindow is how long JetStream remembers the id of each event and
+	// job it stored, to drop a republish of it; the fold drops what comes
+	// later by the same id. The server holds every id of the window in
+	// memory, about 150 bytes each. Defaults to 2m, JetStream's own.
+	DedupWindow time.Duration `mapstructure:"dedup_window"`
 	// SyncInterval is how often the embedded server fsyncs JetStream's
 	// files: "always" (every write, before it is acknowledged), a duration,
 	// or "default" for the nats-server default of 2 minutes, which can lose
@@ -447,6 +452,7 @@ const (
 	MaxCoefficient        = 100                // retry.coefficient, as in flows
 	MaxTimeout            = 7 * 24 * time.Hour // attempt timeouts, grace, no-output timeouts
 	MaxAckWait            = time.Hour          // queue.ack_wait: how long a lost worker goes unnoticed
+	MaxDedupWindow        = 24 * time.Hour     // nats.dedup_window: the server keeps each id of it in memory
 	MaxDrainTimeout       = 24 * time.Hour     // worker.drain_timeout
 	MaxOutputSize         = 64 << 20           // runtimes.*.max_output_size: bytes of each stream a worker keeps in memory per attempt
 	MaxOpenFiles          = 1 << 20            // runtimes.*.limits.open_files: Linux's default fs.nr_open
@@ -491,6 +497,7 @@ func defaults() map[string]any {
 		"nats.url":                       "",
 		"nats.listen":                    "127.0.0.1:4222",
 		"nats.replicas":                  1,
+		"nats.dedup_window":              2 * time.Minute,
 		"nats.sync_interval":             "always",
 		"queue.ack_wait":                 30 * time.Second,
 		"queue.heartbeat":                time.Duration(0),
@@ -818,6 +825,9 @@ func (c *Config) validateNATS(p *problems) {
 	}
 	if c.NATS.Replicas < 1 || c.NATS.Replicas > 5 {
 		p.add("nats.replicas", "must be 1..5 (got %d)", c.NATS.Replicas)
+	}
+	if w := c.NATS.DedupWindow; w < time.Second || w > MaxDedupWindow {
+		p.add("nats.dedup_window", "must be 1s..%s (got %s)", MaxDedupWindow, w)
 	}
 	if s := c.NATS.SyncInterval; s != "always" && s != "default" {
 		if d, err := time.ParseDuration(s); err != nil || d <= 0 {

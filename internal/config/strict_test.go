@@ -291,6 +291,8 @@ func TestBounds(t *testing.T) {
 		{"projects:\n  p:\n    timeout: 200h\n", "projects.p.timeout: must be 0..168h0m0s"},
 		{"projects:\n  p:\n    args: [" + strings.Repeat("a, ", 64) + "a]\n", "projects.p.args: 65 arguments; the limit is 64"},
 		{"queue:\n  ack_wait: 2h\n", "queue.ack_wait: must be 1s..1h0m0s"},
+		{"nats:\n  dedup_window: 25h\n", "nats.dedup_window: must be 1s..24h0m0s (got 25h0m0s)"},
+		{"nats:\n  dedup_window: 10ms\n", "nats.dedup_window: must be 1s..24h0m0s (got 10ms)"},
 		{"worker:\n  drain_timeout: 25h\n", "worker.drain_timeout: must be 0..24h0m0s"},
 		{"runtimes:\n  x:\n    binary: x\n    max_output_size: 67108865\n", "runtimes.x.max_output_size: must be 1024..67108864 bytes"},
 		{"runtimes:\n  x:\n    binary: x\n    grace: 200h\n", "runtimes.x.grace: must be 0..168h0m0s"},

@@ -138,7 +138,7 @@ func (h *harness) succeedLast(flowID, task string) {
 
 // A forged flow_completed stored first under the decision's id is poison,
 // and the real one is recorded at once when the flow ends, not when the
-// server's dedup window (10 minutes) has passed.
+// server's dedup window (2 minutes by default) has passed.
 func TestForgedFlowCompletedTakesNoDecisionsPlace(t *testing.T) {
 	h := newHarness(t)
 	h.start(filepath.Join(t.TempDir(), "state"))

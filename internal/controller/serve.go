@@ -85,7 +85,7 @@ func Serve(ctx context.Context, cfg *config.Config, log *slog.Logger, o ServeOpt
 	co := natsconn.ClientFor(cfg, "drover-controller", natsconn.RoleController, "")
 	co.URL, co.Reconnect, co.Logger = url, true, log
 	co.Closed = func(err error) { stopServe(err) }
-	nc, js, err := connectAndEnsure(ctx, wait, co, queue.StreamOptions{Replicas: cfg.NATS.Replicas})
+	nc, js, err := connectAndEnsure(ctx, wait, co, streamOptions(cfg))
 	if errors.Is(err, startup.ErrStopped) && !natsconn.IsAuthError(err) {
 		log.Info("controller stopped while starting", "reason", err)
 		return nil
@@ -350,4 +350,9 @@ func controllerID(cfg *config.Config) (string, error) {
 		return "", err
 	}
 	return id, nil
+}
+
+// streamOptions is how the controller makes Drover's streams, from cfg.
+func streamOptions(cfg *config.Config) queue.StreamOptions {
+	return queue.StreamOptions{Replicas: cfg.NATS.Replicas, DedupWindow: cfg.NATS.DedupWindow}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/dirlock"
@@ -100,5 +101,26 @@ func TestServeRefusesHeldDataDir(t *testing.T) {
 	}
 	if strings.Join(names, ",") != "LOCK,nats.url" {
 		t.Errorf("the refused Serve left %v in the data dir", names)
+	}
+}
+
+// TestStreamOptionsFromConfig: the streams get the configured dedup
+// window, JetStream's 2 minutes unless set; the server keeps each id of
+// the window in memory.
+func TestStreamOptionsFromConfig(t *testing.T) {
+	cfg, err := config.Load(config.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := streamOptions(cfg); o.DedupWindow != 2*time.Minute || o.Replicas != 1 {
+		t.Errorf("default stream options %+v, want a 2m dedup window and 1 replica", o)
+	}
+	t.Setenv("DROVER_NATS_DEDUP_WINDOW", "7m")
+	t.Setenv("DROVER_NATS_REPLICAS", "3")
+	if cfg, err = config.Load(config.LoadOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if o := streamOptions(cfg); o.DedupWindow != 7*time.Minute || o.Replicas != 3 {
+		t.Errorf("stream options %+v, want the configured 7m dedup window and 3 replicas", o)
 	}
 }

@@ -96,6 +96,9 @@ type NATSOptions struct {
 	// ProfileSeconds once sent SIGUSR1.
 	CPUProfile     string
 	ProfileSeconds int
+	// HeapProfile, if set, is where it saves its heap profile once sent
+	// SIGUSR2.
+	HeapProfile string
 }
 
 // StartNATS starts a nats-server with JetStream as a process of its own:
@@ -105,7 +108,8 @@ type NATSOptions struct {
 func StartNATS(ctx context.Context, o NATSOptions) (*Process, error) {
 	urlFile := filepath.Join(o.Dir, "nats.url")
 	argv := []string{o.Binary, "nats-server", "--store-dir", filepath.Join(o.Dir, "jetstream"), "--url-file", urlFile,
-		"--sync-interval", o.Sync, "--cpuprofile", o.CPUProfile, "--profile-seconds", fmt.Sprint(max(o.ProfileSeconds, 1))}
+		"--sync-interval", o.Sync, "--cpuprofile", o.CPUProfile, "--profile-seconds", fmt.Sprint(max(o.ProfileSeconds, 1)),
+		"--heapprofile", o.HeapProfile}
 	p, err := startProcess("nats-server", argv, nil, o.Dir)
 	if err != nil {
 		return nil, err

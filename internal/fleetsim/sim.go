@@ -65,11 +65,13 @@ type Options struct {
 	// CPUProfile, if set, is where the started controller's CPU profile
 	// goes, taken over ProfileSeconds from the first submission;
 	// HeapProfile its heap once the flows completed; NATSCPUProfile the
-	// started nats-server's, over the same seconds.
-	CPUProfile     string
-	ProfileSeconds int
-	HeapProfile    string
-	NATSCPUProfile string
+	// started nats-server's, over the same seconds, and NATSHeapProfile
+	// its heap once the flows completed.
+	CPUProfile      string
+	ProfileSeconds  int
+	HeapProfile     string
+	NATSCPUProfile  string
+	NATSHeapProfile string
 	// Progress receives a line every ProgressEvery (default 30s) while
 	// the flows run; nil says nothing.
 	Progress      io.Writer
@@ -89,6 +91,9 @@ type Result struct {
 	// process the simulator started (NATSMeasured).
 	NATSCPU      time.Duration
 	NATSMeasured bool
+	// FleetCPU is the simulator's own CPU time over Wall: its simulated
+	// workers, which share the machine with the controller and server.
+	FleetCPU time.Duration
 	// ClaimP50 and ClaimP99 are the claims' waits (Log.ClaimWaits);
 	// Claims counts them. ClaimParts splits them (Log.ClaimParts).
 	ClaimP50, ClaimP99 time.Duration
@@ -231,7 +236,7 @@ func (s *sim) start(ctx context.Context) (url string, pid int, err error) {
 			sync = "always"
 		}
 		no := NATSOptions{Binary: o.NATSBinary, Dir: filepath.Join(o.DataDir, "nats"), Sync: sync,
-			CPUProfile: o.NATSCPUProfile, ProfileSeconds: o.ProfileSeconds}
+			CPUProfile: o.NATSCPUProfile, ProfileSeconds: o.ProfileSeconds, HeapProfile: o.NATSHeapProfile}
 		if s.nats, err = StartNATS(ctx, no); err != nil {
 			return "", 0, err
 		}
@@ -362,6 +367,10 @@ func (s *sim) measure(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	fcpu0, err := CPU(os.Getpid())
+	if err != nil {
+		return nil, err
+	}
 	seq0, err := s.lastSeqs(ctx)
 	if err != nil {
 		return nil, err
@@ -392,6 +401,11 @@ func (s *sim) measure(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	res.NATSCPU = ncpu1 - ncpu0
+	fcpu1, err := CPU(os.Getpid())
+	if err != nil {
+		return nil, err
+	}
+	res.FleetCPU = fcpu1 - fcpu0
 	seq1, err := s.lastSeqs(ctx)
 	if err != nil {
 		return nil, err
@@ -414,7 +428,31 @@ func (s *sim) measure(ctx context.Context) (*Result, error) {
 			s.o.Log.Warn("heap profile", "err", err)
 		}
 	}
+	if s.o.NATSHeapProfile != "" && s.nats != nil {
+		if err := s.natsHeap(ctx); err != nil {
+			s.o.Log.Warn("nats-server heap profile", "err", err)
+		}
+	}
 	return res, nil
+}
+
+// natsHeap has the started nats-server save its heap profile (SIGUSR2)
+// and waits, a minute at most, for the file.
+func (s *sim) natsHeap(ctx context.Context) error {
+	_ = os.Remove(s.o.NATSHeapProfile)
+	if err := s.nats.Signal(syscall.SIGUSR2); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		if _, err := os.Stat(s.o.NATSHeapProfile); err == nil {
+			return nil
+		}
+		if err := sleepUntil(ctx, time.Now().Add(100*time.Millisecond)); err != nil {
+			return fmt.Errorf("no profile in %s: %w", s.o.NATSHeapProfile, err)
+		}
+	}
 }
 
 // sleepUntil waits until t, or ctx ends.

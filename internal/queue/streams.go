@@ -84,7 +84,9 @@ type StreamOptions struct {
 	// Replicas for every stream and bucket: 1 on a single server, 3 on a
 	// JetStream cluster. Defaults to 1.
 	Replicas int
-	// DedupWindow is how long JetStream remembers a Nats-Msg-Id. Defaults to 10m.
+	// DedupWindow is how long JetStream remembers a Nats-Msg-Id. Defaults
+	// to 2m: the server holds each id of the window in memory, and the
+	// fold drops a later copy by its id anyway (nats.dedup_window).
 	DedupWindow time.Duration
 	// OutputMaxAge bounds how long output chunks are kept. Defaults to 7 days.
 	OutputMaxAge time.Duration
@@ -100,7 +102,7 @@ func (o StreamOptions) WithDefaults() StreamOptions {
 		o.Replicas = 1
 	}
 	if o.DedupWindow == 0 {
-		o.DedupWindow = 10 * time.Minute
+		o.DedupWindow = 2 * time.Minute
 	}
 	if o.OutputMaxAge == 0 {
 		o.OutputMaxAge = 7 * 24 * time.Hour
