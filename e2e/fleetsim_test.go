@@ -108,8 +108,8 @@ func followProgress(r interface{ Read([]byte) (int, error) }, logs *bytes.Buffer
 }
 
 // TestFleetSimOwnServers runs the simulator as make bench-fleet does, with
-// no URL: it starts a nats-server and a controller, each a process of its
-// own, measures both, and stops both when it ends. Then it kills the
+// no URL: it starts a nats-server, a controller and a standby, each a
+// process of its own, measures them, and stops them when it ends. Then it kills the
 // nats-server under a running simulation: the simulator must say so and
 // fail, not wait out its timeout, and leave no process behind.
 func TestFleetSimOwnServers(t *testing.T) {
@@ -124,19 +124,36 @@ func TestFleetSimOwnServers(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	out, err := fleetsim(dir, "--tasks", "40", "--duration-median", "10ms", "--duration-p99", "50ms", "--timeout", "2m").CombinedOutput()
+	out, err := fleetsim(dir, "--tasks", "40", "--duration-median", "10ms", "--duration-p99", "50ms", "--timeout", "2m", "--standbys", "1").CombinedOutput()
 	if err != nil {
 		t.Fatalf("fleetsim: %v\n%s", err, tail(string(out), 4000))
 	}
 	if !regexp.MustCompile(`(?m)^fleet: workers=4 tasks=40 wall_s=\S+ controller_cpu_ms_per_task=[0-9.]+ claim_p99_ms=\S+ controller_rss_mb=[0-9.]+ lost=0 doubled=0 nats_cpu_ms_per_task=[0-9.]+$`).Match(out) {
 		t.Errorf("no fleet: line measuring both processes:\n%s", out)
 	}
+	// The standby folded the same log, and said so once the flows were done.
+	if !regexp.MustCompile(`(?m)^fleetsim: standby \S+ \(standby at the end\): CPU [0-9.]+ s, [0-9.]+ ms a task, RSS [1-9][0-9.]* MB; behind p50 \d+ events, max \d+ \(\d+ samples\); caught up [0-9.]+ s after the flows completed$`).Match(out) {
+		t.Errorf("no line measuring the standby controller:\n%s", out)
+	}
 	if pids := processesUnder(dir); len(pids) > 0 {
 		t.Errorf("processes left behind: %v", pids)
 	}
 
-	dir = t.TempDir()
-	run := &async{cmd: fleetsim(dir, "--tasks", "400", "--duration-median", "2s", "--duration-p99", "4s", "--timeout", "5m"), done: make(chan struct{})}
+	// Its nats-server killed, or a standby, the simulator says so and
+	// fails: its figures would be of another run.
+	killUnder(t, fleetsim, "the nats-server", func(argv []string) bool { return argv[1] == "nats-server" })
+	killUnder(t, fleetsim, "the standby controller", func(argv []string) bool {
+		return argv[1] == "serve" && strings.Contains(strings.Join(argv, " "), "standby-1")
+	}, "--standbys", "1")
+}
+
+// killUnder starts a simulation and, once the fleet runs, kills the
+// process of it whose command line is says is what: the simulation must
+// fail at once saying that what exited, and leave no process behind.
+func killUnder(t *testing.T, fleetsim func(string, ...string) *exec.Cmd, what string, is func(argv []string) bool, args ...string) {
+	t.Helper()
+	dir := t.TempDir()
+	run := &async{cmd: fleetsim(dir, append([]string{"--tasks", "400", "--duration-median", "2s", "--duration-p99", "4s", "--timeout", "5m"}, args...)...), done: make(chan struct{})}
 	run.cmd.Stdout, run.cmd.Stderr = run, run
 	if err := run.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -145,25 +162,25 @@ func TestFleetSimOwnServers(t *testing.T) {
 		run.err = run.cmd.Wait()
 		close(run.done)
 	}()
-	var server int
-	waitFor(t, 2*time.Minute, "the nats-server and a first run", func() bool {
+	var victim int
+	waitFor(t, 2*time.Minute, what+" and a first run", func() bool {
 		for _, pid := range processesUnder(dir) {
-			if cmdline(pid)[1] == "nats-server" {
-				server = pid
+			if is(cmdline(pid)) {
+				victim = pid
 			}
 		}
-		return server != 0 && regexp.MustCompile(`fleetsim: \S+: [1-9]\d* runs`).MatchString(run.out())
+		return victim != 0 && regexp.MustCompile(`fleetsim: \S+: [1-9]\d* runs`).MatchString(run.out())
 	})
-	if err := syscall.Kill(server, syscall.SIGKILL); err != nil {
+	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case <-run.done:
-		if run.err == nil || !strings.Contains(run.out(), "the nats-server exited") {
-			t.Errorf("fleetsim ended with %v, not saying the nats-server exited:\n%s", run.err, tail(run.out(), 4000))
+		if run.err == nil || !strings.Contains(run.out(), what+" exited") {
+			t.Errorf("fleetsim ended with %v, not saying %s exited:\n%s", run.err, what, tail(run.out(), 4000))
 		}
 	case <-time.After(90 * time.Second):
-		t.Fatalf("fleetsim still runs 90 s after its nats-server was killed:\n%s", tail(run.out(), 4000))
+		t.Fatalf("fleetsim still runs 90 s after %s was killed:\n%s", what, tail(run.out(), 4000))
 	}
 	if pids := processesUnder(dir); len(pids) > 0 {
 		t.Errorf("processes left behind: %v", pids)

@@ -91,6 +91,7 @@ line of figures. Exit 0 only when all of that holds.`,
 	fs.StringVar(&f.o.URL, "nats-url", "", "NATS of a running controller (default: start one, as controller dev does)")
 	fs.IntVar(&f.o.ControllerPid, "controller-pid", 0, "with --nats-url: the controller process to measure")
 	fs.BoolVar(&f.o.Embedded, "embedded", false, "without --nats-url: the controller runs its embedded nats-server (its CPU includes the server's)")
+	fs.IntVar(&f.o.Standbys, "standbys", 0, "without --nats-url: start this many standby controllers beside the first, and measure how far behind its fold each keeps")
 	fs.StringVar(&f.o.NATSSync, "nats-sync", "always", "without --nats-url: the nats-server's sync interval, as nats.sync_interval says it")
 	fs.StringVar(&f.ctl, "controller", "", "the controller binary to start (default: the one beside fleetsim, else in PATH)")
 	fs.StringVar(&f.o.DataDir, "data-dir", "", "where the started controller and the workers keep their files (default: a temporary dir, removed)")
@@ -220,6 +221,14 @@ func report(w io.Writer, r *fleetsim.Result) {
 	}
 	if r.NATSMeasured {
 		fmt.Fprintf(w, "fleetsim: nats-server CPU %.1f s\n", r.NATSCPU.Seconds())
+	}
+	for _, sb := range r.Standbys {
+		caught := "not caught up within a minute"
+		if sb.CaughtUp >= 0 {
+			caught = fmt.Sprintf("caught up %.1f s after the flows completed", sb.CaughtUp.Seconds())
+		}
+		fmt.Fprintf(w, "fleetsim: standby %s (%s at the end): CPU %.1f s, %.3f ms a task, RSS %.1f MB; behind p50 %d events, max %d (%d samples); %s\n",
+			termsafe.Text(sb.ID), sb.Role, sb.CPU.Seconds(), ms(sb.CPU)/float64(r.Tasks), float64(sb.RSS)/(1<<20), sb.LagP50, sb.LagMax, sb.Samples, caught)
 	}
 	fmt.Fprintf(w, "fleetsim: the simulated workers' CPU %.1f s, %.3f ms a task\n",
 		r.FleetCPU.Seconds(), ms(r.FleetCPU)/float64(r.Tasks))

@@ -44,6 +44,9 @@ type ProcessOptions struct {
 	Pprof bool
 	// Env is added to this process's environment (DROVER_* included).
 	Env []string
+	// What it is called in errors and its log's name: "controller"
+	// unless set ("standby controller").
+	What string
 }
 
 // StartController starts `controller serve` and returns once it is up —
@@ -59,7 +62,11 @@ func StartController(ctx context.Context, o ProcessOptions) (*Process, error) {
 	if o.Pprof {
 		env = append(env[:len(env):len(env)], "DROVER_HTTP_LISTEN=127.0.0.1:0", "DROVER_HTTP_PPROF=true")
 	}
-	p, err := startProcess("controller", argv, env, o.DataDir)
+	what := o.What
+	if what == "" {
+		what = "controller"
+	}
+	p, err := startProcess(what, argv, env, o.DataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +134,7 @@ func startProcess(what string, argv, env []string, dir string) (*Process, error)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("fleetsim: %w", err)
 	}
-	p := &Process{what: what, DataDir: dir, Log: filepath.Join(dir, what+".log"), done: make(chan struct{})}
+	p := &Process{what: what, DataDir: dir, Log: filepath.Join(dir, strings.ReplaceAll(what, " ", "-")+".log"), done: make(chan struct{})}
 	logf, err := os.Create(p.Log)
 	if err != nil {
 		return nil, fmt.Errorf("fleetsim: %w", err)

@@ -46,10 +46,13 @@ type Options struct {
 	ControllerPid int
 	// ControllerEnv is added to a started controller's environment.
 	ControllerEnv []string
-	Workers       int
-	Slots         int
-	Plan          Plan
-	Mix           Mix
+	// Standbys starts that many more controllers on the started
+	// nats-server once the first leads, each measured (StandbyResult).
+	Standbys int
+	Workers  int
+	Slots    int
+	Plan     Plan
+	Mix      Mix
 	// Config is the workers' base configuration and the client's NATS
 	// credentials (config.Load).
 	Config *config.Config
@@ -114,6 +117,8 @@ type Result struct {
 	// the figures count work that was not asked for.
 	Resubmitted int
 	Rebuild     *controller.RebuildResponse
+	// Standbys are the standby controllers' figures (Options.Standbys).
+	Standbys []StandbyResult
 }
 
 // Line is the simulator's one-line summary.
@@ -144,8 +149,9 @@ func (r *Result) OK() bool {
 // sim is one simulation on its way.
 type sim struct {
 	o      Options
-	ctrl   *Process // nil with an external controller
-	nats   *Process // the started nats-server, nil when there is none
+	ctrl   *Process  // nil with an external controller
+	nats   *Process  // the started nats-server, nil when there is none
+	sb     *standbys // the started standby controllers, nil when none
 	pid    int
 	nc     *nats.Conn
 	js     jetstream.JetStream
@@ -175,6 +181,9 @@ type sim struct {
 func Run(ctx context.Context, o Options) (res *Result, err error) {
 	if err := o.Mix.Validate(); err != nil {
 		return nil, err
+	}
+	if o.Standbys > 0 && (o.URL != "" || o.Embedded) {
+		return nil, fmt.Errorf("%w: standby controllers need the nats-server fleetsim starts apart (neither --nats-url nor --embedded)", config.ErrInvalid)
 	}
 	s := &sim{o: o, ledger: NewLedger(), hung: make(chan Hung, 1024)}
 	defer s.close()
@@ -221,7 +230,15 @@ func (s *sim) connect(ctx context.Context) error {
 		return fmt.Errorf("fleetsim: %w", err)
 	}
 	s.client = &controller.Client{NC: nc, Timeout: 2 * time.Minute}
-	return s.waitAnswering(ctx)
+	if err := s.waitAnswering(ctx); err != nil {
+		return err
+	}
+	if o.Standbys > 0 {
+		if s.sb, err = startStandbys(ctx, o, url, o.Standbys); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // start starts the controller, and its nats-server unless it embeds one,
@@ -340,6 +357,7 @@ func (s *sim) close() {
 	if s.nc != nil {
 		s.nc.Close()
 	}
+	s.sb.stop()
 	if s.ctrl != nil {
 		s.ctrl.Stop()
 	}
@@ -375,6 +393,11 @@ func (s *sim) measure(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	stopSampling, err := s.sampleStandbys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer stopSampling()
 	began := time.Now()
 	profiled := s.profile(ctx)
 	for i, spec := range specs {
@@ -391,6 +414,12 @@ func (s *sim) measure(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	res.Wall = time.Since(began)
+	stopSampling()
+	if s.sb != nil {
+		if res.Standbys, err = s.sb.finish(ctx, s.js); err != nil {
+			return nil, err
+		}
+	}
 	cpu1, err := s.cpu()
 	if err != nil {
 		return nil, err
@@ -589,10 +618,28 @@ func (s *sim) alive() error {
 			return err
 		}
 	}
+	if err := s.sb.alive(); err != nil {
+		return err
+	}
 	if s.ctrl == nil {
 		return nil
 	}
 	return s.ctrl.Alive()
+}
+
+// sampleStandbys notes the standbys' CPU and samples their lag until the
+// returned func is called (once or more).
+func (s *sim) sampleStandbys(ctx context.Context) (stop func(), err error) {
+	if s.sb == nil {
+		return func() {}, nil
+	}
+	if err := s.sb.begin(); err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { s.sb.sample(sctx, s.js) })
+	return func() { cancel(); wg.Wait() }, nil
 }
 
 // statusDone asks the controller whether every submitted flow has ended.
