@@ -222,13 +222,17 @@ func report(w io.Writer, r *fleetsim.Result) {
 	if r.NATSMeasured {
 		fmt.Fprintf(w, "fleetsim: nats-server CPU %.1f s\n", r.NATSCPU.Seconds())
 	}
+	if len(r.Standbys) > 0 {
+		l := r.LeaderLag
+		fmt.Fprintf(w, "fleetsim: the first controller's fold behind p50 %d events, max %d (%d samples)\n", l.P50, l.Max, l.Samples)
+	}
 	for _, sb := range r.Standbys {
 		caught := "not caught up within a minute"
 		if sb.CaughtUp >= 0 {
 			caught = fmt.Sprintf("caught up %.1f s after the flows completed", sb.CaughtUp.Seconds())
 		}
 		fmt.Fprintf(w, "fleetsim: standby %s (%s at the end): CPU %.1f s, %.3f ms a task, RSS %.1f MB; behind p50 %d events, max %d (%d samples); %s\n",
-			termsafe.Text(sb.ID), sb.Role, sb.CPU.Seconds(), ms(sb.CPU)/float64(r.Tasks), float64(sb.RSS)/(1<<20), sb.LagP50, sb.LagMax, sb.Samples, caught)
+			termsafe.Text(sb.ID), sb.Role, sb.CPU.Seconds(), ms(sb.CPU)/float64(r.Tasks), float64(sb.RSS)/(1<<20), sb.Lag.P50, sb.Lag.Max, sb.Lag.Samples, caught)
 	}
 	fmt.Fprintf(w, "fleetsim: the simulated workers' CPU %.1f s, %.3f ms a task\n",
 		r.FleetCPU.Seconds(), ms(r.FleetCPU)/float64(r.Tasks))

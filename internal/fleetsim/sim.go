@@ -117,8 +117,11 @@ type Result struct {
 	// the figures count work that was not asked for.
 	Resubmitted int
 	Rebuild     *controller.RebuildResponse
-	// Standbys are the standby controllers' figures (Options.Standbys).
-	Standbys []StandbyResult
+	// Standbys are the standby controllers' figures (Options.Standbys),
+	// LeaderLag how far behind the log the first controller kept, for
+	// comparison (measured only with standbys).
+	Standbys  []StandbyResult
+	LeaderLag Lag
 }
 
 // Line is the simulator's one-line summary.
@@ -234,7 +237,7 @@ func (s *sim) connect(ctx context.Context) error {
 		return err
 	}
 	if o.Standbys > 0 {
-		if s.sb, err = startStandbys(ctx, o, url, o.Standbys); err != nil {
+		if s.sb, err = startStandbys(ctx, o, s.ctrl, o.Standbys); err != nil {
 			return err
 		}
 	}
@@ -419,6 +422,7 @@ func (s *sim) measure(ctx context.Context) (*Result, error) {
 		if res.Standbys, err = s.sb.finish(ctx, s.js); err != nil {
 			return nil, err
 		}
+		res.LeaderLag = s.sb.leaderLag()
 	}
 	cpu1, err := s.cpu()
 	if err != nil {

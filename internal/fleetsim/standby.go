@@ -24,11 +24,8 @@ type StandbyResult struct {
 	// CPU is its CPU time over the run; RSS its resident set at the end.
 	CPU time.Duration
 	RSS int64
-	// LagP50 and LagMax are how many events it had not folded yet, from
-	// its registration (renewed every 2 s), sampled every second while
-	// the flows ran; Samples counts the samples.
-	LagP50, LagMax uint64
-	Samples        int
+	// Lag is how far behind the log it kept while the flows ran.
+	Lag Lag
 	// CaughtUp is from the flows' completion to its registration saying
 	// it had folded the log as it stood then; -1 if it had not within a
 	// minute.
@@ -38,20 +35,44 @@ type StandbyResult struct {
 	Role string
 }
 
+// Lag is how many events of the log a controller had not folded yet,
+// from its registration (renewed every 2 s), sampled every second while
+// the flows ran: the median and the most of the samples.
+type Lag struct {
+	P50, Max uint64
+	Samples  int
+}
+
+// lagOf summarises samples.
+func lagOf(samples []uint64) Lag {
+	s := slices.Clone(samples)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return Lag{}
+	}
+	return Lag{P50: s[len(s)/2], Max: s[len(s)-1], Samples: len(s)}
+}
+
 // standbys are the standby controllers a simulation started.
 type standbys struct {
-	procs []*Process
-	ids   []string // each one's controller id, from its data dir
-	mu    sync.Mutex
-	lags  map[string][]uint64
-	cpu0  []time.Duration
+	procs  []*Process
+	ids    []string // each one's controller id, from its data dir
+	leader string   // the first controller's id
+	mu     sync.Mutex
+	lags   map[string][]uint64
+	cpu0   []time.Duration
 }
 
 // startStandbys starts n controllers beside the leader, on its server,
 // each in a data dir of its own. They start once the leader answers, so
 // that the leader is the first controller.
-func startStandbys(ctx context.Context, o *Options, url string, n int) (*standbys, error) {
-	sb := &standbys{lags: map[string][]uint64{}}
+func startStandbys(ctx context.Context, o *Options, leader *Process, n int) (*standbys, error) {
+	id, err := waitControllerID(ctx, leader)
+	if err != nil {
+		return nil, err
+	}
+	sb := &standbys{leader: id, lags: map[string][]uint64{}}
+	url := leader.URL
 	for i := range n {
 		dir := filepath.Join(o.DataDir, fmt.Sprintf("standby-%d", i+1))
 		p, err := StartController(ctx, ProcessOptions{Binary: o.ControllerBinary, DataDir: dir, NATSURL: url, Env: o.ControllerEnv, What: "standby controller"})
@@ -132,13 +153,20 @@ func (sb *standbys) sample(ctx context.Context, js jetstream.JetStream) {
 			continue
 		}
 		sb.mu.Lock()
-		for _, id := range sb.ids {
+		for _, id := range append([]string{sb.leader}, sb.ids...) {
 			if r := regs[id]; r != nil {
 				sb.lags[id] = append(sb.lags[id], r.Lag)
 			}
 		}
 		sb.mu.Unlock()
 	}
+}
+
+// leaderLag is how far behind the log the first controller kept.
+func (sb *standbys) leaderLag() Lag {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	return lagOf(sb.lags[sb.leader])
 }
 
 // finish measures them once the flows completed: how long each takes to
@@ -183,11 +211,7 @@ func (sb *standbys) finish(ctx context.Context, js jetstream.JetStream) ([]Stand
 		if res[i].RSS, _, err = Memory(p.Pid()); err != nil {
 			return nil, err
 		}
-		lags := slices.Clone(sb.lags[res[i].ID])
-		slices.Sort(lags)
-		if res[i].Samples = len(lags); len(lags) > 0 {
-			res[i].LagP50, res[i].LagMax = lags[len(lags)/2], lags[len(lags)-1]
-		}
+		res[i].Lag = lagOf(sb.lags[res[i].ID])
 	}
 	return res, nil
 }
