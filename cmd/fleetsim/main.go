@@ -129,10 +129,20 @@ func mixFlags(cmd *cobra.Command, m *fleetsim.Mix) {
 	fs.IntVar(&m.Files, "files", 2, "files each run changes")
 }
 
+// maxStandbys bounds --standbys: each is a whole controller, folding the
+// whole log on the same machine.
+const maxStandbys = 8
+
 func run(ctx context.Context, f *flags, stdout, stderr io.Writer) error {
 	o := &f.o
 	if o.Workers < 1 || o.Slots < 1 || o.Plan.Tasks < 1 || o.Plan.Flows < 1 {
 		return exitcode.With(exitcode.Usage, errors.New("--workers, --slots, --tasks and --flows must be at least 1"))
+	}
+	if o.Standbys < 0 || o.Standbys > maxStandbys {
+		return exitcode.With(exitcode.Usage, fmt.Errorf("--standbys %d: must be 0..%d", o.Standbys, maxStandbys))
+	}
+	if o.Standbys > 0 && (o.URL != "" || o.Embedded) {
+		return exitcode.With(exitcode.Usage, errors.New("--standbys needs the nats-server fleetsim starts apart: not with --nats-url or --embedded"))
 	}
 	if o.SubmitEvery < 0 {
 		return exitcode.With(exitcode.Usage, fmt.Errorf("--submit-every %s: must not be negative", o.SubmitEvery))

@@ -16,6 +16,10 @@ func TestUsage(t *testing.T) {
 		{"--workers", "0"},
 		{"--flows", "-1"},
 		{"--submit-every", "-1s"},
+		{"--standbys", "-1"},
+		{"--standbys", "1000"},
+		{"--standbys", "1", "--nats-url", "nats://127.0.0.1:4222"},
+		{"--standbys", "1", "--embedded"},
 	} {
 		root := newRoot()
 		root.SetArgs(args)

@@ -418,12 +418,6 @@ func (s *sim) measure(ctx context.Context) (*Result, error) {
 	}
 	res.Wall = time.Since(began)
 	stopSampling()
-	if s.sb != nil {
-		if res.Standbys, err = s.sb.finish(ctx, s.js); err != nil {
-			return nil, err
-		}
-		res.LeaderLag = s.sb.leaderLag()
-	}
 	cpu1, err := s.cpu()
 	if err != nil {
 		return nil, err
@@ -446,6 +440,14 @@ func (s *sim) measure(ctx context.Context) (*Result, error) {
 	res.Writes = map[string]uint64{}
 	for name, n := range seq1 {
 		res.Writes[name] = n - seq0[name]
+	}
+	// After the rest is measured: waiting for the standbys to catch up
+	// must not count in the leader's, the server's or the fleet's figures.
+	if s.sb != nil {
+		if res.Standbys, err = s.sb.finish(ctx, s.js, began.Add(res.Wall)); err != nil {
+			return nil, err
+		}
+		res.LeaderLag = s.sb.leaderLag()
 	}
 	if s.pid != 0 {
 		if res.RSS, res.PeakRSS, err = Memory(s.pid); err != nil {

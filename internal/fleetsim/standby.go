@@ -169,19 +169,19 @@ func (sb *standbys) leaderLag() Lag {
 	return lagOf(sb.lags[sb.leader])
 }
 
-// finish measures them once the flows completed: how long each takes to
-// have folded the log as it stands now, its CPU and its memory.
-func (sb *standbys) finish(ctx context.Context, js jetstream.JetStream) ([]StandbyResult, error) {
+// finish measures them once the flows completed, at ended: how long each
+// takes to have folded the log as it stands now, its CPU and its memory.
+func (sb *standbys) finish(ctx context.Context, js jetstream.JetStream, ended time.Time) ([]StandbyResult, error) {
 	s, err := js.Stream(ctx, queue.EventsStream)
 	if err != nil {
 		return nil, fmt.Errorf("fleetsim: %w", err)
 	}
-	last, ended := s.CachedInfo().State.LastSeq, time.Now()
+	last := s.CachedInfo().State.LastSeq
 	res := make([]StandbyResult, len(sb.procs))
 	for i, id := range sb.ids {
 		res[i] = StandbyResult{ID: id, CaughtUp: -1}
 	}
-	deadline := ended.Add(time.Minute)
+	deadline := time.Now().Add(time.Minute)
 	for pending := len(res); pending > 0 && time.Now().Before(deadline); {
 		if regs, err := controllers(ctx, js); err == nil {
 			pending = 0
