@@ -190,8 +190,8 @@ func unordered(l *Layout, deps [][]int, rng *rand.Rand) *layered {
 			g.addEdge(d, i, &budget)
 		}
 	}
-	for _, row := range g.rows {
-		if rng != nil {
+	if rng != nil {
+		for _, row := range g.rows {
 			rng.Shuffle(len(row), func(i, j int) { row[i], row[j] = row[j], row[i] })
 		}
 	}
