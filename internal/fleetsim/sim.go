@@ -648,8 +648,16 @@ func (s *sim) sampleStandbys(ctx context.Context) (stop func(), err error) {
 	return func() { cancel(); wg.Wait() }, nil
 }
 
+// statusWait bounds each status request of the wait for the flows.
+const statusWait = 10 * time.Second
+
 // statusDone asks the controller whether every submitted flow has ended.
 func (s *sim) statusDone(ctx context.Context) bool {
+	// Bounded well below the client's 2 minutes: a request made as the
+	// nats-server dies waits in the reconnect buffer, and the wait's loop
+	// must come back to see which process exited.
+	ctx, cancel := context.WithTimeout(ctx, statusWait)
+	defer cancel()
 	st, err := s.client.Status(ctx, "")
 	if err != nil {
 		return false
